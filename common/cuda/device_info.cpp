@@ -1,0 +1,57 @@
+#include "common/cuda/device_info.hpp"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "common/cuda/cuda_check.hpp"
+
+namespace ob {
+
+CudaProbe probe_cuda() {
+  CudaProbe probe;
+  const cudaError_t code = cudaGetDeviceCount(&probe.devices);
+  if (code != cudaSuccess) {
+    probe.devices = 0;
+    probe.error = std::string(cudaGetErrorName(code)) + ": " + cudaGetErrorString(code);
+    cudaGetLastError();  // clear the sticky-free error so later calls start clean
+  } else if (probe.devices == 0) {
+    probe.error = "cudaGetDeviceCount returned 0 devices";
+  }
+  return probe;
+}
+
+std::string no_device_message(const std::string& program, const CudaProbe& probe) {
+  return program + ": no CUDA device available (" + probe.error + ")";
+}
+
+nlohmann::json cuda_metadata(int device) {
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  int driver = 0, runtime = 0, nccl = 0;
+  CUDA_CHECK(cudaDriverGetVersion(&driver));
+  CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+  NCCL_CHECK(ncclGetVersion(&nccl));
+  auto version = [](int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); };
+  int clock_khz = 0, mem_clock_khz = 0;
+  cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device);
+  cudaDeviceGetAttribute(&mem_clock_khz, cudaDevAttrMemoryClockRate, device);
+  return {
+      {"gpu_name", prop.name},
+      {"gpu_index", device},
+      {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
+      {"gpu_memory_MiB", prop.totalGlobalMem >> 20},
+      {"multiprocessors", prop.multiProcessorCount},
+      {"sm_clock_max_MHz", clock_khz / 1000},
+      {"memory_clock_max_MHz", mem_clock_khz / 1000},
+      {"pci_bus_id", prop.pciBusID},
+      {"cuda_driver", version(driver)},
+      {"cuda_runtime", version(runtime)},
+      {"cublas", std::to_string(CUBLAS_VER_MAJOR) + "." + std::to_string(CUBLAS_VER_MINOR) + "." +
+                     std::to_string(CUBLAS_VER_PATCH)},
+      {"nccl", std::to_string(nccl / 10000) + "." + std::to_string((nccl / 100) % 100) + "." +
+                   std::to_string(nccl % 100)},
+  };
+}
+
+}  // namespace ob

@@ -1,0 +1,45 @@
+// GPU timing with CUDA events recorded on the stream that ran the work. An EventLog keeps every event of a run and
+// converts them to milliseconds after one origin event, so per-kernel durations and timeline positions come from
+// the same clock. NvtxRange marks the same regions for Nsight.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include <vector>
+
+namespace ob {
+
+class EventLog {
+ public:
+  EventLog() = default;
+  ~EventLog();
+  EventLog(const EventLog&) = delete;
+  EventLog& operator=(const EventLog&) = delete;
+
+  // Records a new event on `stream` and returns its index. Events are created once and reused after clear().
+  int record(cudaStream_t stream);
+  // Forgets recorded events (keeps them allocated). The next record() is the new origin.
+  void clear() { used_ = 0; }
+  int size() const { return used_; }
+  // Waits for the last recorded event.
+  void synchronize() const;
+  // Milliseconds from event `from` to event `to` (both complete).
+  float ms_between(int from, int to) const;
+  // Milliseconds from the first event recorded since clear() (the origin) to event `index`.
+  float ms_since_origin(int index) const { return ms_between(0, index); }
+
+ private:
+  std::vector<cudaEvent_t> events_;
+  int used_ = 0;
+};
+
+class NvtxRange {
+ public:
+  explicit NvtxRange(const char* name) { nvtxRangePushA(name); }
+  ~NvtxRange() { nvtxRangePop(); }
+  NvtxRange(const NvtxRange&) = delete;
+  NvtxRange& operator=(const NvtxRange&) = delete;
+};
+
+}  // namespace ob

@@ -1,0 +1,40 @@
+// Every derived metric the suite reports, defined once (METRICS.md documents each with the same names).
+// Times are in milliseconds; the caller passes per-iteration medians of the slowest rank.
+#pragma once
+
+#include <vector>
+
+namespace ob {
+
+// T_ideal = max(T_comp, T_comm): perfect overlap with no contention.
+double ideal_ms(double t_comp, double t_comm);
+
+// (T_comp + T_comm - T_ovl) / min(T_comp, T_comm): 1 when the shorter of the two is fully hidden. NaN when
+// min(T_comp, T_comm) is 0 (nothing to hide).
+double overlap_efficiency(double t_comp, double t_comm, double t_ovl);
+
+// T_seq / T_ovl.
+double speedup(double t_seq, double t_ovl);
+
+// OSU-style overlap %: 100 * (1 - (T_ovl - T_comp) / T_comm), clamped to [0, 100]; the share of communication
+// time hidden behind computation ("comm hidden %"). NaN when T_comm is 0.
+double overlap_pct(double t_ovl, double t_comp, double t_comm);
+
+// (sum of compute time while overlapped - sum isolated) / sum isolated. NaN when the isolated sum is 0.
+double compute_slowdown(double overlapped_total, double isolated_total);
+
+// algbw = bytes / time (GB/s, 1 GB = 1e9 B); busbw for all-reduce = algbw * 2 (n - 1) / n (nccl-tests).
+double algbw_GBps(double bytes, double time_ms);
+double allreduce_busbw_GBps(double algbw, int ranks);
+
+// Schedule bound: completion time of a pipeline with no contention. Compute tasks run one after another;
+// communication task k may start once compute task ready_after[k] has finished and task k-1 has finished
+// (communication is serialised in launch order, as on one stream or one thread). Returns
+// max(end of last compute, end of last communication). ready_after must be non-decreasing and index `compute`.
+double pipeline_bound_ms(const std::vector<double>& compute_ms, const std::vector<double>& comm_ms,
+                         const std::vector<int>& ready_after);
+
+// The same for `chunks` equal chunks: c + (chunks - 1) * max(c, m) + m.
+double equal_chunk_pipeline_ms(int chunks, double chunk_compute_ms, double chunk_comm_ms);
+
+}  // namespace ob

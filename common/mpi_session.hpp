@@ -1,0 +1,25 @@
+// MPI for the lifetime of a main: MPI_Init_thread with the thread level the phase needs (checked against what
+// the library provides), errors returned rather than fatal so MPI_CHECK can decode them, MPI_Finalize at the end.
+#pragma once
+
+#include <mpi.h>
+
+namespace ob {
+
+class MpiSession {
+ public:
+  // Throws CallFailure when MPI cannot give `required` (e.g. MPI_THREAD_MULTIPLE).
+  MpiSession(int& argc, char**& argv, int required);
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int provided() const { return provided_; }
+
+ private:
+  int rank_ = 0, size_ = 1, provided_ = MPI_THREAD_SINGLE;
+};
+
+}  // namespace ob

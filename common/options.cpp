@@ -1,0 +1,143 @@
+#include "common/options.hpp"
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <limits>
+#include <sstream>
+
+#include "common/csv_writer.hpp"
+#include "common/errors.hpp"
+
+namespace ob {
+
+void add_common_options(CLI::App& app, CommonOptions& options) {
+  app.add_option("--iters", options.iters, "Timed iterations per mode")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  app.add_option("--warmup", options.warmup, "Untimed warm-up iterations per mode")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  app.add_option("--csv", options.csv, "Summary CSV path (default: results/runs/<phase>-<date>.csv)");
+  app.add_option("--timeline", options.timeline, "Timeline CSV path; a Chrome trace is written beside it");
+  app.add_option("--seed", options.seed, "Seed of every random input")->capture_default_str();
+  app.add_flag("--check", options.check, "Verify every result (collectives exactly, kernels against a reference)");
+  app.add_flag("-q,--quiet", options.quiet, "Print only errors and the summary table");
+}
+
+std::optional<int> parse_options(CLI::App& app, int argc, char** argv, bool print) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    if (print) std::cout << app.help();
+    return kExitOk;
+  } catch (const CLI::CallForAllHelp&) {
+    if (print) std::cout << app.help("", CLI::AppFormatMode::All);
+    return kExitOk;
+  } catch (const CLI::ParseError& error) {
+    if (print) std::cerr << app.get_name() << ": error: " << error.what() << "\n";
+    return kExitUsage;
+  } catch (const UsageError& error) {
+    if (print) std::cerr << app.get_name() << ": error: " << error.what() << "\n";
+    return kExitUsage;
+  }
+  return std::nullopt;
+}
+
+std::uint64_t parse_size(const std::string& option, const std::string& text) {
+  const std::string allowed = "a positive whole number, optionally with a K, M or G suffix (powers of 1024)";
+  std::string body = text;
+  while (!body.empty() && std::isspace(static_cast<unsigned char>(body.back()))) body.pop_back();
+  if (!body.empty() && (body.back() == 'b' || body.back() == 'B')) body.pop_back();
+  std::uint64_t scale = 1;
+  if (!body.empty()) {
+    switch (std::toupper(static_cast<unsigned char>(body.back()))) {
+      case 'K': scale = 1ull << 10; break;
+      case 'M': scale = 1ull << 20; break;
+      case 'G': scale = 1ull << 30; break;
+      default: break;
+    }
+    if (scale != 1) body.pop_back();
+  }
+  bool digits = !body.empty();
+  for (char c : body) digits = digits && std::isdigit(static_cast<unsigned char>(c));
+  require(digits, option, text, allowed);
+  std::uint64_t value = 0;
+  try {
+    value = std::stoull(body);
+  } catch (const std::exception&) {
+    require(false, option, text, allowed);
+  }
+  require(value > 0, option, text, allowed);
+  require(value <= std::numeric_limits<std::uint64_t>::max() / scale, option, text, "a size that fits in 64 bits");
+  return value * scale;
+}
+
+CLI::Validator size_suffix() {
+  return CLI::Validator(
+      [](std::string& text) {
+        try {
+          text = std::to_string(parse_size("", text));
+        } catch (const UsageError& error) {
+          return std::string(error.what()).substr(2);  // CLI11 puts the option's name in front
+        }
+        return std::string();
+      },
+      "SIZE[K|M|G]", "size_suffix");
+}
+
+CLI::Validator finite_in(double lo, double hi) {
+  const std::string allowed = "a finite number in [" + format_number(lo) + ", " + format_number(hi) + "]";
+  return CLI::Validator(
+      [lo, hi, allowed](std::string& text) {
+        double value = 0;
+        std::size_t used = 0;
+        try {
+          value = std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != text.size() || !std::isfinite(value) || value < lo || value > hi) {
+          return "'" + text + "' is invalid: " + allowed;
+        }
+        return std::string();
+      },
+      "FLOAT in [" + format_number(lo) + ", " + format_number(hi) + "]", "finite_in");
+}
+
+void require_fits_in_host_memory(const std::string& option, const std::string& value, double bytes) {
+  const double physical = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  require(bytes <= 0.5 * physical, option, value,
+          "needs " + format_number(bytes / (1u << 30), 3) + " GiB of host memory; at most half of this machine's " +
+              format_number(physical / (1u << 30), 3) + " GiB is allowed");
+}
+
+void require(bool ok, const std::string& option, const std::string& value, const std::string& allowed) {
+  if (!ok) throw UsageError(option + ": '" + value + "' is invalid: " + allowed);
+}
+
+void require_writable_parent(const std::string& option, const std::string& path) {
+  namespace fs = std::filesystem;
+  require(!path.empty(), option, path, "a file path");
+  fs::path parent = fs::path(path).parent_path();
+  if (parent.empty()) parent = ".";
+  std::error_code error;
+  require(fs::is_directory(parent, error), option, path, "its directory must exist");
+  require(::access(parent.c_str(), W_OK) == 0, option, path, "its directory must be writable");
+  require(!fs::is_directory(path, error), option, path, "a file path, not a directory");
+}
+
+std::vector<std::string> split_list(const std::string& text, char separator) {
+  std::vector<std::string> items;
+  std::stringstream stream(text);
+  std::string item;
+  while (std::getline(stream, item, separator)) {
+    if (!item.empty()) items.push_back(item);
+  }
+  return items;
+}
+
+}  // namespace ob

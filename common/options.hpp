@@ -1,0 +1,53 @@
+// Command-line options every phase shares, parsed once with CLI11 into plain structs that are then passed down
+// as const. Each phase adds its own options to the same CLI::App before calling parse_options().
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ob {
+
+struct CommonOptions {
+  int iters = 20;
+  int warmup = 3;
+  std::string csv;       // summary CSV; empty: results/runs/<phase>-<time>.csv
+  std::string timeline;  // timeline CSV (+ .trace.json); empty: beside the summary
+  std::uint64_t seed = 1234;
+  bool check = false;
+  bool quiet = false;
+};
+
+// Adds --iters --warmup --csv --timeline --seed --check --quiet.
+void add_common_options(CLI::App& app, CommonOptions& options);
+
+// Parses argv into the options bound to `app`. Returns nothing when the program should go on; otherwise the exit
+// code to return at once: 0 after --help, kExitUsage after a bad option (one line on stderr, only if `print`).
+std::optional<int> parse_options(CLI::App& app, int argc, char** argv, bool print);
+
+// "64", "4K", "2M", "1G" (powers of 1024, case-insensitive, optional trailing B) -> count. Throws UsageError
+// naming `option` for anything else, zero or negative values included.
+std::uint64_t parse_size(const std::string& option, const std::string& text);
+
+// CLI11 transformer turning a size with a K/M/G suffix into a plain integer string, for numeric options.
+CLI::Validator size_suffix();
+
+// CLI11 check: a finite number (no NaN or infinity) in [lo, hi].
+CLI::Validator finite_in(double lo, double hi);
+
+// Throws UsageError naming `option` unless `bytes` fits in half of this machine's physical memory.
+void require_fits_in_host_memory(const std::string& option, const std::string& value, double bytes);
+
+// Throws UsageError("<option>: <value> is invalid: <allowed>") unless `ok`.
+void require(bool ok, const std::string& option, const std::string& value, const std::string& allowed);
+
+// An output file the user named must go into an existing, writable directory (checked before any work).
+void require_writable_parent(const std::string& option, const std::string& path);
+
+// Splits "a,b,c" into its non-empty items.
+std::vector<std::string> split_list(const std::string& text, char separator = ',');
+
+}  // namespace ob

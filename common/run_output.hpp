@@ -1,0 +1,29 @@
+// Where a run's files go, checked before any work, and the one function that writes them all.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/csv_writer.hpp"
+#include "common/options.hpp"
+#include "common/timeline.hpp"
+
+namespace ob {
+
+struct OutputPaths {
+  std::string summary_csv;   // --csv, or results/runs/<phase>-<date>.csv
+  std::string meta_json;     // beside the summary: <stem>.meta.json
+  std::string timeline_csv;  // --timeline, or <stem>.timeline.csv
+  std::string trace_json;    // beside the timeline: <timeline stem>.trace.json
+};
+
+// Checks user-given paths (UsageError if a directory is missing or read-only) and fills in the defaults.
+// Creates nothing.
+OutputPaths resolve_output_paths(const std::string& phase, const CommonOptions& options);
+
+// Writes the summary, metadata, timeline CSV and Chrome trace, each atomically; creates the default directory.
+void write_run_outputs(const OutputPaths& paths, const CsvTable& summary, const nlohmann::json& meta,
+                       const std::vector<TimelineEvent>& timeline);
+
+}  // namespace ob

@@ -1,0 +1,32 @@
+// Statistics over per-iteration samples, and the reduction across MPI ranks: the slowest rank's time is the
+// iteration time (element-wise max over ranks, then statistics over iterations).
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <vector>
+
+namespace ob {
+
+struct Stats {
+  std::size_t count = 0;
+  double min = 0, p50 = 0, p95 = 0, max = 0, mean = 0, stddev = 0;
+};
+
+// q-th percentile (0..100) by linear interpolation between closest ranks (numpy's default). Throws on empty input.
+double percentile(std::vector<double> samples, double q);
+
+// min, p50, p95, max, mean and sample standard deviation (0 for one sample). Throws std::invalid_argument if empty.
+Stats summarize(const std::vector<double>& samples);
+
+// Stats of a single derived value (ideal, bound rows): every statistic equals it.
+Stats constant_stats(double value);
+
+// Element-wise max of each rank's samples over `comm` (every rank gets the result). All ranks pass equal lengths.
+std::vector<double> max_across_ranks(const std::vector<double>& local, MPI_Comm comm);
+
+// Element-wise sum likewise (used for totals such as per-layer compute time summed over ranks).
+std::vector<double> sum_across_ranks(const std::vector<double>& local, MPI_Comm comm);
+
+}  // namespace ob

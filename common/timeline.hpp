@@ -1,0 +1,38 @@
+// Timeline events (who ran what, when) written as CSV and as Chrome trace JSON for Perfetto / chrome://tracing.
+// Times are microseconds from the run's common origin; ranks are merged onto rank 0 with gather_timeline().
+#pragma once
+
+#include <mpi.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/csv_writer.hpp"
+
+namespace ob {
+
+struct TimelineEvent {
+  int rank = 0;
+  std::string lane;  // "compute", "comm", a thread id, a stream name
+  std::string name;  // what ran: "compute", "allreduce", a kernel name
+  int iter = 0;
+  int chunk = -1;  // -1 when the event belongs to no chunk
+  double start_us = 0;
+  double end_us = 0;
+};
+
+extern const std::vector<std::string> kTimelineColumns;  // rank, lane, name, iter, chunk, start_us, end_us
+
+CsvTable timeline_csv(const std::vector<TimelineEvent>& events);
+
+// Complete ("X") events, pid = rank, one tid per lane, with process_name / thread_name metadata events.
+nlohmann::json chrome_trace(const std::vector<TimelineEvent>& events);
+
+// Collects every rank's events on `root` (others get an empty vector).
+std::vector<TimelineEvent> gather_timeline(const std::vector<TimelineEvent>& local, MPI_Comm comm, int root = 0);
+
+// True when [a.start, a.end) and [b.start, b.end) intersect with positive length.
+bool overlaps_in_time(const TimelineEvent& a, const TimelineEvent& b);
+
+}  // namespace ob

@@ -1,0 +1,36 @@
+// Result checkers shared by every phase. Each reports how many elements are wrong and where the first one is,
+// with the value got and the value expected, so a failure message can name all three. Tests feed each of them a
+// deliberately corrupted buffer.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace ob {
+
+struct ExactCheck {
+  std::uint64_t wrong = 0;
+  std::string first;  // "index 12: got 3, expected 4" for the first wrong element, "" when none
+};
+
+// Bitwise-exact comparison (used where inputs are integers stored as floats, so every sum is exact).
+ExactCheck compare_exact(const float* got, const float* expected, std::size_t n);
+
+struct RelativeCheck {
+  double rel_error = 0;  // ||got - ref||_2 / ||ref||_2 (the absolute norm when ||ref|| is 0)
+  std::size_t worst_index = 0;
+  double worst_got = 0, worst_expected = 0;
+  bool finite = true;  // false when any element is NaN or infinite
+  // "rel error 3e-3 > 1e-5; worst at index 7: got 1.5, expected 1.25"
+  std::string describe(double tolerance) const;
+  bool passes(double tolerance) const { return finite && rel_error <= tolerance; }
+};
+
+RelativeCheck compare_relative(const float* got, const double* reference, std::size_t n);
+
+// Small integers in [-range, range], never all zero, deterministic in (seed, index): inputs whose products and
+// sums are exact in fp32 as long as they stay below 2^24.
+float exact_pattern(std::uint64_t seed, std::uint64_t index, int range = 2);
+
+}  // namespace ob

@@ -1,0 +1,68 @@
+#include "phase2_omp_overlap/config.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+
+namespace phase2 {
+
+void add_options(CLI::App& app, Config& config) {
+  config.common.iters = 10;
+  ob::add_common_options(app, config.common);
+  app.add_option("--workload", config.workload, "synthetic: timed waits; real: OpenMP GEMM + in-memory all-reduce")
+      ->check(CLI::IsMember({"synthetic", "real"}))
+      ->capture_default_str();
+  app.add_option("--chunks", config.chunks, "Pieces the gradient is computed and communicated in")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app.add_option("--compute-ms", config.compute_ms, "synthetic: compute time of one chunk (ms)")
+      ->check(ob::finite_in(0, 60000))
+      ->capture_default_str();
+  app.add_option("--comm-ms", config.comm_ms, "synthetic: communication time of one chunk (ms)")
+      ->check(ob::finite_in(0, 60000))
+      ->capture_default_str();
+  app.add_option("--jitter", config.jitter, "synthetic: durations vary by +-this fraction (seeded)")
+      ->check(ob::finite_in(0, 1))
+      ->capture_default_str();
+  app.add_option("--chunk-rows", config.chunk_rows, "real: gradient rows per chunk")
+      ->transform(ob::size_suffix())
+      ->check(CLI::Range(1, 1 << 24))
+      ->capture_default_str();
+  app.add_option("--hidden", config.hidden, "real: matrix width")
+      ->transform(ob::size_suffix())
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  app.add_option("--virtual-ranks", config.virtual_ranks, "real: gradient copies summed by the all-reduce")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_option("--threads", config.threads, "OpenMP threads: compute team + 1 comm thread (0: all)")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  app.add_option("--mode", config.mode, "seq|overlap|compute|comm|all")
+      ->check(CLI::IsMember({"seq", "overlap", "compute", "comm", "all"}))
+      ->capture_default_str();
+}
+
+void validate(const Config& config) {
+  if (config.workload == "real") {
+    const double elements = static_cast<double>(config.chunks) * config.chunk_rows * config.hidden;
+    const double bytes = elements * 4.0 * (config.virtual_ranks + 2) + 8.0 * config.hidden * config.hidden;
+    ob::require_fits_in_host_memory("--chunk-rows", std::to_string(config.chunk_rows), bytes);
+    // Every product and sum must stay an integer below 2^24 to be exact in fp32: inputs are in [-2, 2].
+    const double largest = 4.0 * config.hidden * config.virtual_ranks + config.virtual_ranks * config.virtual_ranks;
+    ob::require(largest < (1 << 24), "--virtual-ranks", std::to_string(config.virtual_ranks),
+                "4 * hidden * virtual-ranks must stay below 2^24 so the all-reduce is exact in fp32");
+  }
+}
+
+std::vector<std::string> Config::modes() const {
+  if (mode == "all") return {"seq", "overlap", "compute", "comm"};
+  return {mode};
+}
+
+int Config::compute_threads() const {
+  const int total = threads > 0 ? threads : omp_get_max_threads();
+  return std::max(1, total - 1);
+}
+
+}  // namespace phase2

@@ -1,0 +1,35 @@
+// Phase 2's options: the shared ones plus the pipeline's shape and its two workloads.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "common/options.hpp"
+
+namespace phase2 {
+
+struct Config {
+  ob::CommonOptions common;
+  std::string workload = "synthetic";  // synthetic | real
+  int chunks = 10;
+  double compute_ms = 4.0;  // synthetic: duration of one chunk's compute task
+  double comm_ms = 2.0;     // synthetic: duration of one chunk's communication task
+  double jitter = 0.0;      // synthetic: each duration scaled by 1 + jitter * U(-1, 1)
+  int chunk_rows = 64;      // real: rows of the gradient one chunk computes
+  int hidden = 256;         // real: width of the matrices
+  int virtual_ranks = 8;    // real: gradient copies the all-reduce sums
+  int threads = 0;          // OpenMP threads in all (compute team + comm thread); 0: omp_get_max_threads()
+  std::string mode = "all";
+
+  std::vector<std::string> modes() const;  // the modes to run, in order
+  int compute_threads() const;             // threads of the compute team (the comm thread excluded)
+};
+
+// Adds phase 2's options (and the common ones) to `app`, bound to `config`.
+void add_options(CLI::App& app, Config& config);
+
+// Cross-option checks CLI11 cannot express; throws ob::UsageError.
+void validate(const Config& config);
+
+}  // namespace phase2

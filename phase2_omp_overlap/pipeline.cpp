@@ -1,0 +1,121 @@
+#include "phase2_omp_overlap/pipeline.hpp"
+
+#include <omp.h>
+
+#include <atomic>
+#include <thread>
+#include <numeric>
+
+namespace phase2 {
+namespace {
+
+struct TaskLog {
+  std::vector<ob::TimelineEvent> events;
+  std::vector<double> compute_ms, comm_ms;
+};
+
+// Waits until `counter` exceeds `value`: polls with yield for a few microseconds (a hand-off that is already
+// due costs nothing), then sleeps in short steps so a long wait leaves the core to the compute team. Not a futex
+// wait: a thread woken from one lands on the waker's core and waits there behind any spinning thread for a
+// scheduler time slice (seen: 3 ms on a 2-core machine).
+void wait_above(const std::atomic<int>& counter, int value) {
+  const auto spin_until = ob::SteadyClock::now() + std::chrono::microseconds(20);
+  while (counter.load(std::memory_order_acquire) <= value) {
+    if (ob::SteadyClock::now() < spin_until) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+}
+
+class Iteration {
+ public:
+  Iteration(const std::string& mode, Workload& workload, ob::SteadyClock::time_point origin, int iter)
+      : mode_(mode), workload_(workload), origin_(origin), iter_(iter) {}
+
+  void task(bool compute, int chunk, TaskLog& log) {
+    const auto start = ob::SteadyClock::now();
+    if (compute) {
+      workload_.compute(iter_, chunk);
+    } else {
+      workload_.communicate(iter_, chunk);
+    }
+    const auto end = ob::SteadyClock::now();
+    const double us = ob::micros_since(start, end);
+    (compute ? log.compute_ms : log.comm_ms).push_back(us / 1000.0);
+    log.events.push_back({0, mode_ + ":thread " + std::to_string(omp_get_thread_num()), compute ? "compute" : "comm",
+                          iter_, chunk, ob::micros_since(origin_, start), ob::micros_since(origin_, end)});
+  }
+
+  void overlapped(int chunks, TaskLog& compute_log, TaskLog& comm_log) {
+    std::atomic<int> computed{0}, communicated{0};
+#pragma omp parallel sections num_threads(2)
+    {
+#pragma omp section
+      {
+        for (int k = 0; k < chunks; ++k) {
+          task(true, k, compute_log);
+          computed.store(k + 1, std::memory_order_release);
+        }
+        wait_above(communicated, chunks - 1);
+      }
+#pragma omp section
+      {
+        for (int k = 0; k < chunks; ++k) {
+          wait_above(computed, k);
+          task(false, k, comm_log);
+          communicated.store(k + 1, std::memory_order_release);
+        }
+      }
+    }
+  }
+
+ private:
+  const std::string& mode_;
+  Workload& workload_;
+  ob::SteadyClock::time_point origin_;
+  int iter_;
+};
+
+}  // namespace
+
+ModeRun run_mode(const std::string& mode, Workload& workload, const Config& config, ob::SteadyClock::time_point origin,
+                 bool check) {
+  ModeRun run;
+  run.mode = mode;
+  const int chunks = config.chunks;
+  const int total = config.common.warmup + config.common.iters;
+  for (int i = 0; i < total; ++i) {
+    const int iter = i - config.common.warmup;  // negative during warm-up
+    if (mode == "comm") workload.prepare_comm_only();
+    TaskLog compute_log, comm_log;
+    Iteration iteration(mode, workload, origin, iter);
+    const auto start = ob::SteadyClock::now();
+    if (mode == "overlap") {
+      iteration.overlapped(chunks, compute_log, comm_log);
+    } else {
+      for (int k = 0; k < chunks; ++k) {
+        if (mode != "comm") iteration.task(true, k, compute_log);
+        if (mode != "compute") iteration.task(false, k, compute_log);
+      }
+    }
+    const double ms = ob::micros_since(start, ob::SteadyClock::now()) / 1000.0;
+    if (iter < 0) continue;
+    run.iter_ms.push_back(ms);
+    run.compute_total_ms.push_back(std::accumulate(compute_log.compute_ms.begin(), compute_log.compute_ms.end(), 0.0));
+    for (TaskLog* log : {&compute_log, &comm_log}) {
+      run.compute_task_ms.insert(run.compute_task_ms.end(), log->compute_ms.begin(), log->compute_ms.end());
+      run.comm_task_ms.insert(run.comm_task_ms.end(), log->comm_ms.begin(), log->comm_ms.end());
+      run.events.insert(run.events.end(), log->events.begin(), log->events.end());
+    }
+    if (check || iter == config.common.iters - 1) {
+      const auto result = workload.check(mode);
+      if (result.wrong > 0 && run.wrong == 0) run.first_wrong = "iteration " + std::to_string(iter) + ", " + result.first;
+      run.wrong = std::max(run.wrong, result.wrong);
+    }
+  }
+  return run;
+}
+
+}  // namespace phase2

@@ -1,0 +1,90 @@
+# Shared by scripts/test.sh and scripts/run_all.sh (sourced, not run): finding the tools, installing what is
+# missing (as root, through apt and pip), and building with the CMake preset.
+
+OB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+OB_APT_PACKAGES="build-essential cmake git openmpi-bin libopenmpi-dev libcli11-dev nlohmann-json3-dev libgtest-dev python3 python3-pip"
+OB_APT_PYTHON_PACKAGES="python3-pandas python3-matplotlib python3-pytest"
+
+ob_log() { printf '[overlap-bench] %s\n' "$*" >&2; }
+ob_die() { printf '[overlap-bench] error: %s\n' "$*" >&2; exit "${2:-1}"; }
+
+# The CUDA toolkit is often installed without being on PATH.
+if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH="/usr/local/cuda/bin:$PATH"
+fi
+
+ob_missing_system() {
+  local missing=()
+  command -v cmake >/dev/null 2>&1 || missing+=(cmake)
+  command -v c++ >/dev/null 2>&1 || missing+=(build-essential)
+  command -v git >/dev/null 2>&1 || missing+=(git)
+  command -v mpirun >/dev/null 2>&1 || missing+=(openmpi-bin)
+  command -v mpicxx >/dev/null 2>&1 || missing+=(libopenmpi-dev)
+  [ -f /usr/include/CLI/CLI.hpp ] || [ -f /usr/local/include/CLI/CLI.hpp ] || missing+=(libcli11-dev)
+  [ -f /usr/include/nlohmann/json.hpp ] || [ -f /usr/local/include/nlohmann/json.hpp ] || missing+=(nlohmann-json3-dev)
+  [ -f /usr/include/gtest/gtest.h ] || [ -f /usr/local/include/gtest/gtest.h ] || missing+=(libgtest-dev)
+  command -v python3 >/dev/null 2>&1 || missing+=(python3 python3-pip)
+  echo "${missing[*]}"
+}
+
+ob_python_ok() { python3 -c 'import pandas, matplotlib, pytest' >/dev/null 2>&1; }
+
+# Installs what is missing when root; otherwise prints the exact commands and stops.
+ob_ensure_dependencies() {
+  local missing
+  missing=$(ob_missing_system)
+  if [ -n "$missing" ]; then
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+      ob_log "installing: $missing"
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get update -qq && apt-get install -y -qq $missing >/dev/null || ob_die "apt-get install $missing failed"
+    else
+      ob_die "missing packages; install them with:
+  sudo apt-get install -y $OB_APT_PACKAGES
+  python3 -m pip install --user -r $OB_ROOT/scripts/requirements.txt"
+    fi
+  fi
+  if ! ob_python_ok; then
+    if [ "$(id -u)" -eq 0 ]; then
+      ob_log "installing the Python packages of scripts/requirements.txt"
+      python3 -m pip install -q -r "$OB_ROOT/scripts/requirements.txt" >/dev/null 2>&1 ||
+        { command -v apt-get >/dev/null 2>&1 && apt-get install -y -qq $OB_APT_PYTHON_PACKAGES >/dev/null; } ||
+        ob_die "could not install pandas, matplotlib and pytest"
+    else
+      ob_die "missing Python packages; install them with:
+  python3 -m pip install --user -r $OB_ROOT/scripts/requirements.txt
+  (or: sudo apt-get install -y $OB_APT_PYTHON_PACKAGES)"
+    fi
+  fi
+  local version
+  version=$(cmake --version | head -n1 | sed 's/[^0-9.]*//g')
+  if [ "$(printf '%s\n3.24\n' "$version" | sort -V | head -n1)" != "3.24" ]; then
+    ob_die "CMake $version is too old (3.24 or newer is needed): python3 -m pip install --user 'cmake>=3.24'"
+  fi
+}
+
+# ob_build PRESET: configure (once) and build with the given CMake preset; prints the build directory.
+ob_build() {
+  local preset=${1:-default} dir="$OB_ROOT/build/${1:-default}"
+  if [ ! -f "$dir/CMakeCache.txt" ]; then
+    ob_log "configuring ($preset preset)"
+    cmake -S "$OB_ROOT" --preset "$preset" >"$OB_ROOT/build/configure-$preset.log" 2>&1 ||
+      { cat "$OB_ROOT/build/configure-$preset.log" >&2; ob_die "cmake configure failed"; }
+  fi
+  ob_log "building ($preset preset, $(nproc) jobs)"
+  cmake --build "$dir" -j "$(nproc)" >"$dir/build.log" 2>&1 ||
+    { tail -n 60 "$dir/build.log" >&2; ob_die "build failed (full log: $dir/build.log)"; }
+  echo "$dir"
+}
+
+# Number of usable CUDA devices (0 without a driver or GPU).
+ob_gpu_count() {
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true
+  else
+    echo 0
+  fi
+}
+
+# Open MPI refuses to run as root without these; tests and run_all use them.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The suite's main job: builds overlap-bench (Release preset) if needed, runs every phase this machine can run
+# with its defaults, writes everything to results/runs/<host>-<date-time>/, makes the report and plots, and prints
+# a summary. Phases that need hardware this machine lacks are listed as skipped, with the reason.
+#
+# Usage: scripts/run_all.sh [--quick] [--out DIR] [--list]
+#   --quick   a run of under a minute on a 2-core machine (few iterations, small sizes)
+#   --out DIR write there instead of results/runs/<host>-<date-time>/
+#   --list    build, then only say which phases would run
+set -euo pipefail
+source "$(dirname "$0")/lib/common.sh"
+
+quick=0 out="" list=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1; shift ;;
+    --out) out=${2:?--out needs a directory}; shift 2 ;;
+    --list) list=1; shift ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) ob_die "unknown option '$1' (see --help)" 2 ;;
+  esac
+done
+
+ob_ensure_dependencies
+mkdir -p "$OB_ROOT/build"
+build=$(ob_build default)
+gpus=$(ob_gpu_count)
+[ -n "$out" ] || out="$OB_ROOT/results/runs/$(hostname -s)-$(date +%Y%m%d-%H%M%S)"
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+
+# name|binary|needs (cpu, mpi, gpu)|arguments
+if [ "$quick" = 1 ]; then
+  iters="--iters 3 --warmup 1"
+  p2_args="$iters --chunks 6 --compute-ms 2 --comm-ms 1"
+  p2_real_args="$iters --workload real --chunks 6 --chunk-rows 32 --hidden 128"
+else
+  iters=""
+  p2_args=""
+  p2_real_args="--workload real"
+fi
+phases=(
+  "phase2-synthetic|phase2_omp_overlap/phase2_omp_overlap|cpu|$p2_args --check"
+  "phase2-real|phase2_omp_overlap/phase2_omp_overlap|cpu|$p2_real_args --check"
+)
+
+ob_log "machine: $(nproc) cores, $gpus GPU(s); results in $out"
+declare -a ran=() skipped=() failed=()
+for entry in "${phases[@]}"; do
+  IFS='|' read -r name binary needs args <<<"$entry"
+  if [ ! -x "$build/$binary" ]; then
+    skipped+=("$name: not built (no CUDA compiler at configure time)")
+    continue
+  fi
+  if [ "$needs" = gpu ] && [ "$gpus" -eq 0 ]; then
+    skipped+=("$name: no CUDA device")
+    continue
+  fi
+  if [ "$list" = 1 ]; then
+    ob_log "would run $name: $binary $args"
+    continue
+  fi
+  ob_log "running $name"
+  status=0
+  # shellcheck disable=SC2086
+  "$build/$binary" $args --quiet --csv "$out/$name.csv" >"$out/$name.log" 2>&1 || status=$?
+  case "$status" in
+    0) ran+=("$name") ;;
+    77) skipped+=("$name: $(tail -n 1 "$out/$name.log")") ;;
+    *) failed+=("$name (exit $status, log: $out/$name.log)"); tail -n 5 "$out/$name.log" >&2 ;;
+  esac
+done
+
+if [ "$list" = 1 ]; then
+  for s in "${skipped[@]+"${skipped[@]}"}"; do ob_log "would skip $s"; done
+  exit 0
+fi
+
+if [ -f "$OB_ROOT/scripts/report.py" ] && [ "${#ran[@]}" -gt 0 ]; then
+  ob_log "writing the report and plots"
+  python3 "$OB_ROOT/scripts/report.py" "$out" >"$out/report.log" 2>&1 ||
+    { failed+=("report (log: $out/report.log)"); tail -n 5 "$out/report.log" >&2; }
+fi
+
+echo
+echo "overlap-bench summary ($(hostname -s), $(date -u +%Y-%m-%dT%H:%M:%SZ))"
+for name in "${ran[@]+"${ran[@]}"}"; do
+  echo "== $name"
+  grep -E '^(#|  )' "$out/$name.log" | grep -v '^# \(summary\|timeline\)' || true
+done
+for s in "${skipped[@]+"${skipped[@]}"}"; do echo "skipped: $s"; done
+for f in "${failed[@]+"${failed[@]}"}"; do echo "FAILED: $f"; done
+echo "results: $out${ran[0]+ (report: $out/report.md)}"
+[ "${#failed[@]}" -eq 0 ]

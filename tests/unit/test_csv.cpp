@@ -1,0 +1,99 @@
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/atomic_file.hpp"
+#include "common/csv_writer.hpp"
+#include "common/errors.hpp"
+
+namespace fs = std::filesystem;
+
+TEST(CsvField, QuotesOnlyWhenNeeded) {
+  EXPECT_EQ(ob::csv_field("plain"), "plain");
+  EXPECT_EQ(ob::csv_field(""), "");
+  EXPECT_EQ(ob::csv_field("a,b"), "\"a,b\"");
+  EXPECT_EQ(ob::csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(ob::csv_field("two\nlines"), "\"two\nlines\"");
+  EXPECT_EQ(ob::csv_field("cr\r"), "\"cr\r\"");
+}
+
+TEST(CsvTable, HeaderThenRowsWithCrlf) {
+  ob::CsvTable table({"name", "time_ms"});
+  table.add_row({"x,y", "1.5"});
+  EXPECT_EQ(table.to_string(), "name,time_ms\r\n\"x,y\",1.5\r\n");
+}
+
+TEST(CsvTable, RejectsRowOfWrongWidth) {
+  ob::CsvTable table({"a", "b"});
+  EXPECT_THROW(table.add_row({"1"}), std::invalid_argument);
+  EXPECT_THROW(table.add_row({"1", "2", "3"}), std::invalid_argument);
+  EXPECT_THROW(ob::CsvTable({}), std::invalid_argument);
+}
+
+TEST(FormatNumber, SpecialValuesAndPrecision) {
+  EXPECT_EQ(ob::format_number(std::nan("")), "nan");
+  EXPECT_EQ(ob::format_number(INFINITY), "inf");
+  EXPECT_EQ(ob::format_number(-INFINITY), "-inf");
+  EXPECT_EQ(ob::format_number(0.25), "0.25");
+  EXPECT_EQ(ob::format_number(123456789.0), "123456789");
+  EXPECT_EQ(ob::format_number(1.0 / 3.0, 4), "0.3333");
+}
+
+class AtomicFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("ob_atomic_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    fs::permissions(dir_, fs::perms::owner_all);
+    fs::remove_all(dir_);
+  }
+  std::size_t files_in_dir() const {
+    return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()));
+  }
+  fs::path dir_;
+};
+
+TEST_F(AtomicFileTest, WritesWholeContentAndLeavesNoTemporary) {
+  const auto path = (dir_ / "out.csv").string();
+  ob::write_file_atomic(path, "a,b\r\n1,2\r\n");
+  std::ifstream in(path);
+  std::stringstream content;
+  content << in.rdbuf();
+  EXPECT_EQ(content.str(), "a,b\r\n1,2\r\n");
+  EXPECT_EQ(files_in_dir(), 1u);
+}
+
+TEST_F(AtomicFileTest, ReplacesAnExistingFileWhole) {
+  const auto path = (dir_ / "out.csv").string();
+  ob::write_file_atomic(path, "old content that is longer");
+  ob::write_file_atomic(path, "new");
+  std::ifstream in(path);
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(content, "new");
+}
+
+TEST_F(AtomicFileTest, MissingDirectoryThrowsAndWritesNothing) {
+  const auto path = (dir_ / "missing" / "out.csv").string();
+  try {
+    ob::write_file_atomic(path, "x");
+    FAIL() << "expected a CallFailure";
+  } catch (const ob::CallFailure& error) {
+    EXPECT_EQ(error.library(), "I/O");
+    EXPECT_NE(std::string(error.what()).find("missing"), std::string::npos) << error.what();
+  }
+  EXPECT_EQ(files_in_dir(), 0u);
+}
+
+TEST_F(AtomicFileTest, ReadOnlyDirectoryThrowsAndLeavesNothing) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root ignores directory permissions";
+  fs::permissions(dir_, fs::perms::owner_read | fs::perms::owner_exec);
+  EXPECT_THROW(ob::write_file_atomic((dir_ / "out.csv").string(), "x"), ob::CallFailure);
+  fs::permissions(dir_, fs::perms::owner_all);
+  EXPECT_EQ(files_in_dir(), 0u);
+}

@@ -1,0 +1,73 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "common/metrics.hpp"
+
+TEST(Metrics, IdealIsTheLongerOfComputeAndComm) {
+  EXPECT_DOUBLE_EQ(ob::ideal_ms(20, 10), 20);
+  EXPECT_DOUBLE_EQ(ob::ideal_ms(5, 10), 10);
+}
+
+TEST(Metrics, OverlapEfficiency) {
+  EXPECT_DOUBLE_EQ(ob::overlap_efficiency(20, 10, 20), 1.0);   // comm fully hidden
+  EXPECT_DOUBLE_EQ(ob::overlap_efficiency(20, 10, 30), 0.0);   // nothing hidden
+  EXPECT_DOUBLE_EQ(ob::overlap_efficiency(20, 10, 25), 0.5);
+  EXPECT_TRUE(std::isnan(ob::overlap_efficiency(20, 0, 20)));  // nothing to hide
+}
+
+TEST(Metrics, OsuOverlapPercentIsClamped) {
+  EXPECT_DOUBLE_EQ(ob::overlap_pct(20, 20, 10), 100.0);
+  EXPECT_DOUBLE_EQ(ob::overlap_pct(30, 20, 10), 0.0);
+  EXPECT_DOUBLE_EQ(ob::overlap_pct(25, 20, 10), 50.0);
+  EXPECT_DOUBLE_EQ(ob::overlap_pct(40, 20, 10), 0.0);    // slower than sequential
+  EXPECT_DOUBLE_EQ(ob::overlap_pct(15, 20, 10), 100.0);  // faster than compute alone
+  EXPECT_TRUE(std::isnan(ob::overlap_pct(20, 20, 0)));
+}
+
+TEST(Metrics, SpeedupSlowdownBandwidth) {
+  EXPECT_DOUBLE_EQ(ob::speedup(150, 110), 150.0 / 110.0);
+  EXPECT_NEAR(ob::compute_slowdown(118.9, 100), 0.189, 1e-12);
+  EXPECT_TRUE(std::isnan(ob::compute_slowdown(1, 0)));
+  EXPECT_DOUBLE_EQ(ob::algbw_GBps(1e9, 1000), 1.0);
+  EXPECT_DOUBLE_EQ(ob::allreduce_busbw_GBps(10, 2), 10.0);
+  EXPECT_DOUBLE_EQ(ob::allreduce_busbw_GBps(10, 4), 15.0);
+  EXPECT_DOUBLE_EQ(ob::allreduce_busbw_GBps(10, 1), 0.0);
+}
+
+TEST(PipelineBound, EqualChunksFollowTheClosedForm) {
+  // The phase 2 issue's example: c = 20, m = 10, 5 chunks -> 110 ms.
+  EXPECT_DOUBLE_EQ(ob::equal_chunk_pipeline_ms(5, 20, 10), 110);
+  EXPECT_DOUBLE_EQ(ob::equal_chunk_pipeline_ms(5, 10, 20), 110);  // communication-bound
+  EXPECT_DOUBLE_EQ(ob::equal_chunk_pipeline_ms(1, 20, 10), 30);   // one chunk: nothing overlaps
+  for (int chunks : {1, 2, 7}) {
+    std::vector<double> c(chunks, 3.0), m(chunks, 5.0);
+    std::vector<int> ready(chunks);
+    for (int k = 0; k < chunks; ++k) ready[k] = k;
+    EXPECT_DOUBLE_EQ(ob::pipeline_bound_ms(c, m, ready), ob::equal_chunk_pipeline_ms(chunks, 3, 5));
+  }
+  EXPECT_THROW(ob::equal_chunk_pipeline_ms(0, 1, 1), std::invalid_argument);
+}
+
+TEST(PipelineBound, LiesBetweenIdealAndSequential) {
+  const std::vector<double> compute = {4, 1, 6, 2, 3};
+  const std::vector<double> comm = {2, 5, 1};
+  const std::vector<int> ready = {1, 2, 4};
+  const double bound = ob::pipeline_bound_ms(compute, comm, ready);
+  // compute ends 5 -> comm0 5..7; compute ends 11 -> comm1 11..16; compute ends 16 -> comm2 16..17.
+  EXPECT_DOUBLE_EQ(bound, 17);
+  EXPECT_GE(bound, ob::ideal_ms(16, 8));
+  EXPECT_LE(bound, 16 + 8);
+}
+
+TEST(PipelineBound, BucketsReadyOnlyAtTheEndAreSequential) {
+  EXPECT_DOUBLE_EQ(ob::pipeline_bound_ms({1, 2, 3}, {4, 5}, {2, 2}), 15);
+  EXPECT_DOUBLE_EQ(ob::pipeline_bound_ms({1, 2, 3}, {}, {}), 6);
+}
+
+TEST(PipelineBound, RejectsBadReadyIndices) {
+  EXPECT_THROW(ob::pipeline_bound_ms({1, 2}, {1}, {2}), std::invalid_argument);
+  EXPECT_THROW(ob::pipeline_bound_ms({1, 2}, {1, 1}, {1, 0}), std::invalid_argument);
+  EXPECT_THROW(ob::pipeline_bound_ms({1, 2}, {1, 1}, {0}), std::invalid_argument);
+  EXPECT_THROW(ob::pipeline_bound_ms({1, 2}, {1}, {-1}), std::invalid_argument);
+}

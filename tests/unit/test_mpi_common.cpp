@@ -1,0 +1,62 @@
+// Cross-rank pieces of common/, run under mpirun with 2 and 3 ranks.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include "common/errors.hpp"
+#include "common/mpi_check.hpp"
+#include "common/stats.hpp"
+#include "common/timeline.hpp"
+
+namespace {
+int rank_of_world() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+int size_of_world() {
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+}  // namespace
+
+TEST(RankReduce, SlowestRankPerIteration) {
+  const int rank = rank_of_world(), size = size_of_world();
+  // Iteration 0 is slowest on the last rank, iteration 1 on rank 0.
+  const std::vector<double> mine = {1.0 + rank, 10.0 - rank};
+  const auto max = ob::max_across_ranks(mine, MPI_COMM_WORLD);
+  EXPECT_DOUBLE_EQ(max[0], static_cast<double>(size));
+  EXPECT_DOUBLE_EQ(max[1], 10.0);
+  const auto sum = ob::sum_across_ranks(mine, MPI_COMM_WORLD);
+  EXPECT_DOUBLE_EQ(sum[0], size + size * (size - 1) / 2.0);
+}
+
+TEST(RankReduce, CurrentRankIsKnownUnderMpi) { EXPECT_EQ(ob::current_rank(), rank_of_world()); }
+
+TEST(Timeline, GatherMergesEveryRanksEventsOnRoot) {
+  const int rank = rank_of_world(), size = size_of_world();
+  std::vector<ob::TimelineEvent> mine;
+  for (int i = 0; i <= rank; ++i) mine.push_back({rank, "comm", "allreduce, \"odd\" name", i, i, 1.0 * i, 2.0 * i + 1});
+  const auto merged = ob::gather_timeline(mine, MPI_COMM_WORLD);
+  if (rank != 0) {
+    EXPECT_TRUE(merged.empty());
+    return;
+  }
+  ASSERT_EQ(static_cast<int>(merged.size()), size * (size + 1) / 2);
+  EXPECT_EQ(merged.back().rank, size - 1);
+  EXPECT_EQ(merged.back().name, "allreduce, \"odd\" name");
+  EXPECT_DOUBLE_EQ(merged.back().end_us, 2.0 * (size - 1) + 1);
+}
+
+TEST(MpiCheck, DecodesTheErrorAndNamesTheRank) {
+  try {
+    MPI_CHECK(MPI_Send(nullptr, -1, MPI_INT, 0, 0, MPI_COMM_WORLD));  // negative count: MPI_ERR_COUNT
+    FAIL() << "expected a CallFailure";
+  } catch (const ob::CallFailure& error) {
+    EXPECT_EQ(error.rank(), rank_of_world());
+    EXPECT_NE(error.call().find("MPI_Send"), std::string::npos);
+    EXPECT_NE(std::string(error.what()).find("(rank " + std::to_string(rank_of_world()) + ")"), std::string::npos)
+        << error.what();
+    EXPECT_NE(error.message().find("count"), std::string::npos) << error.message();  // MPI_Error_string's text
+  }
+}

@@ -1,0 +1,118 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/errors.hpp"
+#include "common/options.hpp"
+#include "common/run_output.hpp"
+
+namespace {
+
+struct Parsed {
+  std::optional<int> exit;
+  ob::CommonOptions options;
+  std::uint64_t size = 0;
+};
+
+Parsed parse(std::vector<std::string> args) {
+  Parsed parsed;
+  CLI::App app("test", "prog");
+  ob::add_common_options(app, parsed.options);
+  app.add_option("--size", parsed.size)->transform(ob::size_suffix());
+  args.insert(args.begin(), "prog");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  parsed.exit = ob::parse_options(app, static_cast<int>(argv.size()), argv.data(), false);
+  return parsed;
+}
+
+}  // namespace
+
+TEST(CommonOptions, DefaultsAndValues) {
+  auto p = parse({});
+  EXPECT_FALSE(p.exit.has_value());
+  EXPECT_EQ(p.options.iters, 20);
+  EXPECT_EQ(p.options.warmup, 3);
+  EXPECT_FALSE(p.options.check);
+  p = parse({"--iters", "7", "--warmup", "0", "--seed", "99", "--check", "--quiet", "--size", "2K"});
+  ASSERT_FALSE(p.exit.has_value());
+  EXPECT_EQ(p.options.iters, 7);
+  EXPECT_EQ(p.options.warmup, 0);
+  EXPECT_EQ(p.options.seed, 99u);
+  EXPECT_TRUE(p.options.check);
+  EXPECT_TRUE(p.options.quiet);
+  EXPECT_EQ(p.size, 2048u);
+}
+
+TEST(CommonOptions, HelpExitsZero) { EXPECT_EQ(parse({"--help"}).exit, 0); }
+
+TEST(CommonOptions, BadValuesExitTwo) {
+  const std::vector<std::vector<std::string>> bad = {
+      {"--iters", "0"},   {"--iters", "-3"},    {"--iters", "abc"}, {"--iters", "1.5"}, {"--iters", ""},
+      {"--warmup", "-1"}, {"--seed", "x"},      {"--size", "0"},    {"--size", "-4"},   {"--size", "4Q"},
+      {"--size", "K"},    {"--unknown-flag"},   {"--iters"},        {"--iters", "99999999999"},
+  };
+  for (const auto& args : bad) {
+    EXPECT_EQ(parse(args).exit, ob::kExitUsage) << args[0] << " " << (args.size() > 1 ? args[1] : "");
+  }
+}
+
+TEST(ParseSize, Suffixes) {
+  EXPECT_EQ(ob::parse_size("--n", "64"), 64u);
+  EXPECT_EQ(ob::parse_size("--n", "4k"), 4096u);
+  EXPECT_EQ(ob::parse_size("--n", "4K"), 4096u);
+  EXPECT_EQ(ob::parse_size("--n", "2M"), 2u << 20);
+  EXPECT_EQ(ob::parse_size("--n", "1G"), 1u << 30);
+  EXPECT_EQ(ob::parse_size("--n", "3KB"), 3072u);
+}
+
+TEST(ParseSize, ErrorNamesOptionValueAndWhatIsAllowed) {
+  for (const std::string bad : {"0", "-1", "1.5", "", "M", "12X", "nan", "99999999999999G"}) {
+    try {
+      ob::parse_size("--batch", bad);
+      FAIL() << "accepted '" << bad << "'";
+    } catch (const ob::UsageError& error) {
+      const std::string what = error.what();
+      EXPECT_EQ(what.rfind("--batch: '" + bad + "' is invalid: ", 0), 0u) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << "one line: " << what;
+    }
+  }
+}
+
+TEST(OutputPaths, DefaultsAndDerivedNames) {
+  ob::CommonOptions options;
+  auto paths = ob::resolve_output_paths("phase9", options);
+  EXPECT_EQ(paths.summary_csv.rfind("results/runs/phase9-", 0), 0u);
+  options.csv = "out.csv";
+  options.timeline = "tl.csv";
+  paths = ob::resolve_output_paths("phase9", options);
+  EXPECT_EQ(paths.summary_csv, "out.csv");
+  EXPECT_EQ(paths.meta_json, "out.meta.json");
+  EXPECT_EQ(paths.timeline_csv, "tl.csv");
+  EXPECT_EQ(paths.trace_json, "tl.trace.json");
+  options.timeline.clear();
+  EXPECT_EQ(ob::resolve_output_paths("p", options).timeline_csv, "out.timeline.csv");
+}
+
+TEST(OutputPaths, MissingOrUnwritableDirectoryIsAUsageError) {
+  ob::CommonOptions options;
+  options.csv = "/nonexistent-dir-ob/out.csv";
+  EXPECT_THROW(ob::resolve_output_paths("p", options), ob::UsageError);
+  options.csv = std::filesystem::temp_directory_path().string();  // a directory, not a file
+  EXPECT_THROW(ob::resolve_output_paths("p", options), ob::UsageError);
+  options.csv.clear();
+  options.timeline = "/nonexistent-dir-ob/t.csv";
+  EXPECT_THROW(ob::resolve_output_paths("p", options), ob::UsageError);
+  if (::geteuid() != 0) {
+    options.timeline = "/proc/t.csv";
+    EXPECT_THROW(ob::resolve_output_paths("p", options), ob::UsageError);
+  }
+}
+
+TEST(SplitList, SkipsEmptyItems) {
+  EXPECT_EQ(ob::split_list("5,10,,20"), (std::vector<std::string>{"5", "10", "20"}));
+  EXPECT_TRUE(ob::split_list("").empty());
+}
