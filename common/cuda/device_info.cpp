@@ -55,3 +55,19 @@ nlohmann::json cuda_metadata(int device) {
 }
 
 }  // namespace ob
+
+#include "common/cuda/device_buffer.hpp"
+#include "common/csv_writer.hpp"
+#include "common/options.hpp"
+
+namespace ob {
+
+void require_fits_on_device(const std::string& option, const std::string& value, double bytes) {
+  std::size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  require(bytes <= static_cast<double>(free_bytes), option, value,
+          "needs " + format_number(bytes / (1u << 30), 4) + " GiB of device memory; " +
+              format_number(static_cast<double>(free_bytes) / (1u << 30), 4) + " GiB are free");
+}
+
+}  // namespace ob

@@ -1,0 +1,52 @@
+#include "phase1_cuda_baseline/config.hpp"
+
+#include "common/errors.hpp"
+
+namespace phase1 {
+
+void add_options(CLI::App& app, Config& config) {
+  ob::add_common_options(app, config.common);
+  app.add_option("--batch", config.batch, "Rows of x (samples per step)")
+      ->transform(ob::size_suffix())
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--in", config.in, "Input features (rows of W)")
+      ->transform(ob::size_suffix())
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--out", config.out, "Output features (columns of W)")
+      ->transform(ob::size_suffix())
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--lr", config.lr, "SGD learning rate")->check(ob::finite_in(0, 1e9))->capture_default_str();
+  app.add_option("--kernel", config.kernel, "GEMM kernel: naive|tiled|cublas|all")
+      ->check(CLI::IsMember({"naive", "tiled", "cublas", "all"}))
+      ->capture_default_str();
+  app.add_flag("--tf32", config.tf32, "cuBLAS with TF32 tensor cores (cublas kernel only)");
+  app.add_option("--memory", config.memory, "device (cudaMalloc) or managed (cudaMallocManaged)")
+      ->check(CLI::IsMember({"device", "managed"}))
+      ->capture_default_str();
+  app.add_option("--device", config.device, "CUDA device index")->check(CLI::Range(0, 1023))->capture_default_str();
+}
+
+void validate(const Config& config) {
+  ob::require(!config.tf32 || config.kernel == "cublas" || config.kernel == "all", "--tf32", config.kernel,
+              "--tf32 needs --kernel cublas (or all, where it applies to cublas only)");
+  // Elements are indexed with 64-bit sizes, but each dimension's product must fit a GEMM's int arguments.
+  const double largest = std::max({1.0 * config.batch * config.in, 1.0 * config.in * config.out,
+                                   1.0 * config.batch * config.out});
+  ob::require(largest < 2147483647.0, "--batch", std::to_string(config.batch),
+              "each matrix must have fewer than 2^31 elements");
+}
+
+std::vector<GemmKernel> Config::kernels() const {
+  if (kernel == "all") return {GemmKernel::kNaive, GemmKernel::kTiled, GemmKernel::kCublas};
+  return {parse_gemm_kernel(kernel)};
+}
+
+double Config::device_bytes() const {
+  const double b = batch, i = in, o = out;
+  return 4.0 * (b * i + 3.0 * i * o + 3.0 * b * o) + 64.0;  // x; W, W*, dW; y, t, dY; the loss
+}
+
+}  // namespace phase1

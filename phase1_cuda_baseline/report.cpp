@@ -1,0 +1,73 @@
+#include "phase1_cuda_baseline/report.hpp"
+
+#include <cmath>
+
+#include "common/console_table.hpp"
+#include "common/csv_writer.hpp"
+
+namespace phase1 {
+
+std::vector<ob::SummaryRow> summary_rows(const Config& config, const std::vector<VariantResult>& results) {
+  std::vector<ob::SummaryRow> rows;
+  const double gemm_flops = 2.0 * config.batch * config.in * config.out;
+  for (const auto& result : results) {
+    ob::SummaryRow base;
+    base.mode = "seq";
+    base.iters = config.common.iters;
+    base.set("variant", gemm_kernel_name(result.kernel))
+        .set("tf32", result.tf32)
+        .set("batch", config.batch)
+        .set("in", config.in)
+        .set("out", config.out)
+        .set("memory", config.memory)
+        .set("clock", "cuda_event");
+    auto add = [&](const std::string& kernel, const std::vector<double>& ms, double flops) {
+      ob::SummaryRow row = base;
+      row.time_ms = ob::summarize(ms);
+      row.set("kernel", kernel);
+      row.set("gflops", flops > 0 ? flops / (row.time_ms.p50 * 1e-3) / 1e9 : std::nan(""));
+      row.set("first_loss", result.loss.front()).set("final_loss", result.loss.back());
+      if (result.checked) {
+        row.set("forward_rel_error", result.forward_check.rel_error)
+            .set("backward_rel_error", result.backward_check.rel_error);
+      }
+      rows.push_back(row);
+    };
+    for (std::size_t k = 0; k < kStepKernels.size(); ++k) {
+      const bool is_gemm = kStepKernels[k] == "forward" || kStepKernels[k] == "backward";
+      add(kStepKernels[k], result.kernel_ms[k], is_gemm ? gemm_flops : 0.0);
+    }
+    add("iteration", result.iter_ms, 2.0 * gemm_flops);
+  }
+  return rows;
+}
+
+std::string console_table(const std::vector<ob::SummaryRow>& rows) {
+  ob::ConsoleTable table({{"variant", ""}, {"kernel", ""}, {"time_p50", "us"}, {"time_p95", "us"},
+                          {"rate", "GFLOP/s"}, {"final_loss", ""}, {"rel_error", "fwd/bwd"}});
+  for (const auto& row : rows) {
+    const std::string variant = row.get("variant") + (row.get("tf32") == "1" ? "-tf32" : "");
+    const std::string error = row.get("forward_rel_error").empty()
+                                  ? "-"
+                                  : ob::format_number(std::stod(row.get("forward_rel_error")), 2) + "/" +
+                                        ob::format_number(std::stod(row.get("backward_rel_error")), 2);
+    const std::string gflops = row.get("gflops") == "nan" ? "-" : ob::format_number(std::stod(row.get("gflops")), 5);
+    table.add_row({variant, row.get("kernel"), ob::format_number(row.time_ms.p50 * 1e3, 5),
+                   ob::format_number(row.time_ms.p95 * 1e3, 5), gflops,
+                   ob::format_number(std::stod(row.get("final_loss")), 4), error});
+  }
+  return table.render();
+}
+
+std::string first_check_failure(const std::vector<VariantResult>& results, const Trainer& trainer) {
+  for (const auto& result : results) {
+    if (!result.checked) continue;
+    const double tolerance = trainer.tolerance(result.kernel);
+    const std::string name = std::string(gemm_kernel_name(result.kernel)) + (result.tf32 ? "-tf32" : "");
+    if (!result.forward_check.passes(tolerance)) return name + " forward y = x·W: " + result.forward_check.describe(tolerance);
+    if (!result.backward_check.passes(tolerance)) return name + " backward dW = xᵀ·dY: " + result.backward_check.describe(tolerance);
+  }
+  return "";
+}
+
+}  // namespace phase1

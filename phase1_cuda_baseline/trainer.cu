@@ -1,0 +1,141 @@
+#include <cmath>
+#include <memory>
+
+#include "common/cuda/cuda_check.hpp"
+#include "common/cuda/device_buffer.hpp"
+#include "common/cuda/event_timer.hpp"
+#include "phase1_cuda_baseline/cpu_gemm.hpp"
+#include "phase1_cuda_baseline/elementwise.cuh"
+#include "phase1_cuda_baseline/trainer.hpp"
+
+namespace phase1 {
+
+const std::vector<std::string> kStepKernels = {"forward", "loss_grad", "backward", "sgd"};
+
+struct Trainer::Buffers {
+  ob::DeviceBuffer<float> x, w, w_star, dw, y, t, dy;
+  ob::DeviceBuffer<double> loss;
+};
+
+namespace {
+std::vector<float> uniform(std::size_t n, std::uint64_t seed, float scale) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = scale * (ob::exact_pattern(seed, i, 1000) / 1000.0f);
+  return v;
+}
+}  // namespace
+
+Trainer::Trainer(const Config& config) : config_(config) {
+  const std::size_t b = config.batch, i = config.in, o = config.out;
+  const bool managed = config.memory == "managed";
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  CUBLAS_CHECK(cublasCreate(&cublas_));
+  buffers_ = new Buffers{ob::DeviceBuffer<float>(b * i, managed), ob::DeviceBuffer<float>(i * o, managed),
+                         ob::DeviceBuffer<float>(i * o, managed), ob::DeviceBuffer<float>(i * o, managed),
+                         ob::DeviceBuffer<float>(b * o, managed), ob::DeviceBuffer<float>(b * o, managed),
+                         ob::DeviceBuffer<float>(b * o, managed), ob::DeviceBuffer<double>(1, managed)};
+  const float w_scale = 1.0f / std::sqrt(static_cast<float>(config.in));
+  x_ = uniform(b * i, config.common.seed, 1.0f);
+  w0_ = uniform(i * o, config.common.seed + 1, w_scale);
+  buffers_->x.upload(x_);
+  buffers_->w_star.upload(uniform(i * o, config.common.seed + 2, w_scale));
+  // The target t = x·W* (fp32 cuBLAS): a loss that can reach zero.
+  gemm(GemmKernel::kCublas, cublas_, false, {config.batch, config.out, config.in}, buffers_->x.get(),
+       buffers_->w_star.get(), buffers_->t.get(), stream_);
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+Trainer::~Trainer() {
+  delete buffers_;
+  if (cublas_) cublasDestroy(cublas_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+double Trainer::tolerance(GemmKernel kernel) const {
+  return kernel == GemmKernel::kCublas && config_.tf32 ? 1e-2 : 1e-5;
+}
+
+VariantResult Trainer::run(GemmKernel kernel) {
+  VariantResult result;
+  result.kernel = kernel;
+  result.tf32 = kernel == GemmKernel::kCublas && config_.tf32;
+  Buffers& d = *buffers_;
+  const std::size_t n_out = static_cast<std::size_t>(config_.batch) * config_.out;
+  const std::size_t n_w = static_cast<std::size_t>(config_.in) * config_.out;
+  const GemmShape forward{config_.batch, config_.out, config_.in, false, false};
+  const GemmShape backward{config_.in, config_.out, config_.batch, true, false};  // dW = xᵀ·dY
+  d.w.upload(w0_);
+
+  auto step = [&](ob::EventLog* log, std::vector<int>* marks) {
+    CUDA_CHECK(cudaMemsetAsync(d.loss.get(), 0, sizeof(double), stream_));
+    auto mark = [&] {
+      if (log) marks->push_back(log->record(stream_));
+    };
+    mark();
+    gemm(kernel, cublas_, result.tf32, forward, d.x.get(), d.w.get(), d.y.get(), stream_);
+    mark();
+    mse_loss_grad(d.y.get(), d.t.get(), d.dy.get(), d.loss.get(), n_out, stream_);
+    mark();
+    gemm(kernel, cublas_, result.tf32, backward, d.x.get(), d.dy.get(), d.dw.get(), stream_);
+    mark();
+    sgd_update(d.w.get(), d.dw.get(), config_.lr, n_w, stream_);
+    mark();
+  };
+
+  if (config_.common.check) {
+    // The first step's forward output and dW against the CPU double reference (on sampled rows for large sizes),
+    // on poisoned outputs so an element no thread writes cannot pass.
+    fill(d.y.get(), NAN, n_out, stream_);
+    fill(d.dw.get(), NAN, n_w, stream_);
+    step(nullptr, nullptr);
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    const auto y = d.y.download(), dy = d.dy.download(), dw = d.dw.download();
+    const auto rows_y = rows_to_check(config_.batch, config_.out, config_.in);
+    const auto ref_y = reference_gemm_rows({config_.batch, config_.out, config_.in}, x_.data(), w0_.data(), rows_y);
+    std::vector<float> got_y;
+    for (int r : rows_y) got_y.insert(got_y.end(), y.begin() + std::size_t(r) * config_.out, y.begin() + std::size_t(r + 1) * config_.out);
+    result.forward_check = ob::compare_relative(got_y.data(), ref_y.data(), ref_y.size());
+    const auto rows_w = rows_to_check(config_.in, config_.out, config_.batch);
+    const auto ref_w = reference_gemm_rows({config_.in, config_.out, config_.batch, true, false}, x_.data(),
+                                           dy.data(), rows_w);
+    std::vector<float> got_w;
+    for (int r : rows_w) got_w.insert(got_w.end(), dw.begin() + std::size_t(r) * config_.out, dw.begin() + std::size_t(r + 1) * config_.out);
+    result.backward_check = ob::compare_relative(got_w.data(), ref_w.data(), ref_w.size());
+    result.checked = true;
+    d.w.upload(w0_);  // the check's SGD step is undone: every variant trains from the same weights
+  }
+
+  const int total = config_.common.warmup + config_.common.iters;
+  double* loss_host = nullptr;
+  CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&loss_host), sizeof(double) * total));
+  std::unique_ptr<double, cudaError_t (*)(void*)> loss_guard(loss_host, cudaFreeHost);
+  ob::EventLog log;
+  const int origin = log.record(stream_);
+  std::vector<int> marks;
+  for (int it = 0; it < total; ++it) {
+    const bool timed = it >= config_.common.warmup;
+    ob::NvtxRange range(timed ? "phase1 step" : "phase1 warm-up step");
+    step(timed ? &log : nullptr, &marks);
+    CUDA_CHECK(cudaMemcpyAsync(loss_host + it, d.loss.get(), sizeof(double), cudaMemcpyDeviceToHost, stream_));
+  }
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+
+  result.kernel_ms.assign(kStepKernels.size(), {});
+  const std::string lane = std::string(gemm_kernel_name(kernel)) + (result.tf32 ? "-tf32" : "") + ":stream 0";
+  const std::size_t per_step = kStepKernels.size() + 1;
+  for (int it = 0; it < config_.common.iters; ++it) {
+    const int* m = &marks[it * per_step];
+    for (std::size_t k = 0; k < kStepKernels.size(); ++k) {
+      result.kernel_ms[k].push_back(log.ms_between(m[k], m[k + 1]));
+      result.events.push_back({0, lane, kStepKernels[k], it, -1,
+                               1000.0 * (origin_offset_ms_ + log.ms_between(origin, m[k])),
+                               1000.0 * (origin_offset_ms_ + log.ms_between(origin, m[k + 1]))});
+    }
+    result.iter_ms.push_back(log.ms_between(m[0], m[kStepKernels.size()]));
+  }
+  origin_offset_ms_ += log.ms_between(origin, marks.back());
+  for (int it = 0; it < total; ++it) result.loss.push_back(loss_host[it] / static_cast<double>(n_out));
+  return result;
+}
+
+}  // namespace phase1
