@@ -25,7 +25,8 @@ int guarded_main(const std::string& program, const std::function<int()>& body, b
   try {
     return body();
   } catch (const UsageError& error) {
-    std::cerr << program << ": error: " << error.what() << std::endl;
+    // Every rank validates the same options: one line from rank 0 (or the only process) is enough.
+    if (current_rank() <= 0) std::cerr << program << ": error: " << error.what() << std::endl;
     return kExitUsage;
   } catch (const CheckFailure& error) {
     return fail(program, "check failed", error.what(), kExitCheckFailed, abort_job);

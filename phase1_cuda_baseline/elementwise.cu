@@ -46,8 +46,10 @@ __global__ void fill_kernel(float* w, float value, std::size_t n) {
 
 }  // namespace
 
-void mse_loss_grad(const float* y, const float* t, float* dy, double* loss_sum, std::size_t n, cudaStream_t stream) {
-  mse_loss_grad_kernel<<<blocks_for(n), kThreads, 0, stream>>>(y, t, dy, loss_sum, n, 2.0f / static_cast<float>(n));
+void mse_loss_grad(const float* y, const float* t, float* dy, double* loss_sum, std::size_t n, cudaStream_t stream,
+                   std::size_t mean_over) {
+  const float scale = 2.0f / static_cast<float>(mean_over == 0 ? n : mean_over);
+  mse_loss_grad_kernel<<<blocks_for(n), kThreads, 0, stream>>>(y, t, dy, loss_sum, n, scale);
   CUDA_CHECK_LAUNCH();
 }
 

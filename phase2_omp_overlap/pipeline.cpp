@@ -1,9 +1,10 @@
 #include "phase2_omp_overlap/pipeline.hpp"
 
+#include "common/handoff.hpp"
+
 #include <omp.h>
 
 #include <atomic>
-#include <thread>
 #include <numeric>
 
 namespace phase2 {
@@ -13,21 +14,6 @@ struct TaskLog {
   std::vector<ob::TimelineEvent> events;
   std::vector<double> compute_ms, comm_ms;
 };
-
-// Waits until `counter` exceeds `value`: polls with yield for a few microseconds (a hand-off that is already
-// due costs nothing), then sleeps in short steps so a long wait leaves the core to the compute team. Not a futex
-// wait: a thread woken from one lands on the waker's core and waits there behind any spinning thread for a
-// scheduler time slice (seen: 3 ms on a 2-core machine).
-void wait_above(const std::atomic<int>& counter, int value) {
-  const auto spin_until = ob::SteadyClock::now() + std::chrono::microseconds(20);
-  while (counter.load(std::memory_order_acquire) <= value) {
-    if (ob::SteadyClock::now() < spin_until) {
-      std::this_thread::yield();
-    } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
-  }
-}
 
 class Iteration {
  public:
@@ -58,12 +44,12 @@ class Iteration {
           task(true, k, compute_log);
           computed.store(k + 1, std::memory_order_release);
         }
-        wait_above(communicated, chunks - 1);
+        ob::wait_above(communicated, chunks - 1);
       }
 #pragma omp section
       {
         for (int k = 0; k < chunks; ++k) {
-          wait_above(computed, k);
+          ob::wait_above(computed, k);
           task(false, k, comm_log);
           communicated.store(k + 1, std::memory_order_release);
         }

@@ -1,0 +1,140 @@
+// The GPU backend: phase 1's kernels on one stream. Each chunk's GEMM reads a row block of xᵀ (kept transposed
+// on the device, so the block is contiguous); the chunk then goes to pinned host memory for MPI, or stays on the
+// device with --cuda-aware.
+#include "common/cuda/cuda_check.hpp"
+#include "common/cuda/device_buffer.hpp"
+#include "phase1_cuda_baseline/elementwise.cuh"
+#include "phase1_cuda_baseline/gemm.cuh"
+#include "phase3_mpi_cuda/backend.hpp"
+
+namespace phase3 {
+namespace {
+
+class GpuBackend : public Backend {
+ public:
+  GpuBackend(const Config& config, const ShardData& data, int device)
+      : in_(config.in), out_(config.out), rows_(data.rows.size()), lr_(config.lr),
+        cuda_aware_(config.cuda_aware), kernel_(phase1::parse_gemm_kernel(config.kernel)), device_(device) {
+    CUDA_CHECK(cudaSetDevice(device));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreateWithFlags(&chunk_done_, cudaEventDisableTiming));
+    CUBLAS_CHECK(cublasCreate(&cublas_));
+    const std::size_t xs = static_cast<std::size_t>(rows_) * in_, ws = static_cast<std::size_t>(in_) * out_,
+                      ys = static_cast<std::size_t>(rows_) * out_;
+    x_ = ob::DeviceBuffer<float>(xs);
+    xt_ = ob::DeviceBuffer<float>(xs);
+    w_ = ob::DeviceBuffer<float>(ws);
+    grad_ = ob::DeviceBuffer<float>(ws);
+    t_ = ob::DeviceBuffer<float>(ys);
+    y_ = ob::DeviceBuffer<float>(ys);
+    dy_ = ob::DeviceBuffer<float>(ys);
+    loss_ = ob::DeviceBuffer<double>(1);
+    CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&host_grad_), ws * sizeof(float)));
+    w_.upload(data.w0);
+    if (rows_ > 0) {
+      std::vector<float> xt(xs);
+      for (int r = 0; r < rows_; ++r) {
+        for (int i = 0; i < in_; ++i) xt[static_cast<std::size_t>(i) * rows_ + r] = data.x[static_cast<std::size_t>(r) * in_ + i];
+      }
+      x_.upload(data.x);
+      xt_.upload(xt);
+      ob::DeviceBuffer<float> w_star(ws);
+      w_star.upload(data.w_star);
+      phase1::gemm(phase1::GemmKernel::kCublas, cublas_, false, {rows_, out_, in_}, x_.get(), w_star.get(), t_.get(), stream_);
+      CUDA_CHECK(cudaStreamSynchronize(stream_));
+    }
+    global_elements_ = static_cast<std::size_t>(config.batch) * config.out;
+  }
+
+  ~GpuBackend() override {
+    if (host_grad_) cudaFreeHost(host_grad_);
+    if (cublas_) cublasDestroy(cublas_);
+    if (chunk_done_) cudaEventDestroy(chunk_done_);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  std::string description() const override {
+    cudaDeviceProp prop{};
+    cudaGetDeviceProperties(&prop, device_);
+    return std::string("gpu ") + std::to_string(device_) + " (" + prop.name + ", " +
+           phase1::gemm_kernel_name(kernel_) + (cuda_aware_ ? ", CUDA-aware MPI)" : ", host staging)");
+  }
+
+  void forward() override {
+    if (rows_ == 0) return;
+    phase1::gemm(kernel_, cublas_, false, {rows_, out_, in_}, x_.get(), w_.get(), y_.get(), stream_);
+    CUDA_CHECK(cudaMemsetAsync(loss_.get(), 0, sizeof(double), stream_));
+    // The gradient of the mean over the global batch: dY = 2 (y - t) / (global batch * out).
+    phase1::mse_loss_grad(y_.get(), t_.get(), dy_.get(), loss_.get(), static_cast<std::size_t>(rows_) * out_, stream_,
+                          global_elements_);
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  void launch_chunk(Range rows) override {
+    float* dst = grad_.get() + static_cast<std::size_t>(rows.begin) * out_;
+    if (rows_ == 0) {
+      CUDA_CHECK(cudaMemsetAsync(dst, 0, static_cast<std::size_t>(rows.size()) * out_ * sizeof(float), stream_));
+    } else if (rows.size() > 0) {
+      phase1::gemm(kernel_, cublas_, false, {rows.size(), out_, rows_}, xt_.get() + static_cast<std::size_t>(rows.begin) * rows_,
+                   dy_.get(), dst, stream_);
+    }
+    if (!cuda_aware_ && rows.size() > 0) {
+      CUDA_CHECK(cudaMemcpyAsync(host_grad_ + static_cast<std::size_t>(rows.begin) * out_, dst,
+                                 static_cast<std::size_t>(rows.size()) * out_ * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+    }
+    CUDA_CHECK(cudaEventRecord(chunk_done_, stream_));
+  }
+
+  bool chunk_ready() override {
+    const cudaError_t state = cudaEventQuery(chunk_done_);
+    if (state == cudaErrorNotReady) return false;
+    CUDA_CHECK(state);
+    return true;
+  }
+
+  void finish_chunk(Range) override { CUDA_CHECK(cudaEventSynchronize(chunk_done_)); }
+
+  float* comm_buffer() override { return cuda_aware_ ? grad_.get() : host_grad_; }
+
+  void write_comm(const std::vector<float>& values) override {
+    CUDA_CHECK(cudaMemcpy(comm_buffer(), values.data(), values.size() * sizeof(float), cudaMemcpyDefault));
+  }
+  std::vector<float> read_comm() override {
+    std::vector<float> values(static_cast<std::size_t>(in_) * out_);
+    CUDA_CHECK(cudaMemcpy(values.data(), comm_buffer(), values.size() * sizeof(float), cudaMemcpyDefault));
+    return values;
+  }
+
+  void update() override {
+    if (!cuda_aware_) {
+      CUDA_CHECK(cudaMemcpyAsync(grad_.get(), host_grad_, grad_.bytes(), cudaMemcpyHostToDevice, stream_));
+    }
+    phase1::sgd_update(w_.get(), grad_.get(), lr_, grad_.size(), stream_);
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  std::vector<float> weights() override { return w_.download(); }
+  void set_weights(const std::vector<float>& w) override { w_.upload(w); }
+
+ private:
+  int in_, out_, rows_;
+  float lr_;
+  bool cuda_aware_;
+  phase1::GemmKernel kernel_;
+  int device_;
+  std::size_t global_elements_ = 1;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t chunk_done_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  ob::DeviceBuffer<float> x_, xt_, w_, grad_, t_, y_, dy_;
+  ob::DeviceBuffer<double> loss_;
+  float* host_grad_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_gpu_backend(const Config& config, const ShardData& data, int device) {
+  return std::make_unique<GpuBackend>(config, data, device);
+}
+
+}  // namespace phase3

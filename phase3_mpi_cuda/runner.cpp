@@ -1,0 +1,160 @@
+#include "phase3_mpi_cuda/runner.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+#include "common/metrics.hpp"
+#include "common/mpi_check.hpp"
+#include "common/stats.hpp"
+#include "common/verify.hpp"
+#include "phase3_mpi_cuda/reference.hpp"
+#include "phase3_mpi_cuda/strategies.hpp"
+
+namespace phase3 {
+namespace {
+
+bool is_strategy(const std::string& mode) { return mode == "seq" || mode == "thread" || mode == "nonblocking"; }
+
+// Checks each strategy against the single-process reference: kReferenceSteps steps from the initial weights.
+std::string check_against_reference(const Config& config, Backend& backend, MPI_Comm comm,
+                                    ob::SteadyClock::time_point origin, int rank) {
+  std::vector<double> reference;
+  if (rank == 0) reference = reference_weights(config, kReferenceSteps);
+  const auto w0 = make_shard(config, {0, 0}).w0;
+  std::string failure;
+  for (const auto& mode : config.modes()) {
+    if (!is_strategy(mode)) continue;
+    backend.set_weights(w0);
+    const auto run = run_mode(mode, backend, config, comm, origin, true, kReferenceSteps);
+    if (!run.ranks_agree && failure.empty()) failure = mode + ": weights differ between ranks after a step";
+    int ok = 1;
+    std::string detail;
+    if (rank == 0) {
+      const auto w = backend.weights();
+      const auto check = ob::compare_relative(w.data(), reference.data(), w.size());
+      ok = check.passes(1e-5);
+      detail = check.describe(1e-5);
+    }
+    MPI_CHECK(MPI_Bcast(&ok, 1, MPI_INT, 0, comm));
+    if (!ok && failure.empty()) {
+      failure = mode + ": weights after " + std::to_string(kReferenceSteps) +
+                " steps differ from the single-process run" + (rank == 0 ? " (" + detail + ")" : "");
+    }
+  }
+  backend.set_weights(w0);
+  return failure;
+}
+
+double median_max(const std::vector<double>& local, MPI_Comm comm) {
+  if (local.empty()) return std::numeric_limits<double>::quiet_NaN();
+  const double mine = ob::summarize(local).p50;
+  return ob::max_across_ranks({mine}, comm)[0];
+}
+
+}  // namespace
+
+std::vector<ob::ConsoleColumn> console_columns() {
+  return {{"chunk_compute", "ms", "chunk_compute_ms_p50"}, {"chunk_comm", "ms", "chunk_comm_ms_p50"},
+          {"speedup", "x", "speedup"},                     {"efficiency", "", "overlap_efficiency"},
+          {"overlap", "%", "overlap_pct"},                 {"slowdown", "", "compute_slowdown"},
+          {"busbw", "GB/s", "busbw_GBps"},                 {"#wrong", "", "wrong"}};
+}
+
+Result run(const Config& config, Backend& backend, const std::string& device_name, MPI_Comm comm,
+           std::ostream* progress) {
+  omp_set_max_active_levels(2);  // the thread strategy nests the compute team inside a section
+  int rank = 0, ranks = 1;
+  MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  MPI_CHECK(MPI_Comm_size(comm, &ranks));
+  Result result;
+  MPI_CHECK(MPI_Barrier(comm));
+  const auto origin = ob::SteadyClock::now();
+
+  if (config.common.check) {
+    if (progress) *progress << "phase3: checking every strategy against the single-process run" << std::endl;
+    result.failure = check_against_reference(config, backend, comm, origin, rank);
+  }
+
+  ob::SummaryRow base;
+  base.ranks = ranks;
+  base.chunks = config.chunks;
+  base.iters = config.common.iters;
+  base.set("batch", config.batch).set("in", config.in).set("out", config.out).set("device", device_name)
+      .set("kernel", device_name == "cpu" ? "cpu_gemm" : config.kernel).set("cuda_aware", config.cuda_aware)
+      .set("compute_threads", config.compute_threads())
+      .set("grad_mb", 4.0 * config.in * config.out / (1 << 20)).set("clock", "steady_clock");
+
+  std::vector<ModeRun> runs;
+  std::vector<std::vector<ob::TimelineEvent>> events;
+  for (const auto& mode : config.modes()) {
+    if (progress) *progress << "phase3: running " << mode << std::endl;
+    runs.push_back(run_mode(mode, backend, config, comm, origin, config.common.check));
+    const auto& run = runs.back();
+    if (!run.ranks_agree && result.failure.empty()) result.failure = mode + ": weights differ between ranks";
+    std::uint64_t wrong = 0;
+    MPI_CHECK(MPI_Allreduce(&run.wrong, &wrong, 1, MPI_UINT64_T, MPI_SUM, comm));
+    if (wrong > 0 && result.failure.empty()) {
+      result.failure = "comm: " + std::to_string(wrong) + " elements of the all-reduced pattern are wrong" +
+                       (run.first_wrong.empty() ? "" : " (rank " + std::to_string(rank) + ": " + run.first_wrong + ")");
+    }
+    ob::SummaryRow row = base;
+    row.mode = mode;
+    row.time_ms = ob::summarize(ob::max_across_ranks(run.iter_ms, comm));
+    std::vector<double> compute_tasks, comm_tasks;
+    for (int k = 0; k < config.chunks; ++k) {
+      compute_tasks.insert(compute_tasks.end(), run.chunk_compute_ms[k].begin(), run.chunk_compute_ms[k].end());
+      comm_tasks.insert(comm_tasks.end(), run.chunk_comm_ms[k].begin(), run.chunk_comm_ms[k].end());
+    }
+    if (mode != "comm") row.set("chunk_compute_ms_p50", median_max(compute_tasks, comm));
+    if (mode != "compute") row.set("chunk_comm_ms_p50", median_max(comm_tasks, comm));
+    row.set("compute_total_ms_p50", median_max(run.compute_total_ms, comm));
+    if (mode == "comm") {
+      const double algbw = ob::algbw_GBps(4.0 * config.in * config.out, row.time_ms.p50);
+      row.set("algbw_GBps", algbw).set("busbw_GBps", ob::allreduce_busbw_GBps(algbw, ranks));
+      if (config.common.check) row.set("wrong", wrong);
+    }
+    result.rows.push_back(row);
+    auto merged = ob::gather_timeline(run.events, comm);
+    result.events.insert(result.events.end(), merged.begin(), merged.end());
+  }
+
+  auto find = [&](const std::string& mode) -> const ob::SummaryRow* {
+    for (const auto& row : result.rows) {
+      if (row.mode == mode) return &row;
+    }
+    return nullptr;
+  };
+  const double t_comp = find("compute")->time_ms.p50, t_comm = find("comm")->time_ms.p50;
+  const double t_seq = find("seq") ? find("seq")->time_ms.p50 : t_comp + t_comm;
+  const double isolated_total = std::stod(find("compute")->get("compute_total_ms_p50"));
+  for (auto& row : result.rows) {
+    if (row.mode != "thread" && row.mode != "nonblocking") continue;
+    ob::set_overlap_metrics(row, t_seq, t_comp, t_comm);
+    row.set("compute_slowdown", ob::compute_slowdown(std::stod(row.get("compute_total_ms_p50")), isolated_total));
+  }
+  result.rows.push_back(ob::derived_row("ideal", ob::ideal_ms(t_comp, t_comm), base));
+  // Schedule bound: forward, then the chunks' isolated medians through the pipeline, then the update.
+  const auto& compute_run = runs[runs.size() - 2];
+  const auto& comm_run = runs.back();
+  std::vector<double> compute = {median_max(compute_run.forward_ms, comm)}, comm_ms;
+  std::vector<int> ready;
+  for (int k = 0; k < config.chunks; ++k) {
+    compute.push_back(median_max(compute_run.chunk_compute_ms[k], comm));
+    comm_ms.push_back(median_max(comm_run.chunk_comm_ms[k], comm));
+    ready.push_back(k + 1);
+  }
+  compute.push_back(median_max(compute_run.update_ms, comm));
+  // The update waits for the last all-reduce: it is one more communication-ready compute task at the end, and the
+  // wall-clock overhead of an iteration beyond its tasks (loop, barrier exit) is added as T_comp carries it too.
+  const double tasks = std::accumulate(compute.begin(), compute.end(), 0.0);
+  const double update = compute.back();
+  compute.pop_back();
+  const double bound = ob::pipeline_bound_ms(compute, comm_ms, ready) + update + std::max(0.0, t_comp - tasks);
+  result.rows.push_back(ob::derived_row("bound", bound, base));
+  return result;
+}
+
+}  // namespace phase3

@@ -1,0 +1,68 @@
+#include <gtest/gtest.h>
+
+#include "common/errors.hpp"
+#include "common/run_output.hpp"
+#include "phase3_mpi_cuda/config.hpp"
+
+namespace {
+int exit_code_of(std::vector<std::string> args) {
+  CLI::App app("t", "phase3_mpi_cuda");
+  phase3::Config config;
+  phase3::add_options(app, config);
+  args.insert(args.begin(), "phase3_mpi_cuda");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  if (auto code = ob::parse_options(app, static_cast<int>(argv.size()), argv.data(), false)) return *code;
+  try {
+    phase3::validate(config);
+    ob::resolve_output_paths("phase3", config.common);
+  } catch (const ob::UsageError&) {
+    return ob::kExitUsage;
+  }
+  return -1;
+}
+}  // namespace
+
+TEST(Phase3Ranges, ShardsCoverTheBatchExactlyOnceEvenWhenUneven) {
+  for (int rows : {0, 1, 7, 1000, 1001}) {
+    for (int ranks : {1, 2, 3, 8}) {
+      int next = 0;
+      for (int r = 0; r < ranks; ++r) {
+        const auto range = phase3::shard(rows, r, ranks);
+        EXPECT_EQ(range.begin, next);
+        EXPECT_GE(range.size(), rows / ranks);
+        EXPECT_LE(range.size(), rows / ranks + 1);
+        next = range.end;
+      }
+      EXPECT_EQ(next, rows);
+    }
+  }
+  // More chunks than rows: some chunks are empty, none overlaps.
+  int covered = 0;
+  for (int k = 0; k < 10; ++k) covered += phase3::chunk_rows(4, k, 10).size();
+  EXPECT_EQ(covered, 4);
+}
+
+TEST(Phase3Options, ModesAlwaysEndWithComputeAndComm) {
+  phase3::Config config;
+  EXPECT_EQ(config.modes(), (std::vector<std::string>{"seq", "thread", "nonblocking", "compute", "comm"}));
+  config.strategy = "thread";
+  EXPECT_EQ(config.modes(), (std::vector<std::string>{"thread", "compute", "comm"}));
+}
+
+TEST(Phase3Options, BadValuesExitTwo) {
+  EXPECT_EQ(exit_code_of({}), -1);
+  EXPECT_EQ(exit_code_of({"--chunks", "100", "--in", "10"}), -1);  // more chunks than rows is handled
+  const std::vector<std::vector<std::string>> bad = {
+      {"--batch", "0"},          {"--in", "-1"},           {"--out", "x"},            {"--chunks", "0"},
+      {"--strategy", "fast"},    {"--device", "tpu"},      {"--kernel", "magic"},     {"--lr", "inf"},
+      {"--threads", "-1"},       {"--device", "cpu", "--cuda-aware"},                  {"--iters", "0"},
+      {"--csv", "/nonexistent/x.csv"},                     {"--in", "1M", "--out", "1M"},
+      {"--batch", "16M", "--in", "1M"},
+  };
+  for (const auto& args : bad) {
+    std::string joined;
+    for (const auto& a : args) joined += a + " ";
+    EXPECT_EQ(exit_code_of(args), ob::kExitUsage) << joined;
+  }
+}

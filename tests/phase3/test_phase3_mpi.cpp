@@ -1,0 +1,120 @@
+// Phase 3's strategies under mpirun (1, 2 and 3 ranks): every strategy matches the single-process run, weights
+// agree bitwise across ranks, the all-reduce of the integer pattern is exact, and the checkers catch corruption.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include "phase3_mpi_cuda/backend.hpp"
+#include "phase3_mpi_cuda/runner.hpp"
+#include "phase3_mpi_cuda/strategies.hpp"
+
+namespace {
+
+int world_rank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+int world_size() {
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
+phase3::Config small(int batch, int in, int out, int chunks) {
+  phase3::Config config;
+  config.batch = batch;
+  config.in = in;
+  config.out = out;
+  config.chunks = chunks;
+  config.lr = 5.0f;
+  config.threads = 2;
+  config.common.iters = 3;
+  config.common.warmup = 1;
+  config.common.check = true;
+  return config;
+}
+
+std::unique_ptr<phase3::Backend> backend_for(const phase3::Config& config) {
+  const auto data = phase3::make_shard(config, phase3::shard(config.batch, world_rank(), world_size()));
+  return phase3::make_cpu_backend(config, data);
+}
+
+// Decorates a backend to corrupt what the checkers see on one rank.
+class Corrupting : public phase3::Backend {
+ public:
+  Corrupting(std::unique_ptr<phase3::Backend> inner, bool corrupt) : inner_(std::move(inner)), corrupt_(corrupt) {}
+  std::string description() const override { return inner_->description(); }
+  void forward() override { inner_->forward(); }
+  void launch_chunk(phase3::Range rows) override { inner_->launch_chunk(rows); }
+  bool chunk_ready() override { return inner_->chunk_ready(); }
+  void finish_chunk(phase3::Range rows) override { inner_->finish_chunk(rows); }
+  float* comm_buffer() override { return inner_->comm_buffer(); }
+  void write_comm(const std::vector<float>& values) override { inner_->write_comm(values); }
+  std::vector<float> read_comm() override {
+    auto values = inner_->read_comm();
+    if (corrupt_) values[3] += 1.0f;
+    return values;
+  }
+  void update() override { inner_->update(); }
+  std::vector<float> weights() override {
+    auto w = inner_->weights();
+    if (corrupt_) w[0] = std::nextafter(w[0], 10.0f);  // one ulp: bitwise different
+    return w;
+  }
+  void set_weights(const std::vector<float>& w) override { inner_->set_weights(w); }
+
+ private:
+  std::unique_ptr<phase3::Backend> inner_;
+  bool corrupt_;
+};
+
+}  // namespace
+
+TEST(Phase3Mpi, EveryStrategyMatchesTheSingleProcessRunWithUnevenShapes) {
+  // A global batch that no rank count divides, and chunk boundaries that split dW unevenly.
+  for (const auto& config : {small(37, 19, 11, 5), small(64, 16, 8, 1), small(2, 9, 4, 3)}) {
+    auto backend = backend_for(config);
+    const auto result = phase3::run(config, *backend, "cpu", MPI_COMM_WORLD, nullptr);
+    EXPECT_EQ(result.failure, "") << config.batch << "x" << config.in << "x" << config.out;
+    std::vector<std::string> modes;
+    for (const auto& row : result.rows) modes.push_back(row.mode);
+    EXPECT_EQ(modes, (std::vector<std::string>{"seq", "thread", "nonblocking", "compute", "comm", "ideal", "bound"}));
+    for (const auto& row : result.rows) {
+      EXPECT_EQ(row.ranks, world_size());
+      if (row.mode == "comm") EXPECT_EQ(row.get("wrong"), "0");
+      if (row.mode == "thread" || row.mode == "nonblocking") EXPECT_FALSE(row.get("overlap_pct").empty());
+    }
+    if (world_rank() == 0) {
+      EXPECT_EQ(result.events.empty(), false);
+      int ranks_seen = 0;
+      for (const auto& e : result.events) ranks_seen = std::max(ranks_seen, e.rank + 1);
+      EXPECT_EQ(ranks_seen, world_size());
+    }
+  }
+}
+
+TEST(Phase3Mpi, MoreChunksThanRowsIsHandled) {
+  const auto config = small(10, 4, 3, 9);
+  auto backend = backend_for(config);
+  EXPECT_EQ(phase3::run(config, *backend, "cpu", MPI_COMM_WORLD, nullptr).failure, "");
+}
+
+TEST(Phase3Mpi, CheckersCatchACorruptedAllReduceAndDivergentWeights) {
+  const auto config = small(16, 8, 4, 2);
+  const bool corrupt_here = world_rank() == world_size() - 1;
+  Corrupting backend(backend_for(config), corrupt_here);
+  const auto origin = ob::SteadyClock::now();
+  const auto comm = phase3::run_mode("comm", backend, config, MPI_COMM_WORLD, origin, true, 1);
+  EXPECT_EQ(comm.wrong, corrupt_here ? 1u : 0u);
+  if (corrupt_here) EXPECT_NE(comm.first_wrong.find("index 3: got"), std::string::npos) << comm.first_wrong;
+  const auto seq = phase3::run_mode("seq", backend, config, MPI_COMM_WORLD, origin, true, 1);
+  EXPECT_EQ(seq.ranks_agree, world_size() == 1) << "one rank's weights differ by one ulp";
+}
+
+TEST(Phase3Mpi, PatternSumIsExact) {
+  const auto config = small(8, 5, 3, 2);
+  const auto sum = phase3::comm_pattern_sum(config, 3);
+  const auto a = phase3::comm_pattern(config, 0), b = phase3::comm_pattern(config, 1), c = phase3::comm_pattern(config, 2);
+  for (std::size_t i = 0; i < sum.size(); ++i) EXPECT_EQ(sum[i], a[i] + b[i] + c[i]);
+  EXPECT_NE(a, b);
+}
