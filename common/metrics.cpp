@@ -59,6 +59,14 @@ double pipeline_bound_ms(const std::vector<double>& compute_ms, const std::vecto
   return std::max(compute_end, comm_end);
 }
 
+double schedule_bound_ms(double head_ms, const std::vector<double>& compute_ms, const std::vector<double>& comm_ms,
+                         const std::vector<int>& ready_after, double tail_ms, double t_comp, double t_comm) {
+  double tasks = head_ms + tail_ms;
+  for (double c : compute_ms) tasks += c;
+  const double bound = head_ms + pipeline_bound_ms(compute_ms, comm_ms, ready_after) + tail_ms;
+  return std::max(bound + std::max(0.0, t_comp - tasks), t_comm);
+}
+
 double equal_chunk_pipeline_ms(int chunks, double chunk_compute_ms, double chunk_comm_ms) {
   if (chunks < 1) throw std::invalid_argument("equal_chunk_pipeline_ms: chunks must be >= 1");
   return chunk_compute_ms + (chunks - 1) * std::max(chunk_compute_ms, chunk_comm_ms) + chunk_comm_ms;

@@ -34,6 +34,14 @@ double allreduce_busbw_GBps(double algbw, int ranks);
 double pipeline_bound_ms(const std::vector<double>& compute_ms, const std::vector<double>& comm_ms,
                          const std::vector<int>& ready_after);
 
+// The schedule bound of a training step: `head_ms` (forward) first, then the pipeline of `compute_ms` (backward
+// pieces) and `comm_ms`, then `tail_ms` (the update, which waits for the last communication). Medians of isolated
+// tasks leave out an iteration's overhead beyond its tasks (launches, loop, barrier exit) that the wall-clock
+// T_comp of the compute-only run carries; max(0, t_comp - head - sum(compute) - tail) adds it back. The result is
+// never below T_comm either (the communication alone takes that long), so T_ideal <= bound.
+double schedule_bound_ms(double head_ms, const std::vector<double>& compute_ms, const std::vector<double>& comm_ms,
+                         const std::vector<int>& ready_after, double tail_ms, double t_comp, double t_comm);
+
 // The same for `chunks` equal chunks: c + (chunks - 1) * max(c, m) + m.
 double equal_chunk_pipeline_ms(int chunks, double chunk_compute_ms, double chunk_comm_ms);
 

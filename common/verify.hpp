@@ -29,8 +29,23 @@ struct RelativeCheck {
 
 RelativeCheck compare_relative(const float* got, const double* reference, std::size_t n);
 
+#if defined(__CUDACC__)
+#define OB_HOST_DEVICE __host__ __device__
+#else
+#define OB_HOST_DEVICE
+#endif
+
 // Small integers in [-range, range], never all zero, deterministic in (seed, index): inputs whose products and
-// sums are exact in fp32 as long as they stay below 2^24.
-float exact_pattern(std::uint64_t seed, std::uint64_t index, int range = 2);
+// sums are exact in fp32 as long as they stay below 2^24. The same function on the host and in CUDA kernels.
+OB_HOST_DEVICE inline float exact_pattern(std::uint64_t seed, std::uint64_t index, int range = 2) {
+  // splitmix64 of (seed, index): cheap, deterministic and well mixed.
+  std::uint64_t z = seed * 0x9E3779B97F4A7C15ull + index + 0x632BE59BD9B4E019ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  const auto span = static_cast<std::uint64_t>(2 * range + 1);
+  const auto value = static_cast<int>(z % span) - range;
+  return static_cast<float>(value == 0 && (index % 3 == 0) ? 1 : value);  // fewer zeros, never all zero
+}
 
 }  // namespace ob

@@ -1,5 +1,6 @@
 #include <stdexcept>
 
+#include "common/cuda/cublas_gemm.hpp"
 #include "common/cuda/cuda_check.hpp"
 #include "phase1_cuda_baseline/gemm.cuh"
 
@@ -127,13 +128,7 @@ void gemm(GemmKernel kernel, cublasHandle_t cublas, bool tf32, const GemmShape& 
           float* c, cudaStream_t stream) {
   if (s.m <= 0 || s.n <= 0 || s.k <= 0) throw std::invalid_argument("gemm: sizes must be positive");
   if (kernel == GemmKernel::kCublas) {
-    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: pass B first.
-    const float alpha = 1.0f, beta = 0.0f;
-    CUBLAS_CHECK(cublasSetStream(cublas, stream));
-    CUBLAS_CHECK(cublasGemmEx(cublas, s.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, s.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-                              s.n, s.m, s.k, &alpha, b, CUDA_R_32F, s.trans_b ? s.k : s.n, a, CUDA_R_32F,
-                              s.trans_a ? s.m : s.k, &beta, c, CUDA_R_32F, s.n,
-                              tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    ob::cublas_gemm(cublas, tf32, {s.m, s.n, s.k, s.trans_a, s.trans_b}, a, b, c, stream);
     return;
   }
   if (s.trans_a) {

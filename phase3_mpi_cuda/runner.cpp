@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <numeric>
 
 #include "common/metrics.hpp"
 #include "common/mpi_check.hpp"
@@ -136,23 +135,18 @@ Result run(const Config& config, Backend& backend, const std::string& device_nam
     row.set("compute_slowdown", ob::compute_slowdown(std::stod(row.get("compute_total_ms_p50")), isolated_total));
   }
   result.rows.push_back(ob::derived_row("ideal", ob::ideal_ms(t_comp, t_comm), base));
-  // Schedule bound: forward, then the chunks' isolated medians through the pipeline, then the update.
+  // Schedule bound: forward, the chunks' isolated medians through the pipeline, then the update.
   const auto& compute_run = runs[runs.size() - 2];
   const auto& comm_run = runs.back();
-  std::vector<double> compute = {median_max(compute_run.forward_ms, comm)}, comm_ms;
+  std::vector<double> compute, comm_ms;
   std::vector<int> ready;
   for (int k = 0; k < config.chunks; ++k) {
     compute.push_back(median_max(compute_run.chunk_compute_ms[k], comm));
     comm_ms.push_back(median_max(comm_run.chunk_comm_ms[k], comm));
-    ready.push_back(k + 1);
+    ready.push_back(k);
   }
-  compute.push_back(median_max(compute_run.update_ms, comm));
-  // The update waits for the last all-reduce: it is one more communication-ready compute task at the end, and the
-  // wall-clock overhead of an iteration beyond its tasks (loop, barrier exit) is added as T_comp carries it too.
-  const double tasks = std::accumulate(compute.begin(), compute.end(), 0.0);
-  const double update = compute.back();
-  compute.pop_back();
-  const double bound = ob::pipeline_bound_ms(compute, comm_ms, ready) + update + std::max(0.0, t_comp - tasks);
+  const double bound = ob::schedule_bound_ms(median_max(compute_run.forward_ms, comm), compute, comm_ms, ready,
+                                             median_max(compute_run.update_ms, comm), t_comp, t_comm);
   result.rows.push_back(ob::derived_row("bound", bound, base));
   return result;
 }

@@ -3,7 +3,9 @@
 # the benchmarks, and writes every CSV, log and the report under one folder. Exits non-zero if any check fails.
 #
 # Usage: scripts/bench_gpu.sh [--out DIR] [--part PART]...
-#   PART: test (ctest -L gpu, and -L mpi), phase1 (default size and 4096^3). Default: all parts.
+#   PART: test (ctest -L gpu, and -L mpi), phase1 (default size and 4096^3), phase3 (2 ranks on GPUs),
+#         phase4 (one rank per GPU: the six configurations), phase4-sweeps (chunk and bucket sweeps on
+#         4096,16,2048, comm-only bus bandwidth against a single all-reduce). Default: all parts.
 #   --out DIR  results folder (default results/runs/<host>-gpu-<date-time>)
 # Multi-GPU runs keep NVLink multicast off (NCCL_NVLS_ENABLE=0 and friends), as the lent machines require.
 set -uo pipefail
@@ -19,9 +21,12 @@ while [ $# -gt 0 ]; do
     *) ob_die "unknown option '$1' (see --help)" 2 ;;
   esac
 done
-[ "${#parts[@]}" -gt 0 ] || parts=(test phase1)
+[ "${#parts[@]}" -gt 0 ] || parts=(test phase1 phase3 phase4 phase4-sweeps)
 for p in "${parts[@]}"; do
-  case "$p" in test|phase1) ;; *) ob_die "--part: '$p' is invalid: test or phase1" 2 ;; esac
+  case "$p" in
+    test|phase1|phase3|phase4|phase4-sweeps) ;;
+    *) ob_die "--part: '$p' is invalid: test, phase1, phase3, phase4 or phase4-sweeps" 2 ;;
+  esac
 done
 [ -n "$out" ] || out="$OB_ROOT/results/runs/$(hostname -s)-gpu-$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$out"
@@ -50,6 +55,12 @@ run() {
   fi
 }
 
+mpi=(mpirun --bind-to none -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS)
+p3="$build/phase3_mpi_cuda/phase3_mpi_cuda"
+p4="$build/phase4_chunked_nccl/phase4_chunked_nccl"
+# The six configurations of the phase 4 issue: hidden,layers,batch per rank.
+configs=(4096,16,512 4096,16,2048 4096,16,8192 1024,32,256 1024,32,4096 2048,24,1024)
+
 for part in "${parts[@]}"; do
   case "$part" in
     test)
@@ -62,6 +73,28 @@ for part in "${parts[@]}"; do
       run phase1-4096 "$p1" --check --batch 4096 --in 4096 --out 4096 --iters 20 --warmup 3 --csv "$out/phase1-4096.csv"
       run phase1-4096-tf32 "$p1" --check --kernel cublas --tf32 --batch 4096 --in 4096 --out 4096 --iters 20 \
         --csv "$out/phase1-4096-tf32.csv"
+      ;;
+    phase3)
+      run phase3-gpu "${mpi[@]}" -np 2 "$p3" --device gpu --check --batch 8192 --in 4096 --out 4096 --chunks 8 \
+        --csv "$out/phase3-gpu.csv"
+      ;;
+    phase4)
+      for c in "${configs[@]}"; do
+        IFS=, read -r h l b <<<"$c"
+        run "phase4-$h-$l-$b" "${mpi[@]}" -np "$gpus" "$p4" --check --hidden "$h" --layers "$l" --batch "$b" \
+          --csv "$out/phase4-$h-$l-$b.csv"
+      done
+      ;;
+    phase4-sweeps)
+      run phase4-sweep-chunks "${mpi[@]}" -np "$gpus" "$p4" --hidden 4096 --layers 16 --batch 2048 \
+        --sweep chunks=5,10,20,50 --csv "$out/phase4-sweep-chunks.csv"
+      run phase4-sweep-bucket "${mpi[@]}" -np "$gpus" "$p4" --hidden 4096 --layers 16 --batch 2048 \
+        --sweep bucket-mb=1,5,25,64,100,256 --csv "$out/phase4-sweep-bucket.csv"
+      # Bus bandwidth of bucketed comm-only runs (64 MB - 1 GB buckets) against one all-reduce of the whole 1 GiB.
+      run phase4-busbw-buckets "${mpi[@]}" -np "$gpus" "$p4" --mode comm --check --hidden 4096 --layers 16 \
+        --batch 8 --sweep bucket-mb=64,256,1024 --csv "$out/phase4-busbw-buckets.csv"
+      run phase4-busbw-single "${mpi[@]}" -np "$gpus" "$p4" --mode comm --check --hidden 4096 --layers 16 \
+        --batch 8 --chunks 1 --csv "$out/phase4-busbw-single.csv"
       ;;
   esac
 done

@@ -1,0 +1,77 @@
+#include "phase4_chunked_nccl/bucket_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+namespace phase4 {
+namespace {
+
+std::uint64_t layer_elements(int hidden) { return static_cast<std::uint64_t>(hidden) * hidden; }
+
+int ready_step(std::uint64_t end, int hidden) { return static_cast<int>((end - 1) / layer_elements(hidden)); }
+
+std::uint64_t mib_to_elements(double mb) {
+  return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::floor(mb * (1 << 20) / sizeof(float))));
+}
+
+}  // namespace
+
+BucketPlan plan_by_size(int layers, int hidden, double bucket_mb, double first_bucket_mb) {
+  if (layers < 1 || hidden < 1 || !(bucket_mb > 0) || !(first_bucket_mb > 0)) {
+    throw std::invalid_argument("plan_by_size: layers, hidden and bucket sizes must be positive");
+  }
+  BucketPlan plan;
+  plan.elements = static_cast<std::uint64_t>(layers) * layer_elements(hidden);
+  std::uint64_t begin = 0;
+  std::uint64_t cap = mib_to_elements(first_bucket_mb);
+  while (begin < plan.elements) {
+    const std::uint64_t end = std::min(plan.elements, begin + cap);
+    plan.buckets.push_back({begin, end, ready_step(end, hidden)});
+    begin = end;
+    cap = mib_to_elements(bucket_mb);
+  }
+  return plan;
+}
+
+BucketPlan plan_by_chunks(int layers, int hidden, int chunks) {
+  if (layers < 1 || hidden < 1 || chunks < 1) throw std::invalid_argument("plan_by_chunks: sizes must be positive");
+  BucketPlan plan;
+  plan.elements = static_cast<std::uint64_t>(layers) * layer_elements(hidden);
+  const std::uint64_t n = std::min<std::uint64_t>(static_cast<std::uint64_t>(chunks), plan.elements);
+  for (std::uint64_t k = 0; k < n; ++k) {
+    const std::uint64_t begin = plan.elements * k / n, end = plan.elements * (k + 1) / n;
+    plan.buckets.push_back({begin, end, ready_step(end, hidden)});
+  }
+  return plan;
+}
+
+void validate_plan(const BucketPlan& plan, int layers, int hidden) {
+  std::uint64_t next = 0;
+  for (std::size_t b = 0; b < plan.buckets.size(); ++b) {
+    const Bucket& bucket = plan.buckets[b];
+    if (bucket.begin != next || bucket.end <= bucket.begin) {
+      throw std::logic_error("bucket " + std::to_string(b) + " does not start where the previous one ended");
+    }
+    if (bucket.ready_after != ready_step(bucket.end, hidden) || bucket.ready_after >= layers) {
+      throw std::logic_error("bucket " + std::to_string(b) + " has the wrong ready step");
+    }
+    next = bucket.end;
+  }
+  if (next != plan.elements || plan.elements != static_cast<std::uint64_t>(layers) * layer_elements(hidden)) {
+    throw std::logic_error("buckets do not cover the gradient exactly");
+  }
+}
+
+std::string BucketPlan::describe() const {
+  const double first = buckets.empty() ? 0 : buckets.front().size() * sizeof(float) / double(1 << 20);
+  const double largest = buckets.empty() ? 0 : std::max_element(buckets.begin(), buckets.end(), [](auto& a, auto& b) {
+                                                 return a.size() < b.size();
+                                               })->size() * sizeof(float) / double(1 << 20);
+  char text[128];
+  std::snprintf(text, sizeof text, "%zu buckets (first %.3g MiB, largest %.3g MiB)", buckets.size(), first, largest);
+  return text;
+}
+
+}  // namespace phase4

@@ -1,0 +1,116 @@
+#include "common/cuda/cuda_check.hpp"
+#include "common/verify.hpp"
+#include "phase4_chunked_nccl/kernels.cuh"
+
+namespace phase4 {
+namespace {
+
+constexpr int kThreads = 256;
+
+int blocks_for(std::size_t n) {
+  const std::size_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<int>(blocks < 132 * 64 ? (blocks == 0 ? 1 : blocks) : 132 * 64);
+}
+
+#define GRID_STRIDE(i, n)                                                                    \
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < (n); \
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+
+__device__ __forceinline__ std::uint64_t pattern_seed(std::uint64_t seed, int rank) {
+  return seed + 7919u * static_cast<std::uint64_t>(rank + 1);
+}
+
+__global__ void relu_kernel(float* a, std::size_t n) { GRID_STRIDE(i, n) a[i] = fmaxf(a[i], 0.0f); }
+
+__global__ void relu_backward_kernel(float* d, const float* a, std::size_t n) {
+  GRID_STRIDE(i, n) if (!(a[i] > 0.0f)) d[i] = 0.0f;
+}
+
+__global__ void mse_grad_kernel(const float* y, const float* t, float* dz, double* loss_sum, std::size_t n,
+                                float scale) {
+  __shared__ double partial[kThreads];
+  double local = 0.0;
+  GRID_STRIDE(i, n) {
+    const float d = y[i] - t[i];
+    dz[i] = scale * d;
+    local += static_cast<double>(d) * d;
+  }
+  partial[threadIdx.x] = local;
+  __syncthreads();
+  for (int s = kThreads / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) partial[threadIdx.x] += partial[threadIdx.x + s];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) atomicAdd(loss_sum, partial[0]);
+}
+
+__global__ void sgd_kernel(float* w, const float* g, float scale, std::size_t n) { GRID_STRIDE(i, n) w[i] -= scale * g[i]; }
+
+__global__ void uniform_kernel(float* x, std::size_t n, std::uint64_t seed, float scale) {
+  GRID_STRIDE(i, n) x[i] = scale * (ob::exact_pattern(seed, i, 1000) / 1000.0f);
+}
+
+__global__ void rank_pattern_kernel(float* x, std::size_t n, std::uint64_t seed, int rank) {
+  GRID_STRIDE(i, n) x[i] = ob::exact_pattern(pattern_seed(seed, rank), i);
+}
+
+__global__ void pattern_wrong_kernel(const float* x, std::size_t n, std::uint64_t seed, int ranks,
+                                     unsigned long long* wrong, unsigned long long* first) {
+  GRID_STRIDE(i, n) {
+    float expected = 0.0f;
+    for (int r = 0; r < ranks; ++r) expected += ob::exact_pattern(pattern_seed(seed, r), i);
+    if (__float_as_uint(x[i]) != __float_as_uint(expected)) {
+      atomicAdd(wrong, 1ull);
+      atomicMin(first, static_cast<unsigned long long>(i));
+    }
+  }
+}
+
+__global__ void fingerprint_kernel(const float* x, std::size_t n, unsigned long long* out) {
+  unsigned long long local = 0;
+  GRID_STRIDE(i, n) {
+    unsigned long long z = (static_cast<unsigned long long>(__float_as_uint(x[i])) << 32) ^ i;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    local += z ^ (z >> 31);  // wrap-around sum: the same whatever the order
+  }
+  atomicAdd(out, local);
+}
+
+}  // namespace
+
+void relu_inplace(float* a, std::size_t n, cudaStream_t s) {
+  relu_kernel<<<blocks_for(n), kThreads, 0, s>>>(a, n);
+  CUDA_CHECK_LAUNCH();
+}
+void relu_backward(float* d, const float* a, std::size_t n, cudaStream_t s) {
+  relu_backward_kernel<<<blocks_for(n), kThreads, 0, s>>>(d, a, n);
+  CUDA_CHECK_LAUNCH();
+}
+void mse_grad(const float* y, const float* t, float* dz, double* loss_sum, std::size_t n, cudaStream_t s) {
+  mse_grad_kernel<<<blocks_for(n), kThreads, 0, s>>>(y, t, dz, loss_sum, n, 2.0f / static_cast<float>(n));
+  CUDA_CHECK_LAUNCH();
+}
+void sgd(float* w, const float* g, float scale, std::size_t n, cudaStream_t s) {
+  sgd_kernel<<<blocks_for(n), kThreads, 0, s>>>(w, g, scale, n);
+  CUDA_CHECK_LAUNCH();
+}
+void fill_uniform(float* x, std::size_t n, std::uint64_t seed, float scale, cudaStream_t s) {
+  uniform_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, n, seed, scale);
+  CUDA_CHECK_LAUNCH();
+}
+void fill_rank_pattern(float* x, std::size_t n, std::uint64_t seed, int rank, cudaStream_t s) {
+  rank_pattern_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, n, seed, rank);
+  CUDA_CHECK_LAUNCH();
+}
+void count_pattern_wrong(const float* x, std::size_t n, std::uint64_t seed, int ranks, unsigned long long* wrong,
+                         unsigned long long* first, cudaStream_t s) {
+  pattern_wrong_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, n, seed, ranks, wrong, first);
+  CUDA_CHECK_LAUNCH();
+}
+void fingerprint(const float* x, std::size_t n, unsigned long long* out, cudaStream_t s) {
+  fingerprint_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, n, out);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace phase4

@@ -1,0 +1,111 @@
+// phase4_chunked_nccl: data-parallel training of an L-layer MLP, one MPI rank per GPU, whose backward pass hands
+// gradient buckets to NCCL all-reduces on a second stream as soon as they are ready, measured against sequential,
+// compute-only and comm-only runs and the schedule bound; chunk and bucket sweeps in one process.
+#include <mpi.h>
+#include <nccl.h>
+
+#include <iostream>
+#include <memory>
+
+#include "common/cuda/cuda_check.hpp"
+#include "common/cuda/device_buffer.hpp"
+#include "common/cuda/device_info.hpp"
+#include "common/errors.hpp"
+#include "common/main_guard.hpp"
+#include "common/metadata.hpp"
+#include "common/mpi_check.hpp"
+#include "common/mpi_session.hpp"
+#include "common/run_output.hpp"
+#include "phase4_chunked_nccl/config.hpp"
+#include "phase4_chunked_nccl/nccl_comm.hpp"
+#include "phase4_chunked_nccl/runner.hpp"
+#include "phase4_chunked_nccl/trainer.hpp"
+
+namespace {
+
+int local_rank() {
+  MPI_Comm node;
+  int rank = 0, local = 0;
+  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
+  MPI_CHECK(MPI_Comm_rank(node, &local));
+  MPI_CHECK(MPI_Comm_free(&node));
+  return local;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string program = "phase4_chunked_nccl";
+  std::unique_ptr<ob::MpiSession> mpi;  // outlives guarded_main, so a failure can still MPI_Abort the job
+  return ob::guarded_main(program, [&]() -> int {
+    mpi = std::make_unique<ob::MpiSession>(argc, argv, MPI_THREAD_SINGLE);
+    const bool root = mpi->rank() == 0;
+    CLI::App app("Phase 4: bucketed NCCL all-reduce overlapped with an MLP's backward pass", program);
+    phase4::Config config;
+    phase4::add_options(app, config);
+    if (auto code = ob::parse_options(app, argc, argv, root)) return *code;
+    phase4::validate(app, config);
+    const auto paths = ob::resolve_output_paths("phase4", config.common);
+
+    const auto probe = ob::probe_cuda();
+    if (probe.devices == 0) {
+      if (root) std::cerr << ob::no_device_message(program, probe) << std::endl;
+      return ob::kExitSkipped;
+    }
+    const int local = local_rank();
+    int local_ranks = 0;
+    MPI_CHECK(MPI_Allreduce(&local, &local_ranks, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    if (local_ranks + 1 > probe.devices) {  // NCCL refuses two ranks on one GPU
+      if (root) {
+        std::cerr << program << ": needs one GPU per rank: " << local_ranks + 1 << " ranks on a node with "
+                  << probe.devices << " GPU(s)" << std::endl;
+      }
+      return ob::kExitSkipped;
+    }
+    const int device = local;
+    CUDA_CHECK(cudaSetDevice(device));
+    ob::require_fits_on_device("--batch", std::to_string(config.batch), config.device_bytes());
+
+    phase4::NcclComm nccl(mpi->rank(), mpi->size(), MPI_COMM_WORLD);
+    phase4::Trainer trainer(config, mpi->rank(), mpi->size(), nccl.get(), MPI_COMM_WORLD);
+    if (root && !config.common.quiet && mpi->size() == 1) {
+      std::cerr << "phase4: 1 rank: the all-reduces move no data (comm is a no-op)" << std::endl;
+    }
+
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    const auto origin = ob::SteadyClock::now();
+    std::vector<ob::SummaryRow> rows;
+    std::vector<ob::TimelineEvent> events;
+    std::string failure;
+    const auto points = config.sweep_points();
+    for (std::size_t p = 0; p < points.size(); ++p) {
+      std::ostream* progress = root && !config.common.quiet ? &std::cerr : nullptr;
+      if (progress) {
+        *progress << "phase4: [" << p + 1 << "/" << points.size() << "] " << points[p].point_label() << ", "
+                  << points[p].plan().describe() << std::endl;
+      }
+      auto result = phase4::run_point(points[p], trainer, MPI_COMM_WORLD, origin, progress);
+      rows.insert(rows.end(), result.rows.begin(), result.rows.end());
+      if (points.size() == 1) events = std::move(result.events);  // a sweep keeps the summary only
+      if (failure.empty() && !result.failure.empty()) failure = points[p].point_label() + ": " + result.failure;
+    }
+
+    if (root) {
+      auto meta = ob::base_metadata("phase4", argc, argv);
+      meta["clock"] = "cuda_event";
+      meta["gpus"] = nlohmann::json::array({ob::cuda_metadata(device)});
+      meta["nccl_nvls_enable"] = std::getenv("NCCL_NVLS_ENABLE") ? std::getenv("NCCL_NVLS_ENABLE") : "unset";
+      write_run_outputs(paths, ob::summary_csv("phase4", rows), meta, events);
+      std::cout << "# phase4_chunked_nccl: " << mpi->size() << " rank(s), MLP H=" << config.hidden << " L="
+                << config.layers << " B=" << config.batch << " per rank, " << (config.tf32 ? "TF32" : "fp32")
+                << " GEMMs, median of " << config.common.iters << " steps, slowest rank (CUDA events)\n";
+      std::cout << ob::render_summary(rows, phase4::console_columns()) << "# summary: " << paths.summary_csv << "\n";
+    }
+    if (!failure.empty()) {
+      if (root) throw ob::CheckFailure(failure);
+      return ob::kExitCheckFailed;
+    }
+    return ob::kExitOk;
+  }, true);
+}

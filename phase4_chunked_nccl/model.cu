@@ -1,0 +1,60 @@
+#include <cmath>
+#include <utility>
+
+#include "common/cuda/cublas_gemm.hpp"
+#include "phase4_chunked_nccl/kernels.cuh"
+#include "phase4_chunked_nccl/model.hpp"
+
+namespace phase4 {
+
+Mlp::Mlp(const Config& config, int rank, cublasHandle_t cublas)
+    : config_(config), hidden_(config.hidden), layers_(config.layers), batch_(config.batch), cublas_(cublas),
+      weight_seed_(config.common.seed) {
+  const std::size_t w = static_cast<std::size_t>(layers_) * hidden_ * hidden_;
+  const std::size_t act = static_cast<std::size_t>(batch_) * hidden_;
+  weights_ = ob::DeviceBuffer<float>(w);
+  grads_ = ob::DeviceBuffer<float>(w);
+  activations_ = ob::DeviceBuffer<float>((layers_ + 1) * act);
+  target_ = ob::DeviceBuffer<float>(act);
+  dz_ = ob::DeviceBuffer<float>(act);
+  da_ = ob::DeviceBuffer<float>(act);
+  loss_ = ob::DeviceBuffer<double>(1);
+  // Each rank's data differs (seeded by rank); the target is a fixed random matrix.
+  const std::uint64_t data_seed = config.common.seed * 1000003u + 17u * static_cast<std::uint64_t>(rank + 1);
+  fill_uniform(activation(0), act, data_seed, 1.0f, nullptr);
+  fill_uniform(target_.get(), act, data_seed + 1, 1.0f, nullptr);
+  CUDA_CHECK(cudaMemset(grads_.get(), 0, grads_.bytes()));
+  reset_weights(nullptr);
+  CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+void Mlp::reset_weights(cudaStream_t stream) {
+  // He-style uniform init, U(-a, a) with a = sqrt(6 / H): activations keep their scale through the ReLUs.
+  fill_uniform(weights_.get(), weights_.size(), weight_seed_ + 99u, std::sqrt(6.0f / hidden_), stream);
+}
+
+void Mlp::forward(cudaStream_t stream) {
+  const std::size_t act = static_cast<std::size_t>(batch_) * hidden_;
+  for (int l = 1; l <= layers_; ++l) {
+    ob::cublas_gemm(cublas_, config_.tf32, {batch_, hidden_, hidden_}, activation(l - 1), slot(weights_, layers_ - l),
+                    activation(l), stream);
+    if (l < layers_) relu_inplace(activation(l), act, stream);
+  }
+  CUDA_CHECK(cudaMemsetAsync(loss_.get(), 0, sizeof(double), stream));
+  mse_grad(activation(layers_), target_.get(), dz_.get(), loss_.get(), act, stream);
+}
+
+void Mlp::backward_step(int step, cudaStream_t stream) {
+  const int l = layers_ - step;
+  ob::cublas_gemm(cublas_, config_.tf32, {hidden_, hidden_, batch_, true, false}, activation(l - 1), dz_.get(),
+                  slot(grads_, step), stream);
+  if (l == 1) return;
+  ob::cublas_gemm(cublas_, config_.tf32, {batch_, hidden_, hidden_, false, true}, dz_.get(), slot(weights_, step),
+                  da_.get(), stream);
+  relu_backward(da_.get(), activation(l - 1), static_cast<std::size_t>(batch_) * hidden_, stream);
+  std::swap(dz_, da_);
+}
+
+void Mlp::update(float scale, cudaStream_t stream) { sgd(weights_.get(), grads_.get(), scale, weights_.size(), stream); }
+
+}  // namespace phase4

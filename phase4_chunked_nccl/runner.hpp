@@ -1,0 +1,29 @@
+// Phase 4 end to end for one configuration (a sweep point): checks (when asked), every mode, the cross-rank
+// reduction (slowest rank) and the summary rows with the derived ideal and schedule-bound rows.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "common/summary.hpp"
+#include "common/timeline.hpp"
+#include "phase4_chunked_nccl/trainer.hpp"
+
+namespace phase4 {
+
+struct PointResult {
+  std::vector<ob::SummaryRow> rows;
+  std::vector<ob::TimelineEvent> events;  // merged on rank 0
+  std::string failure;                    // first failed check ("" when all passed), the same on every rank
+};
+
+// Steps run by seq and overlap from the same initial weights before their weights are compared.
+constexpr int kEquivalenceSteps = 3;
+
+PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob::SteadyClock::time_point origin,
+                      std::ostream* progress);
+
+std::vector<ob::ConsoleColumn> console_columns();
+
+}  // namespace phase4

@@ -1,0 +1,84 @@
+// The bucket planner covers every gradient element exactly once, in backward order, with correct ready steps.
+#include <gtest/gtest.h>
+
+#include "phase4_chunked_nccl/bucket_plan.hpp"
+
+namespace {
+constexpr double kElemMb = 4.0 / (1 << 20);  // one fp32 element in MiB
+}
+
+TEST(BucketPlan, DdpStyleCapsWithASmallFirstBucket) {
+  // 16 layers of 4096^2 fp32 = 64 MiB each, 1 GiB in all: first bucket 1 MiB, then 25 MiB buckets.
+  const auto plan = phase4::plan_by_size(16, 4096, 25, 1);
+  phase4::validate_plan(plan, 16, 4096);
+  EXPECT_EQ(plan.buckets.front().size(), (1u << 20) / 4);
+  EXPECT_EQ(plan.buckets[1].size(), 25u * (1 << 20) / 4);
+  EXPECT_EQ(plan.buckets.size(), 1 + (1024 - 1 + 24) / 25);  // 1 MiB + ceil(1023 / 25) buckets
+  EXPECT_EQ(plan.buckets.front().ready_after, 0);              // inside layer L: ready after the first step
+  EXPECT_EQ(plan.buckets.back().ready_after, 15);
+  // A 25 MiB bucket from 51 to 76 MiB spans layers L and L-1: ready only after step 1.
+  EXPECT_EQ(plan.buckets[3].begin * 4 / (1 << 20), 51u);
+  EXPECT_EQ(plan.buckets[3].ready_after, 1);
+}
+
+TEST(BucketPlan, LayersSpanBucketsAndBucketsSpanLayers) {
+  const auto plan = phase4::plan_by_size(3, 10, 35 * kElemMb, 35 * kElemMb);  // 100-element layers, 35-element buckets
+  phase4::validate_plan(plan, 3, 10);
+  ASSERT_EQ(plan.buckets.size(), 9u);  // 8 x 35 + 20
+  const std::vector<int> ready = {0, 0, 1, 1, 1, 2, 2, 2, 2};
+  for (std::size_t b = 0; b < ready.size(); ++b) EXPECT_EQ(plan.buckets[b].ready_after, ready[b]) << b;
+  EXPECT_EQ(plan.buckets.back().size(), 20u);
+}
+
+TEST(BucketPlan, EdgeCases) {
+  // One layer.
+  auto plan = phase4::plan_by_size(1, 8, 1, 1);
+  phase4::validate_plan(plan, 1, 8);
+  ASSERT_EQ(plan.buckets.size(), 1u);
+  EXPECT_EQ(plan.buckets[0].size(), 64u);
+  // A bucket larger than the model.
+  plan = phase4::plan_by_size(4, 16, 1000, 1000);
+  phase4::validate_plan(plan, 4, 16);
+  ASSERT_EQ(plan.buckets.size(), 1u);
+  EXPECT_EQ(plan.buckets[0].ready_after, 3);
+  // A first bucket smaller than one element still holds one.
+  plan = phase4::plan_by_size(2, 4, 8 * kElemMb, 1e-9);
+  phase4::validate_plan(plan, 2, 4);
+  EXPECT_EQ(plan.buckets[0].size(), 1u);
+  EXPECT_EQ(plan.buckets[1].size(), 8u);
+  // More chunks than elements: one element each.
+  plan = phase4::plan_by_chunks(1, 3, 50);
+  phase4::validate_plan(plan, 1, 3);
+  EXPECT_EQ(plan.buckets.size(), 9u);
+  EXPECT_THROW(phase4::plan_by_size(0, 4, 1, 1), std::invalid_argument);
+  EXPECT_THROW(phase4::plan_by_size(2, 4, 0, 1), std::invalid_argument);
+  EXPECT_THROW(phase4::plan_by_chunks(2, 4, 0), std::invalid_argument);
+}
+
+TEST(BucketPlan, EqualChunksDifferByAtMostOneElement) {
+  for (int chunks : {5, 10, 20, 50}) {
+    const auto plan = phase4::plan_by_chunks(16, 100, chunks);
+    phase4::validate_plan(plan, 16, 100);
+    ASSERT_EQ(plan.buckets.size(), static_cast<std::size_t>(chunks));
+    std::uint64_t lo = plan.elements, hi = 0;
+    for (const auto& b : plan.buckets) {
+      lo = std::min(lo, b.size());
+      hi = std::max(hi, b.size());
+    }
+    EXPECT_LE(hi - lo, 1u);
+  }
+}
+
+TEST(BucketPlan, ValidatorCatchesGapsOverlapsAndWrongReadySteps) {
+  auto plan = phase4::plan_by_chunks(2, 4, 4);
+  auto broken = plan;
+  broken.buckets[1].begin += 1;  // a gap
+  EXPECT_THROW(phase4::validate_plan(broken, 2, 4), std::logic_error);
+  broken = plan;
+  broken.buckets[2].ready_after = 0;  // would launch before its layer is written
+  EXPECT_THROW(phase4::validate_plan(broken, 2, 4), std::logic_error);
+  broken = plan;
+  broken.buckets.pop_back();  // the tail is never reduced
+  EXPECT_THROW(phase4::validate_plan(broken, 2, 4), std::logic_error);
+  EXPECT_NE(plan.describe().find("4 buckets"), std::string::npos);
+}

@@ -1,0 +1,59 @@
+#include <gtest/gtest.h>
+
+#include "common/errors.hpp"
+#include "common/run_output.hpp"
+#include "phase4_chunked_nccl/config.hpp"
+
+namespace {
+int exit_code_of(std::vector<std::string> args, phase4::Config* out = nullptr) {
+  CLI::App app("t", "phase4_chunked_nccl");
+  phase4::Config config;
+  phase4::add_options(app, config);
+  args.insert(args.begin(), "phase4_chunked_nccl");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  if (auto code = ob::parse_options(app, static_cast<int>(argv.size()), argv.data(), false)) return *code;
+  try {
+    phase4::validate(app, config);
+    ob::resolve_output_paths("phase4", config.common);
+  } catch (const ob::UsageError&) {
+    return ob::kExitUsage;
+  }
+  if (out) *out = config;
+  return -1;
+}
+}  // namespace
+
+TEST(Phase4Options, DefaultsTf32AndSweeps) {
+  phase4::Config config;
+  ASSERT_EQ(exit_code_of({}, &config), -1);
+  EXPECT_TRUE(config.tf32);
+  EXPECT_EQ(config.plan().buckets.size(), 1u + 41u);  // 1 MiB, then ceil(1023 / 25) buckets of 25 MiB over 1 GiB
+  ASSERT_EQ(exit_code_of({"--no-tf32", "--sweep", "chunks=5,10,20,50"}, &config), -1);
+  EXPECT_FALSE(config.tf32);
+  const auto points = config.sweep_points();
+  ASSERT_EQ(points.size(), 4u);
+  EXPECT_EQ(points[2].chunks, 20);
+  EXPECT_EQ(points[2].point_label(), "chunks=20");
+  EXPECT_EQ(points[2].plan().buckets.size(), 20u);
+  ASSERT_EQ(exit_code_of({"--sweep", "bucket-mb=1,5,25,100"}, &config), -1);
+  EXPECT_EQ(config.sweep_points()[3].bucket_mb, 100.0);
+  EXPECT_EQ(config.sweep_points()[3].plan().buckets.size(), 1u + 11u);
+}
+
+TEST(Phase4Options, BadValuesExitTwo) {
+  const std::vector<std::vector<std::string>> bad = {
+      {"--hidden", "0"},           {"--layers", "-1"},           {"--batch", "x"},
+      {"--bucket-mb", "0"},        {"--bucket-mb", "nan"},       {"--first-bucket-mb", "-1"},
+      {"--chunks", "0"},           {"--chunks", "5", "--bucket-mb", "10"},  // contradictory
+      {"--chunks", "5", "--first-bucket-mb", "2"},                        {"--mode", "fast"},
+      {"--sweep", "chunks"},       {"--sweep", "chunks=0"},      {"--sweep", "chunks=2.5"},
+      {"--sweep", "layers=1,2"},   {"--sweep", "bucket-mb=1,x"}, {"--sweep", "bucket-mb=5", "--chunks", "4"},
+      {"--lr", "inf"},             {"--batch", "1M", "--hidden", "4096"},   {"--csv", "/nonexistent/x.csv"},
+  };
+  for (const auto& args : bad) {
+    std::string joined;
+    for (const auto& a : args) joined += a + " ";
+    EXPECT_EQ(exit_code_of(args), ob::kExitUsage) << joined;
+  }
+}
