@@ -61,6 +61,7 @@ class GpuBackend : public Backend {
   }
 
   void forward() override {
+    bind();
     if (rows_ == 0) return;
     phase1::gemm(kernel_, cublas_, false, {rows_, out_, in_}, x_.get(), w_.get(), y_.get(), stream_);
     CUDA_CHECK(cudaMemsetAsync(loss_.get(), 0, sizeof(double), stream_));
@@ -71,6 +72,7 @@ class GpuBackend : public Backend {
   }
 
   void launch_chunk(Range rows) override {
+    bind();
     float* dst = grad_.get() + static_cast<std::size_t>(rows.begin) * out_;
     if (rows_ == 0) {
       CUDA_CHECK(cudaMemsetAsync(dst, 0, static_cast<std::size_t>(rows.size()) * out_ * sizeof(float), stream_));
@@ -86,26 +88,30 @@ class GpuBackend : public Backend {
   }
 
   bool chunk_ready() override {
+    bind();
     const cudaError_t state = cudaEventQuery(chunk_done_);
     if (state == cudaErrorNotReady) return false;
     CUDA_CHECK(state);
     return true;
   }
 
-  void finish_chunk(Range) override { CUDA_CHECK(cudaEventSynchronize(chunk_done_)); }
+  void finish_chunk(Range) override { bind(); CUDA_CHECK(cudaEventSynchronize(chunk_done_)); }
 
   float* comm_buffer() override { return cuda_aware_ ? grad_.get() : host_grad_; }
 
   void write_comm(const std::vector<float>& values) override {
+    bind();
     CUDA_CHECK(cudaMemcpy(comm_buffer(), values.data(), values.size() * sizeof(float), cudaMemcpyDefault));
   }
   std::vector<float> read_comm() override {
+    bind();
     std::vector<float> values(static_cast<std::size_t>(in_) * out_);
     CUDA_CHECK(cudaMemcpy(values.data(), comm_buffer(), values.size() * sizeof(float), cudaMemcpyDefault));
     return values;
   }
 
   void update() override {
+    bind();
     if (!cuda_aware_) {
       CUDA_CHECK(cudaMemcpyAsync(grad_.get(), host_grad_, grad_.bytes(), cudaMemcpyHostToDevice, stream_));
     }
@@ -113,10 +119,20 @@ class GpuBackend : public Backend {
     CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
 
-  std::vector<float> weights() override { return w_.download(); }
-  void set_weights(const std::vector<float>& w) override { w_.upload(w); }
+  std::vector<float> weights() override {
+    bind();
+    return w_.download();
+  }
+  void set_weights(const std::vector<float>& w) override {
+    bind();
+    w_.upload(w);
+  }
 
  private:
+  // The current device is per host thread, and the thread strategy computes on an OpenMP worker: every entry
+  // point selects this rank's GPU first.
+  void bind() const { CUDA_CHECK(cudaSetDevice(device_)); }
+
   int in_, out_, rows_;
   float lr_;
   bool cuda_aware_;

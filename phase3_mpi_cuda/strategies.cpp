@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <exception>
 
 #include "common/handoff.hpp"
 #include "common/mpi_check.hpp"
@@ -79,22 +80,31 @@ class Step {
 
   void threaded() {
     std::atomic<int> computed{0};
+    std::exception_ptr failure[2];  // an exception must not leave an OpenMP region: carried out, rethrown here
 #pragma omp parallel sections num_threads(2)
     {
 #pragma omp section
-      {
+      try {
         for (int k = 0; k < config_.chunks; ++k) {
           compute(k);
           computed.store(k + 1, std::memory_order_release);
         }
+      } catch (...) {
+        failure[0] = std::current_exception();
+        computed.store(config_.chunks, std::memory_order_release);  // let the comm thread finish its waits
       }
 #pragma omp section
-      {
+      try {
         for (int k = 0; k < config_.chunks; ++k) {
           ob::wait_above(computed, k);
-          allreduce(k);
+          if (!failure[0]) allreduce(k);
         }
+      } catch (...) {
+        failure[1] = std::current_exception();
       }
+    }
+    for (const auto& f : failure) {
+      if (f) std::rethrow_exception(f);
     }
   }
 

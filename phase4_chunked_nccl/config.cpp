@@ -31,7 +31,14 @@ void add_options(CLI::App& app, Config& config) {
   app.add_option("--mode", config.mode, "seq|overlap|compute|comm|all")
       ->check(CLI::IsMember({"seq", "overlap", "compute", "comm", "all"}))
       ->capture_default_str();
-  app.add_option("--sweep", config.sweep, "Run every point in one process: chunks=5,10,20,50 or bucket-mb=1,5,25,100");
+  app.add_option("--comm-priority", config.comm_priority, "Priority of the communication stream: normal|high")
+      ->check(CLI::IsMember({"normal", "high"}))
+      ->capture_default_str();
+  app.add_option("--nccl-max-ctas", config.nccl_max_ctas, "NCCL's most CTAs per collective (fewer: less contention)")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--nccl-min-ctas", config.nccl_min_ctas, "NCCL's fewest CTAs per collective")->check(CLI::Range(1, 64));
+  app.add_option("--sweep", config.sweep,
+                 "Run every point in one process: chunks=5,10,20,50, bucket-mb=1,5,25,100 or nccl-max-ctas=2,4,8");
 }
 
 namespace {
@@ -42,11 +49,13 @@ struct Sweep {
 };
 
 Sweep parse_sweep(const std::string& text) {
-  const std::string allowed = "NAME=V1,V2,... with NAME chunks (whole numbers >= 1) or bucket-mb (> 0)";
+  const std::string allowed =
+      "NAME=V1,V2,... with NAME chunks or nccl-max-ctas (whole numbers >= 1) or bucket-mb (> 0)";
   const auto equals = text.find('=');
   ob::require(equals != std::string::npos, "--sweep", text, allowed);
   Sweep sweep{text.substr(0, equals), {}};
-  ob::require(sweep.name == "chunks" || sweep.name == "bucket-mb", "--sweep", text, allowed);
+  ob::require(sweep.name == "chunks" || sweep.name == "bucket-mb" || sweep.name == "nccl-max-ctas", "--sweep", text,
+              allowed);
   const auto items = ob::split_list(text.substr(equals + 1));
   ob::require(!items.empty(), "--sweep", text, allowed);
   for (const auto& item : items) {
@@ -57,7 +66,8 @@ Sweep parse_sweep(const std::string& text) {
     } catch (const std::exception&) {
       used = 0;
     }
-    const bool whole = sweep.name != "chunks" || (value == std::floor(value) && value <= (1 << 24));
+    const double most = sweep.name == "nccl-max-ctas" ? 64 : (1 << 24);
+    const bool whole = sweep.name == "bucket-mb" || (value == std::floor(value) && value <= most);
     ob::require(used == item.size() && std::isfinite(value) && value > 0 && value <= 1e6 && whole, "--sweep", text,
                 allowed);
     sweep.values.push_back(value);
@@ -75,6 +85,8 @@ void validate(const CLI::App& app, const Config& config) {
     ob::require(!(sweep.name == "bucket-mb" && config.chunks > 0), "--sweep", config.sweep,
                 "a bucket-mb sweep cannot be combined with --chunks");
   }
+  ob::require(config.nccl_min_ctas == 0 || config.nccl_max_ctas == 0 || config.nccl_min_ctas <= config.nccl_max_ctas,
+              "--nccl-min-ctas", std::to_string(config.nccl_min_ctas), "at most --nccl-max-ctas");
   ob::require(1.0 * config.batch * config.hidden < 2147483647.0, "--batch", std::to_string(config.batch),
               "batch * hidden must stay below 2^31");
 }
@@ -105,6 +117,8 @@ std::vector<Config> Config::sweep_points() const {
     point.sweep.clear();
     if (parsed.name == "chunks") {
       point.chunks = static_cast<int>(value);
+    } else if (parsed.name == "nccl-max-ctas") {
+      point.nccl_max_ctas = static_cast<int>(value);
     } else {
       point.chunks = 0;
       point.bucket_mb = value;
@@ -115,7 +129,9 @@ std::vector<Config> Config::sweep_points() const {
 }
 
 std::string Config::point_label() const {
-  return chunks > 0 ? "chunks=" + std::to_string(chunks) : "bucket-mb=" + ob::format_number(bucket_mb);
+  std::string label = chunks > 0 ? "chunks=" + std::to_string(chunks) : "bucket-mb=" + ob::format_number(bucket_mb);
+  if (nccl_max_ctas > 0) label += ", nccl-max-ctas=" + std::to_string(nccl_max_ctas);
+  return label;
 }
 
 }  // namespace phase4

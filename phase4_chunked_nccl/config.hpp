@@ -21,14 +21,17 @@ struct Config {
   bool tf32 = true;
   float lr = 0.01f;
   std::string mode = "all";
-  std::string sweep;  // "chunks=5,10,20,50" or "bucket-mb=1,5,25,100"
+  std::string comm_priority = "normal";  // the comm stream's priority: normal | high
+  int nccl_max_ctas = 0;  // ncclConfig_t.maxCTAs (0: NCCL's default)
+  int nccl_min_ctas = 0;  // ncclConfig_t.minCTAs (0: NCCL's default)
+  std::string sweep;  // "chunks=5,10,20,50", "bucket-mb=1,5,25,100" or "nccl-max-ctas=2,4,8,16,32"
 
   std::vector<std::string> modes() const;  // in run order; compute and comm come first when derived rows need them
   BucketPlan plan() const;
   double grad_mb() const;
   double device_bytes() const;  // weights, gradients, activations and work buffers on one GPU
   std::vector<Config> sweep_points() const;  // this configuration once per sweep value (itself when no sweep)
-  std::string point_label() const;           // "chunks=20", "bucket-mb=25"
+  std::string point_label() const;           // "chunks=20", "bucket-mb=25", with ", nccl-max-ctas=4" when set
 };
 
 void add_options(CLI::App& app, Config& config);

@@ -67,8 +67,9 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaSetDevice(device));
     ob::require_fits_on_device("--batch", std::to_string(config.batch), config.device_bytes());
 
-    phase4::NcclComm nccl(mpi->rank(), mpi->size(), MPI_COMM_WORLD);
-    phase4::Trainer trainer(config, mpi->rank(), mpi->size(), nccl.get(), MPI_COMM_WORLD);
+    auto nccl = std::make_unique<phase4::NcclComm>(mpi->rank(), mpi->size(), MPI_COMM_WORLD, config.nccl_max_ctas,
+                                                   config.nccl_min_ctas);
+    phase4::Trainer trainer(config, mpi->rank(), mpi->size(), nccl->get(), MPI_COMM_WORLD);
     if (root && !config.common.quiet && mpi->size() == 1) {
       std::cerr << "phase4: 1 rank: the all-reduces move no data (comm is a no-op)" << std::endl;
     }
@@ -84,6 +85,12 @@ int main(int argc, char** argv) {
       if (progress) {
         *progress << "phase4: [" << p + 1 << "/" << points.size() << "] " << points[p].point_label() << ", "
                   << points[p].plan().describe() << std::endl;
+      }
+      if (!nccl->matches(points[p].nccl_max_ctas, points[p].nccl_min_ctas)) {  // an nccl-max-ctas sweep
+        nccl.reset();
+        nccl = std::make_unique<phase4::NcclComm>(mpi->rank(), mpi->size(), MPI_COMM_WORLD, points[p].nccl_max_ctas,
+                                                  points[p].nccl_min_ctas);
+        trainer.use_comm(nccl->get());
       }
       auto result = phase4::run_point(points[p], trainer, MPI_COMM_WORLD, origin, progress);
       rows.insert(rows.end(), result.rows.begin(), result.rows.end());

@@ -1,4 +1,5 @@
-// The NCCL communicator of one rank per GPU: rank 0 makes the unique id and MPI broadcasts it.
+// The NCCL communicator of one rank per GPU: rank 0 makes the unique id and MPI broadcasts it. maxCTAs and
+// minCTAs (0: NCCL's defaults) go through ncclConfig_t: fewer CTAs leave more SMs to the overlapped compute.
 #pragma once
 
 #include <mpi.h>
@@ -11,12 +12,17 @@ namespace phase4 {
 
 class NcclComm {
  public:
-  NcclComm(int rank, int ranks, MPI_Comm comm) {
+  NcclComm(int rank, int ranks, MPI_Comm comm, int max_ctas = 0, int min_ctas = 0)
+      : max_ctas_(max_ctas), min_ctas_(min_ctas) {
     ncclUniqueId id;
     if (rank == 0) NCCL_CHECK(ncclGetUniqueId(&id));
     MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm));
-    NCCL_CHECK(ncclCommInitRank(&comm_, ranks, id, rank));
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    if (max_ctas > 0) config.maxCTAs = max_ctas;
+    if (min_ctas > 0) config.minCTAs = min_ctas;
+    NCCL_CHECK(ncclCommInitRankConfig(&comm_, ranks, id, rank, &config));
   }
+  bool matches(int max_ctas, int min_ctas) const { return max_ctas == max_ctas_ && min_ctas == min_ctas_; }
   ~NcclComm() {
     if (comm_) ncclCommDestroy(comm_);
   }
@@ -26,6 +32,7 @@ class NcclComm {
 
  private:
   ncclComm_t comm_ = nullptr;
+  int max_ctas_ = 0, min_ctas_ = 0;
 };
 
 }  // namespace phase4

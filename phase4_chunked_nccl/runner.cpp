@@ -68,7 +68,8 @@ PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob:
       .set("bucket_mb", config.chunks > 0 ? std::nan("") : config.bucket_mb)
       .set("first_bucket_mb", config.chunks > 0 ? std::nan("") : config.first_bucket_mb)
       .set("buckets", plan.buckets.size()).set("grad_mb", config.grad_mb()).set("tf32", config.tf32)
-      .set("clock", "cuda_event");
+      .set("comm_priority", config.comm_priority).set("nccl_max_ctas", config.nccl_max_ctas)
+      .set("nccl_min_ctas", config.nccl_min_ctas).set("clock", "cuda_event");
 
   ob::SummaryRow equivalence;
   if (config.common.check) {

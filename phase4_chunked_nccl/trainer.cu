@@ -20,7 +20,10 @@ struct StepMarks {
 Trainer::Trainer(const Config& config, int rank, int ranks, ncclComm_t nccl, MPI_Comm comm)
     : config_(config), rank_(rank), ranks_(ranks), nccl_(nccl), comm_(comm), scratch_(2) {
   CUDA_CHECK(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
-  CUDA_CHECK(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking));
+  int least = 0, greatest = 0;
+  CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  CUDA_CHECK(cudaStreamCreateWithPriority(&comm_stream_, cudaStreamNonBlocking,
+                                          config.comm_priority == "high" ? greatest : least));
   CUDA_CHECK(cudaEventCreateWithFlags(&handoff_, cudaEventDisableTiming));
   CUDA_CHECK(cudaEventCreateWithFlags(&comm_done_, cudaEventDisableTiming));
   CUBLAS_CHECK(cublasCreate(&cublas_));

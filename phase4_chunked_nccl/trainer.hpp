@@ -46,6 +46,7 @@ class Trainer {
   ModeRun run(const std::string& mode, const BucketPlan& plan, bool check, ob::SteadyClock::time_point origin,
               int steps = 0);
 
+  void use_comm(ncclComm_t nccl) { nccl_ = nccl; }
   void reset_weights();
   std::vector<float> download_weights();
   std::uint64_t weight_fingerprint();

@@ -5,7 +5,8 @@
 # Usage: scripts/bench_gpu.sh [--out DIR] [--part PART]...
 #   PART: test (ctest -L gpu, and -L mpi), phase1 (default size and 4096^3), phase3 (2 ranks on GPUs),
 #         phase4 (one rank per GPU: the six configurations), phase4-sweeps (chunk and bucket sweeps on
-#         4096,16,2048, comm-only bus bandwidth against a single all-reduce). Default: all parts.
+#         4096,16,2048, comm-only bus bandwidth against a single all-reduce), phase4-knobs (nccl-max-ctas
+#         sweeps with normal and high comm-stream priority on 4096,16,8192 and 4096,16,512). Default: all parts.
 #   --out DIR  results folder (default results/runs/<host>-gpu-<date-time>)
 # Multi-GPU runs keep NVLink multicast off (NCCL_NVLS_ENABLE=0 and friends), as the lent machines require.
 set -uo pipefail
@@ -21,11 +22,11 @@ while [ $# -gt 0 ]; do
     *) ob_die "unknown option '$1' (see --help)" 2 ;;
   esac
 done
-[ "${#parts[@]}" -gt 0 ] || parts=(test phase1 phase3 phase4 phase4-sweeps)
+[ "${#parts[@]}" -gt 0 ] || parts=(test phase1 phase3 phase4 phase4-sweeps phase4-knobs)
 for p in "${parts[@]}"; do
   case "$p" in
-    test|phase1|phase3|phase4|phase4-sweeps) ;;
-    *) ob_die "--part: '$p' is invalid: test, phase1, phase3, phase4 or phase4-sweeps" 2 ;;
+    test|phase1|phase3|phase4|phase4-sweeps|phase4-knobs) ;;
+    *) ob_die "--part: '$p' is invalid: test, phase1, phase3, phase4, phase4-sweeps or phase4-knobs" 2 ;;
   esac
 done
 [ -n "$out" ] || out="$OB_ROOT/results/runs/$(hostname -s)-gpu-$(date +%Y%m%d-%H%M%S)"
@@ -95,6 +96,15 @@ for part in "${parts[@]}"; do
         --batch 8 --sweep bucket-mb=64,256,1024 --csv "$out/phase4-busbw-buckets.csv"
       run phase4-busbw-single "${mpi[@]}" -np "$gpus" "$p4" --mode comm --check --hidden 4096 --layers 16 \
         --batch 8 --chunks 1 --csv "$out/phase4-busbw-single.csv"
+      ;;
+    phase4-knobs)
+      for c in 4096,16,8192 4096,16,512; do
+        IFS=, read -r h l b <<<"$c"
+        for priority in normal high; do
+          run "phase4-ctas-$h-$l-$b-$priority" "${mpi[@]}" -np "$gpus" "$p4" --hidden "$h" --layers "$l" --batch "$b" \
+            --comm-priority "$priority" --sweep nccl-max-ctas=1,2,4,8,16,32 --csv "$out/phase4-ctas-$h-$l-$b-$priority.csv"
+        done
+      done
       ;;
   esac
 done

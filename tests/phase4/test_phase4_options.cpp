@@ -39,6 +39,10 @@ TEST(Phase4Options, DefaultsTf32AndSweeps) {
   ASSERT_EQ(exit_code_of({"--sweep", "bucket-mb=1,5,25,100"}, &config), -1);
   EXPECT_EQ(config.sweep_points()[3].bucket_mb, 100.0);
   EXPECT_EQ(config.sweep_points()[3].plan().buckets.size(), 1u + 11u);
+  ASSERT_EQ(exit_code_of({"--sweep", "nccl-max-ctas=2,4,8", "--comm-priority", "high"}, &config), -1);
+  EXPECT_EQ(config.sweep_points()[1].nccl_max_ctas, 4);
+  EXPECT_EQ(config.sweep_points()[1].point_label(), "bucket-mb=25, nccl-max-ctas=4");
+  EXPECT_EQ(config.comm_priority, "high");
 }
 
 TEST(Phase4Options, BadValuesExitTwo) {
@@ -49,7 +53,8 @@ TEST(Phase4Options, BadValuesExitTwo) {
       {"--chunks", "5", "--first-bucket-mb", "2"},                        {"--mode", "fast"},
       {"--sweep", "chunks"},       {"--sweep", "chunks=0"},      {"--sweep", "chunks=2.5"},
       {"--sweep", "layers=1,2"},   {"--sweep", "bucket-mb=1,x"}, {"--sweep", "bucket-mb=5", "--chunks", "4"},
-      {"--lr", "inf"},             {"--batch", "1M", "--hidden", "4096"},   {"--csv", "/nonexistent/x.csv"},
+      {"--lr", "inf"},             {"--comm-priority", "urgent"}, {"--nccl-max-ctas", "0"},
+      {"--nccl-max-ctas", "65"},   {"--nccl-min-ctas", "8", "--nccl-max-ctas", "4"}, {"--sweep", "nccl-max-ctas=2.5"},             {"--batch", "1M", "--hidden", "4096"},   {"--csv", "/nonexistent/x.csv"},
   };
   for (const auto& args : bad) {
     std::string joined;
