@@ -85,8 +85,18 @@ void validate(const CLI::App& app, const Config& config) {
     ob::require(!(sweep.name == "bucket-mb" && config.chunks > 0), "--sweep", config.sweep,
                 "a bucket-mb sweep cannot be combined with --chunks");
   }
+  // NCCL rejects minCTAs without maxCTAs (seen with 2.28: "invalid argument").
+  const bool max_swept = config.sweep.rfind("nccl-max-ctas=", 0) == 0;
+  ob::require(config.nccl_min_ctas == 0 || config.nccl_max_ctas > 0 || max_swept, "--nccl-min-ctas",
+              std::to_string(config.nccl_min_ctas), "needs --nccl-max-ctas (or an nccl-max-ctas sweep)");
   ob::require(config.nccl_min_ctas == 0 || config.nccl_max_ctas == 0 || config.nccl_min_ctas <= config.nccl_max_ctas,
               "--nccl-min-ctas", std::to_string(config.nccl_min_ctas), "at most --nccl-max-ctas");
+  if (max_swept && config.nccl_min_ctas > 0) {
+    for (const auto& point : config.sweep_points()) {
+      ob::require(config.nccl_min_ctas <= point.nccl_max_ctas, "--nccl-min-ctas", std::to_string(config.nccl_min_ctas),
+                  "at most every nccl-max-ctas of the sweep");
+    }
+  }
   ob::require(1.0 * config.batch * config.hidden < 2147483647.0, "--batch", std::to_string(config.batch),
               "batch * hidden must stay below 2^31");
 }

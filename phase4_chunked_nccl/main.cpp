@@ -67,8 +67,9 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaSetDevice(device));
     ob::require_fits_on_device("--batch", std::to_string(config.batch), config.device_bytes());
 
-    auto nccl = std::make_unique<phase4::NcclComm>(mpi->rank(), mpi->size(), MPI_COMM_WORLD, config.nccl_max_ctas,
-                                                   config.nccl_min_ctas);
+    const auto points = config.sweep_points();
+    auto nccl = std::make_unique<phase4::NcclComm>(mpi->rank(), mpi->size(), MPI_COMM_WORLD,
+                                                   points.front().nccl_max_ctas, points.front().nccl_min_ctas);
     phase4::Trainer trainer(config, mpi->rank(), mpi->size(), nccl->get(), MPI_COMM_WORLD);
     if (root && !config.common.quiet && mpi->size() == 1) {
       std::cerr << "phase4: 1 rank: the all-reduces move no data (comm is a no-op)" << std::endl;
@@ -79,7 +80,6 @@ int main(int argc, char** argv) {
     std::vector<ob::SummaryRow> rows;
     std::vector<ob::TimelineEvent> events;
     std::string failure;
-    const auto points = config.sweep_points();
     for (std::size_t p = 0; p < points.size(); ++p) {
       std::ostream* progress = root && !config.common.quiet ? &std::cerr : nullptr;
       if (progress) {

@@ -26,8 +26,10 @@ mkdir -p "$OB_ROOT/build"
 build=$(ob_build default)
 gpus=$(ob_gpu_count)
 [ -n "$out" ] || out="$OB_ROOT/results/runs/$(hostname -s)-$(date +%Y%m%d-%H%M%S)"
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
+if [ "$list" = 0 ]; then
+  mkdir -p "$out"
+  out=$(cd "$out" && pwd)
+fi
 
 # name|binary|needs (cpu, gpu)|MPI ranks (0: no mpirun)|arguments
 if [ "$quick" = 1 ]; then
@@ -35,16 +37,22 @@ if [ "$quick" = 1 ]; then
   p2_args="$iters --chunks 6 --compute-ms 2 --comm-ms 1"
   p2_real_args="$iters --workload real --chunks 6 --chunk-rows 32 --hidden 128"
   p3_args="$iters --batch 256 --in 128 --out 128"
+  p1_args="$iters --batch 512 --in 256 --out 256"
+  p4_args="$iters --hidden 1024 --layers 8 --batch 256"
 else
   iters=""
   p2_args=""
   p2_real_args="--workload real"
   p3_args=""
+  p1_args=""
+  p4_args=""
 fi
 phases=(
   "phase2-synthetic|phase2_omp_overlap/phase2_omp_overlap|cpu|0|$p2_args --check"
   "phase2-real|phase2_omp_overlap/phase2_omp_overlap|cpu|0|$p2_real_args --check"
   "phase3|phase3_mpi_cuda/phase3_mpi_cuda|cpu|2|$p3_args --check"
+  "phase1|phase1_cuda_baseline/phase1_cuda_baseline|gpu|0|$p1_args --check"
+  "phase4|phase4_chunked_nccl/phase4_chunked_nccl|gpu|$gpus|$p4_args --check"
 )
 
 ob_log "machine: $(nproc) cores, $gpus GPU(s); results in $out"
@@ -60,7 +68,8 @@ for entry in "${phases[@]}"; do
     continue
   fi
   if [ "$list" = 1 ]; then
-    ob_log "would run $name: $binary $args${ranks:+ ($ranks MPI ranks)}"
+    [ "$ranks" -gt 0 ] && on=" on $ranks MPI ranks" || on=""
+    ob_log "would run $name$on: $binary $args"
     continue
   fi
   ob_log "running $name"

@@ -54,7 +54,8 @@ TEST(Phase4Options, BadValuesExitTwo) {
       {"--sweep", "chunks"},       {"--sweep", "chunks=0"},      {"--sweep", "chunks=2.5"},
       {"--sweep", "layers=1,2"},   {"--sweep", "bucket-mb=1,x"}, {"--sweep", "bucket-mb=5", "--chunks", "4"},
       {"--lr", "inf"},             {"--comm-priority", "urgent"}, {"--nccl-max-ctas", "0"},
-      {"--nccl-max-ctas", "65"},   {"--nccl-min-ctas", "8", "--nccl-max-ctas", "4"}, {"--sweep", "nccl-max-ctas=2.5"},             {"--batch", "1M", "--hidden", "4096"},   {"--csv", "/nonexistent/x.csv"},
+      {"--nccl-max-ctas", "65"},   {"--nccl-min-ctas", "8", "--nccl-max-ctas", "4"},
+      {"--nccl-min-ctas", "2"},    {"--nccl-min-ctas", "2", "--sweep", "nccl-max-ctas=1,4"}, {"--sweep", "nccl-max-ctas=2.5"},             {"--batch", "1M", "--hidden", "4096"},   {"--csv", "/nonexistent/x.csv"},
   };
   for (const auto& args : bad) {
     std::string joined;

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Gantt chart of a timeline CSV: one row per rank x lane, bars coloured by task, iteration boundaries marked.
+
+Usage: plot_gantt.py TIMELINE.csv -o gantt.png [--iter 0,1] [--ranks 0,1] [--lanes overlap]
+"""
+import argparse
+
+import matplotlib.pyplot as plt
+
+import ob_csv
+
+
+def select(frame, iters, ranks, lanes):
+    """The events to draw: the chosen iterations, ranks and lanes (substring match)."""
+    if iters:
+        frame = frame[frame["iter"].isin(iters)]
+    if ranks:
+        frame = frame[frame["rank"].isin(ranks)]
+    if lanes:
+        frame = frame[frame["lane"].apply(lambda lane: any(part in lane for part in lanes))]
+    if frame.empty:
+        raise ob_csv.UsageError("no events match --iter/--ranks/--lanes")
+    return frame
+
+
+def plot(frame, output, title):
+    rows = sorted({(r, lane) for r, lane in zip(frame["rank"], frame["lane"])})
+    names = sorted(frame["name"].unique())
+    colours = {name: plt.cm.tab10(i % 10) for i, name in enumerate(names)}
+    origin = frame["start_us"].min()
+    fig, ax = plt.subplots(figsize=(12, 1.0 + 0.45 * len(rows)))
+    for y, (rank, lane) in enumerate(rows):
+        events = frame[(frame["rank"] == rank) & (frame["lane"] == lane)]
+        spans = [((s - origin) / 1000.0, d / 1000.0) for s, d in zip(events["start_us"], events["duration_us"])]
+        ax.broken_barh(spans, (y - 0.4, 0.8), facecolors=[colours[n] for n in events["name"]], linewidth=0)
+    for start in frame.groupby("iter")["start_us"].min():  # iteration boundaries
+        ax.axvline((start - origin) / 1000.0, color="grey", linestyle=":", linewidth=0.8)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([f"rank {r} {lane}" for r, lane in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("time (ms)")
+    ax.set_title(title)
+    ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=colours[n]) for n in names], labels=names, fontsize=8,
+              loc="upper right", ncol=min(len(names), 6))
+    fig.tight_layout()
+    fig.savefig(output, dpi=110)
+    plt.close(fig)
+
+
+def parse_ints(text):
+    try:
+        return [int(x) for x in text.split(",") if x] if text else []
+    except ValueError:
+        raise ob_csv.UsageError(f"'{text}' is not a list of whole numbers") from None
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("timeline", help="timeline CSV written by a phase binary")
+    parser.add_argument("-o", "--output", required=True, help="PNG to write")
+    parser.add_argument("--iter", default="", help="iterations to draw, e.g. 0,1 (default: all)")
+    parser.add_argument("--ranks", default="", help="ranks to draw (default: all)")
+    parser.add_argument("--lanes", default="", help="lanes containing any of these words, e.g. seq,overlap")
+    args = parser.parse_args()
+    frame = select(ob_csv.load_timeline(args.timeline), parse_ints(args.iter), parse_ints(args.ranks),
+                   [x for x in args.lanes.split(",") if x])
+    plot(frame, args.output, f"{args.timeline}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(ob_csv.main_guard(main))

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Iteration time of each mode against a swept parameter (chunks, bucket_mb, buckets, nccl_max_ctas or ranks),
+with the overlapped run's overlap efficiency on a second axis.
+
+Usage: plot_scaling.py SUMMARY.csv --x chunks|bucket_mb|buckets|nccl_max_ctas|ranks -o scaling.png
+"""
+import argparse
+
+import matplotlib.pyplot as plt
+
+import ob_csv
+
+X_CHOICES = ["chunks", "bucket_mb", "buckets", "nccl_max_ctas", "ranks"]
+OVERLAPPED = ["overlap", "thread", "nonblocking"]
+
+
+def series(frame, x):
+    """mode -> (x values, p50 times) sorted by x, for the modes that vary with x."""
+    if x not in frame.columns:
+        raise ob_csv.UsageError(f"the summary has no column '{x}'")
+    out = {}
+    for mode, part in frame.groupby("mode"):
+        part = part.dropna(subset=[x]).sort_values(x)
+        if part[x].nunique() > 1:
+            out[mode] = (part[x].tolist(), part["time_ms_p50"].tolist())
+    if not out:
+        raise ob_csv.UsageError(f"'{x}' takes only one value in this summary: nothing to plot against")
+    return out
+
+
+def plot(frame, x, output):
+    lines = series(frame, x)
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for mode, (xs, ys) in sorted(lines.items()):
+        ax.plot(xs, ys, marker="o", label=mode, linestyle="--" if mode in ("ideal", "bound") else "-")
+    ax.set_xlabel(x)
+    ax.set_ylabel("iteration time p50 (ms)")
+    if x in ("bucket_mb", "chunks", "buckets") and min(min(v[0]) for v in lines.values()) > 0:
+        ax.set_xscale("log")
+    if "overlap_efficiency" in frame.columns:
+        ax2 = ax.twinx()
+        for mode in OVERLAPPED:
+            part = frame[frame["mode"] == mode].dropna(subset=[x, "overlap_efficiency"]).sort_values(x)
+            if len(part) > 1:
+                ax2.plot(part[x], part["overlap_efficiency"], color="black", marker="x", linewidth=0.8,
+                         label=f"{mode} efficiency")
+        ax2.set_ylabel("overlap efficiency")
+        ax2.legend(loc="upper right", fontsize=8)
+    ax.legend(loc="upper left", fontsize=8)
+    ax.set_title(" ".join(sorted(set(frame["phase"]))) + f": time against {x}")
+    fig.tight_layout()
+    fig.savefig(output, dpi=110)
+    plt.close(fig)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("summary", help="summary CSV of a sweep")
+    parser.add_argument("--x", required=True, choices=X_CHOICES, help="the swept column")
+    parser.add_argument("-o", "--output", required=True, help="PNG to write")
+    args = parser.parse_args()
+    plot(ob_csv.load_summary(args.summary), args.x, args.output)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(ob_csv.main_guard(main))

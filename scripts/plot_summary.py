@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Bar chart of a summary CSV: per configuration, sequential, overlapped, ideal, bound, compute-only and comm-only
+iteration times (p50, with p95 as the error bar), the overlapped speedup over sequential annotated.
+
+Usage: plot_summary.py SUMMARY.csv [MORE.csv ...] -o bars.png
+"""
+import argparse
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+import ob_csv
+
+ORDER = ["seq", "overlap", "thread", "nonblocking", "ideal", "bound", "compute", "comm"]
+
+
+def bars(frame):
+    """Rows per (configuration label, system, mode) with p50 and p95, in a fixed mode order."""
+    columns = ob_csv.config_columns(frame)
+    frame = frame.copy()
+    frame["config"] = frame.apply(lambda r: ob_csv.config_label(r, columns), axis=1)
+    frame = frame[frame["mode"].isin(ORDER)]
+    frame["order"] = frame["mode"].map(ORDER.index)
+    return frame.sort_values(["config", "system", "order"])
+
+
+def plot(frame, output):
+    configs = list(dict.fromkeys(frame["config"]))
+    fig, axes = plt.subplots(len(configs), 1, figsize=(10, 2.6 * len(configs)), squeeze=False)
+    for ax, config in zip(axes[:, 0], configs):
+        part = frame[frame["config"] == config]
+        labels = [m if s == "overlap-bench" else f"{s}\n{m}" for s, m in zip(part["system"], part["mode"])]
+        errors = (part["time_ms_p95"] - part["time_ms_p50"]).clip(lower=0)
+        colours = [plt.cm.tab10(ORDER.index(m)) for m in part["mode"]]
+        ax.bar(range(len(part)), part["time_ms_p50"], yerr=errors, color=colours, capsize=3)
+        ax.set_xticks(range(len(part)))
+        ax.set_xticklabels(labels, fontsize=8)
+        ax.set_ylabel("iteration (ms)")
+        ax.set_title(config, fontsize=9)
+        for x, (mode, speedup) in enumerate(zip(part["mode"], part.get("speedup", pd.Series(index=part.index)))):
+            if pd.notna(speedup) and mode not in ("seq", "ideal", "bound", "compute", "comm"):
+                ax.annotate(f"{speedup:.2f}x", (x, part["time_ms_p50"].iloc[x]), ha="center", va="bottom", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(output, dpi=110)
+    plt.close(fig)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("summaries", nargs="+", help="summary CSVs (drawn side by side, e.g. with pytorch-ddp)")
+    parser.add_argument("-o", "--output", required=True, help="PNG to write")
+    args = parser.parse_args()
+    frame = pd.concat([ob_csv.load_summary(path) for path in args.summaries], ignore_index=True)
+    plot(bars(frame), args.output)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(ob_csv.main_guard(main))

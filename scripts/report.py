@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Makes every figure that applies to the CSVs in a results folder and writes RESULTS_DIR/report.md with the
+summary tables and the figures linked. Summary CSVs get a bar chart (and a scaling chart where a sweep varies a
+parameter); timeline CSVs get a Gantt chart of their first two iterations and a per-chunk timing chart.
+
+Usage: report.py RESULTS_DIR
+"""
+import argparse
+import json
+import pathlib
+
+import ob_csv
+import plot_chunks
+import plot_gantt
+import plot_scaling
+import plot_summary
+
+TABLE_COLUMNS = ["mode", "time_ms_p50", "time_ms_p95", "speedup", "overlap_efficiency", "overlap_pct",
+                 "compute_slowdown", "busbw_GBps", "wrong", "gflops"]
+
+
+def markdown_table(frame, columns):
+    """A GitHub-flavoured Markdown table of `columns` (those present), numbers to 4 significant digits."""
+    columns = [c for c in columns if c in frame.columns and frame[c].notna().any()]
+
+    def cell(value):
+        if isinstance(value, float):
+            return "" if value != value else f"{value:.4g}"
+        return str(value)
+
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame[columns].itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def summary_section(path, figures):
+    frame = ob_csv.load_summary(path)
+    lines = [f"## {path.stem}", ""]
+    meta = path.parent / (path.stem + ".meta.json")
+    if meta.is_file():
+        info = json.loads(meta.read_text())
+        gpu = info.get("gpus", [{}])[0].get("gpu_name", "no GPU")
+        lines += [f"`{' '.join(info.get('command_line', []))}`", "",
+                  f"commit {info.get('commit')}, {info.get('date_utc')}, host {info.get('host')}, {gpu}, "
+                  f"{info.get('ranks')} rank(s)", ""]
+    columns = ob_csv.config_columns(frame)
+    for config, part in frame.groupby(columns, sort=False, dropna=False) if columns else [("", frame)]:
+        label = ob_csv.config_label(part.iloc[0], columns)
+        if label:
+            lines += [f"**{label}**", ""]
+        lines += [markdown_table(part, TABLE_COLUMNS + (["kernel", "variant"] if "variant" in part else [])), ""]
+    bars = figures / f"{path.stem}.bars.png"
+    plot_summary.plot(plot_summary.bars(frame), bars)
+    lines += [f"![{bars.name}](figures/{bars.name})", ""]
+    for x in plot_scaling.X_CHOICES:
+        if x in frame.columns and frame[x].nunique() > 1 and x != "ranks":
+            scaling = figures / f"{path.stem}.scaling-{x}.png"
+            plot_scaling.plot(frame, x, scaling)
+            lines += [f"![{scaling.name}](figures/{scaling.name})", ""]
+            break
+    return lines
+
+
+def timeline_section(path, figures):
+    frame = ob_csv.load_timeline(path)
+    lines = [f"## {path.stem}", ""]
+    first = [int(i) for i in sorted(frame["iter"].unique())[:2]]
+    # One chart per mode (lanes are "<mode>:<lane>"): the sequential run and each overlapped strategy.
+    modes = list(dict.fromkeys(lane.split(":")[0] for lane in frame["lane"]))
+    for mode in [m for m in modes if m in ("seq", "overlap", "thread", "nonblocking")] or modes[:1]:
+        part = frame[frame["lane"].str.startswith(mode + ":")]
+        gantt = figures / f"{path.stem}.gantt-{mode}.png"
+        plot_gantt.plot(plot_gantt.select(part, first, [], []), gantt, f"{path.stem}: {mode}, iterations {first}")
+        lines += [f"![{gantt.name}](figures/{gantt.name})", ""]
+    if (frame["chunk"] >= 0).any():
+        chunks = figures / f"{path.stem}.chunks.png"
+        plot_chunks.plot(plot_chunks.per_chunk(frame, []), chunks)
+        lines += [f"![{chunks.name}](figures/{chunks.name})", ""]
+    return lines
+
+
+def write_report(directory):
+    directory = pathlib.Path(directory)
+    if not directory.is_dir():
+        raise ob_csv.UsageError(f"{directory}: not a directory")
+    csvs = sorted(directory.glob("*.csv"))
+    kinds = {path: ob_csv.kind_of(path) for path in csvs}
+    if not any(kinds.values()):
+        raise ob_csv.UsageError(f"{directory}: no overlap-bench CSV (summary or timeline) in it")
+    figures = directory / "figures"
+    figures.mkdir(exist_ok=True)
+    lines = ["# overlap-bench report", "", f"From the CSVs in `{directory}`. Columns: see METRICS.md.", ""]
+    for path in csvs:
+        if kinds[path] == "summary":
+            lines += summary_section(path, figures)
+    for path in csvs:
+        # A sweep writes its timeline header only: nothing to draw.
+        if kinds[path] == "timeline" and len(path.read_text().splitlines()) > 1:
+            lines += timeline_section(path, figures)
+    report = directory / "report.md"
+    temporary = report.with_suffix(".md.tmp")
+    temporary.write_text("\n".join(lines) + "\n")
+    temporary.replace(report)  # whole or not at all
+    return report
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results_dir", help="folder holding the CSVs of a run")
+    args = parser.parse_args()
+    print(write_report(args.results_dir))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(ob_csv.main_guard(main))

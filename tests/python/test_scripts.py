@@ -1,0 +1,168 @@
+"""The plotting and report scripts on CSVs written by the real binaries (phases 2 and 3) and on hand-made edge
+cases; run_all.sh --quick end to end."""
+import os
+import shutil
+import struct
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from conftest import REPO, run
+
+SCRIPTS = REPO / "scripts"
+sys.path.insert(0, str(SCRIPTS))
+import ob_csv  # noqa: E402
+
+
+def script(name, *args, cwd=None):
+    return subprocess.run([sys.executable, str(SCRIPTS / name), *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, timeout=300)
+
+
+def png_size(path):
+    """(width, height) of a PNG, asserting its signature."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    return struct.unpack(">II", data[16:24])
+
+
+@pytest.fixture(scope="module")
+def real_csvs(phase2, build_dir, tmp_path_factory):
+    """Summary and timeline CSVs of phase 2 (synthetic, real) and phase 3 (2 ranks) written in this test run."""
+    out = tmp_path_factory.mktemp("real")
+    for workload in ("synthetic", "real"):
+        result = run(phase2, "--workload", workload, "--iters", "3", "--warmup", "1", "--chunks", "5",
+                     "--compute-ms", "2", "--comm-ms", "1", "--chunk-rows", "8", "--hidden", "32", "--check",
+                     "--csv", out / f"phase2-{workload}.csv")
+        assert result.returncode == 0, result.stderr
+    phase3 = build_dir / "phase3_mpi_cuda" / "phase3_mpi_cuda"
+    if shutil.which("mpirun") and phase3.exists():
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_NUM_THREADS="2")
+        result = subprocess.run(["mpirun", "-np", "2", "--oversubscribe", "--bind-to", "none", str(phase3),
+                                 "--device", "cpu", "--iters", "3", "--batch", "64", "--in", "32", "--out", "16",
+                                 "--csv", str(out / "phase3.csv")], capture_output=True, text=True, env=env,
+                                timeout=300)
+        assert result.returncode == 0, result.stderr
+    return out
+
+
+def test_every_plot_on_real_csvs(real_csvs, tmp_path):
+    for name in ("phase2-synthetic", "phase2-real", "phase3"):
+        summary, timeline = real_csvs / f"{name}.csv", real_csvs / f"{name}.timeline.csv"
+        if not summary.exists():
+            continue
+        for tool, args in (("plot_summary.py", [summary]), ("plot_gantt.py", [timeline, "--iter", "0,1"]),
+                           ("plot_chunks.py", [timeline])):
+            output = tmp_path / f"{name}-{tool}.png"
+            result = script(tool, *args, "-o", output)
+            assert result.returncode == 0, result.stderr
+            width, height = png_size(output)
+            assert width >= 600 and height >= 200
+
+
+def test_report_lists_every_figure(real_csvs):
+    result = script("report.py", real_csvs)
+    assert result.returncode == 0, result.stderr
+    report = (real_csvs / "report.md").read_text()
+    figures = sorted(p.name for p in (real_csvs / "figures").glob("*.png"))
+    assert len(figures) >= 6
+    for figure in figures:
+        assert f"figures/{figure}" in report
+    assert "| mode | time_ms_p50 |" in report and "overlap_efficiency" in report
+
+
+def test_scaling_on_a_chunk_sweep(phase2, tmp_path):
+    frames = []
+    for chunks in (1, 2, 5, 10):
+        csv = tmp_path / f"c{chunks}.csv"
+        assert run(phase2, "--chunks", chunks, "--compute-ms", "1", "--comm-ms", "1", "--iters", "2", "--warmup", "0",
+                   "--csv", csv).returncode == 0
+        frames.append(pd.read_csv(csv))
+    sweep = tmp_path / "sweep.csv"
+    pd.concat(frames).to_csv(sweep, index=False)
+    output = tmp_path / "scaling.png"
+    result = script("plot_scaling.py", sweep, "--x", "chunks", "-o", output)
+    assert result.returncode == 0, result.stderr
+    assert png_size(output)[0] >= 600
+    # Against a parameter that never varies: a clear error.
+    result = script("plot_scaling.py", tmp_path / "c1.csv", "--x", "chunks", "-o", output)
+    assert result.returncode == 2 and "only one value" in result.stderr
+
+
+def hand_timeline(path, ranks, chunks, iters=2):
+    rows = []
+    for r in range(ranks):
+        for it in range(iters):
+            for c in range(chunks):
+                t = 1000.0 * (it * chunks + c)
+                rows.append((r, "overlap:compute", "compute", it, c, t, t + 800))
+                rows.append((r, "overlap:comm", "comm", it, c, t + 800, t + 1500))
+    pd.DataFrame(rows, columns=ob_csv.TIMELINE_COLUMNS).to_csv(path, index=False)
+
+
+@pytest.mark.parametrize("ranks,chunks", [(1, 1), (4, 3), (2, 50)])
+def test_gantt_and_chunks_on_hand_made_timelines(tmp_path, ranks, chunks):
+    timeline = tmp_path / "t.csv"
+    hand_timeline(timeline, ranks, chunks)
+    for tool in ("plot_gantt.py", "plot_chunks.py"):
+        output = tmp_path / f"{tool}.png"
+        result = script(tool, timeline, "-o", output)
+        assert result.returncode == 0, result.stderr
+        png_size(output)
+
+
+def test_one_event_timeline(tmp_path):
+    timeline = tmp_path / "one.csv"
+    pd.DataFrame([(0, "seq:thread 0", "compute", 0, -1, 0.0, 5.0)], columns=ob_csv.TIMELINE_COLUMNS).to_csv(
+        timeline, index=False)
+    assert script("plot_gantt.py", timeline, "-o", tmp_path / "g.png").returncode == 0
+    result = script("plot_chunks.py", timeline, "-o", tmp_path / "c.png")  # no per-chunk events
+    assert result.returncode == 2 and "no per-chunk events" in result.stderr
+
+
+@pytest.mark.parametrize("content,message", [
+    ("", "empty file"),
+    ("rank,lane,name,iter,chunk,start_us\n0,a,b,0,0,1\n", "missing required column 'end_us'"),
+    (",".join(ob_csv.TIMELINE_COLUMNS) + "\n", "no rows"),
+])
+def test_loader_errors_name_the_file_and_column(tmp_path, content, message):
+    bad = tmp_path / "bad.csv"
+    bad.write_text(content)
+    result = script("plot_gantt.py", bad, "-o", tmp_path / "x.png")
+    assert result.returncode == 2
+    assert str(bad) in result.stderr and message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_summary_missing_column_and_report_of_nothing(tmp_path):
+    bad = tmp_path / "s.csv"
+    bad.write_text("system,phase,mode\nx,y,z\n")
+    result = script("plot_summary.py", bad, "-o", tmp_path / "x.png")
+    assert result.returncode == 2 and "missing required column 'ranks'" in result.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = script("report.py", empty)
+    assert result.returncode == 2 and "no overlap-bench CSV" in result.stderr
+
+
+def test_every_script_has_help():
+    for tool in ("plot_gantt.py", "plot_summary.py", "plot_scaling.py", "plot_chunks.py", "report.py"):
+        result = script(tool, "--help")
+        assert result.returncode == 0 and "usage:" in result.stdout
+
+
+def test_run_all_quick_end_to_end(tmp_path):
+    out = tmp_path / "run"
+    env = dict(os.environ)
+    result = subprocess.run(["bash", str(SCRIPTS / "run_all.sh"), "--quick", "--out", str(out)], capture_output=True,
+                            text=True, timeout=900, env=env)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "overlap-bench summary" in result.stdout
+    for name in ("phase2-synthetic", "phase2-real", "phase3"):
+        assert (out / f"{name}.csv").exists(), name
+    assert (out / "report.md").exists() and list((out / "figures").glob("*.png"))
+    # Phases this machine cannot run are listed as skipped, not failed.
+    assert "FAILED" not in result.stdout
