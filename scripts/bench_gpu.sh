@@ -6,7 +6,8 @@
 #   PART: test (ctest -L gpu, and -L mpi), phase1 (default size and 4096^3), phase3 (2 ranks on GPUs),
 #         phase4 (one rank per GPU: the six configurations), phase4-sweeps (chunk and bucket sweeps on
 #         4096,16,2048, comm-only bus bandwidth against a single all-reduce), phase4-knobs (nccl-max-ctas
-#         sweeps with normal and high comm-stream priority on 4096,16,8192 and 4096,16,512). Default: all parts.
+#         sweeps with normal and high comm-stream priority on 4096,16,8192 and 4096,16,512), ddp (PyTorch DDP,
+#         expert and default settings, on the six configurations). Default: all parts.
 #   --out DIR  results folder (default results/runs/<host>-gpu-<date-time>)
 # Multi-GPU runs keep NVLink multicast off (NCCL_NVLS_ENABLE=0 and friends), as the lent machines require.
 set -uo pipefail
@@ -22,11 +23,11 @@ while [ $# -gt 0 ]; do
     *) ob_die "unknown option '$1' (see --help)" 2 ;;
   esac
 done
-[ "${#parts[@]}" -gt 0 ] || parts=(test phase1 phase3 phase4 phase4-sweeps phase4-knobs)
+[ "${#parts[@]}" -gt 0 ] || parts=(test phase1 phase3 phase4 phase4-sweeps phase4-knobs ddp)
 for p in "${parts[@]}"; do
   case "$p" in
-    test|phase1|phase3|phase4|phase4-sweeps|phase4-knobs) ;;
-    *) ob_die "--part: '$p' is invalid: test, phase1, phase3, phase4, phase4-sweeps or phase4-knobs" 2 ;;
+    test|phase1|phase3|phase4|phase4-sweeps|phase4-knobs|ddp) ;;
+    *) ob_die "--part: '$p' is invalid: test, phase1, phase3, phase4, phase4-sweeps, phase4-knobs or ddp" 2 ;;
   esac
 done
 [ -n "$out" ] || out="$OB_ROOT/results/runs/$(hostname -s)-gpu-$(date +%Y%m%d-%H%M%S)"
@@ -106,7 +107,14 @@ for part in "${parts[@]}"; do
         done
       done
       ;;
+    ddp)
+      run ddp-expert python3 -m torch.distributed.run --nproc_per_node "$gpus" "$OB_ROOT/scripts/bench_ddp.py" \
+        --configs "${configs[@]}" --csv "$out/ddp-expert.csv"
+      run ddp-default python3 -m torch.distributed.run --nproc_per_node "$gpus" "$OB_ROOT/scripts/bench_ddp.py" \
+        --default --configs "${configs[@]}" --csv "$out/ddp-default.csv"
+      ;;
   esac
 done
+run report python3 "$OB_ROOT/scripts/report.py" "$out"
 [ "$status" -eq 0 ] && ob_log "all parts passed; results in $out" || ob_log "some parts FAILED; results in $out"
 exit "$status"

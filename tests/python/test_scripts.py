@@ -166,3 +166,11 @@ def test_run_all_quick_end_to_end(tmp_path):
     assert (out / "report.md").exists() and list((out / "figures").glob("*.png"))
     # Phases this machine cannot run are listed as skipped, not failed.
     assert "FAILED" not in result.stdout
+
+
+def test_bench_ddp_rejects_bad_configs(tmp_path):
+    pytest.importorskip("torch")
+    result = script("bench_ddp.py", "--configs", "4096,16", "--csv", tmp_path / "x.csv")
+    assert result.returncode == 2 and "--configs" in result.stderr
+    result = script("bench_ddp.py", "--csv", "/nonexistent/x.csv")
+    assert result.returncode == 2 and "--csv" in result.stderr

@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""PyTorch DDP on exactly phase 4's model, for side-by-side comparison: L bias-free Linear(H, H) layers with ReLU
+between them, batch B per GPU, MSE loss, fp32 weights, TF32 as phase 4's --tf32, bucket_cap_mb as --bucket-mb.
+
+Launch with torchrun, one process per GPU:
+  torchrun --nproc_per_node=2 scripts/bench_ddp.py --configs 4096,16,512 4096,16,8192 --csv ddp.csv
+
+Modes, timed with CUDA events after warm-up (median over iterations of the slowest rank): compute (no DDP; and
+compute-graph, the same step replayed from a CUDA graph: GPU-only compute time), overlap (DDP), seq (backward,
+then an all-reduce of each gradient), comm (those all-reduces alone), and the derived ideal. Each configuration
+runs with expert settings (system pytorch-ddp: gradient_as_bucket_view, static_graph, high-priority NCCL stream
+through TORCH_NCCL_HIGH_PRIORITY=1) unless --default (system pytorch-ddp-default). DDP's gradients are checked
+against a manual all-reduce of the same step's gradients. Writes phase 4's summary columns.
+"""
+import argparse
+import json
+import os
+import pathlib
+import socket
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--configs", nargs="+", default=["4096,16,512"], help="hidden,layers,batch per rank")
+    parser.add_argument("--bucket-mb", type=float, default=25.0, help="DDP bucket_cap_mb")
+    parser.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--default", action="store_true", help="DDP's default settings instead of the expert ones")
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--lr", type=float, default=0.01)
+    parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--csv", required=True, help="summary CSV to write (rank 0)")
+    args = parser.parse_args()
+    for text in args.configs:
+        parts = text.split(",")
+        if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
+            parser.error(f"--configs: '{text}' is invalid: hidden,layers,batch as positive whole numbers")
+    if args.iters < 1 or args.warmup < 0 or not args.bucket_mb > 0:
+        parser.error("--iters must be >= 1, --warmup >= 0, --bucket-mb > 0")
+    if not pathlib.Path(args.csv).resolve().parent.is_dir():
+        parser.error(f"--csv: '{args.csv}' is invalid: its directory must exist")
+    return args
+
+
+def make_model(hidden, layers):
+    modules = []
+    for index in range(layers):
+        modules.append(nn.Linear(hidden, hidden, bias=False))
+        if index < layers - 1:
+            modules.append(nn.ReLU())
+    return nn.Sequential(*modules)
+
+
+def timed(step, iters, warmup):
+    """Per-iteration milliseconds of `step` with CUDA events, after warm-up, each iteration synchronised."""
+    for _ in range(warmup):
+        step()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        dist.barrier()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        step()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return times
+
+
+def slowest(times):
+    """Element-wise max over ranks: the slowest rank's time of each iteration."""
+    tensor = torch.tensor(times, device="cuda", dtype=torch.float64)
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+    return tensor.tolist()
+
+
+def stats(times):
+    t = torch.tensor(times, dtype=torch.float64)
+    return {"time_ms_p50": t.quantile(0.5).item(), "time_ms_p95": t.quantile(0.95).item(),
+            "time_ms_min": t.min().item(), "time_ms_max": t.max().item(), "time_ms_mean": t.mean().item(),
+            "time_ms_stddev": t.std().item() if len(times) > 1 else 0.0}
+
+
+def run_config(args, hidden, layers, batch, rank, world):
+    torch.manual_seed(args.seed)  # identical initial weights on every rank
+    model = make_model(hidden, layers).cuda()
+    generator = torch.Generator(device="cuda").manual_seed(args.seed * 1000003 + 17 * (rank + 1))
+    x = torch.rand(batch, hidden, device="cuda", generator=generator) * 2 - 1  # each rank's data differs
+    target = torch.rand(batch, hidden, device="cuda", generator=generator) * 2 - 1
+    loss_fn = nn.MSELoss()
+    params = list(model.parameters())
+
+    def sgd(parameters, scale=1.0):
+        with torch.no_grad():
+            for p in parameters:
+                p.sub_(p.grad, alpha=args.lr * scale)
+
+    def compute_step():
+        loss_fn(model(x), target).backward()
+        sgd(params)
+
+    def allreduce_grads():
+        for p in reversed(params):  # backward order, as the gradients become ready
+            dist.all_reduce(p.grad)
+
+    def seq_step():
+        loss_fn(model(x), target).backward()
+        allreduce_grads()
+        sgd(params, 1.0 / world)
+
+    rows = {}
+    for p in params:
+        p.grad = torch.zeros_like(p)
+    rows["compute"] = timed(compute_step, args.iters, args.warmup)
+    rows["seq"] = timed(seq_step, args.iters, args.warmup)
+    rows["comm"] = timed(allreduce_grads, args.iters, args.warmup)
+
+    # compute from a CUDA graph: forward, backward and update replayed without launch gaps.
+    graph_times = None
+    try:
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(3):
+                compute_step()
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            compute_step()
+        graph_times = timed(graph.replay, args.iters, args.warmup)
+    except RuntimeError as error:  # report, do not fail the comparison
+        if rank == 0:
+            print(f"bench_ddp: compute-graph skipped: {error}", file=sys.stderr)
+    if graph_times:
+        rows["compute-graph"] = graph_times
+
+    # DDP. Check first: one DDP backward gives the same gradients as a manual all-reduce of the local ones.
+    kwargs = {"bucket_cap_mb": args.bucket_mb}
+    if not args.default:
+        kwargs.update(gradient_as_bucket_view=True, static_graph=True)
+    ddp = nn.parallel.DistributedDataParallel(model, device_ids=[torch.cuda.current_device()], **kwargs)
+    for p in params:
+        p.grad = None
+    loss_fn(model(x), target).backward()
+    manual = [p.grad.clone() for p in params]
+    for g in manual:
+        dist.all_reduce(g)
+        g.div_(world)
+    for p in params:
+        p.grad = None
+    loss_fn(ddp(x), target).backward()
+    worst = max(((p.grad - g).norm() / g.norm().clamp_min(1e-30)).item() for p, g in zip(params, manual))
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=args.lr)
+
+    def ddp_step():
+        optimizer.zero_grad(set_to_none=False)
+        loss_fn(ddp(x), target).backward()
+        optimizer.step()
+
+    rows["overlap"] = timed(ddp_step, args.iters, args.warmup)
+    return {mode: stats(slowest(times)) for mode, times in rows.items()}, worst
+
+
+def main():
+    args = parse_args()
+    if not args.default:
+        os.environ.setdefault("TORCH_NCCL_HIGH_PRIORITY", "1")  # read when the process group is created
+    if not torch.cuda.is_available():
+        print("bench_ddp: no CUDA device available", file=sys.stderr)
+        return 77
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    torch.cuda.set_device(local_rank)
+    dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.backends.cuda.matmul.allow_tf32 = args.tf32
+    system = "pytorch-ddp-default" if args.default else "pytorch-ddp"
+    lines, failures = [], []
+    for text in args.configs:
+        hidden, layers, batch = map(int, text.split(","))
+        if rank == 0:
+            print(f"bench_ddp: {system} {text}", file=sys.stderr, flush=True)
+        results, worst = run_config(args, hidden, layers, batch, rank, world)
+        if worst > 1e-5:
+            failures.append(f"{text}: DDP gradients differ from a manual all-reduce by {worst:.3g} (relative)")
+        base = {"system": system, "phase": "phase4", "ranks": world, "chunks": 0, "iters": args.iters,
+                "hidden": hidden, "layers": layers, "batch": batch, "bucket_mb": args.bucket_mb,
+                "first_bucket_mb": 1.0, "grad_mb": 4.0 * layers * hidden * hidden / (1 << 20),
+                "tf32": int(args.tf32), "clock": "cuda_event", "ddp_grad_rel_error": worst}
+        t_seq, t_comp = results["seq"]["time_ms_p50"], results["compute"]["time_ms_p50"]
+        t_comm, t_ovl = results["comm"]["time_ms_p50"], results["overlap"]["time_ms_p50"]
+        for mode, values in results.items():
+            row = dict(base, mode=mode, **values)
+            if mode == "overlap":  # the formulas of METRICS.md (common/metrics.cpp)
+                row["speedup"] = t_seq / t_ovl
+                row["overlap_efficiency"] = (t_comp + t_comm - t_ovl) / min(t_comp, t_comm)
+                row["overlap_pct"] = min(100.0, max(0.0, 100.0 * (1 - (t_ovl - t_comp) / t_comm)))
+            if mode == "comm":
+                row["algbw_GBps"] = 4.0 * layers * hidden * hidden / (t_comm * 1e-3) / 1e9
+                row["busbw_GBps"] = row["algbw_GBps"] * 2 * (world - 1) / world
+            lines.append(row)
+        ideal = max(t_comp, t_comm)
+        lines.append(dict(base, mode="ideal", **{k: ideal for k in results["compute"]}))
+    if rank == 0:
+        import pandas as pd  # only rank 0 writes
+
+        columns = ["system", "phase", "mode", "ranks", "chunks", "iters", "time_ms_p50", "time_ms_p95",
+                   "time_ms_min", "time_ms_max", "time_ms_mean", "time_ms_stddev"]
+        frame = pd.DataFrame(lines)
+        frame = frame[columns + [c for c in frame.columns if c not in columns]]
+        path = pathlib.Path(args.csv)
+        temporary = path.with_name(path.name + ".tmp")
+        frame.to_csv(temporary, index=False)
+        temporary.replace(path)
+        meta = {"suite": "overlap-bench", "phase": "bench_ddp", "system": system, "host": socket.gethostname(),
+                "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command_line": sys.argv,
+                "torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
+                "gpus": [{"gpu_name": torch.cuda.get_device_name(0)}], "ranks": world, "clock": "cuda_event",
+                "commit": os.environ.get("OVERLAP_GIT_COMMIT", "unknown")}
+        meta_path = path.with_name(path.stem + ".meta.json")
+        meta_path.with_suffix(".tmp").write_text(json.dumps(meta, indent=2) + "\n")
+        meta_path.with_suffix(".tmp").replace(meta_path)
+        summary = frame[frame["mode"].isin(["compute", "seq", "overlap", "ideal"])]
+        print(summary.pivot_table(index=["hidden", "layers", "batch"], columns="mode", values="time_ms_p50").round(3))
+        for failure in failures:
+            print(f"bench_ddp: check failed: {failure}", file=sys.stderr)
+    dist.destroy_process_group()
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
