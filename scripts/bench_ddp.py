@@ -141,12 +141,9 @@ def run_config(args, hidden, layers, batch, rank, world):
     if graph_times:
         rows["compute-graph"] = graph_times
 
-    # DDP. Check first: one DDP backward gives the same gradients as a manual all-reduce of the local ones.
-    kwargs = {"bucket_cap_mb": args.bucket_mb}
-    if not args.default:
-        kwargs.update(gradient_as_bucket_view=True, static_graph=True)
-    ddp = nn.parallel.DistributedDataParallel(model, device_ids=[torch.cuda.current_device()], **kwargs)
-    torch.manual_seed(args.seed)  # the check starts from fresh, identical weights on every rank
+    # DDP. Check first: one DDP backward gives the same gradients as a manual all-reduce of the local ones (the
+    # manual ones computed before DDP wraps the model, so none of its hooks run).
+    torch.manual_seed(args.seed)  # fresh, identical weights on every rank
     with torch.no_grad():
         for p, fresh in zip(params, make_model(hidden, layers).cuda().parameters()):
             p.copy_(fresh)
@@ -159,6 +156,10 @@ def run_config(args, hidden, layers, batch, rank, world):
         g.div_(world)
     for p in params:
         p.grad = None
+    kwargs = {"bucket_cap_mb": args.bucket_mb}
+    if not args.default:
+        kwargs.update(gradient_as_bucket_view=True, static_graph=True)
+    ddp = nn.parallel.DistributedDataParallel(model, device_ids=[torch.cuda.current_device()], **kwargs)
     loss_fn(ddp(x), target).backward()
     worst = max(((p.grad - g).norm() / g.norm().clamp_min(1e-30)).item() for p, g in zip(params, manual))
     optimizer = torch.optim.SGD(ddp.parameters(), lr=args.lr)  # DDP's own, over the same parameters
