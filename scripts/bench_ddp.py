@@ -162,12 +162,12 @@ def run_config(args, hidden, layers, batch, rank, world):
     ddp = nn.parallel.DistributedDataParallel(model, device_ids=[torch.cuda.current_device()], **kwargs)
     loss_fn(ddp(x), target).backward()
     worst = max(((p.grad - g).norm() / g.norm().clamp_min(1e-30)).item() for p, g in zip(params, manual))
-    optimizer = torch.optim.SGD(ddp.parameters(), lr=args.lr)  # DDP's own, over the same parameters
+    ddp_optimizer = torch.optim.SGD(ddp.parameters(), lr=args.lr)  # DDP's own, over the same parameters
 
     def ddp_step():
-        optimizer.zero_grad(set_to_none=False)
+        ddp_optimizer.zero_grad(set_to_none=False)
         loss_fn(ddp(x), target).backward()
-        optimizer.step()
+        ddp_optimizer.step()
 
     rows["overlap"] = timed(ddp_step, args.iters, args.warmup)
     return {mode: stats(slowest(times)) for mode, times in rows.items()}, worst
