@@ -56,9 +56,10 @@ def load_timeline(path):
 
 
 def config_columns(frame):
-    """The configuration columns present in `frame` that vary, plus phase."""
-    present = [c for c in CONFIG_COLUMNS if c in frame.columns]
-    return [c for c in present if c == "phase" or frame[c].nunique(dropna=False) > 1]
+    """The configuration columns present in `frame` that vary, plus phase. A column some rows lack (one system's
+    own knob when systems are drawn side by side) does not tell configurations apart."""
+    present = [c for c in CONFIG_COLUMNS if c in frame.columns and c != "system" and frame[c].notna().all()]
+    return [c for c in present if c == "phase" or frame[c].nunique() > 1]
 
 
 def config_label(row, columns):

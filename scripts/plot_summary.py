@@ -29,12 +29,13 @@ def plot(frame, output):
     fig, axes = plt.subplots(len(configs), 1, figsize=(10, 2.6 * len(configs)), squeeze=False)
     for ax, config in zip(axes[:, 0], configs):
         part = frame[frame["config"] == config]
-        labels = [m if s == "overlap-bench" else f"{s}\n{m}" for s, m in zip(part["system"], part["mode"])]
+        labels = [m if s == "overlap-bench" else f"{s.replace('pytorch-', '')}\n{m}"
+                  for s, m in zip(part["system"], part["mode"])]
         errors = (part["time_ms_p95"] - part["time_ms_p50"]).clip(lower=0)
         colours = [plt.cm.tab10(ORDER.index(m)) for m in part["mode"]]
         ax.bar(range(len(part)), part["time_ms_p50"], yerr=errors, color=colours, capsize=3)
         ax.set_xticks(range(len(part)))
-        ax.set_xticklabels(labels, fontsize=8)
+        ax.set_xticklabels(labels, fontsize=7, rotation=30, ha="right")
         ax.set_ylabel("iteration (ms)")
         ax.set_title(config, fontsize=9)
         for x, (mode, speedup) in enumerate(zip(part["mode"], part.get("speedup", pd.Series(index=part.index)))):
