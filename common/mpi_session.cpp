@@ -19,6 +19,16 @@ MpiSession::MpiSession(int& argc, char**& argv, int required) {
   }
 }
 
+int local_rank(MPI_Comm comm) {
+  MPI_Comm node;
+  int rank = 0, local = 0;
+  MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
+  MPI_CHECK(MPI_Comm_rank(node, &local));
+  MPI_CHECK(MPI_Comm_free(&node));
+  return local;
+}
+
 MpiSession::~MpiSession() {
   int finalized = 0;
   MPI_Finalized(&finalized);

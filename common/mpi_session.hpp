@@ -22,4 +22,7 @@ class MpiSession {
   int rank_ = 0, size_ = 1, provided_ = MPI_THREAD_SINGLE;
 };
 
+// This process's rank among the ranks of its node (MPI_COMM_TYPE_SHARED): its GPU index.
+int local_rank(MPI_Comm comm);
+
 }  // namespace ob

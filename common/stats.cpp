@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 
@@ -52,6 +53,18 @@ std::vector<double> reduce_across_ranks(const std::vector<double>& local, MPI_Op
   return result;
 }
 }  // namespace
+
+double slowest_median(const std::vector<double>& local, MPI_Comm comm) {
+  const double mine = local.empty() ? -std::numeric_limits<double>::infinity() : summarize(local).p50;
+  const double slowest = max_across_ranks({mine}, comm)[0];
+  return std::isinf(slowest) ? std::numeric_limits<double>::quiet_NaN() : slowest;
+}
+
+std::uint64_t total_across_ranks(std::uint64_t local, MPI_Comm comm) {
+  std::uint64_t total = 0;
+  MPI_CHECK(MPI_Allreduce(&local, &total, 1, MPI_UINT64_T, MPI_SUM, comm));
+  return total;
+}
 
 std::vector<double> max_across_ranks(const std::vector<double>& local, MPI_Comm comm) {
   return reduce_across_ranks(local, MPI_MAX, comm);

@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace ob {
@@ -25,6 +26,13 @@ Stats constant_stats(double value);
 
 // Element-wise max of each rank's samples over `comm` (every rank gets the result). All ranks pass equal lengths.
 std::vector<double> max_across_ranks(const std::vector<double>& local, MPI_Comm comm);
+
+// The slowest rank's median: max over ranks of each rank's median of `local` (NaN when `local` is empty on every
+// rank; all ranks must call it).
+double slowest_median(const std::vector<double>& local, MPI_Comm comm);
+
+// A count summed over ranks (e.g. wrong elements).
+std::uint64_t total_across_ranks(std::uint64_t local, MPI_Comm comm);
 
 // Element-wise sum likewise (used for totals such as per-layer compute time summed over ranks).
 std::vector<double> sum_across_ranks(const std::vector<double>& local, MPI_Comm comm);

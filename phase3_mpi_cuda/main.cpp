@@ -33,15 +33,6 @@ bool mpi_supports_device_buffers() {
 #endif
 }
 
-int local_rank() {
-  MPI_Comm node;
-  int rank = 0, local = 0;
-  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-  MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
-  MPI_CHECK(MPI_Comm_rank(node, &local));
-  MPI_CHECK(MPI_Comm_free(&node));
-  return local;
-}
 
 }  // namespace
 
@@ -69,7 +60,7 @@ int main(int argc, char** argv) {
       return ob::kExitSkipped;
     }
     if (device == "gpu") {
-      gpu = local_rank() % probe.devices;
+      gpu = ob::local_rank(MPI_COMM_WORLD) % probe.devices;
       gpu_meta.push_back(ob::cuda_metadata(gpu));
     }
 #else

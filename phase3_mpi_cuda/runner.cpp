@@ -47,11 +47,6 @@ std::string check_against_reference(const Config& config, Backend& backend, MPI_
   return failure;
 }
 
-double median_max(const std::vector<double>& local, MPI_Comm comm) {
-  if (local.empty()) return std::numeric_limits<double>::quiet_NaN();
-  const double mine = ob::summarize(local).p50;
-  return ob::max_across_ranks({mine}, comm)[0];
-}
 
 }  // namespace
 
@@ -93,8 +88,7 @@ Result run(const Config& config, Backend& backend, const std::string& device_nam
     runs.push_back(run_mode(mode, backend, config, comm, origin, config.common.check));
     const auto& run = runs.back();
     if (!run.ranks_agree && result.failure.empty()) result.failure = mode + ": weights differ between ranks";
-    std::uint64_t wrong = 0;
-    MPI_CHECK(MPI_Allreduce(&run.wrong, &wrong, 1, MPI_UINT64_T, MPI_SUM, comm));
+    const std::uint64_t wrong = ob::total_across_ranks(run.wrong, comm);
     if (wrong > 0 && result.failure.empty()) {
       result.failure = "comm: " + std::to_string(wrong) + " elements of the all-reduced pattern are wrong" +
                        (run.first_wrong.empty() ? "" : " (rank " + std::to_string(rank) + ": " + run.first_wrong + ")");
@@ -107,9 +101,9 @@ Result run(const Config& config, Backend& backend, const std::string& device_nam
       compute_tasks.insert(compute_tasks.end(), run.chunk_compute_ms[k].begin(), run.chunk_compute_ms[k].end());
       comm_tasks.insert(comm_tasks.end(), run.chunk_comm_ms[k].begin(), run.chunk_comm_ms[k].end());
     }
-    if (mode != "comm") row.set("chunk_compute_ms_p50", median_max(compute_tasks, comm));
-    if (mode != "compute") row.set("chunk_comm_ms_p50", median_max(comm_tasks, comm));
-    row.set("compute_total_ms_p50", median_max(run.compute_total_ms, comm));
+    if (mode != "comm") row.set("chunk_compute_ms_p50", ob::slowest_median(compute_tasks, comm));
+    if (mode != "compute") row.set("chunk_comm_ms_p50", ob::slowest_median(comm_tasks, comm));
+    row.set("compute_total_ms_p50", ob::slowest_median(run.compute_total_ms, comm));
     if (mode == "comm") {
       const double algbw = ob::algbw_GBps(4.0 * config.in * config.out, row.time_ms.p50);
       row.set("algbw_GBps", algbw).set("busbw_GBps", ob::allreduce_busbw_GBps(algbw, ranks));
@@ -141,12 +135,12 @@ Result run(const Config& config, Backend& backend, const std::string& device_nam
   std::vector<double> compute, comm_ms;
   std::vector<int> ready;
   for (int k = 0; k < config.chunks; ++k) {
-    compute.push_back(median_max(compute_run.chunk_compute_ms[k], comm));
-    comm_ms.push_back(median_max(comm_run.chunk_comm_ms[k], comm));
+    compute.push_back(ob::slowest_median(compute_run.chunk_compute_ms[k], comm));
+    comm_ms.push_back(ob::slowest_median(comm_run.chunk_comm_ms[k], comm));
     ready.push_back(k);
   }
-  const double bound = ob::schedule_bound_ms(median_max(compute_run.forward_ms, comm), compute, comm_ms, ready,
-                                             median_max(compute_run.update_ms, comm), t_comp, t_comm);
+  const double bound = ob::schedule_bound_ms(ob::slowest_median(compute_run.forward_ms, comm), compute, comm_ms, ready,
+                                             ob::slowest_median(compute_run.update_ms, comm), t_comp, t_comm);
   result.rows.push_back(ob::derived_row("bound", bound, base));
   return result;
 }

@@ -21,20 +21,6 @@
 #include "phase4_chunked_nccl/runner.hpp"
 #include "phase4_chunked_nccl/trainer.hpp"
 
-namespace {
-
-int local_rank() {
-  MPI_Comm node;
-  int rank = 0, local = 0;
-  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-  MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
-  MPI_CHECK(MPI_Comm_rank(node, &local));
-  MPI_CHECK(MPI_Comm_free(&node));
-  return local;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   const std::string program = "phase4_chunked_nccl";
   std::unique_ptr<ob::MpiSession> mpi;  // outlives guarded_main, so a failure can still MPI_Abort the job
@@ -53,7 +39,7 @@ int main(int argc, char** argv) {
       if (root) std::cerr << ob::no_device_message(program, probe) << std::endl;
       return ob::kExitSkipped;
     }
-    const int local = local_rank();
+    const int local = ob::local_rank(MPI_COMM_WORLD);
     int local_ranks = 0;
     MPI_CHECK(MPI_Allreduce(&local, &local_ranks, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
     if (local_ranks + 1 > probe.devices) {  // NCCL refuses two ranks on one GPU

@@ -12,10 +12,6 @@
 namespace phase4 {
 namespace {
 
-double median_max(const std::vector<double>& local, MPI_Comm comm) {
-  if (local.empty()) return std::numeric_limits<double>::quiet_NaN();
-  return ob::max_across_ranks({ob::summarize(local).p50}, comm)[0];
-}
 
 // seq and overlap launch the same reductions in the same order on the same data: their weights after the same
 // steps are compared, bitwise and by relative norm (the assertion is <= 1e-6).
@@ -84,8 +80,7 @@ PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob:
     runs.push_back(trainer.run(mode, plan, config.common.check, origin));
     const ModeRun& run = runs.back();
     if (!run.ranks_agree && result.failure.empty()) result.failure = mode + ": weights differ between ranks";
-    std::uint64_t wrong = 0;
-    MPI_CHECK(MPI_Allreduce(&run.wrong, &wrong, 1, MPI_UINT64_T, MPI_SUM, comm));
+    const std::uint64_t wrong = ob::total_across_ranks(run.wrong, comm);
     if (wrong > 0 && result.failure.empty()) {
       result.failure = "comm: " + std::to_string(wrong) + " elements of the all-reduced pattern are wrong (" +
                        run.first_wrong + ")";
@@ -93,7 +88,7 @@ PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob:
     ob::SummaryRow row = base;
     row.mode = mode;
     row.time_ms = ob::summarize(ob::max_across_ranks(run.iter_ms, comm));
-    if (mode != "comm") row.set("backward_ms_p50", median_max(run.backward_total_ms, comm));
+    if (mode != "comm") row.set("backward_ms_p50", ob::slowest_median(run.backward_total_ms, comm));
     if (mode == "comm") {
       const double algbw = ob::algbw_GBps(4.0 * plan.elements, row.time_ms.p50);
       row.set("algbw_GBps", algbw).set("busbw_GBps", ob::allreduce_busbw_GBps(algbw, ranks));
@@ -134,13 +129,13 @@ PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob:
     result.rows.push_back(ob::derived_row("ideal", ob::ideal_ms(t_comp, t_comm), base));
     std::vector<double> steps, buckets;
     std::vector<int> ready;
-    for (int s = 0; s < config.layers; ++s) steps.push_back(median_max(compute->step_ms[s], comm));
+    for (int s = 0; s < config.layers; ++s) steps.push_back(ob::slowest_median(compute->step_ms[s], comm));
     for (std::size_t b = 0; b < plan.buckets.size(); ++b) {
-      buckets.push_back(median_max(comm_run->bucket_ms[b], comm));
+      buckets.push_back(ob::slowest_median(comm_run->bucket_ms[b], comm));
       ready.push_back(plan.buckets[b].ready_after);
     }
-    const double bound = ob::schedule_bound_ms(median_max(compute->forward_ms, comm), steps, buckets, ready,
-                                               median_max(compute->update_ms, comm), t_comp, t_comm);
+    const double bound = ob::schedule_bound_ms(ob::slowest_median(compute->forward_ms, comm), steps, buckets, ready,
+                                               ob::slowest_median(compute->update_ms, comm), t_comp, t_comm);
     result.rows.push_back(ob::derived_row("bound", bound, base));
   }
   return result;

@@ -2,23 +2,16 @@
 
 #include "common/errors.hpp"
 #include "phase1_cuda_baseline/config.hpp"
+#include "tests/support/test_support.hpp"
 
 namespace {
 int exit_code_of(std::vector<std::string> args, phase1::Config* out = nullptr) {
-  CLI::App app("t", "phase1_cuda_baseline");
   phase1::Config config;
-  phase1::add_options(app, config);
-  args.insert(args.begin(), "phase1_cuda_baseline");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  if (auto code = ob::parse_options(app, static_cast<int>(argv.size()), argv.data(), false)) return *code;
-  try {
-    phase1::validate(config);
-  } catch (const ob::UsageError&) {
-    return ob::kExitUsage;
-  }
-  if (out) *out = config;
-  return -1;
+  const int code = ob::testing::exit_code_of(
+      "phase1_cuda_baseline", std::move(args), [&](CLI::App& app) { phase1::add_options(app, config); },
+      [&](const CLI::App&) { phase1::validate(config); });
+  if (out && code == -1) *out = config;
+  return code;
 }
 }  // namespace
 
@@ -44,9 +37,7 @@ TEST(Phase1Options, BadValuesExitTwo) {
       {"--lr", "-1"},       {"--device", "-1"},         {"--iters", "0"},       {"--batch", "1M", "--in", "1M"},
   };
   for (const auto& args : bad) {
-    std::string joined;
-    for (const auto& a : args) joined += a + " ";
-    EXPECT_EQ(exit_code_of(args), ob::kExitUsage) << joined;
+    EXPECT_EQ(exit_code_of(args), ob::kExitUsage) << ob::testing::joined(args);
   }
 }
 

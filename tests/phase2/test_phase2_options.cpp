@@ -6,26 +6,21 @@
 #include "common/errors.hpp"
 #include "common/run_output.hpp"
 #include "phase2_omp_overlap/config.hpp"
+#include "tests/support/test_support.hpp"
 
 namespace {
 
 // Parses and validates like main does: the exit code, or -1 when the options are accepted.
 int exit_code_of(std::vector<std::string> args, phase2::Config* out = nullptr) {
-  CLI::App app("t", "phase2_omp_overlap");
   phase2::Config config;
-  phase2::add_options(app, config);
-  args.insert(args.begin(), "phase2_omp_overlap");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  if (auto code = ob::parse_options(app, static_cast<int>(argv.size()), argv.data(), false)) return *code;
-  try {
-    phase2::validate(config);
-    ob::resolve_output_paths("phase2", config.common);
-  } catch (const ob::UsageError&) {
-    return ob::kExitUsage;
-  }
-  if (out) *out = config;
-  return -1;
+  const int code = ob::testing::exit_code_of(
+      "phase2_omp_overlap", std::move(args), [&](CLI::App& app) { phase2::add_options(app, config); },
+      [&](const CLI::App&) {
+        phase2::validate(config);
+        ob::resolve_output_paths("phase2", config.common);
+      });
+  if (out && code == -1) *out = config;
+  return code;
 }
 
 }  // namespace
@@ -62,8 +57,6 @@ TEST(Phase2Options, BadValuesExitTwo) {
       {"--workload", "real", "--chunk-rows", "16M", "--hidden", "65536"},      // more memory than the machine
   };
   for (const auto& args : bad) {
-    std::string joined;
-    for (const auto& a : args) joined += a + " ";
-    EXPECT_EQ(exit_code_of(args), ob::kExitUsage) << joined;
+    EXPECT_EQ(exit_code_of(args), ob::kExitUsage) << ob::testing::joined(args);
   }
 }

@@ -3,23 +3,17 @@
 #include "common/errors.hpp"
 #include "common/run_output.hpp"
 #include "phase3_mpi_cuda/config.hpp"
+#include "tests/support/test_support.hpp"
 
 namespace {
 int exit_code_of(std::vector<std::string> args) {
-  CLI::App app("t", "phase3_mpi_cuda");
   phase3::Config config;
-  phase3::add_options(app, config);
-  args.insert(args.begin(), "phase3_mpi_cuda");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  if (auto code = ob::parse_options(app, static_cast<int>(argv.size()), argv.data(), false)) return *code;
-  try {
-    phase3::validate(config);
-    ob::resolve_output_paths("phase3", config.common);
-  } catch (const ob::UsageError&) {
-    return ob::kExitUsage;
-  }
-  return -1;
+  return ob::testing::exit_code_of(
+      "phase3_mpi_cuda", std::move(args), [&](CLI::App& app) { phase3::add_options(app, config); },
+      [&](const CLI::App&) {
+        phase3::validate(config);
+        ob::resolve_output_paths("phase3", config.common);
+      });
 }
 }  // namespace
 
@@ -61,8 +55,6 @@ TEST(Phase3Options, BadValuesExitTwo) {
       {"--batch", "16M", "--in", "1M"},
   };
   for (const auto& args : bad) {
-    std::string joined;
-    for (const auto& a : args) joined += a + " ";
-    EXPECT_EQ(exit_code_of(args), ob::kExitUsage) << joined;
+    EXPECT_EQ(exit_code_of(args), ob::kExitUsage) << ob::testing::joined(args);
   }
 }

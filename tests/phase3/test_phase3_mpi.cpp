@@ -6,19 +6,10 @@
 #include "phase3_mpi_cuda/backend.hpp"
 #include "phase3_mpi_cuda/runner.hpp"
 #include "phase3_mpi_cuda/strategies.hpp"
+#include "tests/support/test_support.hpp"
 
 namespace {
 
-int world_rank() {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-int world_size() {
-  int size = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
 
 phase3::Config small(int batch, int in, int out, int chunks) {
   phase3::Config config;
@@ -35,7 +26,7 @@ phase3::Config small(int batch, int in, int out, int chunks) {
 }
 
 std::unique_ptr<phase3::Backend> backend_for(const phase3::Config& config) {
-  const auto data = phase3::make_shard(config, phase3::shard(config.batch, world_rank(), world_size()));
+  const auto data = phase3::make_shard(config, phase3::shard(config.batch, ob::testing::world_rank(), ob::testing::world_size()));
   return phase3::make_cpu_backend(config, data);
 }
 
@@ -80,15 +71,15 @@ TEST(Phase3Mpi, EveryStrategyMatchesTheSingleProcessRunWithUnevenShapes) {
     for (const auto& row : result.rows) modes.push_back(row.mode);
     EXPECT_EQ(modes, (std::vector<std::string>{"seq", "thread", "nonblocking", "compute", "comm", "ideal", "bound"}));
     for (const auto& row : result.rows) {
-      EXPECT_EQ(row.ranks, world_size());
+      EXPECT_EQ(row.ranks, ob::testing::world_size());
       if (row.mode == "comm") EXPECT_EQ(row.get("wrong"), "0");
       if (row.mode == "thread" || row.mode == "nonblocking") EXPECT_FALSE(row.get("overlap_pct").empty());
     }
-    if (world_rank() == 0) {
+    if (ob::testing::world_rank() == 0) {
       EXPECT_EQ(result.events.empty(), false);
       int ranks_seen = 0;
       for (const auto& e : result.events) ranks_seen = std::max(ranks_seen, e.rank + 1);
-      EXPECT_EQ(ranks_seen, world_size());
+      EXPECT_EQ(ranks_seen, ob::testing::world_size());
     }
   }
 }
@@ -101,14 +92,14 @@ TEST(Phase3Mpi, MoreChunksThanRowsIsHandled) {
 
 TEST(Phase3Mpi, CheckersCatchACorruptedAllReduceAndDivergentWeights) {
   const auto config = small(16, 8, 4, 2);
-  const bool corrupt_here = world_rank() == world_size() - 1;
+  const bool corrupt_here = ob::testing::world_rank() == ob::testing::world_size() - 1;
   Corrupting backend(backend_for(config), corrupt_here);
   const auto origin = ob::SteadyClock::now();
   const auto comm = phase3::run_mode("comm", backend, config, MPI_COMM_WORLD, origin, true, 1);
   EXPECT_EQ(comm.wrong, corrupt_here ? 1u : 0u);
   if (corrupt_here) EXPECT_NE(comm.first_wrong.find("index 3: got"), std::string::npos) << comm.first_wrong;
   const auto seq = phase3::run_mode("seq", backend, config, MPI_COMM_WORLD, origin, true, 1);
-  EXPECT_EQ(seq.ranks_agree, world_size() == 1) << "one rank's weights differ by one ulp";
+  EXPECT_EQ(seq.ranks_agree, ob::testing::world_size() == 1) << "one rank's weights differ by one ulp";
 }
 
 TEST(Phase3Mpi, PatternSumIsExact) {

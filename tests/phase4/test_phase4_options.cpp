@@ -3,24 +3,19 @@
 #include "common/errors.hpp"
 #include "common/run_output.hpp"
 #include "phase4_chunked_nccl/config.hpp"
+#include "tests/support/test_support.hpp"
 
 namespace {
 int exit_code_of(std::vector<std::string> args, phase4::Config* out = nullptr) {
-  CLI::App app("t", "phase4_chunked_nccl");
   phase4::Config config;
-  phase4::add_options(app, config);
-  args.insert(args.begin(), "phase4_chunked_nccl");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  if (auto code = ob::parse_options(app, static_cast<int>(argv.size()), argv.data(), false)) return *code;
-  try {
-    phase4::validate(app, config);
-    ob::resolve_output_paths("phase4", config.common);
-  } catch (const ob::UsageError&) {
-    return ob::kExitUsage;
-  }
-  if (out) *out = config;
-  return -1;
+  const int code = ob::testing::exit_code_of(
+      "phase4_chunked_nccl", std::move(args), [&](CLI::App& app) { phase4::add_options(app, config); },
+      [&](const CLI::App& app) {
+        phase4::validate(app, config);
+        ob::resolve_output_paths("phase4", config.common);
+      });
+  if (out && code == -1) *out = config;
+  return code;
 }
 }  // namespace
 
@@ -58,8 +53,6 @@ TEST(Phase4Options, BadValuesExitTwo) {
       {"--nccl-min-ctas", "2"},    {"--nccl-min-ctas", "2", "--sweep", "nccl-max-ctas=1,4"}, {"--sweep", "nccl-max-ctas=2.5"},             {"--batch", "1M", "--hidden", "4096"},   {"--csv", "/nonexistent/x.csv"},
   };
   for (const auto& args : bad) {
-    std::string joined;
-    for (const auto& a : args) joined += a + " ";
-    EXPECT_EQ(exit_code_of(args), ob::kExitUsage) << joined;
+    EXPECT_EQ(exit_code_of(args), ob::kExitUsage) << ob::testing::joined(args);
   }
 }

@@ -6,22 +6,10 @@
 #include "common/mpi_check.hpp"
 #include "common/stats.hpp"
 #include "common/timeline.hpp"
-
-namespace {
-int rank_of_world() {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-int size_of_world() {
-  int size = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
-}  // namespace
+#include "tests/support/test_support.hpp"
 
 TEST(RankReduce, SlowestRankPerIteration) {
-  const int rank = rank_of_world(), size = size_of_world();
+  const int rank = ob::testing::world_rank(), size = ob::testing::world_size();
   // Iteration 0 is slowest on the last rank, iteration 1 on rank 0.
   const std::vector<double> mine = {1.0 + rank, 10.0 - rank};
   const auto max = ob::max_across_ranks(mine, MPI_COMM_WORLD);
@@ -31,10 +19,10 @@ TEST(RankReduce, SlowestRankPerIteration) {
   EXPECT_DOUBLE_EQ(sum[0], size + size * (size - 1) / 2.0);
 }
 
-TEST(RankReduce, CurrentRankIsKnownUnderMpi) { EXPECT_EQ(ob::current_rank(), rank_of_world()); }
+TEST(RankReduce, CurrentRankIsKnownUnderMpi) { EXPECT_EQ(ob::current_rank(), ob::testing::world_rank()); }
 
 TEST(Timeline, GatherMergesEveryRanksEventsOnRoot) {
-  const int rank = rank_of_world(), size = size_of_world();
+  const int rank = ob::testing::world_rank(), size = ob::testing::world_size();
   std::vector<ob::TimelineEvent> mine;
   for (int i = 0; i <= rank; ++i) mine.push_back({rank, "comm", "allreduce, \"odd\" name", i, i, 1.0 * i, 2.0 * i + 1});
   const auto merged = ob::gather_timeline(mine, MPI_COMM_WORLD);
@@ -53,9 +41,9 @@ TEST(MpiCheck, DecodesTheErrorAndNamesTheRank) {
     MPI_CHECK(MPI_Send(nullptr, -1, MPI_INT, 0, 0, MPI_COMM_WORLD));  // negative count: MPI_ERR_COUNT
     FAIL() << "expected a CallFailure";
   } catch (const ob::CallFailure& error) {
-    EXPECT_EQ(error.rank(), rank_of_world());
+    EXPECT_EQ(error.rank(), ob::testing::world_rank());
     EXPECT_NE(error.call().find("MPI_Send"), std::string::npos);
-    EXPECT_NE(std::string(error.what()).find("(rank " + std::to_string(rank_of_world()) + ")"), std::string::npos)
+    EXPECT_NE(std::string(error.what()).find("(rank " + std::to_string(ob::testing::world_rank()) + ")"), std::string::npos)
         << error.what();
     EXPECT_NE(error.message().find("count"), std::string::npos) << error.message();  // MPI_Error_string's text
   }
