@@ -15,6 +15,7 @@ import pandas as pd  # noqa: E402
 SUMMARY_COLUMNS = ["system", "phase", "mode", "ranks", "chunks", "iters", "time_ms_p50", "time_ms_p95",
                    "time_ms_min", "time_ms_max"]
 TIMELINE_COLUMNS = ["rank", "lane", "name", "iter", "chunk", "start_us", "end_us"]
+POWER_COLUMNS = ["rank", "gpu", "t_us", "power_w"]
 # The configuration columns that tell one configuration from another, where a CSV has them.
 CONFIG_COLUMNS = ["system", "phase", "workload", "variant", "kernel", "hidden", "layers", "batch", "in", "out",
                   "bucket_mb", "first_bucket_mb", "chunks", "buckets", "nccl_max_ctas", "comm_priority", "ranks",
@@ -55,6 +56,11 @@ def load_timeline(path):
     return frame
 
 
+def load_power(path):
+    """A power CSV (phase 4 --power) with its required columns checked."""
+    return _load(path, POWER_COLUMNS)
+
+
 def config_columns(frame):
     """The configuration columns present in `frame` that vary, plus phase. A column some rows lack (one system's
     own knob when systems are drawn side by side) does not tell configurations apart."""
@@ -76,13 +82,15 @@ def config_label(row, columns):
 
 
 def kind_of(path):
-    """'summary', 'timeline' or None from a CSV's header."""
+    """'summary', 'timeline', 'power' or None from a CSV's header."""
     try:
         header = pd.read_csv(path, nrows=0).columns
     except Exception:  # noqa: BLE001 - anything unreadable is not one of ours
         return None
     if all(c in header for c in TIMELINE_COLUMNS):
         return "timeline"
+    if all(c in header for c in POWER_COLUMNS):
+        return "power"
     if all(c in header for c in SUMMARY_COLUMNS):
         return "summary"
     return None

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Makes every figure that applies to the CSVs in a results folder and writes RESULTS_DIR/report.md with the
 summary tables and the figures linked. Summary CSVs get a bar chart (and a scaling chart where a sweep varies a
-parameter); timeline CSVs get a Gantt chart of their first two iterations and a per-chunk timing chart.
+parameter); timeline CSVs get Gantt charts of their first two iterations and a per-chunk timing chart; power
+CSVs get a power-over-time chart.
 
 Usage: report.py RESULTS_DIR
 """
@@ -12,6 +13,7 @@ import pathlib
 import ob_csv
 import plot_chunks
 import plot_gantt
+import plot_power
 import plot_scaling
 import plot_summary
 
@@ -97,6 +99,13 @@ def write_report(directory):
         # A sweep writes its timeline header only: nothing to draw.
         if kinds[path] == "timeline" and len(path.read_text().splitlines()) > 1:
             lines += timeline_section(path, figures)
+    for path in csvs:
+        if kinds[path] == "power":  # <stem>.power.csv: shaded where <stem>.timeline.csv has overlapped iterations
+            power = figures / f"{path.stem}.png"
+            timeline = path.parent / (path.name[: -len(".power.csv")] + ".timeline.csv")
+            spans = plot_power.mode_spans(ob_csv.load_timeline(timeline), "overlap") if timeline.is_file() else []
+            plot_power.plot(ob_csv.load_power(path), power, spans)
+            lines += [f"## {path.stem}", "", f"![{power.name}](figures/{power.name})", ""]
     report = directory / "report.md"
     temporary = report.with_suffix(".md.tmp")
     temporary.write_text("\n".join(lines) + "\n")

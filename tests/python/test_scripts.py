@@ -149,7 +149,7 @@ def test_summary_missing_column_and_report_of_nothing(tmp_path):
 
 
 def test_every_script_has_help():
-    for tool in ("plot_gantt.py", "plot_summary.py", "plot_scaling.py", "plot_chunks.py", "report.py"):
+    for tool in ("plot_gantt.py", "plot_summary.py", "plot_scaling.py", "plot_chunks.py", "plot_power.py", "report.py"):
         result = script(tool, "--help")
         assert result.returncode == 0 and "usage:" in result.stdout
 
@@ -174,3 +174,31 @@ def test_bench_ddp_rejects_bad_configs(tmp_path):
     assert result.returncode == 2 and "--configs" in result.stderr
     result = script("bench_ddp.py", "--csv", "/nonexistent/x.csv")
     assert result.returncode == 2 and "--csv" in result.stderr
+
+
+def test_power_plot_with_overlapped_spans_shaded(tmp_path):
+    power = tmp_path / "power.csv"
+    rows = [(r, r, t * 20000.0, 300 + 100 * (t % 5) + r) for r in range(2) for t in range(50)]
+    pd.DataFrame(rows, columns=ob_csv.POWER_COLUMNS).to_csv(power, index=False)
+    timeline = tmp_path / "t.csv"
+    hand_timeline(timeline, 2, 4)
+    output = tmp_path / "power.png"
+    result = script("plot_power.py", power, "--timeline", timeline, "-o", output)
+    assert result.returncode == 0, result.stderr
+    assert png_size(output)[0] >= 600
+    sys.path.insert(0, str(SCRIPTS))
+    import plot_power
+    assert plot_power.mode_spans(ob_csv.load_timeline(timeline), "overlap") == [(0.0, 4.5), (4.0, 8.5)]
+    bad = tmp_path / "bad.csv"
+    bad.write_text("rank,gpu,t_us\n0,0,1\n")
+    result = script("plot_power.py", bad, "-o", output)
+    assert result.returncode == 2 and "missing required column 'power_w'" in result.stderr
+
+
+def test_report_draws_power_csvs(real_csvs):
+    rows = [(0, 0, t * 1000.0, 250.0 + t) for t in range(20)]
+    pd.DataFrame(rows, columns=ob_csv.POWER_COLUMNS).to_csv(real_csvs / "phase4.power.csv", index=False)
+    result = script("report.py", real_csvs)
+    assert result.returncode == 0, result.stderr
+    assert "figures/phase4.power.png" in (real_csvs / "report.md").read_text()
+    png_size(real_csvs / "figures" / "phase4.power.png")
