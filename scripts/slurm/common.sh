@@ -1,0 +1,18 @@
+# Sourced by every batch file: the build to use, the output folder, an early failure if the build is missing.
+# Settings (environment variables, all optional):
+#   OB_ROOT       the overlap-bench checkout        (default: the submit directory, $SLURM_SUBMIT_DIR)
+#   OB_BUILD_DIR  the build folder                  (default: $OB_ROOT/build/default)
+#   OB_OUT        where this job writes             (default: $OB_ROOT/results/slurm-<jobid>)
+OB_ROOT=${OB_ROOT:-${SLURM_SUBMIT_DIR:-$PWD}}
+OB_BUILD_DIR=${OB_BUILD_DIR:-$OB_ROOT/build/default}
+OB_OUT=${OB_OUT:-$OB_ROOT/results/slurm-${SLURM_JOB_ID:-local}}
+
+ob_require_binary() {  # ob_require_binary phaseN_dir/phaseN_binary
+  if [ ! -x "$OB_BUILD_DIR/$1" ]; then
+    echo "overlap-bench: $OB_BUILD_DIR/$1 is missing: build first (scripts/test.sh or cmake --preset default)," \
+         "or set OB_BUILD_DIR" >&2
+    exit 2
+  fi
+}
+mkdir -p "$OB_OUT"
+echo "overlap-bench: job ${SLURM_JOB_ID:-local} on $(hostname -s), writing to $OB_OUT" >&2
