@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/console_table.hpp"
 #include "common/metrics.hpp"
 
 namespace ob {
@@ -69,11 +70,6 @@ SummaryRow derived_row(const std::string& mode, double time_ms, const SummaryRow
   return row;
 }
 
-}  // namespace ob
-
-#include "common/console_table.hpp"
-
-namespace ob {
 
 std::string render_summary(const std::vector<SummaryRow>& rows, const std::vector<ConsoleColumn>& extra) {
   std::vector<std::pair<std::string, std::string>> columns = {{"mode", ""}, {"time_p50", "ms"}, {"time_p95", "ms"}};

@@ -51,10 +51,6 @@ void set_overlap_metrics(SummaryRow& row, double t_seq, double t_comp, double t_
 // A derived row (ideal, bound) carrying one value as all its statistics.
 SummaryRow derived_row(const std::string& mode, double time_ms, const SummaryRow& like);
 
-}  // namespace ob
-
-namespace ob {
-
 // Column of the console summary: the label and unit shown, and the summary field it reads ("" for p50/p95).
 struct ConsoleColumn {
   std::string label, unit, field;

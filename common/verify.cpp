@@ -41,6 +41,12 @@ RelativeCheck compare_relative(const float* got, const double* reference, std::s
   return result;
 }
 
+std::vector<float> uniform_values(std::size_t n, std::uint64_t seed, float scale, std::uint64_t offset) {
+  std::vector<float> values(n);
+  for (std::size_t i = 0; i < n; ++i) values[i] = scale * (exact_pattern(seed, offset + i, 1000) / 1000.0f);
+  return values;
+}
+
 std::string RelativeCheck::describe(double tolerance) const {
   return "rel error " + format_number(rel_error, 3) + (passes(tolerance) ? " <= " : " > ") +
          format_number(tolerance, 3) + "; worst at index " + std::to_string(worst_index) + ": got " +

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ob {
 
@@ -47,5 +48,9 @@ OB_HOST_DEVICE inline float exact_pattern(std::uint64_t seed, std::uint64_t inde
   const auto value = static_cast<int>(z % span) - range;
   return static_cast<float>(value == 0 && (index % 3 == 0) ? 1 : value);  // fewer zeros, never all zero
 }
+
+// n values scale * U(-1, 1) in steps of 1/1000, deterministic in (seed, offset + i): the seeded test and training
+// data of every phase (a shard starts at its global offset, so shards are pieces of one data set).
+std::vector<float> uniform_values(std::size_t n, std::uint64_t seed, float scale, std::uint64_t offset = 0);
 
 }  // namespace ob

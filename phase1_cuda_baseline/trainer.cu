@@ -17,13 +17,6 @@ struct Trainer::Buffers {
   ob::DeviceBuffer<double> loss;
 };
 
-namespace {
-std::vector<float> uniform(std::size_t n, std::uint64_t seed, float scale) {
-  std::vector<float> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = scale * (ob::exact_pattern(seed, i, 1000) / 1000.0f);
-  return v;
-}
-}  // namespace
 
 Trainer::Trainer(const Config& config) : config_(config) {
   const std::size_t b = config.batch, i = config.in, o = config.out;
@@ -35,10 +28,10 @@ Trainer::Trainer(const Config& config) : config_(config) {
                          ob::DeviceBuffer<float>(b * o, managed), ob::DeviceBuffer<float>(b * o, managed),
                          ob::DeviceBuffer<float>(b * o, managed), ob::DeviceBuffer<double>(1, managed)};
   const float w_scale = 1.0f / std::sqrt(static_cast<float>(config.in));
-  x_ = uniform(b * i, config.common.seed, 1.0f);
-  w0_ = uniform(i * o, config.common.seed + 1, w_scale);
+  x_ = ob::uniform_values(b * i, config.common.seed, 1.0f);
+  w0_ = ob::uniform_values(i * o, config.common.seed + 1, w_scale);
   buffers_->x.upload(x_);
-  buffers_->w_star.upload(uniform(i * o, config.common.seed + 2, w_scale));
+  buffers_->w_star.upload(ob::uniform_values(i * o, config.common.seed + 2, w_scale));
   // The target t = x·W* (fp32 cuBLAS): a loss that can reach zero.
   gemm(GemmKernel::kCublas, cublas_, false, {config.batch, config.out, config.in}, buffers_->x.get(),
        buffers_->w_star.get(), buffers_->t.get(), stream_);

@@ -15,13 +15,12 @@ namespace phase3 {
 struct ShardData {
   Range rows;                 // rows of the global batch this rank holds (may be empty)
   std::vector<float> x;       // rows.size() x in
+  std::vector<float> xt;      // in x rows.size(): xᵀ, so a chunk of dW = xᵀ·dY reads a contiguous row block
   std::vector<float> w0;      // in x out: initial weights, identical on every rank
   std::vector<float> w_star;  // in x out: the target's weights, t = x·W*
 };
 
 ShardData make_shard(const Config& config, Range rows);
-// One global row of x, for the single-process reference.
-std::vector<float> global_x(const Config& config);
 
 class Backend {
  public:

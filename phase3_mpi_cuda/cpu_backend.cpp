@@ -9,26 +9,22 @@
 
 namespace phase3 {
 
-namespace {
-std::vector<float> uniform(std::size_t n, std::uint64_t seed, std::size_t offset, float scale) {
-  std::vector<float> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = scale * (ob::exact_pattern(seed, offset + i, 1000) / 1000.0f);
-  return v;
-}
-}  // namespace
 
 ShardData make_shard(const Config& config, Range rows) {
   ShardData data;
   data.rows = rows;
   const std::size_t in = config.in, out = config.out;
-  data.x = uniform(static_cast<std::size_t>(rows.size()) * in, config.common.seed, static_cast<std::size_t>(rows.begin) * in, 1.0f);
+  const std::size_t r = static_cast<std::size_t>(rows.size());
+  data.x = ob::uniform_values(r * in, config.common.seed, 1.0f, static_cast<std::size_t>(rows.begin) * in);
+  data.xt.resize(data.x.size());
+  for (std::size_t row = 0; row < r; ++row) {
+    for (std::size_t i = 0; i < in; ++i) data.xt[i * r + row] = data.x[row * in + i];
+  }
   const float scale = 1.0f / std::sqrt(static_cast<float>(config.in));
-  data.w0 = uniform(in * out, config.common.seed + 1, 0, scale);
-  data.w_star = uniform(in * out, config.common.seed + 2, 0, scale);
+  data.w0 = ob::uniform_values(in * out, config.common.seed + 1, scale);
+  data.w_star = ob::uniform_values(in * out, config.common.seed + 2, scale);
   return data;
 }
-
-std::vector<float> global_x(const Config& config) { return make_shard(config, {0, config.batch}).x; }
 
 namespace {
 
@@ -37,11 +33,8 @@ class CpuBackend : public Backend {
   CpuBackend(const Config& config, const ShardData& data)
       : in_(config.in), out_(config.out), rows_(data.rows.size()), lr_(config.lr),
         scale_(2.0f / (static_cast<float>(config.batch) * config.out)), threads_(config.compute_threads()),
-        x_(data.x), xt_(static_cast<std::size_t>(in_) * rows_), w_(data.w0), t_(static_cast<std::size_t>(rows_) * out_),
-        y_(t_.size()), dy_(t_.size()), grad_(static_cast<std::size_t>(in_) * out_) {
-    for (int r = 0; r < rows_; ++r) {
-      for (int i = 0; i < in_; ++i) xt_[static_cast<std::size_t>(i) * rows_ + r] = x_[static_cast<std::size_t>(r) * in_ + i];
-    }
+        x_(data.x), xt_(data.xt), w_(data.w0), t_(static_cast<std::size_t>(rows_) * out_), y_(t_.size()),
+        dy_(t_.size()), grad_(static_cast<std::size_t>(in_) * out_) {
     if (rows_ > 0) phase1::cpu_gemm({rows_, out_, in_}, x_.data(), data.w_star.data(), t_.data());
   }
 

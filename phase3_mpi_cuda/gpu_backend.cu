@@ -32,12 +32,8 @@ class GpuBackend : public Backend {
     CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&host_grad_), ws * sizeof(float)));
     w_.upload(data.w0);
     if (rows_ > 0) {
-      std::vector<float> xt(xs);
-      for (int r = 0; r < rows_; ++r) {
-        for (int i = 0; i < in_; ++i) xt[static_cast<std::size_t>(i) * rows_ + r] = data.x[static_cast<std::size_t>(r) * in_ + i];
-      }
       x_.upload(data.x);
-      xt_.upload(xt);
+      xt_.upload(data.xt);
       ob::DeviceBuffer<float> w_star(ws);
       w_star.upload(data.w_star);
       phase1::gemm(phase1::GemmKernel::kCublas, cublas_, false, {rows_, out_, in_}, x_.get(), w_star.get(), t_.get(), stream_);

@@ -24,10 +24,7 @@ std::vector<double> reference_weights(const Config& config, int steps) {
   const ShardData all = make_shard(config, {0, config.batch});
   const int b = config.batch, in = config.in, out = config.out;
   const std::vector<double> x(all.x.begin(), all.x.end());
-  std::vector<double> xt(static_cast<std::size_t>(in) * b);
-  for (int r = 0; r < b; ++r) {
-    for (int i = 0; i < in; ++i) xt[static_cast<std::size_t>(i) * b + r] = x[static_cast<std::size_t>(r) * in + i];
-  }
+  const std::vector<double> xt(all.xt.begin(), all.xt.end());
   std::vector<double> w(all.w0.begin(), all.w0.end()), t, y, grad;
   gemm_double(x, std::vector<double>(all.w_star.begin(), all.w_star.end()), t, b, out, in);
   const double scale = 2.0 / (static_cast<double>(b) * out);

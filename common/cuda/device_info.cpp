@@ -4,7 +4,10 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include "common/csv_writer.hpp"
 #include "common/cuda/cuda_check.hpp"
+#include "common/cuda/device_buffer.hpp"
+#include "common/options.hpp"
 
 namespace ob {
 
@@ -54,13 +57,6 @@ nlohmann::json cuda_metadata(int device) {
   };
 }
 
-}  // namespace ob
-
-#include "common/cuda/device_buffer.hpp"
-#include "common/csv_writer.hpp"
-#include "common/options.hpp"
-
-namespace ob {
 
 void require_fits_on_device(const std::string& option, const std::string& value, double bytes) {
   std::size_t free_bytes = 0, total_bytes = 0;
