@@ -29,6 +29,29 @@ int local_rank(MPI_Comm comm) {
   return local;
 }
 
+std::vector<std::string> gather_strings(const std::string& text, MPI_Comm comm, int root) {
+  int rank = 0, size = 1;
+  MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  MPI_CHECK(MPI_Comm_size(comm, &size));
+  int length = static_cast<int>(text.size());
+  std::vector<int> lengths(rank == root ? size : 0), offsets(lengths.size(), 0);
+  MPI_CHECK(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, root, comm));
+  std::string all;
+  if (rank == root) {
+    int total = 0;
+    for (int r = 0; r < size; ++r) {
+      offsets[r] = total;
+      total += lengths[r];
+    }
+    all.resize(static_cast<std::size_t>(total));
+  }
+  MPI_CHECK(MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, root,
+                        comm));
+  std::vector<std::string> texts;
+  for (std::size_t r = 0; r < lengths.size(); ++r) texts.push_back(all.substr(offsets[r], lengths[r]));
+  return texts;
+}
+
 MpiSession::~MpiSession() {
   int finalized = 0;
   MPI_Finalized(&finalized);

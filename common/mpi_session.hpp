@@ -4,6 +4,9 @@
 
 #include <mpi.h>
 
+#include <string>
+#include <vector>
+
 namespace ob {
 
 class MpiSession {
@@ -24,5 +27,8 @@ class MpiSession {
 
 // This process's rank among the ranks of its node (MPI_COMM_TYPE_SHARED): its GPU index.
 int local_rank(MPI_Comm comm);
+
+// Every rank's `text` on `root`, in rank order (other ranks get an empty list).
+std::vector<std::string> gather_strings(const std::string& text, MPI_Comm comm, int root = 0);
 
 }  // namespace ob

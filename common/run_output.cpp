@@ -40,16 +40,18 @@ OutputPaths resolve_output_paths(const std::string& phase, const CommonOptions& 
   paths.meta_json = stem_of(paths.summary_csv) + ".meta.json";
   paths.timeline_csv = options.timeline.empty() ? stem_of(paths.summary_csv) + ".timeline.csv" : options.timeline;
   paths.trace_json = stem_of(paths.timeline_csv) + ".trace.json";
+  paths.power_csv = stem_of(paths.summary_csv) + ".power.csv";
   return paths;
 }
 
 void write_run_outputs(const OutputPaths& paths, const CsvTable& summary, const nlohmann::json& meta,
-                       const std::vector<TimelineEvent>& timeline) {
+                       const std::vector<TimelineEvent>& timeline, const CsvTable* power) {
   create_parent(paths.summary_csv);
   create_parent(paths.timeline_csv);
   write_file_atomic(paths.timeline_csv, timeline_csv(timeline).to_string());
   write_file_atomic(paths.trace_json, chrome_trace(timeline).dump());
   write_file_atomic(paths.meta_json, meta.dump(2) + "\n");
+  if (power) write_file_atomic(paths.power_csv, power->to_string());
   // The summary goes last: a summary on disk means the whole run's files are there.
   write_file_atomic(paths.summary_csv, summary.to_string());
 }

@@ -16,14 +16,16 @@ struct OutputPaths {
   std::string meta_json;     // beside the summary: <stem>.meta.json
   std::string timeline_csv;  // --timeline, or <stem>.timeline.csv
   std::string trace_json;    // beside the timeline: <timeline stem>.trace.json
+  std::string power_csv;     // beside the summary: <stem>.power.csv (phase 4 --power)
 };
 
 // Checks user-given paths (UsageError if a directory is missing or read-only) and fills in the defaults.
 // Creates nothing.
 OutputPaths resolve_output_paths(const std::string& phase, const CommonOptions& options);
 
-// Writes the summary, metadata, timeline CSV and Chrome trace, each atomically; creates the default directory.
+// Writes the summary, metadata, timeline CSV and Chrome trace (and the power CSV when given), each atomically and
+// the summary last; creates the default directory.
 void write_run_outputs(const OutputPaths& paths, const CsvTable& summary, const nlohmann::json& meta,
-                       const std::vector<TimelineEvent>& timeline);
+                       const std::vector<TimelineEvent>& timeline, const CsvTable* power = nullptr);
 
 }  // namespace ob

@@ -3,7 +3,7 @@
 #include <map>
 #include <utility>
 
-#include "common/mpi_check.hpp"
+#include "common/mpi_session.hpp"
 
 namespace ob {
 
@@ -45,33 +45,13 @@ nlohmann::json chrome_trace(const std::vector<TimelineEvent>& events) {
 }
 
 std::vector<TimelineEvent> gather_timeline(const std::vector<TimelineEvent>& local, MPI_Comm comm, int root) {
-  int rank = 0, size = 1;
-  MPI_CHECK(MPI_Comm_rank(comm, &rank));
-  MPI_CHECK(MPI_Comm_size(comm, &size));
   nlohmann::json mine = nlohmann::json::array();
   for (const auto& e : local) {
     mine.push_back({e.rank, e.lane, e.name, e.iter, e.chunk, e.start_us, e.end_us});
   }
-  const std::string text = mine.dump();
-  int length = static_cast<int>(text.size());
-  std::vector<int> lengths(rank == root ? size : 0);
-  MPI_CHECK(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, root, comm));
-  std::vector<int> offsets(lengths.size(), 0);
-  std::string all;
-  if (rank == root) {
-    int total = 0;
-    for (int r = 0; r < size; ++r) {
-      offsets[r] = total;
-      total += lengths[r];
-    }
-    all.resize(static_cast<std::size_t>(total));
-  }
-  MPI_CHECK(MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, root,
-                        comm));
   std::vector<TimelineEvent> merged;
-  if (rank != root) return merged;
-  for (int r = 0; r < size; ++r) {
-    for (const auto& item : nlohmann::json::parse(all.substr(offsets[r], lengths[r]))) {
+  for (const auto& text : gather_strings(mine.dump(), comm, root)) {
+    for (const auto& item : nlohmann::json::parse(text)) {
       merged.push_back({item[0].get<int>(), item[1].get<std::string>(), item[2].get<std::string>(),
                         item[3].get<int>(), item[4].get<int>(), item[5].get<double>(), item[6].get<double>()});
     }

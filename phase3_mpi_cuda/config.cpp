@@ -11,6 +11,7 @@ namespace phase3 {
 void add_options(CLI::App& app, Config& config) {
   config.common.iters = 10;
   ob::add_common_options(app, config.common);
+  ob::add_fault_options(app, config.fault);
   app.add_option("--batch", config.batch, "Global batch (rows of x), split over the ranks")
       ->transform(ob::size_suffix())
       ->check(CLI::Range(1, 1 << 24))
@@ -43,12 +44,13 @@ void add_options(CLI::App& app, Config& config) {
 }
 
 void validate(const Config& config) {
+  ob::parse_fault(config.fault.inject_fault);
   ob::require(!config.cuda_aware || config.device != "cpu", "--cuda-aware", "--device cpu",
               "--cuda-aware needs GPU compute (--device gpu or auto)");
-  const double floats = 1.0 * config.batch * (2.0 * config.in + 3.0 * config.out) + 4.0 * config.in * config.out;
-  ob::require_fits_in_host_memory("--batch", std::to_string(config.batch), 4.0 * floats);
   ob::require(1.0 * config.in * config.out < 2147483647.0, "--in", std::to_string(config.in),
               "in * out must stay below 2^31 (MPI counts)");
+  const double floats = 1.0 * config.batch * (2.0 * config.in + 3.0 * config.out) + 4.0 * config.in * config.out;
+  ob::require_fits_in_host_memory("--batch", std::to_string(config.batch), 4.0 * floats);
 }
 
 std::vector<std::string> Config::modes() const {

@@ -6,11 +6,13 @@
 #include <vector>
 
 #include "common/options.hpp"
+#include "common/watchdog.hpp"
 
 namespace phase3 {
 
 struct Config {
   ob::CommonOptions common;
+  ob::FaultOptions fault;
   int batch = 1024;  // global batch, split over ranks (unevenly when it does not divide)
   int in = 512;
   int out = 512;

@@ -12,6 +12,7 @@
 #include "common/mpi_check.hpp"
 #include "common/mpi_session.hpp"
 #include "common/run_output.hpp"
+#include "common/watchdog.hpp"
 #include "phase3_mpi_cuda/backend.hpp"
 #include "phase3_mpi_cuda/config.hpp"
 #include "phase3_mpi_cuda/runner.hpp"
@@ -48,6 +49,8 @@ int main(int argc, char** argv) {
     if (auto code = ob::parse_options(app, argc, argv, root)) return *code;
     phase3::validate(config);
     const auto paths = ob::resolve_output_paths("phase3", config.common);
+    ob::Watchdog watchdog(program, mpi->rank(), mpi->size(), config.fault,
+                          [] { MPI_Abort(MPI_COMM_WORLD, ob::kExitRuntime); });
 
     std::string device = config.device;
     nlohmann::json gpu_meta = nlohmann::json::array();

@@ -21,7 +21,10 @@ bool is_strategy(const std::string& mode) { return mode == "seq" || mode == "thr
 std::string check_against_reference(const Config& config, Backend& backend, MPI_Comm comm,
                                     ob::SteadyClock::time_point origin, int rank) {
   std::vector<double> reference;
-  if (rank == 0) reference = reference_weights(config, kReferenceSteps);
+  if (rank == 0) {
+    ob::progress_note("the single-process reference");
+    reference = reference_weights(config, kReferenceSteps);
+  }
   const auto w0 = make_shard(config, {0, 0}).w0;
   std::string failure;
   for (const auto& mode : config.modes()) {

@@ -8,6 +8,7 @@
 
 #include "common/handoff.hpp"
 #include "common/mpi_check.hpp"
+#include "common/watchdog.hpp"
 #include "common/verify.hpp"
 
 namespace phase3 {
@@ -203,6 +204,7 @@ ModeRun run_mode(const std::string& mode, Backend& backend, const Config& config
     const int iter = timing ? i - config.common.warmup : i;
     if (mode == "comm") backend.write_comm(pattern);
     MPI_CHECK(MPI_Barrier(comm));  // every iteration starts together; its time is then the slowest rank's
+    ob::step_started(ob::iteration_name(mode, i, timing ? config.common.warmup : 0));  // others wait in the step
     Step step(mode, backend, config, comm, origin, iter, rank);
     const auto start = ob::SteadyClock::now();
     step.run();

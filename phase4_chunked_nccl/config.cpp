@@ -37,25 +37,63 @@ void add_options(CLI::App& app, Config& config) {
   app.add_option("--nccl-max-ctas", config.nccl_max_ctas, "NCCL's most CTAs per collective (fewer: less contention)")
       ->check(CLI::Range(1, 64));
   app.add_option("--nccl-min-ctas", config.nccl_min_ctas, "NCCL's fewest CTAs per collective")->check(CLI::Range(1, 64));
+  app.add_option("--comm-dtype", config.comm_dtype,
+                 "Type the gradient is all-reduced in: fp32, or bf16 (cast into a half-size buffer and back)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
+  app.add_option("--accum-steps", config.accum_steps,
+                 "Micro-steps per step (gradient accumulation; the all-reduces follow the last one's backward)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_flag("--power", config.power, "Sample each GPU's power every 20 ms (NVML) and report energy per iteration");
+  app.add_flag("--graph", config.graph, "Capture each mode's step in a CUDA graph and replay it");
+  ob::add_fault_options(app, config.fault);
   app.add_option("--sweep", config.sweep,
-                 "Run every point in one process: chunks=5,10,20,50, bucket-mb=1,5,25,100 or nccl-max-ctas=2,4,8");
+                 "Run every point in one process: NAME=V1,V2,... with NAME chunks, bucket-mb, nccl-max-ctas, "
+                 "nccl-min-ctas or accum-steps");
 }
 
 namespace {
 
-struct Sweep {
+// What --sweep can vary: whole numbers up to `most` (bucket-mb: any number > 0), and how a point takes its value.
+struct SweepParameter {
   std::string name;
+  bool whole;
+  double most;
+  void (*apply)(Config&, double);
+};
+
+const std::vector<SweepParameter>& sweep_parameters() {
+  static const std::vector<SweepParameter> table = {
+      {"chunks", true, 1 << 24, [](Config& c, double v) { c.chunks = static_cast<int>(v); }},
+      {"bucket-mb", false, 1e6,
+       [](Config& c, double v) {
+         c.chunks = 0;
+         c.bucket_mb = v;
+       }},
+      {"nccl-max-ctas", true, 64, [](Config& c, double v) { c.nccl_max_ctas = static_cast<int>(v); }},
+      {"nccl-min-ctas", true, 64, [](Config& c, double v) { c.nccl_min_ctas = static_cast<int>(v); }},
+      {"accum-steps", true, 1024, [](Config& c, double v) { c.accum_steps = static_cast<int>(v); }},
+  };
+  return table;
+}
+
+struct Sweep {
+  const SweepParameter* parameter = nullptr;
   std::vector<double> values;
 };
 
 Sweep parse_sweep(const std::string& text) {
-  const std::string allowed =
-      "NAME=V1,V2,... with NAME chunks or nccl-max-ctas (whole numbers >= 1) or bucket-mb (> 0)";
+  std::string names;
+  for (const auto& name : sweep_names()) names += (names.empty() ? "" : ", ") + name;
+  const std::string allowed = "NAME=V1,V2,... with NAME one of " + names + " (whole numbers >= 1; bucket-mb > 0)";
   const auto equals = text.find('=');
   ob::require(equals != std::string::npos, "--sweep", text, allowed);
-  Sweep sweep{text.substr(0, equals), {}};
-  ob::require(sweep.name == "chunks" || sweep.name == "bucket-mb" || sweep.name == "nccl-max-ctas", "--sweep", text,
-              allowed);
+  Sweep sweep;
+  for (const auto& parameter : sweep_parameters()) {
+    if (parameter.name == text.substr(0, equals)) sweep.parameter = &parameter;
+  }
+  ob::require(sweep.parameter != nullptr, "--sweep", text, allowed);
   const auto items = ob::split_list(text.substr(equals + 1));
   ob::require(!items.empty(), "--sweep", text, allowed);
   for (const auto& item : items) {
@@ -66,10 +104,9 @@ Sweep parse_sweep(const std::string& text) {
     } catch (const std::exception&) {
       used = 0;
     }
-    const double most = sweep.name == "nccl-max-ctas" ? 64 : (1 << 24);
-    const bool whole = sweep.name == "bucket-mb" || (value == std::floor(value) && value <= most);
-    ob::require(used == item.size() && std::isfinite(value) && value > 0 && value <= 1e6 && whole, "--sweep", text,
-                allowed);
+    const bool whole = !sweep.parameter->whole || value == std::floor(value);
+    ob::require(used == item.size() && std::isfinite(value) && value > 0 && value <= sweep.parameter->most && whole,
+                "--sweep", text, allowed);
     sweep.values.push_back(value);
   }
   return sweep;
@@ -77,28 +114,36 @@ Sweep parse_sweep(const std::string& text) {
 
 }  // namespace
 
+const std::vector<std::string>& sweep_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> list;
+    for (const auto& parameter : sweep_parameters()) list.push_back(parameter.name);
+    return list;
+  }();
+  return names;
+}
+
 void validate(const CLI::App& app, const Config& config) {
   ob::require(!(config.chunks > 0 && (app.count("--bucket-mb") > 0 || app.count("--first-bucket-mb") > 0)),
               "--chunks", std::to_string(config.chunks), "--chunks and --bucket-mb/--first-bucket-mb exclude each other");
+  ob::parse_fault(config.fault.inject_fault);
   if (!config.sweep.empty()) {
     const auto sweep = parse_sweep(config.sweep);
-    ob::require(!(sweep.name == "bucket-mb" && config.chunks > 0), "--sweep", config.sweep,
+    ob::require(!(sweep.parameter->name == "bucket-mb" && config.chunks > 0), "--sweep", config.sweep,
                 "a bucket-mb sweep cannot be combined with --chunks");
-  }
-  // NCCL rejects minCTAs without maxCTAs (seen with 2.28: "invalid argument").
-  const bool max_swept = config.sweep.rfind("nccl-max-ctas=", 0) == 0;
-  ob::require(config.nccl_min_ctas == 0 || config.nccl_max_ctas > 0 || max_swept, "--nccl-min-ctas",
-              std::to_string(config.nccl_min_ctas), "needs --nccl-max-ctas (or an nccl-max-ctas sweep)");
-  ob::require(config.nccl_min_ctas == 0 || config.nccl_max_ctas == 0 || config.nccl_min_ctas <= config.nccl_max_ctas,
-              "--nccl-min-ctas", std::to_string(config.nccl_min_ctas), "at most --nccl-max-ctas");
-  if (max_swept && config.nccl_min_ctas > 0) {
-    for (const auto& point : config.sweep_points()) {
-      ob::require(config.nccl_min_ctas <= point.nccl_max_ctas, "--nccl-min-ctas", std::to_string(config.nccl_min_ctas),
-                  "at most every nccl-max-ctas of the sweep");
-    }
   }
   ob::require(1.0 * config.batch * config.hidden < 2147483647.0, "--batch", std::to_string(config.batch),
               "batch * hidden must stay below 2^31");
+  for (const auto& point : config.sweep_points()) {
+    // NCCL rejects minCTAs without maxCTAs (seen with 2.28: "invalid argument").
+    const std::string min_ctas = std::to_string(point.nccl_min_ctas);
+    ob::require(point.nccl_min_ctas == 0 || point.nccl_max_ctas > 0, "--nccl-min-ctas", min_ctas,
+                "needs --nccl-max-ctas (or an nccl-max-ctas sweep)");
+    ob::require(point.nccl_min_ctas <= point.nccl_max_ctas || point.nccl_max_ctas == 0, "--nccl-min-ctas", min_ctas,
+                "at most --nccl-max-ctas (at every point of the sweep)");
+    ob::require(1.0 * point.accum_steps * point.batch * point.hidden < 2147483647.0, "--accum-steps",
+                std::to_string(point.accum_steps), "accum-steps * batch * hidden must stay below 2^31");
+  }
 }
 
 std::vector<std::string> Config::modes() const {
@@ -114,8 +159,13 @@ double Config::grad_mb() const { return 4.0 * layers * hidden * hidden / (1 << 2
 
 double Config::device_bytes() const {
   const double w = 1.0 * layers * hidden * hidden, act = 1.0 * batch * hidden;
-  // weights, gradients, room for one weight snapshot; activations A_0..A_L, target, dZ, dA; 64 MiB of headroom.
-  return 4.0 * (3.0 * w + (layers + 1.0) * act + 3.0 * act) + (64 << 20);
+  // weights, gradients, room for one weight snapshot; activations A_1..A_L; inputs and targets of every
+  // micro-batch; dZ, dA; the bf16 copy of the gradient; 64 MiB of headroom.
+  double floats = 3.0 * w + layers * act + 2.0 * accum_steps * act + 2.0 * act;
+  if (comm_dtype == "bf16") floats += 0.5 * w + (common.check ? w : 0.0);  // --check: an fp32-reduced reference
+  double bytes = 4.0 * floats + (64 << 20);
+  if (common.check && accum_steps > 1) bytes += accumulation_reference().device_bytes();
+  return bytes;
 }
 
 std::vector<Config> Config::sweep_points() const {
@@ -125,14 +175,7 @@ std::vector<Config> Config::sweep_points() const {
   for (double value : parsed.values) {
     Config point = *this;
     point.sweep.clear();
-    if (parsed.name == "chunks") {
-      point.chunks = static_cast<int>(value);
-    } else if (parsed.name == "nccl-max-ctas") {
-      point.nccl_max_ctas = static_cast<int>(value);
-    } else {
-      point.chunks = 0;
-      point.bucket_mb = value;
-    }
+    parsed.parameter->apply(point, value);
     points.push_back(point);
   }
   return points;
@@ -141,7 +184,20 @@ std::vector<Config> Config::sweep_points() const {
 std::string Config::point_label() const {
   std::string label = chunks > 0 ? "chunks=" + std::to_string(chunks) : "bucket-mb=" + ob::format_number(bucket_mb);
   if (nccl_max_ctas > 0) label += ", nccl-max-ctas=" + std::to_string(nccl_max_ctas);
+  if (nccl_min_ctas > 0) label += ", nccl-min-ctas=" + std::to_string(nccl_min_ctas);
+  if (accum_steps > 1) label += ", accum-steps=" + std::to_string(accum_steps);
+  if (comm_dtype != "fp32") label += ", comm-dtype=" + comm_dtype;
+  if (graph) label += ", graph";
   return label;
+}
+
+Config Config::accumulation_reference() const {
+  Config reference = *this;
+  reference.batch = batch * accum_steps;
+  reference.accum_steps = 1;
+  reference.sweep.clear();
+  reference.common.check = false;
+  return reference;
 }
 
 }  // namespace phase4

@@ -6,12 +6,14 @@
 #include <vector>
 
 #include "common/options.hpp"
+#include "common/watchdog.hpp"
 #include "phase4_chunked_nccl/bucket_plan.hpp"
 
 namespace phase4 {
 
 struct Config {
   ob::CommonOptions common;
+  ob::FaultOptions fault;
   int hidden = 4096;
   int layers = 16;
   int batch = 512;  // rows per rank
@@ -24,15 +26,24 @@ struct Config {
   std::string comm_priority = "normal";  // the comm stream's priority: normal | high
   int nccl_max_ctas = 0;  // ncclConfig_t.maxCTAs (0: NCCL's default)
   int nccl_min_ctas = 0;  // ncclConfig_t.minCTAs (0: NCCL's default)
-  std::string sweep;  // "chunks=5,10,20,50", "bucket-mb=1,5,25,100" or "nccl-max-ctas=2,4,8,16,32"
+  std::string comm_dtype = "fp32";  // fp32 | bf16: the type the gradient travels in
+  int accum_steps = 1;  // micro-steps per step: gradients accumulate, communication only after the last
+  bool power = false;   // sample every GPU's power (NVML) and measure energy per iteration
+  bool graph = false;   // replay each step as one captured CUDA graph
+  std::string sweep;  // NAME=V1,V2,...: one of sweep_names()
 
   std::vector<std::string> modes() const;  // in run order; compute and comm come first when derived rows need them
   BucketPlan plan() const;
   double grad_mb() const;
   double device_bytes() const;  // weights, gradients, activations and work buffers on one GPU
   std::vector<Config> sweep_points() const;  // this configuration once per sweep value (itself when no sweep)
-  std::string point_label() const;           // "chunks=20", "bucket-mb=25", with ", nccl-max-ctas=4" when set
+  std::string point_label() const;           // "chunks=20", "bucket-mb=25", with the other swept options when set
+  Config accumulation_reference() const;     // one step on the K-times batch that K micro-steps must equal
 };
+
+// The options --sweep takes (every numeric option of phase 4's communication).
+const std::vector<std::string>& sweep_names();
+
 
 void add_options(CLI::App& app, Config& config);
 void validate(const CLI::App& app, const Config& config);  // throws ob::UsageError

@@ -66,6 +66,38 @@ __global__ void pattern_wrong_kernel(const float* x, std::size_t n, std::uint64_
   }
 }
 
+__global__ void to_bf16_kernel(const float* x, __nv_bfloat16* y, std::size_t n) {
+  GRID_STRIDE(i, n) y[i] = __float2bfloat16_rn(x[i]);
+}
+
+__global__ void from_bf16_kernel(const __nv_bfloat16* y, float* x, std::size_t n) {
+  GRID_STRIDE(i, n) x[i] = __bfloat162float(y[i]);
+}
+
+__global__ void diff_norms_kernel(const float* a, const float* ref, std::size_t n, double* out) {
+  __shared__ double partial[2][kThreads];
+  double diff = 0.0, norm = 0.0;
+  GRID_STRIDE(i, n) {
+    const double d = static_cast<double>(a[i]) - ref[i];
+    diff += d * d;
+    norm += static_cast<double>(ref[i]) * ref[i];
+  }
+  partial[0][threadIdx.x] = diff;
+  partial[1][threadIdx.x] = norm;
+  __syncthreads();
+  for (int s = kThreads / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) {
+      partial[0][threadIdx.x] += partial[0][threadIdx.x + s];
+      partial[1][threadIdx.x] += partial[1][threadIdx.x + s];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    atomicAdd(out, partial[0][0]);
+    atomicAdd(out + 1, partial[1][0]);
+  }
+}
+
 __global__ void fingerprint_kernel(const float* x, std::size_t n, unsigned long long* out) {
   unsigned long long local = 0;
   GRID_STRIDE(i, n) {
@@ -87,8 +119,9 @@ void relu_backward(float* d, const float* a, std::size_t n, cudaStream_t s) {
   relu_backward_kernel<<<blocks_for(n), kThreads, 0, s>>>(d, a, n);
   CUDA_CHECK_LAUNCH();
 }
-void mse_grad(const float* y, const float* t, float* dz, double* loss_sum, std::size_t n, cudaStream_t s) {
-  mse_grad_kernel<<<blocks_for(n), kThreads, 0, s>>>(y, t, dz, loss_sum, n, 2.0f / static_cast<float>(n));
+void mse_grad(const float* y, const float* t, float* dz, double* loss_sum, std::size_t n, double mean_over,
+              cudaStream_t s) {
+  mse_grad_kernel<<<blocks_for(n), kThreads, 0, s>>>(y, t, dz, loss_sum, n, static_cast<float>(2.0 / mean_over));
   CUDA_CHECK_LAUNCH();
 }
 void sgd(float* w, const float* g, float scale, std::size_t n, cudaStream_t s) {
@@ -106,6 +139,18 @@ void fill_rank_pattern(float* x, std::size_t n, std::uint64_t seed, int rank, cu
 void count_pattern_wrong(const float* x, std::size_t n, std::uint64_t seed, int ranks, unsigned long long* wrong,
                          unsigned long long* first, cudaStream_t s) {
   pattern_wrong_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, n, seed, ranks, wrong, first);
+  CUDA_CHECK_LAUNCH();
+}
+void to_bf16(const float* x, __nv_bfloat16* y, std::size_t n, cudaStream_t s) {
+  to_bf16_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, y, n);
+  CUDA_CHECK_LAUNCH();
+}
+void from_bf16(const __nv_bfloat16* y, float* x, std::size_t n, cudaStream_t s) {
+  from_bf16_kernel<<<blocks_for(n), kThreads, 0, s>>>(y, x, n);
+  CUDA_CHECK_LAUNCH();
+}
+void diff_norms(const float* a, const float* ref, std::size_t n, double* out, cudaStream_t s) {
+  diff_norms_kernel<<<blocks_for(n), kThreads, 0, s>>>(a, ref, n, out);
   CUDA_CHECK_LAUNCH();
 }
 void fingerprint(const float* x, std::size_t n, unsigned long long* out, cudaStream_t s) {

@@ -1,8 +1,10 @@
 // Phase 4's elementwise kernels: ReLU and its backward mask, the MSE gradient, the SGD update over the whole
-// contiguous weight buffer, seeded initialisation, and the checkers' kernels (exact all-reduce pattern, weight
-// fingerprint) that run on the device so multi-GB buffers need not be copied to the host.
+// contiguous weight buffer, seeded initialisation, the bf16 casts of the communicated gradient, and the checkers'
+// kernels (exact all-reduce pattern, error norms, weight fingerprint) that run on the device so multi-GB buffers
+// need not be copied to the host.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -13,8 +15,9 @@ namespace phase4 {
 void relu_inplace(float* a, std::size_t n, cudaStream_t stream);
 // d *= (a > 0): the ReLU's backward, with a the layer's (post-ReLU) output.
 void relu_backward(float* d, const float* a, std::size_t n, cudaStream_t stream);
-// dz = 2 (y - t) / n, loss_sum += sum (y - t)^2.
-void mse_grad(const float* y, const float* t, float* dz, double* loss_sum, std::size_t n, cudaStream_t stream);
+// dz = 2 (y - t) / mean_over (the loss is a mean over that many elements), loss_sum += sum (y - t)^2.
+void mse_grad(const float* y, const float* t, float* dz, double* loss_sum, std::size_t n, double mean_over,
+              cudaStream_t stream);
 // w -= scale * g
 void sgd(float* w, const float* g, float scale, std::size_t n, cudaStream_t stream);
 // x[i] = scale * U(-1, 1), deterministic in (seed, i).
@@ -25,6 +28,11 @@ void fill_rank_pattern(float* x, std::size_t n, std::uint64_t seed, int rank, cu
 // caller), and the first such index (into *first, set to ~0 by the caller).
 void count_pattern_wrong(const float* x, std::size_t n, std::uint64_t seed, int ranks, unsigned long long* wrong,
                          unsigned long long* first, cudaStream_t stream);
+// The communicated copy of a bf16 gradient, rounded to nearest even, and back.
+void to_bf16(const float* x, __nv_bfloat16* y, std::size_t n, cudaStream_t stream);
+void from_bf16(const __nv_bfloat16* y, float* x, std::size_t n, cudaStream_t stream);
+// out[0] += sum (a - ref)^2, out[1] += sum ref^2 (zeroed by the caller): the relative error's norms.
+void diff_norms(const float* a, const float* ref, std::size_t n, double* out, cudaStream_t stream);
 // Order-independent 64-bit fingerprint of the bits of x (added into *out, zeroed by the caller).
 void fingerprint(const float* x, std::size_t n, unsigned long long* out, cudaStream_t stream);
 

@@ -4,18 +4,21 @@
 #include <mpi.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <iostream>
 #include <memory>
 
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/device_buffer.hpp"
 #include "common/cuda/device_info.hpp"
+#include "common/cuda/power_monitor.hpp"
 #include "common/errors.hpp"
 #include "common/main_guard.hpp"
 #include "common/metadata.hpp"
 #include "common/mpi_check.hpp"
 #include "common/mpi_session.hpp"
 #include "common/run_output.hpp"
+#include "common/watchdog.hpp"
 #include "phase4_chunked_nccl/config.hpp"
 #include "phase4_chunked_nccl/nccl_comm.hpp"
 #include "phase4_chunked_nccl/runner.hpp"
@@ -33,6 +36,12 @@ int main(int argc, char** argv) {
     if (auto code = ob::parse_options(app, argc, argv, root)) return *code;
     phase4::validate(app, config);
     const auto paths = ob::resolve_output_paths("phase4", config.common);
+    // A stalled rank: abort this rank's NCCL communicator (its kernels stop), then the whole job.
+    static std::atomic<ncclComm_t> live_comm{nullptr};
+    ob::Watchdog watchdog(program, mpi->rank(), mpi->size(), config.fault, [] {
+      if (ncclComm_t comm = live_comm.load()) ncclCommAbort(comm);
+      MPI_Abort(MPI_COMM_WORLD, ob::kExitRuntime);
+    });
 
     const auto probe = ob::probe_cuda();
     if (probe.devices == 0) {
@@ -51,18 +60,34 @@ int main(int argc, char** argv) {
     }
     const int device = local;
     CUDA_CHECK(cudaSetDevice(device));
-    ob::require_fits_on_device("--batch", std::to_string(config.batch), config.device_bytes());
+    auto points = config.sweep_points();
+    for (const auto& point : points) {
+      ob::require_fits_on_device("--batch", std::to_string(point.batch), point.device_bytes());
+    }
 
-    const auto points = config.sweep_points();
+    ob::progress_note("NCCL set-up");
     auto nccl = std::make_unique<phase4::NcclComm>(mpi->rank(), mpi->size(), MPI_COMM_WORLD,
                                                    points.front().nccl_max_ctas, points.front().nccl_min_ctas);
-    phase4::Trainer trainer(config, mpi->rank(), mpi->size(), nccl->get(), MPI_COMM_WORLD);
+    live_comm = nccl->get();
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    const auto origin = ob::SteadyClock::now();
+    std::unique_ptr<ob::PowerMonitor> power;
+    if (config.power) {
+      power = std::make_unique<ob::PowerMonitor>(device, mpi->rank(), origin);
+      int available = power->available(), everywhere = 0;
+      MPI_CHECK(MPI_Allreduce(&available, &everywhere, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+      if (!everywhere) {
+        if (root || !available) std::cerr << "phase4: rank " << mpi->rank() << ": power: unavailable ("
+                                          << (available ? "not on every rank" : power->why()) << ")" << std::endl;
+        power.reset();
+      }
+    }
+    const bool asked_for_power = config.power;
+    config.power = power != nullptr;  // energy columns only where power is measured
+    for (auto& point : points) point.power = config.power;
     if (root && !config.common.quiet && mpi->size() == 1) {
       std::cerr << "phase4: 1 rank: the all-reduces move no data (comm is a no-op)" << std::endl;
     }
-
-    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    const auto origin = ob::SteadyClock::now();
     std::vector<ob::SummaryRow> rows;
     std::vector<ob::TimelineEvent> events;
     std::string failure;
@@ -73,27 +98,35 @@ int main(int argc, char** argv) {
                   << points[p].plan().describe() << std::endl;
       }
       if (!nccl->matches(points[p].nccl_max_ctas, points[p].nccl_min_ctas)) {  // an nccl-max-ctas sweep
+        live_comm = nullptr;
         nccl.reset();
+        ob::progress_note("NCCL set-up");
         nccl = std::make_unique<phase4::NcclComm>(mpi->rank(), mpi->size(), MPI_COMM_WORLD, points[p].nccl_max_ctas,
                                                   points[p].nccl_min_ctas);
-        trainer.use_comm(nccl->get());
+        live_comm = nccl->get();
       }
+      // A model per point: an accum-steps sweep changes how many micro-batches it holds.
+      phase4::Trainer trainer(points[p], mpi->rank(), mpi->size(), nccl->get(), MPI_COMM_WORLD, power.get());
       auto result = phase4::run_point(points[p], trainer, MPI_COMM_WORLD, origin, progress);
       rows.insert(rows.end(), result.rows.begin(), result.rows.end());
       if (points.size() == 1) events = std::move(result.events);  // a sweep keeps the summary only
       if (failure.empty() && !result.failure.empty()) failure = points[p].point_label() + ": " + result.failure;
     }
 
+    const auto samples = power ? ob::gather_power(power->samples(), MPI_COMM_WORLD) : std::vector<ob::PowerSample>();
     if (root) {
       auto meta = ob::base_metadata("phase4", argc, argv);
       meta["clock"] = "cuda_event";
       meta["gpus"] = nlohmann::json::array({ob::cuda_metadata(device)});
       meta["nccl_nvls_enable"] = std::getenv("NCCL_NVLS_ENABLE") ? std::getenv("NCCL_NVLS_ENABLE") : "unset";
-      write_run_outputs(paths, ob::summary_csv("phase4", rows), meta, events);
+      meta["power"] = power ? "nvml, every 20 ms" : asked_for_power ? "unavailable" : "off";
+      const auto power_table = ob::power_csv(samples);
+      write_run_outputs(paths, ob::summary_csv("phase4", rows), meta, events, power ? &power_table : nullptr);
       std::cout << "# phase4_chunked_nccl: " << mpi->size() << " rank(s), MLP H=" << config.hidden << " L="
                 << config.layers << " B=" << config.batch << " per rank, " << (config.tf32 ? "TF32" : "fp32")
                 << " GEMMs, median of " << config.common.iters << " steps, slowest rank (CUDA events)\n";
       std::cout << ob::render_summary(rows, phase4::console_columns()) << "# summary: " << paths.summary_csv << "\n";
+      if (power) std::cout << "# power: " << paths.power_csv << " (" << samples.size() << " samples)\n";
     }
     if (!failure.empty()) {
       if (root) throw ob::CheckFailure(failure);

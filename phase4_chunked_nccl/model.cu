@@ -8,21 +8,23 @@
 namespace phase4 {
 
 Mlp::Mlp(const Config& config, int rank, cublasHandle_t cublas)
-    : config_(config), hidden_(config.hidden), layers_(config.layers), batch_(config.batch), cublas_(cublas),
-      weight_seed_(config.common.seed) {
+    : config_(config), hidden_(config.hidden), layers_(config.layers), batch_(config.batch),
+      micro_steps_(config.accum_steps), cublas_(cublas), weight_seed_(config.common.seed) {
   const std::size_t w = static_cast<std::size_t>(layers_) * hidden_ * hidden_;
-  const std::size_t act = static_cast<std::size_t>(batch_) * hidden_;
+  const std::size_t act = batch_elements(), data = act * micro_steps_;
   weights_ = ob::DeviceBuffer<float>(w);
   grads_ = ob::DeviceBuffer<float>(w);
-  activations_ = ob::DeviceBuffer<float>((layers_ + 1) * act);
-  target_ = ob::DeviceBuffer<float>(act);
+  inputs_ = ob::DeviceBuffer<float>(data);
+  targets_ = ob::DeviceBuffer<float>(data);
+  activations_ = ob::DeviceBuffer<float>(layers_ * act);
   dz_ = ob::DeviceBuffer<float>(act);
   da_ = ob::DeviceBuffer<float>(act);
   loss_ = ob::DeviceBuffer<double>(1);
-  // Each rank's data differs (seeded by rank); the target is a fixed random matrix.
+  // Each rank's data differs (seeded by rank); the target is a fixed random matrix. Micro-batch k is element range
+  // [k * act, (k + 1) * act) of the seeded sequence: the same numbers as rows [kB, (k+1)B) of a K*B-row batch.
   const std::uint64_t data_seed = config.common.seed * 1000003u + 17u * static_cast<std::uint64_t>(rank + 1);
-  fill_uniform(activation(0), act, data_seed, 1.0f, nullptr);
-  fill_uniform(target_.get(), act, data_seed + 1, 1.0f, nullptr);
+  fill_uniform(inputs_.get(), data, data_seed, 1.0f, nullptr);
+  fill_uniform(targets_.get(), data, data_seed + 1, 1.0f, nullptr);
   CUDA_CHECK(cudaMemset(grads_.get(), 0, grads_.bytes()));
   reset_weights(nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
@@ -33,25 +35,27 @@ void Mlp::reset_weights(cudaStream_t stream) {
   fill_uniform(weights_.get(), weights_.size(), weight_seed_ + 99u, std::sqrt(6.0f / hidden_), stream);
 }
 
-void Mlp::forward(cudaStream_t stream) {
-  const std::size_t act = static_cast<std::size_t>(batch_) * hidden_;
+void Mlp::forward(int micro, cudaStream_t stream) {
+  micro_ = static_cast<std::size_t>(micro);
+  const std::size_t act = batch_elements();
   for (int l = 1; l <= layers_; ++l) {
     ob::cublas_gemm(cublas_, config_.tf32, {batch_, hidden_, hidden_}, activation(l - 1), slot(weights_, layers_ - l),
                     activation(l), stream);
     if (l < layers_) relu_inplace(activation(l), act, stream);
   }
   CUDA_CHECK(cudaMemsetAsync(loss_.get(), 0, sizeof(double), stream));
-  mse_grad(activation(layers_), target_.get(), dz_.get(), loss_.get(), act, stream);
+  mse_grad(activation(layers_), targets_.get() + micro_ * act, dz_.get(), loss_.get(), act,
+           static_cast<double>(act) * micro_steps_, stream);
 }
 
-void Mlp::backward_step(int step, cudaStream_t stream) {
+void Mlp::backward_step(int step, bool accumulate, cudaStream_t stream) {
   const int l = layers_ - step;
   ob::cublas_gemm(cublas_, config_.tf32, {hidden_, hidden_, batch_, true, false}, activation(l - 1), dz_.get(),
-                  slot(grads_, step), stream);
+                  slot(grads_, step), stream, accumulate ? 1.0f : 0.0f);
   if (l == 1) return;
   ob::cublas_gemm(cublas_, config_.tf32, {batch_, hidden_, hidden_, false, true}, dz_.get(), slot(weights_, step),
                   da_.get(), stream);
-  relu_backward(da_.get(), activation(l - 1), static_cast<std::size_t>(batch_) * hidden_, stream);
+  relu_backward(da_.get(), activation(l - 1), batch_elements(), stream);
   std::swap(dz_, da_);
 }
 

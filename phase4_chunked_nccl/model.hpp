@@ -1,5 +1,6 @@
 // The MLP of phase 4: L square layers of width H, ReLU between them, MSE against a fixed target, fp32 weights,
-// GEMMs through cuBLAS (TF32 by default). Weights and gradients each live in one contiguous buffer in backward
+// GEMMs through cuBLAS (TF32 by default). With K accumulation micro-steps each rank holds K micro-batches (rows
+// [kB, (k+1)B) of one K*B-row batch), and the loss is the mean over all of them. Weights and gradients each live in one contiguous buffer in backward
 // order: slot s holds layer L - s, so the gradient buffer fills front to back during the backward pass and a
 // bucket (an element range) is ready as soon as the slots it overlaps are written.
 #pragma once
@@ -17,11 +18,12 @@ class Mlp {
   Mlp(const Config& config, int rank, cublasHandle_t cublas);
 
   void reset_weights(cudaStream_t stream);  // the initial weights, identical on every rank
-  // A_l = ReLU(A_{l-1} · W_l) (no ReLU on the last layer), then dZ = 2 (A_L - T) / (batch * hidden).
-  void forward(cudaStream_t stream);
-  // Backward step s (layer l = L - s): dW_l = A_{l-1}ᵀ · dZ into gradient slot s, then (l > 1) the next dZ =
-  // (dZ · W_lᵀ) masked by A_{l-1} > 0.
-  void backward_step(int step, cudaStream_t stream);
+  // On micro-batch `micro`: A_l = ReLU(A_{l-1} · W_l) (no ReLU on the last layer), then
+  // dZ = 2 (A_L - T) / (K * batch * hidden).
+  void forward(int micro, cudaStream_t stream);
+  // Backward step s (layer l = L - s) of the last forward's micro-batch: dW_l = A_{l-1}ᵀ · dZ into gradient slot s
+  // (added to it when `accumulate`), then (l > 1) the next dZ = (dZ · W_lᵀ) masked by A_{l-1} > 0.
+  void backward_step(int step, bool accumulate, cudaStream_t stream);
   void update(float scale, cudaStream_t stream);  // W -= scale · G
 
   float* weights() const { return weights_.get(); }
@@ -29,15 +31,20 @@ class Mlp {
   std::size_t elements() const { return weights_.size(); }
 
  private:
-  float* activation(int l) const { return activations_.get() + static_cast<std::size_t>(l) * batch_ * hidden_; }
+  std::size_t batch_elements() const { return static_cast<std::size_t>(batch_) * hidden_; }
+  // A_0 is the current micro-batch's input; A_1..A_L are kept for the backward pass.
+  float* activation(int l) const {
+    return l == 0 ? inputs_.get() + micro_ * batch_elements() : activations_.get() + (l - 1) * batch_elements();
+  }
   float* slot(const ob::DeviceBuffer<float>& buffer, int step) const {
     return buffer.get() + static_cast<std::size_t>(step) * hidden_ * hidden_;
   }
 
   const Config& config_;
-  int hidden_, layers_, batch_;
+  int hidden_, layers_, batch_, micro_steps_;
+  std::size_t micro_ = 0;
   cublasHandle_t cublas_;
-  ob::DeviceBuffer<float> weights_, grads_, activations_, target_, dz_, da_;
+  ob::DeviceBuffer<float> weights_, grads_, inputs_, targets_, activations_, dz_, da_;
   ob::DeviceBuffer<double> loss_;
   std::uint64_t weight_seed_;
 };

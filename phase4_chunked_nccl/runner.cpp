@@ -4,39 +4,84 @@
 #include <cstring>
 #include <limits>
 
+#include "common/csv_writer.hpp"
 #include "common/metrics.hpp"
 #include "common/mpi_check.hpp"
 #include "common/stats.hpp"
 #include "common/verify.hpp"
+#include "common/watchdog.hpp"
 
 namespace phase4 {
 namespace {
 
 
-// seq and overlap launch the same reductions in the same order on the same data: their weights after the same
-// steps are compared, bitwise and by relative norm (the assertion is <= 1e-6).
-std::string check_overlap_matches_seq(const Config& config, Trainer& trainer, const BucketPlan& plan, MPI_Comm comm,
-                                      ob::SteadyClock::time_point origin, ob::SummaryRow& row) {
+// Weights after kEquivalenceSteps steps from the initial weights (eager unless `graph`).
+std::vector<float> weights_after(Trainer& trainer, const std::string& mode, const BucketPlan& plan,
+                                 ob::SteadyClock::time_point origin, bool eager, bool* ranks_agree) {
   trainer.reset_weights();
-  const auto seq = trainer.run("seq", plan, true, origin, kEquivalenceSteps);
-  const auto w_seq = trainer.download_weights();
+  const auto run = trainer.run(mode, plan, true, origin, kEquivalenceSteps, eager);
+  *ranks_agree = *ranks_agree && run.ranks_agree;
+  auto weights = trainer.download_weights();
   trainer.reset_weights();
-  const auto overlap = trainer.run("overlap", plan, true, origin, kEquivalenceSteps);
-  const auto w_overlap = trainer.download_weights();
-  trainer.reset_weights();
-  const std::vector<double> reference(w_seq.begin(), w_seq.end());
-  const auto check = ob::compare_relative(w_overlap.data(), reference.data(), reference.size());
-  int bitwise = std::memcmp(w_seq.data(), w_overlap.data(), w_seq.size() * sizeof(float)) == 0;
+  return weights;
+}
+
+// `got` against `want` on every rank: bitwise (all ranks) and the largest relative norm error; "" or the failure.
+std::string compare_weights(const std::vector<float>& got, const std::vector<float>& want, double tolerance,
+                            const std::string& what, const std::string& column, MPI_Comm comm, ob::SummaryRow& row) {
+  const std::vector<double> reference(want.begin(), want.end());
+  const auto check = ob::compare_relative(got.data(), reference.data(), reference.size());
+  int bitwise = std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0;
   int all_bitwise = 0;
   MPI_CHECK(MPI_Allreduce(&bitwise, &all_bitwise, 1, MPI_INT, MPI_MIN, comm));
   const double rel = ob::max_across_ranks({check.finite ? check.rel_error : INFINITY}, comm)[0];
-  row.set("overlap_vs_seq_bitwise", all_bitwise == 1).set("overlap_vs_seq_rel_error", rel);
-  if (!seq.ranks_agree || !overlap.ranks_agree) return "weights differ between ranks after a step";
-  if (!(rel <= 1e-6)) {
-    return "overlap weights differ from seq weights after " + std::to_string(kEquivalenceSteps) + " steps: " +
-           check.describe(1e-6);
+  row.set(column + "_bitwise", all_bitwise == 1).set(column + "_rel_error", rel);
+  if (rel <= tolerance) return "";
+  return what + " after " + std::to_string(kEquivalenceSteps) + " steps: " + check.describe(tolerance);
+}
+
+// The checks of one point, into `row` (merged into the overlap row):
+//  - overlap against seq: the same reductions in the same order on the same data, so the same weights (<= 1e-6);
+//  - --graph: the replayed seq against eager seq, bit for bit;
+//  - --comm-dtype bf16: the error bf16 communication puts into one step's gradient (<= kBf16GradientTolerance);
+//  - --accum-steps K: K micro-steps against one step on the K-times batch (fp32 tolerance, 1e-5).
+std::string check_point(const Config& config, Trainer& trainer, const BucketPlan& plan, MPI_Comm comm, int rank,
+                        int ranks, ob::SteadyClock::time_point origin, ob::SummaryRow& row) {
+  bool agree = true;
+  std::string failure;
+  auto first = [&](const std::string& found) {
+    if (failure.empty()) failure = found;
+  };
+  const auto seq = weights_after(trainer, "seq", plan, origin, true, &agree);
+  const auto overlap = weights_after(trainer, "overlap", plan, origin, false, &agree);
+  first(compare_weights(overlap, seq, 1e-6, "overlap weights differ from seq weights", "overlap_vs_seq", comm, row));
+  if (config.graph) {
+    const auto replayed = weights_after(trainer, "seq", plan, origin, false, &agree);
+    first(compare_weights(replayed, seq, 0.0, "graph replay differs from eager execution", "graph_vs_eager", comm,
+                          row));
   }
-  return "";
+  if (config.comm_dtype == "bf16") {
+    ob::progress_note("the bf16 gradient check");
+    const double error = ob::max_across_ranks({trainer.comm_gradient_error(plan)}, comm)[0];
+    trainer.reset_weights();
+    row.set("comm_grad_rel_error", error);
+    if (!(error <= kBf16GradientTolerance)) {
+      first("bf16 communication: gradient relative error " + ob::format_number(error) + " above " +
+            ob::format_number(kBf16GradientTolerance));
+    }
+  }
+  if (config.accum_steps > 1) {
+    ob::progress_note("the accumulation check");
+    const Config big = config.accumulation_reference();
+    Trainer reference(big, rank, ranks, trainer.comm(), comm);
+    const auto want = weights_after(reference, "seq", plan, origin, true, &agree);
+    first(compare_weights(seq, want, 1e-5,
+                          std::to_string(config.accum_steps) + " micro-steps differ from one step on the " +
+                              std::to_string(config.accum_steps) + "-times batch",
+                          "accum_vs_big_batch", comm, row));
+  }
+  if (!agree) return "weights differ between ranks after a step";
+  return failure;
 }
 
 }  // namespace
@@ -65,12 +110,13 @@ PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob:
       .set("first_bucket_mb", config.chunks > 0 ? std::nan("") : config.first_bucket_mb)
       .set("buckets", plan.buckets.size()).set("grad_mb", config.grad_mb()).set("tf32", config.tf32)
       .set("comm_priority", config.comm_priority).set("nccl_max_ctas", config.nccl_max_ctas)
-      .set("nccl_min_ctas", config.nccl_min_ctas).set("clock", "cuda_event");
+      .set("nccl_min_ctas", config.nccl_min_ctas).set("comm_dtype", config.comm_dtype)
+      .set("accum_steps", config.accum_steps).set("graph", config.graph).set("clock", "cuda_event");
 
   ob::SummaryRow equivalence;
   if (config.common.check) {
-    if (progress) *progress << "phase4: " << config.point_label() << ": checking overlap against seq" << std::endl;
-    result.failure = check_overlap_matches_seq(config, trainer, plan, comm, origin, equivalence);
+    if (progress) *progress << "phase4: " << config.point_label() << ": checks" << std::endl;
+    result.failure = check_point(config, trainer, plan, comm, rank, ranks, origin, equivalence);
   }
 
   std::vector<ModeRun> runs;
@@ -89,12 +135,19 @@ PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob:
     row.mode = mode;
     row.time_ms = ob::summarize(ob::max_across_ranks(run.iter_ms, comm));
     if (mode != "comm") row.set("backward_ms_p50", ob::slowest_median(run.backward_total_ms, comm));
+    if (config.power) {  // the job's energy (every GPU) per timed iteration, and the mean power of one GPU
+      const double joules = ob::sum_across_ranks({run.energy_j}, comm)[0];
+      const double seconds = ob::max_across_ranks({run.timed_s}, comm)[0];
+      row.set("energy_j_per_iter", joules / config.common.iters).set("power_w_avg", joules / seconds / ranks);
+    }
     if (mode == "comm") {
-      const double algbw = ob::algbw_GBps(4.0 * plan.elements, row.time_ms.p50);
+      const double bytes = (config.comm_dtype == "bf16" ? 2.0 : 4.0) * plan.elements;  // as it travels
+      const double algbw = ob::algbw_GBps(bytes, row.time_ms.p50);
       row.set("algbw_GBps", algbw).set("busbw_GBps", ob::allreduce_busbw_GBps(algbw, ranks));
       if (config.common.check) row.set("wrong", wrong);
     }
-    if (mode == "overlap") {
+    // The checks' columns go on the overlap row, or on the only row when a single other mode runs.
+    if (mode == "overlap" || config.modes().size() == 1) {
       for (const auto& field : equivalence.fields) row.set(field.first, field.second);
     }
     result.rows.push_back(row);

@@ -1,14 +1,17 @@
 #include <algorithm>
+#include <cmath>
+#include <functional>
 
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/event_timer.hpp"
 #include "common/mpi_check.hpp"
+#include "common/watchdog.hpp"
 #include "phase4_chunked_nccl/kernels.cuh"
 #include "phase4_chunked_nccl/trainer.hpp"
 
 namespace phase4 {
 
-// Indices into the EventLog of one timed step.
+// The events of one step, as indices into an EventLog (-1: not recorded).
 struct StepMarks {
   ob::EventLog* log = nullptr;
   int start = -1, forward_end = -1, update_start = -1, end = -1;
@@ -17,8 +20,66 @@ struct StepMarks {
   int mark(cudaStream_t stream) { return log ? log->record(stream) : -1; }
 };
 
-Trainer::Trainer(const Config& config, int rank, int ranks, ncclComm_t nccl, MPI_Comm comm)
-    : config_(config), rank_(rank), ranks_(ranks), nccl_(nccl), comm_(comm), scratch_(2) {
+namespace {
+
+StepMarks blank_marks(ob::EventLog* log, int layers, const BucketPlan& plan) {
+  StepMarks marks;
+  marks.log = log;
+  marks.step_begin.assign(layers, -1);
+  marks.step_end.assign(layers, -1);
+  marks.bucket_begin.assign(plan.buckets.size(), -1);
+  marks.bucket_end.assign(plan.buckets.size(), -1);
+  return marks;
+}
+
+// The same step in milliseconds since the mode's origin event.
+struct StepTimes {
+  double start = 0, forward_end = 0, update_start = 0, end = 0;
+  std::vector<double> step_begin, step_end, bucket_begin, bucket_end;
+};
+
+StepTimes resolve(const StepMarks& m, const std::function<double(int)>& at) {
+  auto one = [&](int index) { return index < 0 ? std::nan("") : at(index); };
+  auto all = [&](const std::vector<int>& indices) {
+    std::vector<double> times;
+    for (int index : indices) times.push_back(one(index));
+    return times;
+  };
+  return {one(m.start), one(m.forward_end), one(m.update_start), one(m.end),
+          all(m.step_begin), all(m.step_end), all(m.bucket_begin), all(m.bucket_end)};
+}
+
+// One captured step, instantiated; destroyed with the run that made it.
+class CapturedStep {
+ public:
+  CapturedStep() = default;
+  ~CapturedStep() {
+    if (exec_) cudaGraphExecDestroy(exec_);
+  }
+  CapturedStep(const CapturedStep&) = delete;
+  CapturedStep& operator=(const CapturedStep&) = delete;
+  void capture(cudaStream_t origin, const std::function<void()>& body) {
+    CUDA_CHECK(cudaStreamBeginCapture(origin, cudaStreamCaptureModeThreadLocal));
+    body();
+    cudaGraph_t graph = nullptr;
+    CUDA_CHECK(cudaStreamEndCapture(origin, &graph));
+    const cudaError_t status = cudaGraphInstantiate(&exec_, graph, 0);
+    cudaGraphDestroy(graph);
+    CUDA_CHECK(status);
+  }
+  void launch(cudaStream_t stream) const { CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
+
+ private:
+  cudaGraphExec_t exec_ = nullptr;
+};
+
+constexpr std::size_t kCublasWorkspaceBytes = 32u << 20;
+
+}  // namespace
+
+Trainer::Trainer(const Config& config, int rank, int ranks, ncclComm_t nccl, MPI_Comm comm,
+                 const ob::PowerMonitor* power)
+    : config_(config), rank_(rank), ranks_(ranks), nccl_(nccl), comm_(comm), power_(power), scratch_(2) {
   CUDA_CHECK(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
   int least = 0, greatest = 0;
   CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
@@ -27,7 +88,13 @@ Trainer::Trainer(const Config& config, int rank, int ranks, ncclComm_t nccl, MPI
   CUDA_CHECK(cudaEventCreateWithFlags(&handoff_, cudaEventDisableTiming));
   CUDA_CHECK(cudaEventCreateWithFlags(&comm_done_, cudaEventDisableTiming));
   CUBLAS_CHECK(cublasCreate(&cublas_));
+  // One workspace of our own on the compute stream, eager and captured alike: the same GEMM algorithms (and so the
+  // same bits) in both, and no allocation inside a capture.
+  cublas_workspace_ = ob::DeviceBuffer<char>(kCublasWorkspaceBytes);
+  CUBLAS_CHECK(cublasSetStream(cublas_, compute_));
+  CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_.get(), cublas_workspace_.bytes()));
   model_ = new Mlp(config, rank, cublas_);
+  if (config.comm_dtype == "bf16") wire_ = ob::DeviceBuffer<__nv_bfloat16>(model_->elements());
 }
 
 Trainer::~Trainer() {
@@ -61,11 +128,18 @@ std::uint64_t Trainer::weight_fingerprint() {
 
 void Trainer::allreduce(const Bucket& bucket) {
   float* data = model_->grads() + bucket.begin;
-  NCCL_CHECK(ncclAllReduce(data, data, bucket.size(), ncclFloat, ncclSum, nccl_, comm_stream_));
+  if (config_.comm_dtype == "bf16") {
+    __nv_bfloat16* wire = wire_.get() + bucket.begin;
+    to_bf16(data, wire, bucket.size(), comm_stream_);
+    NCCL_CHECK(ncclAllReduce(wire, wire, bucket.size(), ncclBfloat16, ncclSum, nccl_, comm_stream_));
+    from_bf16(wire, data, bucket.size(), comm_stream_);
+  } else {
+    NCCL_CHECK(ncclAllReduce(data, data, bucket.size(), ncclFloat, ncclSum, nccl_, comm_stream_));
+  }
 }
 
 void Trainer::step(const std::string& mode, const BucketPlan& plan, StepMarks* m) {
-  const int layers = config_.layers;
+  const int layers = config_.layers, micro_steps = config_.accum_steps;
   const auto& buckets = plan.buckets;
   auto all_buckets = [&] {
     for (std::size_t b = 0; b < buckets.size(); ++b) {
@@ -81,12 +155,16 @@ void Trainer::step(const std::string& mode, const BucketPlan& plan, StepMarks* m
     return;
   }
   m->start = m->mark(compute_);
-  model_->forward(compute_);
+  for (int k = 0; k + 1 < micro_steps; ++k) {  // micro-steps that only accumulate
+    model_->forward(k, compute_);
+    for (int s = 0; s < layers; ++s) model_->backward_step(s, k > 0, compute_);
+  }
+  model_->forward(micro_steps - 1, compute_);
   m->forward_end = m->mark(compute_);
   std::size_t next_bucket = 0;
   for (int s = 0; s < layers; ++s) {
     m->step_begin[s] = s == 0 ? m->forward_end : m->step_end[s - 1];
-    model_->backward_step(s, compute_);
+    model_->backward_step(s, micro_steps > 1, compute_);
     m->step_end[s] = m->mark(compute_);
     if (mode != "overlap") continue;
     for (; next_bucket < buckets.size() && buckets[next_bucket].ready_after == s; ++next_bucket) {
@@ -111,41 +189,79 @@ void Trainer::step(const std::string& mode, const BucketPlan& plan, StepMarks* m
   m->end = m->mark(compute_);
 }
 
+double Trainer::comm_gradient_error(const BucketPlan& plan) {
+  StepMarks none = blank_marks(nullptr, config_.layers, plan);
+  step("compute", plan, &none);  // leaves this rank's gradient in grads()
+  const std::size_t n = model_->elements();
+  ob::DeviceBuffer<float> reference(n);
+  CUDA_CHECK(cudaMemcpyAsync(reference.get(), model_->grads(), n * sizeof(float), cudaMemcpyDeviceToDevice, compute_));
+  CUDA_CHECK(cudaStreamSynchronize(compute_));
+  NCCL_CHECK(ncclAllReduce(reference.get(), reference.get(), n, ncclFloat, ncclSum, nccl_, comm_stream_));
+  for (const auto& bucket : plan.buckets) allreduce(bucket);
+  ob::DeviceBuffer<double> norms(2);
+  CUDA_CHECK(cudaMemsetAsync(norms.get(), 0, norms.bytes(), comm_stream_));
+  diff_norms(model_->grads(), reference.get(), n, norms.get(), comm_stream_);
+  CUDA_CHECK(cudaStreamSynchronize(comm_stream_));
+  const auto sums = norms.download();
+  return sums[1] > 0 ? std::sqrt(sums[0] / sums[1]) : std::nan("");
+}
+
 ModeRun Trainer::run(const std::string& mode, const BucketPlan& plan, bool check, ob::SteadyClock::time_point origin,
-                     int steps) {
-  double origin_ms = 0;
+                     int steps, bool eager) {
+  double origin_ms = 0, energy_start = 0;
+  ob::SteadyClock::time_point timed_start;
   ModeRun run;
   run.mode = mode;
   const int layers = config_.layers, nb = static_cast<int>(plan.buckets.size());
   run.step_ms.assign(layers, {});
   run.bucket_ms.assign(nb, {});
-  const bool timing = steps <= 0;
-  const int total = timing ? config_.common.warmup + config_.common.iters : steps;
-  ob::EventLog log;
-  std::vector<StepMarks> timed;
+  const bool timing = steps <= 0, graph = config_.graph && !eager;
+  const int warmup = timing ? config_.common.warmup : 0;
+  const int total = timing ? warmup + config_.common.iters : steps;
   const std::size_t n = model_->elements();
+
+  ob::EventLog log;           // eager: every mark of the timed steps; graph: only the origin
+  ob::EventLog graph_log;     // graph: the marks inside the graph, recorded again by every replay
+  StepMarks captured = blank_marks(&graph_log, layers, plan);
+  CapturedStep captured_step;
+  if (graph) {
+    graph_log.reserve(4 + 2 * layers + 2 * nb);
+    if (mode != "compute") {  // NCCL sets up connections on a communicator's first collectives: not in a capture
+      for (const auto& bucket : plan.buckets) allreduce(bucket);
+      CUDA_CHECK(cudaDeviceSynchronize());
+    }
+    captured_step.capture(mode == "comm" ? comm_stream_ : compute_, [&] { step(mode, plan, &captured); });
+  }
+
+  std::vector<StepTimes> timed;
   for (int i = 0; i < total; ++i) {
-    const int iter = timing ? i - config_.common.warmup : i;
+    const int iter = i - warmup;
     if (mode == "comm") fill_rank_pattern(model_->grads(), n, config_.common.seed, rank_, comm_stream_);
     CUDA_CHECK(cudaDeviceSynchronize());
     MPI_CHECK(MPI_Barrier(comm_));  // every iteration starts together; its time is then the slowest rank's
-    StepMarks marks;
-    marks.step_begin.assign(layers, -1);
-    marks.step_end.assign(layers, -1);
-    marks.bucket_begin.assign(nb, -1);
-    marks.bucket_end.assign(nb, -1);
-    if (timing && iter >= 0) {
-      marks.log = &log;
-      if (log.size() == 0) {  // the origin of this mode's timeline
-        log.record(compute_);
-        origin_ms = ob::micros_since(origin, ob::SteadyClock::now()) / 1000.0;
-      }
+    ob::step_started(ob::iteration_name(mode, i, warmup));  // a fault here leaves the others inside NCCL
+    const bool keep = timing && iter >= 0;
+    if (keep && log.size() == 0) {  // the origin of this mode's timeline
+      log.record(compute_);
+      origin_ms = ob::micros_since(origin, ob::SteadyClock::now()) / 1000.0;
+      energy_start = power_ ? power_->energy_j() : std::nan("");
+      timed_start = ob::SteadyClock::now();
     }
+    StepMarks marks = blank_marks(keep && !graph ? &log : nullptr, layers, plan);
     {
       ob::NvtxRange range(mode.c_str());
-      step(mode, plan, &marks);
+      if (graph) {
+        captured_step.launch(mode == "comm" ? comm_stream_ : compute_);
+      } else {
+        step(mode, plan, &marks);
+      }
     }
     CUDA_CHECK(cudaDeviceSynchronize());
+    if (keep && graph) {
+      timed.push_back(resolve(captured, [&](int index) { return ob::ms_between(log.event(0), graph_log.event(index)); }));
+    } else if (keep) {
+      timed.push_back(resolve(marks, [&](int index) { return log.ms_since_origin(index); }));
+    }
     if (check && mode == "comm") {
       CUDA_CHECK(cudaMemset(scratch_.get(), 0, sizeof(unsigned long long)));
       CUDA_CHECK(cudaMemset(scratch_.get() + 1, 0xff, sizeof(unsigned long long)));
@@ -162,33 +278,37 @@ ModeRun Trainer::run(const std::string& mode, const BucketPlan& plan, bool check
       MPI_CHECK(MPI_Allreduce(&print, &hi, 1, MPI_UINT64_T, MPI_MAX, comm_));
       run.ranks_agree = run.ranks_agree && lo == hi;
     }
-    if (marks.log) timed.push_back(std::move(marks));
+  }
+  if (timing) {
+    run.timed_s = ob::micros_since(timed_start, ob::SteadyClock::now()) / 1e6;
+    // NVML's energy counter advances in steps (tens of ms on an H100): shorter windows would read 0.
+    const bool long_enough = run.timed_s >= kShortestEnergyWindowS;
+    run.energy_j = power_ && long_enough ? power_->energy_j() - energy_start : std::nan("");
   }
 
   const std::string compute_lane = mode + ":compute", comm_lane = mode + ":comm";
-  auto event = [&](const std::string& lane, const char* name, int iter, int chunk, int from, int to) {
-    run.events.push_back({rank_, lane, name, iter, chunk, 1000.0 * (origin_ms + log.ms_since_origin(from)),
-                          1000.0 * (origin_ms + log.ms_since_origin(to))});
-    return log.ms_between(from, to);
-  };
   for (std::size_t it = 0; it < timed.size(); ++it) {
-    const StepMarks& m = timed[it];
+    const StepTimes& t = timed[it];
     const int iter = static_cast<int>(it);
-    run.iter_ms.push_back(log.ms_between(m.start, m.end));
+    auto event = [&](const std::string& lane, const char* name, int chunk, double from, double to) {
+      run.events.push_back({rank_, lane, name, iter, chunk, 1000.0 * (origin_ms + from), 1000.0 * (origin_ms + to)});
+      return to - from;
+    };
+    run.iter_ms.push_back(t.end - t.start);
     if (mode != "comm") {
-      run.forward_ms.push_back(event(compute_lane, "forward", iter, -1, m.start, m.forward_end));
+      run.forward_ms.push_back(event(compute_lane, "forward", -1, t.start, t.forward_end));
       double backward = 0;
       for (int s = 0; s < layers; ++s) {
-        const double ms = event(compute_lane, "backward", iter, layers - s, m.step_begin[s], m.step_end[s]);
+        const double ms = event(compute_lane, "backward", layers - s, t.step_begin[s], t.step_end[s]);
         run.step_ms[s].push_back(ms);
         backward += ms;
       }
       run.backward_total_ms.push_back(backward);
-      run.update_ms.push_back(event(compute_lane, "update", iter, -1, m.update_start, m.end));
+      run.update_ms.push_back(event(compute_lane, "update", -1, t.update_start, t.end));
     }
     if (mode != "compute") {
       for (int b = 0; b < nb; ++b) {
-        run.bucket_ms[b].push_back(event(comm_lane, "allreduce", iter, b, m.bucket_begin[b], m.bucket_end[b]));
+        run.bucket_ms[b].push_back(event(comm_lane, "allreduce", b, t.bucket_begin[b], t.bucket_end[b]));
       }
     }
   }

@@ -14,19 +14,25 @@ against a manual all-reduce of the same step's gradients. Writes phase 4's summa
 """
 import argparse
 import json
+import math
 import os
 import pathlib
 import socket
 import sys
 import time
 
-import torch
-import torch.distributed as dist
-from torch import nn
+import ob_csv
+
+try:
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+except ImportError:  # the arguments are still checked; main() then says what is missing
+    torch = dist = nn = None
 
 
 def parse_args():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ob_csv.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--configs", nargs="+", default=["4096,16,512"], help="hidden,layers,batch per rank")
     parser.add_argument("--bucket-mb", type=float, default=25.0, help="DDP bucket_cap_mb")
     parser.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=True)
@@ -41,10 +47,19 @@ def parse_args():
         parts = text.split(",")
         if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
             parser.error(f"--configs: '{text}' is invalid: hidden,layers,batch as positive whole numbers")
-    if args.iters < 1 or args.warmup < 0 or not args.bucket_mb > 0:
-        parser.error("--iters must be >= 1, --warmup >= 0, --bucket-mb > 0")
-    if not pathlib.Path(args.csv).resolve().parent.is_dir():
-        parser.error(f"--csv: '{args.csv}' is invalid: its directory must exist")
+    checks = [("--iters", args.iters, args.iters >= 1, "at least 1"),
+              ("--warmup", args.warmup, args.warmup >= 0, "at least 0"),
+              ("--bucket-mb", args.bucket_mb, math.isfinite(args.bucket_mb) and args.bucket_mb > 0, "a number > 0"),
+              ("--lr", args.lr, math.isfinite(args.lr) and args.lr >= 0, "a number >= 0"),
+              ("--seed", args.seed, args.seed >= 0, "at least 0")]
+    for option, value, ok, allowed in checks:
+        if not ok:
+            parser.error(f"{option}: '{value}' is invalid: {allowed}")
+    csv = pathlib.Path(args.csv)
+    if csv.suffix != ".csv" or csv.is_dir():
+        parser.error(f"--csv: '{args.csv}' is invalid: a .csv file path")
+    if not csv.resolve().parent.is_dir() or not os.access(csv.resolve().parent, os.W_OK):
+        parser.error(f"--csv: '{args.csv}' is invalid: its directory must exist and be writable")
     return args
 
 
@@ -175,6 +190,9 @@ def run_config(args, hidden, layers, batch, rank, world):
 
 def main():
     args = parse_args()
+    if torch is None:
+        print("bench_ddp: PyTorch is not installed (python3 -m pip install torch)", file=sys.stderr)
+        return 77
     if not args.default:
         os.environ.setdefault("TORCH_NCCL_HIGH_PRIORITY", "1")  # read when the process group is created
     if not torch.cuda.is_available():

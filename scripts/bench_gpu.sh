@@ -6,8 +6,10 @@
 #   PART: test (ctest -L gpu, and -L mpi), phase1 (default size and 4096^3), phase3 (2 ranks on GPUs),
 #         phase4 (one rank per GPU: the six configurations), phase4-sweeps (chunk and bucket sweeps on
 #         4096,16,2048, comm-only bus bandwidth against a single all-reduce), phase4-knobs (nccl-max-ctas
-#         sweeps with normal and high comm-stream priority on 4096,16,8192 and 4096,16,512), ddp (PyTorch DDP,
-#         expert and default settings, on the six configurations). Default: all parts.
+#         sweeps with normal and high comm-stream priority on 4096,16,8192 and 4096,16,512), phase4-more (bf16
+#         against fp32 communication, energy with --power, --accum-steps, --graph, bf16 with fewer CTAs),
+#         ddp (PyTorch DDP, expert and default settings, on the six configurations), sanitize (compute-sanitizer
+#         memcheck and racecheck on phase 1's kernels and on phase 4 with one rank). Default: all parts.
 #   --out DIR  results folder (default results/runs/<host>-gpu-<date-time>)
 # Multi-GPU runs keep NVLink multicast off (NCCL_NVLS_ENABLE=0 and friends), as the lent machines require.
 set -uo pipefail
@@ -19,15 +21,16 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=${2:?--out needs a directory}; shift 2 ;;
     --part) parts+=("${2:?--part needs a name}"); shift 2 ;;
-    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) ob_die "unknown option '$1' (see --help)" 2 ;;
   esac
 done
-[ "${#parts[@]}" -gt 0 ] || parts=(test phase1 phase3 phase4 phase4-sweeps phase4-knobs ddp)
+all_parts=(test phase1 phase3 phase4 phase4-sweeps phase4-knobs phase4-more ddp sanitize)
+[ "${#parts[@]}" -gt 0 ] || parts=("${all_parts[@]}")
 for p in "${parts[@]}"; do
-  case "$p" in
-    test|phase1|phase3|phase4|phase4-sweeps|phase4-knobs|ddp) ;;
-    *) ob_die "--part: '$p' is invalid: test, phase1, phase3, phase4, phase4-sweeps, phase4-knobs or ddp" 2 ;;
+  case " ${all_parts[*]} " in
+    *" $p "*) ;;
+    *) ob_die "--part: '$p' is invalid: one of ${all_parts[*]}" 2 ;;
   esac
 done
 [ -n "$out" ] || out="$OB_ROOT/results/runs/$(hostname -s)-gpu-$(date +%Y%m%d-%H%M%S)"
@@ -106,6 +109,49 @@ for part in "${parts[@]}"; do
             --comm-priority "$priority" --sweep nccl-max-ctas=1,2,4,8,16,32 --csv "$out/phase4-ctas-$h-$l-$b-$priority.csv"
         done
       done
+      ;;
+    phase4-more)
+      # bf16 against fp32 communication: comm-only time and bus bandwidth over bucket sizes (casts included).
+      for dtype in fp32 bf16; do
+        run "phase4-comm-$dtype" "${mpi[@]}" -np "$gpus" "$p4" --mode comm --check --hidden 4096 --layers 16 \
+          --batch 8 --comm-dtype "$dtype" --sweep bucket-mb=25,64,256,1024 --csv "$out/phase4-comm-$dtype.csv"
+      done
+      for c in 4096,16,8192 4096,16,512; do
+        IFS=, read -r h l b <<<"$c"
+        shape=(--hidden "$h" --layers "$l" --batch "$b")
+        # Energy per iteration of each mode, and the power timeline (with the Gantt timeline beside it).
+        iters=$([ "$b" -ge 4096 ] && echo 40 || echo 200)  # each mode's timed iterations last 0.5 s or more
+        run "phase4-power-$h-$l-$b" "${mpi[@]}" -np "$gpus" "$p4" "${shape[@]}" --power --iters "$iters" \
+          --csv "$out/phase4-power-$h-$l-$b.csv"
+        run "phase4-bf16-$h-$l-$b" "${mpi[@]}" -np "$gpus" "$p4" "${shape[@]}" --check --comm-dtype bf16 \
+          --csv "$out/phase4-bf16-$h-$l-$b.csv"
+        run "phase4-graph-$h-$l-$b" "${mpi[@]}" -np "$gpus" "$p4" "${shape[@]}" --check --graph \
+          --csv "$out/phase4-graph-$h-$l-$b.csv"
+        run "phase4-bf16-ctas-$h-$l-$b" "${mpi[@]}" -np "$gpus" "$p4" "${shape[@]}" --comm-dtype bf16 \
+          --comm-priority high --sweep nccl-max-ctas=1,2,4,8 --csv "$out/phase4-bf16-ctas-$h-$l-$b.csv"
+      done
+      run phase4-accum "${mpi[@]}" -np "$gpus" "$p4" --hidden 4096 --layers 16 --batch 512 --check \
+        --sweep accum-steps=1,2,4,8 --csv "$out/phase4-accum.csv"
+      run phase4-graph-small "${mpi[@]}" -np "$gpus" "$p4" --hidden 1024 --layers 32 --batch 256 --check --graph \
+        --csv "$out/phase4-graph-1024-32-256.csv"
+      ;;
+    sanitize)
+      sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+      p1="$build/phase1_cuda_baseline/phase1_cuda_baseline"
+      for tool in memcheck racecheck; do
+        run "sanitize-$tool-phase1" "$sanitizer" --tool "$tool" --error-exitcode 9 "$p1" --check --kernel all \
+          --batch 96 --in 80 --out 72 --iters 2 --warmup 1 --csv "$out/sanitize-$tool-phase1.csv"
+        for extra in "" "--graph --comm-dtype bf16 --accum-steps 2"; do
+          name="sanitize-$tool-phase4${extra:+-knobs}"
+          # shellcheck disable=SC2086  # $extra is a list of options
+          # NCCL's set-up probes kernels it has no image for (cudaFuncGetAttributes fails by design, inside
+          # libnccl): API errors are not reported for phase 4; every CUDA call of ours is checked anyway.
+          run "$name" "$sanitizer" --tool "$tool" --report-api-errors no --error-exitcode 9 "$p4" --check \
+            --hidden 192 --layers 4 --batch 64 --bucket-mb 0.1 --first-bucket-mb 0.01 --iters 2 --warmup 1 $extra \
+            --csv "$out/$name.csv"
+        done
+      done
+      grep -H "ERROR SUMMARY\|RACECHECK SUMMARY" "$out"/sanitize-*.log >"$out/sanitize-summary.txt" || true
       ;;
     ddp)
       run ddp-expert python3 -m torch.distributed.run --nproc_per_node "$gpus" "$OB_ROOT/scripts/bench_ddp.py" \

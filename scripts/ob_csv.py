@@ -1,8 +1,14 @@
-"""Loading and validating overlap-bench CSVs, shared by every plotting and report script.
+"""Loading and validating overlap-bench CSVs, and the command line every plotting and report script shares.
 
-A CSV that lacks a required column or has no rows is a usage error: one line naming the file and the column,
-exit code 2 (`UsageError`, raised here and turned into the exit code by `main_guard`). Unknown columns are ignored.
+A CSV that lacks a required column, has no rows, or holds something other than a finite number where a number
+belongs is a usage error: one line naming the file, the column and the row, exit code 2 (`UsageError`, raised here
+and turned into the exit code by `main_guard`). Unknown columns are ignored. Bad arguments give one line too
+(`ArgumentParser`), and an output goes to an existing, writable directory (`output_path`), written whole or not
+at all (`save_figure`).
 """
+import argparse
+import math
+import os
 import pathlib
 import sys
 
@@ -18,15 +24,64 @@ TIMELINE_COLUMNS = ["rank", "lane", "name", "iter", "chunk", "start_us", "end_us
 POWER_COLUMNS = ["rank", "gpu", "t_us", "power_w"]
 # The configuration columns that tell one configuration from another, where a CSV has them.
 CONFIG_COLUMNS = ["system", "phase", "workload", "variant", "kernel", "hidden", "layers", "batch", "in", "out",
-                  "bucket_mb", "first_bucket_mb", "chunks", "buckets", "nccl_max_ctas", "comm_priority", "ranks",
-                  "device", "compute_ms", "comm_ms", "chunk_rows", "virtual_ranks", "tf32"]
+                  "bucket_mb", "first_bucket_mb", "chunks", "buckets", "nccl_max_ctas", "nccl_min_ctas",
+                  "comm_priority", "comm_dtype", "accum_steps", "graph", "ranks", "device", "compute_ms", "comm_ms",
+                  "chunk_rows", "virtual_ranks", "tf32"]
+
+
+# Required columns that must hold finite numbers.
+NUMERIC = {"summary": ["ranks", "chunks", "iters", "time_ms_p50"], "power": POWER_COLUMNS,
+           "timeline": ["rank", "iter", "chunk", "start_us", "end_us"]}
 
 
 class UsageError(Exception):
     """Bad input: the message is one line; the exit code is 2."""
 
 
-def _load(path, required):
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse whose usage errors are the suite's: one line on stderr naming the argument, exit 2."""
+
+    def error(self, message):
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def output_path(text):
+    """argparse type of -o/--output: a .png, .pdf or .svg file in an existing, writable directory."""
+    path = pathlib.Path(text)
+    if path.suffix.lower() not in (".png", ".pdf", ".svg"):
+        raise argparse.ArgumentTypeError(f"'{text}' is invalid: a .png, .pdf or .svg file")
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"'{text}' is invalid: its directory must exist")
+    if not os.access(path.parent, os.W_OK):
+        raise argparse.ArgumentTypeError(f"'{text}' is invalid: its directory must be writable")
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"'{text}' is invalid: a file path, not a directory")
+    return path
+
+
+def save_figure(fig, path):
+    """Saves under a temporary name, then renames: the figure is there whole or not at all."""
+    path = pathlib.Path(path)
+    temporary = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
+    try:
+        fig.savefig(temporary, dpi=110)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _check_numeric(path, frame, columns):
+    for column in columns:
+        values = pd.to_numeric(frame[column], errors="coerce")
+        for index, value in enumerate(values):
+            if not math.isfinite(value):
+                raise UsageError(f"{path}: column '{column}', row {index + 1}: '{frame[column].iloc[index]}' is not "
+                                 "a finite number")
+        frame[column] = values
+
+
+def _load(path, required, kind):
     path = pathlib.Path(path)
     if not path.is_file():
         raise UsageError(f"{path}: no such file")
@@ -41,24 +96,32 @@ def _load(path, required):
             raise UsageError(f"{path}: missing required column '{column}'")
     if frame.empty:
         raise UsageError(f"{path}: no rows")
+    _check_numeric(path, frame, NUMERIC[kind])
     return frame
 
 
 def load_summary(path):
     """A summary CSV with its required columns checked."""
-    return _load(path, SUMMARY_COLUMNS)
+    return _load(path, SUMMARY_COLUMNS, "summary")
 
 
 def load_timeline(path):
-    """A timeline CSV with its required columns checked; adds duration_us."""
-    frame = _load(path, TIMELINE_COLUMNS)
+    """A timeline CSV with its required columns checked; adds duration_us (never negative)."""
+    frame = _load(path, TIMELINE_COLUMNS, "timeline")
     frame["duration_us"] = frame["end_us"] - frame["start_us"]
+    backwards = frame.index[frame["duration_us"] < 0]
+    if len(backwards):
+        raise UsageError(f"{path}: row {backwards[0] + 1}: end_us is before start_us")
     return frame
 
 
 def load_power(path):
     """A power CSV (phase 4 --power) with its required columns checked."""
-    return _load(path, POWER_COLUMNS)
+    frame = _load(path, POWER_COLUMNS, "power")
+    negative = frame.index[frame["power_w"] < 0]
+    if len(negative):
+        raise UsageError(f"{path}: row {negative[0] + 1}: power_w is negative")
+    return frame
 
 
 def config_columns(frame):

@@ -3,7 +3,6 @@
 
 Usage: plot_chunks.py TIMELINE.csv -o chunks.png [--lanes overlap]
 """
-import argparse
 
 import matplotlib.pyplot as plt
 
@@ -34,14 +33,15 @@ def plot(groups, output):
         ax.set_title(kind, fontsize=9)
     axes[-1, 0].set_xlabel("chunk (phase 4 backward: layer; allreduce: bucket)")
     fig.tight_layout()
-    fig.savefig(output, dpi=110)
+    ob_csv.save_figure(fig, output)
     plt.close(fig)
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ob_csv.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("timeline", help="timeline CSV")
-    parser.add_argument("-o", "--output", required=True, help="PNG to write")
+    parser.add_argument("-o", "--output", required=True, type=ob_csv.output_path,
+                        help="figure to write (.png, .pdf or .svg)")
     parser.add_argument("--lanes", default="", help="lanes containing any of these words (default: all)")
     args = parser.parse_args()
     plot(per_chunk(ob_csv.load_timeline(args.timeline), [x for x in args.lanes.split(",") if x]), args.output)

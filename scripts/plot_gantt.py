@@ -3,7 +3,6 @@
 
 Usage: plot_gantt.py TIMELINE.csv -o gantt.png [--iter 0,1] [--ranks 0,1] [--lanes overlap]
 """
-import argparse
 
 import matplotlib.pyplot as plt
 
@@ -43,7 +42,7 @@ def plot(frame, output, title):
     ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=colours[n]) for n in names], labels=names, fontsize=8,
               loc="upper right", ncol=min(len(names), 6))
     fig.tight_layout()
-    fig.savefig(output, dpi=110)
+    ob_csv.save_figure(fig, output)
     plt.close(fig)
 
 
@@ -55,9 +54,10 @@ def parse_ints(text):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ob_csv.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("timeline", help="timeline CSV written by a phase binary")
-    parser.add_argument("-o", "--output", required=True, help="PNG to write")
+    parser.add_argument("-o", "--output", required=True, type=ob_csv.output_path,
+                        help="figure to write (.png, .pdf or .svg)")
     parser.add_argument("--iter", default="", help="iterations to draw, e.g. 0,1 (default: all)")
     parser.add_argument("--ranks", default="", help="ranks to draw (default: all)")
     parser.add_argument("--lanes", default="", help="lanes containing any of these words, e.g. seq,overlap")

@@ -4,7 +4,6 @@ run's time span shaded when its timeline CSV is given.
 
 Usage: plot_power.py POWER.csv -o power.png [--timeline TIMELINE.csv] [--mode overlap]
 """
-import argparse
 
 import matplotlib.pyplot as plt
 
@@ -29,14 +28,15 @@ def plot(power, output, spans=()):
     ax.set_ylabel("power (W)")
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
-    fig.savefig(output, dpi=110)
+    ob_csv.save_figure(fig, output)
     plt.close(fig)
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ob_csv.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("power", help="power CSV")
-    parser.add_argument("-o", "--output", required=True, help="PNG to write")
+    parser.add_argument("-o", "--output", required=True, type=ob_csv.output_path,
+                        help="figure to write (.png, .pdf or .svg)")
     parser.add_argument("--timeline", help="timeline CSV of the same run: shades the overlapped iterations")
     parser.add_argument("--mode", default="overlap", help="the mode whose iterations are shaded (default overlap)")
     args = parser.parse_args()

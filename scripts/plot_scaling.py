@@ -4,13 +4,12 @@ with the overlapped run's overlap efficiency on a second axis.
 
 Usage: plot_scaling.py SUMMARY.csv --x chunks|bucket_mb|buckets|nccl_max_ctas|ranks -o scaling.png
 """
-import argparse
 
 import matplotlib.pyplot as plt
 
 import ob_csv
 
-X_CHOICES = ["chunks", "bucket_mb", "buckets", "nccl_max_ctas", "ranks"]
+X_CHOICES = ["chunks", "bucket_mb", "buckets", "nccl_max_ctas", "nccl_min_ctas", "accum_steps", "ranks"]
 OVERLAPPED = ["overlap", "thread", "nonblocking"]
 
 
@@ -49,15 +48,16 @@ def plot(frame, x, output):
     ax.legend(loc="upper left", fontsize=8)
     ax.set_title(" ".join(sorted(set(frame["phase"]))) + f": time against {x}")
     fig.tight_layout()
-    fig.savefig(output, dpi=110)
+    ob_csv.save_figure(fig, output)
     plt.close(fig)
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ob_csv.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("summary", help="summary CSV of a sweep")
     parser.add_argument("--x", required=True, choices=X_CHOICES, help="the swept column")
-    parser.add_argument("-o", "--output", required=True, help="PNG to write")
+    parser.add_argument("-o", "--output", required=True, type=ob_csv.output_path,
+                        help="figure to write (.png, .pdf or .svg)")
     args = parser.parse_args()
     plot(ob_csv.load_summary(args.summary), args.x, args.output)
     return 0

@@ -4,7 +4,6 @@ iteration times (p50, with p95 as the error bar), the overlapped speedup over se
 
 Usage: plot_summary.py SUMMARY.csv [MORE.csv ...] -o bars.png
 """
-import argparse
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -42,14 +41,15 @@ def plot(frame, output):
             if pd.notna(speedup) and mode not in ("seq", "ideal", "bound", "compute", "comm"):
                 ax.annotate(f"{speedup:.2f}x", (x, part["time_ms_p50"].iloc[x]), ha="center", va="bottom", fontsize=8)
     fig.tight_layout()
-    fig.savefig(output, dpi=110)
+    ob_csv.save_figure(fig, output)
     plt.close(fig)
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ob_csv.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("summaries", nargs="+", help="summary CSVs (drawn side by side, e.g. with pytorch-ddp)")
-    parser.add_argument("-o", "--output", required=True, help="PNG to write")
+    parser.add_argument("-o", "--output", required=True, type=ob_csv.output_path,
+                        help="figure to write (.png, .pdf or .svg)")
     args = parser.parse_args()
     frame = pd.concat([ob_csv.load_summary(path) for path in args.summaries], ignore_index=True)
     plot(bars(frame), args.output)

@@ -6,7 +6,6 @@ CSVs get a power-over-time chart.
 
 Usage: report.py RESULTS_DIR
 """
-import argparse
 import json
 import pathlib
 
@@ -89,6 +88,12 @@ def write_report(directory):
     kinds = {path: ob_csv.kind_of(path) for path in csvs}
     if not any(kinds.values()):
         raise ob_csv.UsageError(f"{directory}: no overlap-bench CSV (summary or timeline) in it")
+    loaders = {"summary": ob_csv.load_summary, "power": ob_csv.load_power,
+               # A sweep writes its timeline header only: nothing to draw, nothing to check.
+               "timeline": lambda path: len(path.read_text().splitlines()) > 1 and ob_csv.load_timeline(path)}
+    for path, kind in kinds.items():  # every CSV checked before anything is written
+        if kind:
+            loaders[kind](path)
     figures = directory / "figures"
     figures.mkdir(exist_ok=True)
     lines = ["# overlap-bench report", "", f"From the CSVs in `{directory}`. Columns: see METRICS.md.", ""]
@@ -96,7 +101,6 @@ def write_report(directory):
         if kinds[path] == "summary":
             lines += summary_section(path, figures)
     for path in csvs:
-        # A sweep writes its timeline header only: nothing to draw.
         if kinds[path] == "timeline" and len(path.read_text().splitlines()) > 1:
             lines += timeline_section(path, figures)
     for path in csvs:
@@ -114,7 +118,7 @@ def write_report(directory):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ob_csv.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results_dir", help="folder holding the CSVs of a run")
     args = parser.parse_args()
     print(write_report(args.results_dir))

@@ -8,13 +8,23 @@ EventLog::~EventLog() {
   for (cudaEvent_t event : events_) cudaEventDestroy(event);
 }
 
-int EventLog::record(cudaStream_t stream) {
-  if (used_ == static_cast<int>(events_.size())) {
+void EventLog::reserve(int count) {
+  while (static_cast<int>(events_.size()) < count) {
     cudaEvent_t event;
     CUDA_CHECK(cudaEventCreate(&event));
     events_.push_back(event);
   }
-  CUDA_CHECK(cudaEventRecord(events_[used_], stream));
+}
+
+int EventLog::record(cudaStream_t stream) {
+  reserve(used_ + 1);
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+  if (capture == cudaStreamCaptureStatusActive) {
+    CUDA_CHECK(cudaEventRecordWithFlags(events_[used_], stream, cudaEventRecordExternal));
+  } else {
+    CUDA_CHECK(cudaEventRecord(events_[used_], stream));
+  }
   return used_++;
 }
 
@@ -22,9 +32,11 @@ void EventLog::synchronize() const {
   if (used_ > 0) CUDA_CHECK(cudaEventSynchronize(events_[used_ - 1]));
 }
 
-float EventLog::ms_between(int from, int to) const {
+float EventLog::ms_between(int from, int to) const { return ob::ms_between(events_.at(from), events_.at(to)); }
+
+float ms_between(cudaEvent_t from, cudaEvent_t to) {
   float ms = 0.0f;
-  CUDA_CHECK(cudaEventElapsedTime(&ms, events_.at(from), events_.at(to)));
+  CUDA_CHECK(cudaEventElapsedTime(&ms, from, to));
   return ms;
 }
 

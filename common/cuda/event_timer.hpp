@@ -18,7 +18,10 @@ class EventLog {
   EventLog& operator=(const EventLog&) = delete;
 
   // Records a new event on `stream` and returns its index. Events are created once and reused after clear().
+  // On a stream being captured into a CUDA graph, the record becomes a node of the graph (each replay records it).
   int record(cudaStream_t stream);
+  // Creates events up front, so that no event is created while a stream is being captured.
+  void reserve(int count);
   // Forgets recorded events (keeps them allocated). The next record() is the new origin.
   void clear() { used_ = 0; }
   int size() const { return used_; }
@@ -28,11 +31,15 @@ class EventLog {
   float ms_between(int from, int to) const;
   // Milliseconds from the first event recorded since clear() (the origin) to event `index`.
   float ms_since_origin(int index) const { return ms_between(0, index); }
+  cudaEvent_t event(int index) const { return events_.at(index); }
 
  private:
   std::vector<cudaEvent_t> events_;
   int used_ = 0;
 };
+
+// Milliseconds from `from` to `to`, two completed events (of any log).
+float ms_between(cudaEvent_t from, cudaEvent_t to);
 
 class NvtxRange {
  public:

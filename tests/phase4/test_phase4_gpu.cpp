@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <stdexcept>
+
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/device_info.hpp"
 #include "phase4_chunked_nccl/nccl_comm.hpp"
@@ -101,4 +103,87 @@ TEST_F(Phase4Gpu, WeightsAgreeAcrossRanksOnlyWithCommunication) {
   MPI_Allreduce(&local, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
   EXPECT_EQ(lo != hi, ranks_ > 1);
   EXPECT_NE(synced, local);
+}
+
+namespace {
+
+const ob::SummaryRow& row_of(const phase4::PointResult& result, const std::string& mode) {
+  for (const auto& row : result.rows) {
+    if (row.mode == mode) return row;
+  }
+  throw std::runtime_error("no " + mode + " row");
+}
+
+}  // namespace
+
+TEST_F(Phase4Gpu, Bf16CommunicationReportsItsErrorAndKeepsRanksInStep) {
+  auto config = small();
+  config.comm_dtype = "bf16";
+  phase4::Trainer trainer(config, rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
+  const auto result = phase4::run_point(config, trainer, MPI_COMM_WORLD, ob::SteadyClock::now(), nullptr);
+  EXPECT_EQ(result.failure, "");  // ranks agree bitwise after every step; the comm pattern is exact in bf16
+  const auto& overlap = row_of(result, "overlap");
+  const double error = std::stod(overlap.get("comm_grad_rel_error"));
+  EXPECT_GT(error, 1e-4) << "bf16 rounding must show (8 significant bits)";
+  EXPECT_LT(error, 5e-3) << "about 2^-9 per value, not more";
+  EXPECT_EQ(overlap.get("overlap_vs_seq_bitwise"), "1");
+  EXPECT_EQ(row_of(result, "comm").get("wrong"), "0");
+  EXPECT_EQ(overlap.get("comm_dtype"), "bf16");
+}
+
+TEST_F(Phase4Gpu, AccumulatedMicroStepsEqualOneStepOnTheLargerBatch) {
+  auto config = small();
+  config.tf32 = false;  // fp32 GEMMs: only the order of additions differs
+  config.accum_steps = 3;
+  phase4::Trainer trainer(config, rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
+  const auto result = phase4::run_point(config, trainer, MPI_COMM_WORLD, ob::SteadyClock::now(), nullptr);
+  EXPECT_EQ(result.failure, "");
+  const auto& overlap = row_of(result, "overlap");
+  EXPECT_LE(std::stod(overlap.get("accum_vs_big_batch_rel_error")), 1e-5);
+  EXPECT_EQ(overlap.get("overlap_vs_seq_bitwise"), "1");
+  // One micro-batch alone is a different step: the check can tell them apart.
+  auto one = small();
+  one.tf32 = false;
+  phase4::Trainer single(one, rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
+  single.reset_weights();
+  single.run("seq", one.plan(), false, ob::SteadyClock::now(), phase4::kEquivalenceSteps);
+  trainer.reset_weights();
+  trainer.run("seq", config.plan(), false, ob::SteadyClock::now(), phase4::kEquivalenceSteps);
+  EXPECT_NE(single.weight_fingerprint(), trainer.weight_fingerprint());
+}
+
+TEST_F(Phase4Gpu, GraphReplayGivesTheEagerWeightsAndTimesEveryEvent) {
+  auto config = small();
+  config.graph = true;
+  phase4::Trainer trainer(config, rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
+  const auto result = phase4::run_point(config, trainer, MPI_COMM_WORLD, ob::SteadyClock::now(), nullptr);
+  EXPECT_EQ(result.failure, "");
+  const auto& overlap = row_of(result, "overlap");
+  EXPECT_EQ(overlap.get("graph_vs_eager_bitwise"), "1");
+  EXPECT_EQ(overlap.get("overlap_vs_seq_bitwise"), "1");
+  EXPECT_EQ(row_of(result, "comm").get("wrong"), "0");
+  if (rank_ == 0) {  // per-step and per-bucket events come from the graph's own event nodes
+    int backward = 0, allreduce = 0;
+    for (const auto& e : result.events) {
+      EXPECT_GE(e.end_us, e.start_us) << e.lane << " " << e.name;
+      backward += e.lane == "overlap:compute" && e.name == "backward";
+      allreduce += e.lane == "overlap:comm" && e.name == "allreduce";
+    }
+    EXPECT_EQ(backward, config.common.iters * config.layers * ranks_);
+    EXPECT_EQ(allreduce, config.common.iters * static_cast<int>(config.plan().buckets.size()) * ranks_);
+  }
+  const double bound = p50(result.rows, "bound"), seq = p50(result.rows, "seq");
+  EXPECT_GT(bound, 0.0);
+  EXPECT_LE(bound, seq * 1.05);
+}
+
+TEST_F(Phase4Gpu, EveryKnobAtOnceChecksOut) {
+  auto config = small();
+  config.graph = true;
+  config.comm_dtype = "bf16";
+  config.accum_steps = 2;
+  config.comm_priority = "high";
+  phase4::Trainer trainer(config, rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
+  const auto result = phase4::run_point(config, trainer, MPI_COMM_WORLD, ob::SteadyClock::now(), nullptr);
+  EXPECT_EQ(result.failure, "");
 }

@@ -40,19 +40,27 @@ TEST(Phase4Options, DefaultsTf32AndSweeps) {
   EXPECT_EQ(config.comm_priority, "high");
 }
 
-TEST(Phase4Options, BadValuesExitTwo) {
-  const std::vector<std::vector<std::string>> bad = {
-      {"--hidden", "0"},           {"--layers", "-1"},           {"--batch", "x"},
-      {"--bucket-mb", "0"},        {"--bucket-mb", "nan"},       {"--first-bucket-mb", "-1"},
-      {"--chunks", "0"},           {"--chunks", "5", "--bucket-mb", "10"},  // contradictory
-      {"--chunks", "5", "--first-bucket-mb", "2"},                        {"--mode", "fast"},
-      {"--sweep", "chunks"},       {"--sweep", "chunks=0"},      {"--sweep", "chunks=2.5"},
-      {"--sweep", "layers=1,2"},   {"--sweep", "bucket-mb=1,x"}, {"--sweep", "bucket-mb=5", "--chunks", "4"},
-      {"--lr", "inf"},             {"--comm-priority", "urgent"}, {"--nccl-max-ctas", "0"},
-      {"--nccl-max-ctas", "65"},   {"--nccl-min-ctas", "8", "--nccl-max-ctas", "4"},
-      {"--nccl-min-ctas", "2"},    {"--nccl-min-ctas", "2", "--sweep", "nccl-max-ctas=1,4"}, {"--sweep", "nccl-max-ctas=2.5"},             {"--batch", "1M", "--hidden", "4096"},   {"--csv", "/nonexistent/x.csv"},
-  };
-  for (const auto& args : bad) {
-    EXPECT_EQ(exit_code_of(args), ob::kExitUsage) << ob::testing::joined(args);
-  }
+TEST(Phase4Options, KnobsAndTheirSweeps) {
+  phase4::Config config;
+  ASSERT_EQ(exit_code_of({"--comm-dtype", "bf16", "--accum-steps", "4", "--graph", "--power"}, &config), -1);
+  EXPECT_EQ(config.comm_dtype, "bf16");
+  EXPECT_EQ(config.point_label(), "bucket-mb=25, accum-steps=4, comm-dtype=bf16, graph");
+  const phase4::Config big = config.accumulation_reference();
+  EXPECT_EQ(big.batch, 4 * config.batch);
+  EXPECT_EQ(big.accum_steps, 1);
+  ASSERT_EQ(exit_code_of({"--sweep", "accum-steps=1,2,8"}, &config), -1);
+  EXPECT_EQ(config.sweep_points()[2].accum_steps, 8);
+  ASSERT_EQ(exit_code_of({"--nccl-max-ctas", "16", "--sweep", "nccl-min-ctas=1,8,16"}, &config), -1);
+  EXPECT_EQ(config.sweep_points()[1].point_label(), "bucket-mb=25, nccl-max-ctas=16, nccl-min-ctas=8");
+  EXPECT_EQ(exit_code_of({"--nccl-max-ctas", "4", "--sweep", "nccl-min-ctas=1,8"}), ob::kExitUsage);
+}
+
+TEST(Phase4Options, DeviceBytesGrowWithEachKnob) {
+  phase4::Config config;
+  const double base = config.device_bytes(), w = 4.0 * config.layers * config.hidden * config.hidden;
+  config.comm_dtype = "bf16";
+  EXPECT_DOUBLE_EQ(config.device_bytes() - base, 0.5 * w);  // the bf16 copy of the gradient
+  config.comm_dtype = "fp32";
+  config.accum_steps = 3;  // two more micro-batches of inputs and targets
+  EXPECT_DOUBLE_EQ(config.device_bytes() - base, 4.0 * 2 * 2.0 * config.batch * config.hidden);
 }

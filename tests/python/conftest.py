@@ -27,3 +27,20 @@ def phase2(build_dir):
 def run(binary, *args, cwd=None, timeout=120):
     """Runs a binary; returns the CompletedProcess (text output)."""
     return subprocess.run([str(binary), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=timeout)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The count of bad invocations tried per binary and script (test_bad_input.py), as the robustness issue asks."""
+    counts = {}
+    for outcome in ("passed", "failed", "skipped"):
+        for report in terminalreporter.stats.get(outcome, []):
+            if "test_bad_invocation" not in report.nodeid or "[" not in report.nodeid:
+                continue
+            function, case = report.nodeid.split("::")[-1].split("[", 1)
+            name = case.split(":", 1)[0] if ":" in case else function.replace("test_bad_invocation_of_", "")
+            by_outcome = counts.setdefault(name, {})
+            by_outcome[outcome] = by_outcome.get(outcome, 0) + 1
+    if counts:
+        terminalreporter.write_line("bad invocations tried (each: exit 2, one line naming the option, no file left):")
+        for name, by_outcome in sorted(counts.items()):
+            terminalreporter.write_line(f"  {name}: " + ", ".join(f"{n} {o}" for o, n in sorted(by_outcome.items())))

@@ -1,0 +1,124 @@
+#include "common/watchdog.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+
+#include "common/csv_writer.hpp"
+#include "common/errors.hpp"
+#include "common/options.hpp"
+
+namespace ob {
+namespace {
+
+Watchdog* active = nullptr;
+
+// One write per line, so that lines of ranks sharing a terminal do not interleave.
+void say(const std::string& line) { std::cerr << line + "\n" << std::flush; }
+
+}  // namespace
+
+void add_fault_options(CLI::App& app, FaultOptions& options) {
+  app.add_option("--timeout-s", options.timeout_s,
+                 "Abort the whole job when a rank makes no progress (an iteration, a collective) for this long")
+      ->check(finite_in(1, 86400))
+      ->capture_default_str();
+  app.add_option("--inject-fault", options.inject_fault,
+                 "For tests: RANK:STEP:KIND makes RANK exit or hang (KIND exit|hang) when it starts step STEP");
+}
+
+FaultInjection parse_fault(const std::string& text) {
+  FaultInjection fault;
+  if (text.empty()) return fault;
+  const std::string allowed = "RANK:STEP:KIND with RANK and STEP whole numbers >= 0 and KIND exit or hang";
+  const auto parts = split_list(text, ':');
+  require(parts.size() == 3 && text.find("::") == std::string::npos, "--inject-fault", text, allowed);
+  auto whole = [&](const std::string& item) {
+    std::size_t used = 0;
+    long value = -1;
+    try {
+      value = std::stol(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    require(used == item.size() && value >= 0 && value < (1l << 31), "--inject-fault", text, allowed);
+    return value;
+  };
+  fault.rank = static_cast<int>(whole(parts[0]));
+  fault.step = whole(parts[1]);
+  fault.kind = parts[2];
+  require(fault.kind == "exit" || fault.kind == "hang", "--inject-fault", text, allowed);
+  return fault;
+}
+
+Watchdog::Watchdog(std::string program, int rank, int ranks, const FaultOptions& options,
+                   std::function<void()> on_stall)
+    : program_(std::move(program)), rank_(rank), timeout_(options.timeout_s), fault_(parse_fault(options.inject_fault)),
+      on_stall_(std::move(on_stall)), last_(std::chrono::steady_clock::now()) {
+  require(fault_.rank < ranks, "--inject-fault", options.inject_fault,
+          "RANK must be below the job's " + std::to_string(ranks) + " rank(s)");
+  thread_ = std::thread([this] { watch(); });
+  active = this;
+}
+
+Watchdog::~Watchdog() {
+  if (active == this) active = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void Watchdog::progress(const std::string& where, bool counts_as_step) {
+  long step = -1;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    where_ = counts_as_step ? where + " (step " + std::to_string(step_) + ")" : where;
+    last_ = std::chrono::steady_clock::now();
+    if (counts_as_step) step = step_++;
+  }
+  if (step < 0 || fault_.rank != rank_ || fault_.step != step) return;
+  say(program_ + ": rank " + std::to_string(rank_) + ": injected fault: " + fault_.kind + " at step " +
+      std::to_string(step) + " (" + where + ")");
+  if (fault_.kind == "exit") std::_Exit(kExitRuntime);
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));  // hang: this rank stops taking part
+}
+
+void Watchdog::watch() {
+  const auto poll = std::chrono::duration<double>(std::min(1.0, timeout_.count() / 10));
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stop_) {
+    wake_.wait_for(lock, poll);
+    if (stop_) return;
+    const std::chrono::duration<double> quiet = std::chrono::steady_clock::now() - last_;
+    if (quiet < timeout_) continue;
+    const std::string seconds = std::to_string(std::lround(quiet.count()));
+    say(program_ + ": rank " + std::to_string(rank_) + ": no progress for " + seconds + " s (--timeout-s " +
+        format_number(timeout_.count()) + ") in " + where_ + "; aborting the job");
+    lock.unlock();
+    // Every stalled rank's watchdog fires within a poll of this one: let them print where they are first.
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    std::thread([] {  // should the abort itself hang
+      std::this_thread::sleep_for(std::chrono::seconds(20));
+      std::_Exit(kExitRuntime);
+    }).detach();
+    if (on_stall_) on_stall_();
+    std::_Exit(kExitRuntime);
+  }
+}
+
+void step_started(const std::string& where) {
+  if (active) active->progress(where, true);
+}
+
+void progress_note(const std::string& where) {
+  if (active) active->progress(where, false);
+}
+
+std::string iteration_name(const std::string& mode, int i, int warmup) {
+  return i < warmup ? mode + " warm-up " + std::to_string(i + 1) : mode + " iteration " + std::to_string(i - warmup);
+}
+
+}  // namespace ob
