@@ -1,12 +1,13 @@
 # Run at build time (cmake -P): writes the current commit into a header, touching it only when it changed, so
-# every build's metadata names the commit it was built from without reconfiguring. Where the tree has no .git,
-# the environment variable OVERLAP_GIT_COMMIT names it.
+# every build's metadata names the commit it was built from without reconfiguring. The environment variable
+# OVERLAP_GIT_COMMIT, when set, names it instead: a copy of the tree on a remote GPU machine may carry no .git, or
+# a stale one.
 execute_process(COMMAND git rev-parse --short=12 HEAD WORKING_DIRECTORY "${SOURCE_DIR}"
                 OUTPUT_VARIABLE commit OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
 execute_process(COMMAND git status --porcelain --untracked-files=no WORKING_DIRECTORY "${SOURCE_DIR}"
                 OUTPUT_VARIABLE dirty OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-if(NOT commit AND DEFINED ENV{OVERLAP_GIT_COMMIT})
-  set(commit "$ENV{OVERLAP_GIT_COMMIT}")  # a copy of the tree without .git (e.g. a remote GPU machine)
+if(DEFINED ENV{OVERLAP_GIT_COMMIT})
+  set(commit "$ENV{OVERLAP_GIT_COMMIT}")
 elseif(NOT commit)
   set(commit "unknown")
 elseif(dirty)

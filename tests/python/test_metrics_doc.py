@@ -34,10 +34,10 @@ def test_every_phase2_column_is_documented(phase2, tmp_path):
 def test_every_published_column_is_documented():
     """Every column and metadata key in results/<N>x<GPU>/ is defined in METRICS.md."""
     names = documented_names()
-    published = [p for p in REPO.glob("results/*/*.csv") if "runs" not in p.parts]
+    published = [p for p in REPO.glob("results/**/*.csv") if "runs" not in p.parts]
     for path in published:
         missing = [c for c in pd.read_csv(path, nrows=1).columns if c not in names]
         assert not missing, f"{path.name}: columns missing from METRICS.md: {missing}"
-    for path in REPO.glob("results/*/*.meta.json"):
+    for path in REPO.glob("results/**/*.meta.json"):
         missing = [k for k in json.loads(path.read_text()) if k not in names]
         assert not missing, f"{path.name}: keys missing from METRICS.md: {missing}"
