@@ -16,6 +16,8 @@ import matplotlib
 
 matplotlib.use("Agg")  # never needs a display
 
+import matplotlib.pyplot  # noqa: E402
+
 import pandas as pd  # noqa: E402
 
 SUMMARY_COLUMNS = ["system", "phase", "mode", "ranks", "chunks", "iters", "time_ms_p50", "time_ms_p95",
@@ -60,15 +62,25 @@ def output_path(text):
     return path
 
 
+def figure_parser(doc, source, source_help, **source_options):
+    """The command line every plotting script starts from: its input CSV(s) and -o/--output."""
+    parser = ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument(source, help=source_help, **source_options)
+    parser.add_argument("-o", "--output", required=True, type=output_path, help="figure to write (.png, .pdf or .svg)")
+    return parser
+
+
 def save_figure(fig, path):
-    """Saves under a temporary name, then renames: the figure is there whole or not at all."""
+    """Lays the figure out and saves it under a temporary name, then renames: it is there whole or not at all."""
     path = pathlib.Path(path)
     temporary = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
+    fig.tight_layout()
     try:
         fig.savefig(temporary, dpi=110)
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
+        matplotlib.pyplot.close(fig)
 
 
 def _check_numeric(path, frame, columns):

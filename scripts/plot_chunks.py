@@ -32,16 +32,11 @@ def plot(groups, output):
         ax.set_ylabel("ms")
         ax.set_title(kind, fontsize=9)
     axes[-1, 0].set_xlabel("chunk (phase 4 backward: layer; allreduce: bucket)")
-    fig.tight_layout()
     ob_csv.save_figure(fig, output)
-    plt.close(fig)
 
 
 def main():
-    parser = ob_csv.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("timeline", help="timeline CSV")
-    parser.add_argument("-o", "--output", required=True, type=ob_csv.output_path,
-                        help="figure to write (.png, .pdf or .svg)")
+    parser = ob_csv.figure_parser(__doc__, "timeline", "timeline CSV")
     parser.add_argument("--lanes", default="", help="lanes containing any of these words (default: all)")
     args = parser.parse_args()
     plot(per_chunk(ob_csv.load_timeline(args.timeline), [x for x in args.lanes.split(",") if x]), args.output)

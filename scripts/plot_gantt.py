@@ -41,9 +41,7 @@ def plot(frame, output, title):
     ax.set_title(title)
     ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=colours[n]) for n in names], labels=names, fontsize=8,
               loc="upper right", ncol=min(len(names), 6))
-    fig.tight_layout()
     ob_csv.save_figure(fig, output)
-    plt.close(fig)
 
 
 def parse_ints(text):
@@ -54,10 +52,7 @@ def parse_ints(text):
 
 
 def main():
-    parser = ob_csv.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("timeline", help="timeline CSV written by a phase binary")
-    parser.add_argument("-o", "--output", required=True, type=ob_csv.output_path,
-                        help="figure to write (.png, .pdf or .svg)")
+    parser = ob_csv.figure_parser(__doc__, "timeline", "timeline CSV written by a phase binary")
     parser.add_argument("--iter", default="", help="iterations to draw, e.g. 0,1 (default: all)")
     parser.add_argument("--ranks", default="", help="ranks to draw (default: all)")
     parser.add_argument("--lanes", default="", help="lanes containing any of these words, e.g. seq,overlap")

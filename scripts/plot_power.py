@@ -27,16 +27,11 @@ def plot(power, output, spans=()):
     ax.set_xlabel("time (ms)")
     ax.set_ylabel("power (W)")
     ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
     ob_csv.save_figure(fig, output)
-    plt.close(fig)
 
 
 def main():
-    parser = ob_csv.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("power", help="power CSV")
-    parser.add_argument("-o", "--output", required=True, type=ob_csv.output_path,
-                        help="figure to write (.png, .pdf or .svg)")
+    parser = ob_csv.figure_parser(__doc__, "power", "power CSV")
     parser.add_argument("--timeline", help="timeline CSV of the same run: shades the overlapped iterations")
     parser.add_argument("--mode", default="overlap", help="the mode whose iterations are shaded (default overlap)")
     args = parser.parse_args()

@@ -47,17 +47,12 @@ def plot(frame, x, output):
         ax2.legend(loc="upper right", fontsize=8)
     ax.legend(loc="upper left", fontsize=8)
     ax.set_title(" ".join(sorted(set(frame["phase"]))) + f": time against {x}")
-    fig.tight_layout()
     ob_csv.save_figure(fig, output)
-    plt.close(fig)
 
 
 def main():
-    parser = ob_csv.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("summary", help="summary CSV of a sweep")
+    parser = ob_csv.figure_parser(__doc__, "summary", "summary CSV of a sweep")
     parser.add_argument("--x", required=True, choices=X_CHOICES, help="the swept column")
-    parser.add_argument("-o", "--output", required=True, type=ob_csv.output_path,
-                        help="figure to write (.png, .pdf or .svg)")
     args = parser.parse_args()
     plot(ob_csv.load_summary(args.summary), args.x, args.output)
     return 0

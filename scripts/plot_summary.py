@@ -40,16 +40,12 @@ def plot(frame, output):
         for x, (mode, speedup) in enumerate(zip(part["mode"], part.get("speedup", pd.Series(index=part.index)))):
             if pd.notna(speedup) and mode not in ("seq", "ideal", "bound", "compute", "comm"):
                 ax.annotate(f"{speedup:.2f}x", (x, part["time_ms_p50"].iloc[x]), ha="center", va="bottom", fontsize=8)
-    fig.tight_layout()
     ob_csv.save_figure(fig, output)
-    plt.close(fig)
 
 
 def main():
-    parser = ob_csv.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("summaries", nargs="+", help="summary CSVs (drawn side by side, e.g. with pytorch-ddp)")
-    parser.add_argument("-o", "--output", required=True, type=ob_csv.output_path,
-                        help="figure to write (.png, .pdf or .svg)")
+    parser = ob_csv.figure_parser(__doc__, "summaries", "summary CSVs (drawn side by side, e.g. with pytorch-ddp)",
+                                  nargs="+")
     args = parser.parse_args()
     frame = pd.concat([ob_csv.load_summary(path) for path in args.summaries], ignore_index=True)
     plot(bars(frame), args.output)
