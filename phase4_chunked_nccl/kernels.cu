@@ -44,7 +44,13 @@ __global__ void mse_grad_kernel(const float* y, const float* t, float* dz, doubl
   if (threadIdx.x == 0) atomicAdd(loss_sum, partial[0]);
 }
 
-__global__ void sgd_kernel(float* w, const float* g, float scale, std::size_t n) { GRID_STRIDE(i, n) w[i] -= scale * g[i]; }
+__device__ __forceinline__ float as_float(float x) { return x; }
+__device__ __forceinline__ float as_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <typename G>
+__global__ void sgd_kernel(float* w, const G* g, float scale, std::size_t n) {
+  GRID_STRIDE(i, n) w[i] -= scale * as_float(g[i]);
+}
 
 __global__ void uniform_kernel(float* x, std::size_t n, std::uint64_t seed, float scale) {
   GRID_STRIDE(i, n) x[i] = scale * (ob::exact_pattern(seed, i, 1000) / 1000.0f);
@@ -125,6 +131,10 @@ void mse_grad(const float* y, const float* t, float* dz, double* loss_sum, std::
   CUDA_CHECK_LAUNCH();
 }
 void sgd(float* w, const float* g, float scale, std::size_t n, cudaStream_t s) {
+  sgd_kernel<<<blocks_for(n), kThreads, 0, s>>>(w, g, scale, n);
+  CUDA_CHECK_LAUNCH();
+}
+void sgd(float* w, const __nv_bfloat16* g, float scale, std::size_t n, cudaStream_t s) {
   sgd_kernel<<<blocks_for(n), kThreads, 0, s>>>(w, g, scale, n);
   CUDA_CHECK_LAUNCH();
 }

@@ -18,8 +18,9 @@ void relu_backward(float* d, const float* a, std::size_t n, cudaStream_t stream)
 // dz = 2 (y - t) / mean_over (the loss is a mean over that many elements), loss_sum += sum (y - t)^2.
 void mse_grad(const float* y, const float* t, float* dz, double* loss_sum, std::size_t n, double mean_over,
               cudaStream_t stream);
-// w -= scale * g
+// w -= scale * g; the bf16 form reads the communicated gradient directly (the cast back fused into the update).
 void sgd(float* w, const float* g, float scale, std::size_t n, cudaStream_t stream);
+void sgd(float* w, const __nv_bfloat16* g, float scale, std::size_t n, cudaStream_t stream);
 // x[i] = scale * U(-1, 1), deterministic in (seed, i).
 void fill_uniform(float* x, std::size_t n, std::uint64_t seed, float scale, cudaStream_t stream);
 // x[i] = exact_pattern(pattern_seed(seed, rank), i): the comm-only input of one rank.

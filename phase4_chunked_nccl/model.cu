@@ -59,6 +59,4 @@ void Mlp::backward_step(int step, bool accumulate, cudaStream_t stream) {
   std::swap(dz_, da_);
 }
 
-void Mlp::update(float scale, cudaStream_t stream) { sgd(weights_.get(), grads_.get(), scale, weights_.size(), stream); }
-
 }  // namespace phase4

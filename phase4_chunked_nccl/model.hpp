@@ -24,7 +24,6 @@ class Mlp {
   // Backward step s (layer l = L - s) of the last forward's micro-batch: dW_l = A_{l-1}ᵀ · dZ into gradient slot s
   // (added to it when `accumulate`), then (l > 1) the next dZ = (dZ · W_lᵀ) masked by A_{l-1} > 0.
   void backward_step(int step, bool accumulate, cudaStream_t stream);
-  void update(float scale, cudaStream_t stream);  // W -= scale · G
 
   float* weights() const { return weights_.get(); }
   float* grads() const { return grads_.get(); }

@@ -79,7 +79,8 @@ constexpr std::size_t kCublasWorkspaceBytes = 32u << 20;
 
 Trainer::Trainer(const Config& config, int rank, int ranks, ncclComm_t nccl, MPI_Comm comm,
                  const ob::PowerMonitor* power)
-    : config_(config), rank_(rank), ranks_(ranks), nccl_(nccl), comm_(comm), power_(power), scratch_(2) {
+    : config_(config), rank_(rank), ranks_(ranks), bf16_(config.comm_dtype == "bf16"), nccl_(nccl), comm_(comm),
+      power_(power), scratch_(2) {
   CUDA_CHECK(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
   int least = 0, greatest = 0;
   CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
@@ -94,7 +95,7 @@ Trainer::Trainer(const Config& config, int rank, int ranks, ncclComm_t nccl, MPI
   CUBLAS_CHECK(cublasSetStream(cublas_, compute_));
   CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_.get(), cublas_workspace_.bytes()));
   model_ = new Mlp(config, rank, cublas_);
-  if (config.comm_dtype == "bf16") wire_ = ob::DeviceBuffer<__nv_bfloat16>(model_->elements());
+  if (bf16_) wire_ = ob::DeviceBuffer<__nv_bfloat16>(model_->elements());
 }
 
 Trainer::~Trainer() {
@@ -126,15 +127,26 @@ std::uint64_t Trainer::weight_fingerprint() {
   return value;
 }
 
+void Trainer::encode(const Bucket& bucket, cudaStream_t stream) {
+  if (bf16_) to_bf16(model_->grads() + bucket.begin, wire_.get() + bucket.begin, bucket.size(), stream);
+}
+
 void Trainer::allreduce(const Bucket& bucket) {
-  float* data = model_->grads() + bucket.begin;
-  if (config_.comm_dtype == "bf16") {
+  if (bf16_) {
     __nv_bfloat16* wire = wire_.get() + bucket.begin;
-    to_bf16(data, wire, bucket.size(), comm_stream_);
     NCCL_CHECK(ncclAllReduce(wire, wire, bucket.size(), ncclBfloat16, ncclSum, nccl_, comm_stream_));
-    from_bf16(wire, data, bucket.size(), comm_stream_);
   } else {
+    float* data = model_->grads() + bucket.begin;
     NCCL_CHECK(ncclAllReduce(data, data, bucket.size(), ncclFloat, ncclSum, nccl_, comm_stream_));
+  }
+}
+
+void Trainer::update(cudaStream_t stream) {
+  const float scale = config_.lr / static_cast<float>(ranks_);  // the gradient averaged over ranks
+  if (bf16_) {
+    sgd(model_->weights(), wire_.get(), scale, model_->elements(), stream);
+  } else {
+    sgd(model_->weights(), model_->grads(), scale, model_->elements(), stream);
   }
 }
 
@@ -165,14 +177,18 @@ void Trainer::step(const std::string& mode, const BucketPlan& plan, StepMarks* m
   for (int s = 0; s < layers; ++s) {
     m->step_begin[s] = s == 0 ? m->forward_end : m->step_end[s - 1];
     model_->backward_step(s, micro_steps > 1, compute_);
-    m->step_end[s] = m->mark(compute_);
-    if (mode != "overlap") continue;
+    const std::size_t ready = next_bucket;
     for (; next_bucket < buckets.size() && buckets[next_bucket].ready_after == s; ++next_bucket) {
-      CUDA_CHECK(cudaEventRecord(handoff_, compute_));
-      CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, handoff_, 0));
-      m->bucket_begin[next_bucket] = m->mark(comm_stream_);
-      allreduce(buckets[next_bucket]);
-      m->bucket_end[next_bucket] = m->mark(comm_stream_);
+      encode(buckets[next_bucket], compute_);  // part of making the gradient, in every mode
+    }
+    m->step_end[s] = m->mark(compute_);
+    if (mode != "overlap" || ready == next_bucket) continue;
+    CUDA_CHECK(cudaEventRecord(handoff_, compute_));
+    CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, handoff_, 0));
+    for (std::size_t b = ready; b < next_bucket; ++b) {
+      m->bucket_begin[b] = m->mark(comm_stream_);
+      allreduce(buckets[b]);
+      m->bucket_end[b] = m->mark(comm_stream_);
     }
   }
   if (mode == "seq") {
@@ -185,19 +201,20 @@ void Trainer::step(const std::string& mode, const BucketPlan& plan, StepMarks* m
     CUDA_CHECK(cudaStreamWaitEvent(compute_, comm_done_, 0));
   }
   m->update_start = m->mark(compute_);
-  model_->update(config_.lr / static_cast<float>(ranks_), compute_);  // averaged over ranks
+  update(compute_);
   m->end = m->mark(compute_);
 }
 
 double Trainer::comm_gradient_error(const BucketPlan& plan) {
   StepMarks none = blank_marks(nullptr, config_.layers, plan);
-  step("compute", plan, &none);  // leaves this rank's gradient in grads()
+  step("compute", plan, &none);  // leaves this rank's gradient in grads(), and its bf16 copy on the wire
   const std::size_t n = model_->elements();
   ob::DeviceBuffer<float> reference(n);
   CUDA_CHECK(cudaMemcpyAsync(reference.get(), model_->grads(), n * sizeof(float), cudaMemcpyDeviceToDevice, compute_));
   CUDA_CHECK(cudaStreamSynchronize(compute_));
   NCCL_CHECK(ncclAllReduce(reference.get(), reference.get(), n, ncclFloat, ncclSum, nccl_, comm_stream_));
   for (const auto& bucket : plan.buckets) allreduce(bucket);
+  from_bf16(wire_.get(), model_->grads(), n, comm_stream_);
   ob::DeviceBuffer<double> norms(2);
   CUDA_CHECK(cudaMemsetAsync(norms.get(), 0, norms.bytes(), comm_stream_));
   diff_norms(model_->grads(), reference.get(), n, norms.get(), comm_stream_);
@@ -236,7 +253,10 @@ ModeRun Trainer::run(const std::string& mode, const BucketPlan& plan, bool check
   std::vector<StepTimes> timed;
   for (int i = 0; i < total; ++i) {
     const int iter = i - warmup;
-    if (mode == "comm") fill_rank_pattern(model_->grads(), n, config_.common.seed, rank_, comm_stream_);
+    if (mode == "comm") {  // the pattern, and its bf16 copy: the comm mode times the all-reduces alone
+      fill_rank_pattern(model_->grads(), n, config_.common.seed, rank_, comm_stream_);
+      for (const auto& bucket : plan.buckets) encode(bucket, comm_stream_);
+    }
     CUDA_CHECK(cudaDeviceSynchronize());
     MPI_CHECK(MPI_Barrier(comm_));  // every iteration starts together; its time is then the slowest rank's
     ob::step_started(ob::iteration_name(mode, i, warmup));  // a fault here leaves the others inside NCCL
@@ -263,6 +283,7 @@ ModeRun Trainer::run(const std::string& mode, const BucketPlan& plan, bool check
       timed.push_back(resolve(marks, [&](int index) { return log.ms_since_origin(index); }));
     }
     if (check && mode == "comm") {
+      if (bf16_) from_bf16(wire_.get(), model_->grads(), n, nullptr);
       CUDA_CHECK(cudaMemset(scratch_.get(), 0, sizeof(unsigned long long)));
       CUDA_CHECK(cudaMemset(scratch_.get() + 1, 0xff, sizeof(unsigned long long)));
       count_pattern_wrong(model_->grads(), n, config_.common.seed, ranks_, scratch_.get(), scratch_.get() + 1, nullptr);

@@ -5,9 +5,11 @@
 //  compute:  the step without communication. comm: the bucket all-reduces alone (on an integer pattern whose exact
 //            sum is checked on the device with --check).
 // With --accum-steps K the first K - 1 micro-steps (forward and backward) only accumulate gradients; the last one
-// is timed and overlapped as above. With --comm-dtype bf16 each bucket is cast into a bf16 buffer, all-reduced in
-// bf16 and cast back, all on the comm stream. With --graph each mode's step is captured once as a CUDA graph
-// (both streams, NCCL calls and timing events included) and replayed every iteration.
+// is timed and overlapped as above. With --comm-dtype bf16 each bucket is cast into a bf16 buffer (the wire) on the
+// compute stream right after the backward step that completes it, in every mode (making the gradient is compute);
+// the comm stream all-reduces the wire in bf16, and the update reads the wire (the cast back fused into it). With
+// --graph each mode's step is captured once as a CUDA graph (both streams, NCCL calls and timing events included)
+// and replayed every iteration.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -73,10 +75,13 @@ class Trainer {
 
  private:
   void step(const std::string& mode, const BucketPlan& plan, struct StepMarks* marks);
-  void allreduce(const Bucket& bucket);
+  void encode(const Bucket& bucket, cudaStream_t stream);  // bf16: the bucket's gradient onto the wire; fp32: nothing
+  void allreduce(const Bucket& bucket);                     // on the comm stream, in place on the wire (or gradient)
+  void update(cudaStream_t stream);                         // SGD with the all-reduced gradient averaged over ranks
 
   const Config& config_;
   int rank_, ranks_;
+  bool bf16_;  // --comm-dtype bf16
   ncclComm_t nccl_;
   MPI_Comm comm_;
   const ob::PowerMonitor* power_;

@@ -6,9 +6,9 @@
 #   PART: test (ctest -L gpu, and -L mpi), phase1 (default size and 4096^3), phase3 (2 ranks on GPUs),
 #         phase4 (one rank per GPU: the six configurations), phase4-sweeps (chunk and bucket sweeps on
 #         4096,16,2048, comm-only bus bandwidth against a single all-reduce), phase4-knobs (nccl-max-ctas
-#         sweeps with normal and high comm-stream priority on 4096,16,8192 and 4096,16,512), phase4-more (bf16
-#         against fp32 communication, energy with --power, --accum-steps, --graph, bf16 with fewer CTAs),
-#         ddp (PyTorch DDP, expert and default settings, on the six configurations), sanitize (compute-sanitizer
+#         sweeps with normal and high comm-stream priority on 4096,16,8192 and 4096,16,512), phase4-bf16
+#         (bf16 against fp32 communication, alone and in the step, with fewer CTAs), phase4-more (energy with
+#         --power, --accum-steps, --graph), ddp (PyTorch DDP, expert and default settings, on the six configurations), sanitize (compute-sanitizer
 #         memcheck and racecheck on phase 1's kernels and on phase 4 with one rank). Default: all parts.
 #   --out DIR  results folder (default results/runs/<host>-gpu-<date-time>)
 # Multi-GPU runs keep NVLink multicast off (NCCL_NVLS_ENABLE=0 and friends), as the lent machines require.
@@ -25,7 +25,7 @@ while [ $# -gt 0 ]; do
     *) ob_die "unknown option '$1' (see --help)" 2 ;;
   esac
 done
-all_parts=(test phase1 phase3 phase4 phase4-sweeps phase4-knobs phase4-more ddp sanitize)
+all_parts=(test phase1 phase3 phase4 phase4-sweeps phase4-knobs phase4-bf16 phase4-more ddp sanitize)
 [ "${#parts[@]}" -gt 0 ] || parts=("${all_parts[@]}")
 for p in "${parts[@]}"; do
   case " ${all_parts[*]} " in
@@ -110,8 +110,8 @@ for part in "${parts[@]}"; do
         done
       done
       ;;
-    phase4-more)
-      # bf16 against fp32 communication: comm-only time and bus bandwidth over bucket sizes (casts included).
+    phase4-bf16)
+      # bf16 against fp32 communication: comm-only time and bus bandwidth over bucket sizes (the casts are compute).
       for dtype in fp32 bf16; do
         run "phase4-comm-$dtype" "${mpi[@]}" -np "$gpus" "$p4" --mode comm --check --hidden 4096 --layers 16 \
           --batch 8 --comm-dtype "$dtype" --sweep bucket-mb=25,64,256,1024 --csv "$out/phase4-comm-$dtype.csv"
@@ -119,16 +119,22 @@ for part in "${parts[@]}"; do
       for c in 4096,16,8192 4096,16,512; do
         IFS=, read -r h l b <<<"$c"
         shape=(--hidden "$h" --layers "$l" --batch "$b")
+        run "phase4-bf16-$h-$l-$b" "${mpi[@]}" -np "$gpus" "$p4" "${shape[@]}" --check --comm-dtype bf16 \
+          --csv "$out/phase4-bf16-$h-$l-$b.csv"
+        run "phase4-bf16-ctas-$h-$l-$b" "${mpi[@]}" -np "$gpus" "$p4" "${shape[@]}" --comm-dtype bf16 \
+          --comm-priority high --sweep nccl-max-ctas=1,2,4,8 --csv "$out/phase4-bf16-ctas-$h-$l-$b.csv"
+      done
+      ;;
+    phase4-more)
+      for c in 4096,16,8192 4096,16,512; do
+        IFS=, read -r h l b <<<"$c"
+        shape=(--hidden "$h" --layers "$l" --batch "$b")
         # Energy per iteration of each mode, and the power timeline (with the Gantt timeline beside it).
         iters=$([ "$b" -ge 4096 ] && echo 40 || echo 200)  # each mode's timed iterations last 0.5 s or more
         run "phase4-power-$h-$l-$b" "${mpi[@]}" -np "$gpus" "$p4" "${shape[@]}" --power --iters "$iters" \
           --csv "$out/phase4-power-$h-$l-$b.csv"
-        run "phase4-bf16-$h-$l-$b" "${mpi[@]}" -np "$gpus" "$p4" "${shape[@]}" --check --comm-dtype bf16 \
-          --csv "$out/phase4-bf16-$h-$l-$b.csv"
         run "phase4-graph-$h-$l-$b" "${mpi[@]}" -np "$gpus" "$p4" "${shape[@]}" --check --graph \
           --csv "$out/phase4-graph-$h-$l-$b.csv"
-        run "phase4-bf16-ctas-$h-$l-$b" "${mpi[@]}" -np "$gpus" "$p4" "${shape[@]}" --comm-dtype bf16 \
-          --comm-priority high --sweep nccl-max-ctas=1,2,4,8 --csv "$out/phase4-bf16-ctas-$h-$l-$b.csv"
       done
       run phase4-accum "${mpi[@]}" -np "$gpus" "$p4" --hidden 4096 --layers 16 --batch 512 --check \
         --sweep accum-steps=1,2,4,8 --csv "$out/phase4-accum.csv"

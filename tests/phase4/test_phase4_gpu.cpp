@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cmath>
 #include <stdexcept>
 
 #include "common/cuda/cuda_check.hpp"
@@ -129,6 +130,22 @@ TEST_F(Phase4Gpu, Bf16CommunicationReportsItsErrorAndKeepsRanksInStep) {
   EXPECT_EQ(overlap.get("overlap_vs_seq_bitwise"), "1");
   EXPECT_EQ(row_of(result, "comm").get("wrong"), "0");
   EXPECT_EQ(overlap.get("comm_dtype"), "bf16");
+  // The update reads the bf16 gradient: one seq step lands near the fp32 step, but not on it.
+  auto fp32 = small();
+  phase4::Trainer reference(fp32, rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
+  reference.reset_weights();
+  reference.run("seq", fp32.plan(), false, ob::SteadyClock::now(), 1);
+  trainer.reset_weights();
+  const auto initial = trainer.download_weights();
+  trainer.run("seq", config.plan(), false, ob::SteadyClock::now(), 1);
+  const auto want = reference.download_weights(), got = trainer.download_weights();
+  double step_norm = 0, diff_norm = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    step_norm += (static_cast<double>(want[i]) - initial[i]) * (static_cast<double>(want[i]) - initial[i]);
+    diff_norm += (static_cast<double>(got[i]) - want[i]) * (static_cast<double>(got[i]) - want[i]);
+  }
+  EXPECT_GT(diff_norm, 0.0);
+  EXPECT_LT(std::sqrt(diff_norm / step_norm), 5e-3) << "the step differs by the gradient's bf16 rounding only";
 }
 
 TEST_F(Phase4Gpu, AccumulatedMicroStepsEqualOneStepOnTheLargerBatch) {
