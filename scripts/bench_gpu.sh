@@ -122,7 +122,7 @@ for part in "${parts[@]}"; do
         run "phase4-bf16-$h-$l-$b" "${mpi[@]}" -np "$gpus" "$p4" "${shape[@]}" --check --comm-dtype bf16 \
           --csv "$out/phase4-bf16-$h-$l-$b.csv"
         run "phase4-bf16-ctas-$h-$l-$b" "${mpi[@]}" -np "$gpus" "$p4" "${shape[@]}" --comm-dtype bf16 \
-          --comm-priority high --sweep nccl-max-ctas=1,2,4,8 --csv "$out/phase4-bf16-ctas-$h-$l-$b.csv"
+          --comm-priority high --sweep nccl-max-ctas=1,2,4,6,8,12,16 --csv "$out/phase4-bf16-ctas-$h-$l-$b.csv"
       done
       ;;
     phase4-more)
