@@ -37,6 +37,10 @@ void add_options(CLI::App& app, Config& config) {
   app.add_option("--nccl-max-ctas", config.nccl_max_ctas, "NCCL's most CTAs per collective (fewer: less contention)")
       ->check(CLI::Range(1, 64));
   app.add_option("--nccl-min-ctas", config.nccl_min_ctas, "NCCL's fewest CTAs per collective")->check(CLI::Range(1, 64));
+  app.add_option("--nccl-cta-policy", config.nccl_cta_policy,
+                 "NCCL's CTA policy: default, efficiency (fewest CTAs that keep decent speed), zero (none where it can)")
+      ->check(CLI::IsMember({"default", "efficiency", "zero"}))
+      ->capture_default_str();
   app.add_option("--comm-dtype", config.comm_dtype,
                  "Type the gradient is all-reduced in: fp32, or bf16 (cast into a half-size buffer and back)")
       ->check(CLI::IsMember({"fp32", "bf16"}))
@@ -185,6 +189,7 @@ std::string Config::point_label() const {
   std::string label = chunks > 0 ? "chunks=" + std::to_string(chunks) : "bucket-mb=" + ob::format_number(bucket_mb);
   if (nccl_max_ctas > 0) label += ", nccl-max-ctas=" + std::to_string(nccl_max_ctas);
   if (nccl_min_ctas > 0) label += ", nccl-min-ctas=" + std::to_string(nccl_min_ctas);
+  if (nccl_cta_policy != "default") label += ", nccl-cta-policy=" + nccl_cta_policy;
   if (accum_steps > 1) label += ", accum-steps=" + std::to_string(accum_steps);
   if (comm_dtype != "fp32") label += ", comm-dtype=" + comm_dtype;
   if (graph) label += ", graph";

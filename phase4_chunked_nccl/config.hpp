@@ -11,6 +11,15 @@
 
 namespace phase4 {
 
+// What the NCCL communicator is made with (ncclConfig_t): a sweep point with other settings needs a new one.
+struct NcclSettings {
+  int max_ctas = 0, min_ctas = 0;      // maxCTAs, minCTAs (0: NCCL's default)
+  std::string cta_policy = "default";  // CTAPolicy: default | efficiency | zero
+  bool operator==(const NcclSettings& other) const {
+    return max_ctas == other.max_ctas && min_ctas == other.min_ctas && cta_policy == other.cta_policy;
+  }
+};
+
 struct Config {
   ob::CommonOptions common;
   ob::FaultOptions fault;
@@ -26,6 +35,7 @@ struct Config {
   std::string comm_priority = "normal";  // the comm stream's priority: normal | high
   int nccl_max_ctas = 0;  // ncclConfig_t.maxCTAs (0: NCCL's default)
   int nccl_min_ctas = 0;  // ncclConfig_t.minCTAs (0: NCCL's default)
+  std::string nccl_cta_policy = "default";  // ncclConfig_t.CTAPolicy: default | efficiency | zero
   std::string comm_dtype = "fp32";  // fp32 | bf16: the type the gradient travels in
   int accum_steps = 1;  // micro-steps per step: gradients accumulate, communication only after the last
   bool power = false;   // sample every GPU's power (NVML) and measure energy per iteration
@@ -39,6 +49,7 @@ struct Config {
   std::vector<Config> sweep_points() const;  // this configuration once per sweep value (itself when no sweep)
   std::string point_label() const;           // "chunks=20", "bucket-mb=25", with the other swept options when set
   Config accumulation_reference() const;     // one step on the K-times batch that K micro-steps must equal
+  NcclSettings nccl_settings() const { return {nccl_max_ctas, nccl_min_ctas, nccl_cta_policy}; }
 };
 
 // The options --sweep takes (every numeric option of phase 4's communication).

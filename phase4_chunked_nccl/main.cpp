@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
 
     ob::progress_note("NCCL set-up");
     auto nccl = std::make_unique<phase4::NcclComm>(mpi->rank(), mpi->size(), MPI_COMM_WORLD,
-                                                   points.front().nccl_max_ctas, points.front().nccl_min_ctas);
+                                                   points.front().nccl_settings());
     live_comm = nccl->get();
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     const auto origin = ob::SteadyClock::now();
@@ -97,12 +97,12 @@ int main(int argc, char** argv) {
         *progress << "phase4: [" << p + 1 << "/" << points.size() << "] " << points[p].point_label() << ", "
                   << points[p].plan().describe() << std::endl;
       }
-      if (!nccl->matches(points[p].nccl_max_ctas, points[p].nccl_min_ctas)) {  // an nccl-max-ctas sweep
+      if (!(nccl->settings() == points[p].nccl_settings())) {  // an nccl-max-ctas sweep
         live_comm = nullptr;
         nccl.reset();
         ob::progress_note("NCCL set-up");
-        nccl = std::make_unique<phase4::NcclComm>(mpi->rank(), mpi->size(), MPI_COMM_WORLD, points[p].nccl_max_ctas,
-                                                  points[p].nccl_min_ctas);
+        nccl = std::make_unique<phase4::NcclComm>(mpi->rank(), mpi->size(), MPI_COMM_WORLD,
+                                                  points[p].nccl_settings());
         live_comm = nccl->get();
       }
       // A model per point: an accum-steps sweep changes how many micro-batches it holds.

@@ -1,5 +1,5 @@
-// The NCCL communicator of one rank per GPU: rank 0 makes the unique id and MPI broadcasts it. maxCTAs and
-// minCTAs (0: NCCL's defaults) go through ncclConfig_t: fewer CTAs leave more SMs to the overlapped compute.
+// The NCCL communicator of one rank per GPU: rank 0 makes the unique id and MPI broadcasts it. maxCTAs, minCTAs
+// and the CTA policy go through ncclConfig_t: fewer CTAs leave more SMs to the overlapped compute.
 #pragma once
 
 #include <mpi.h>
@@ -7,22 +7,24 @@
 
 #include "common/cuda/cuda_check.hpp"
 #include "common/mpi_check.hpp"
+#include "phase4_chunked_nccl/config.hpp"
 
 namespace phase4 {
 
 class NcclComm {
  public:
-  NcclComm(int rank, int ranks, MPI_Comm comm, int max_ctas = 0, int min_ctas = 0)
-      : max_ctas_(max_ctas), min_ctas_(min_ctas) {
+  NcclComm(int rank, int ranks, MPI_Comm comm, const NcclSettings& settings = {}) : settings_(settings) {
     ncclUniqueId id;
     if (rank == 0) NCCL_CHECK(ncclGetUniqueId(&id));
     MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm));
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    if (max_ctas > 0) config.maxCTAs = max_ctas;
-    if (min_ctas > 0) config.minCTAs = min_ctas;
+    if (settings.max_ctas > 0) config.maxCTAs = settings.max_ctas;
+    if (settings.min_ctas > 0) config.minCTAs = settings.min_ctas;
+    if (settings.cta_policy == "efficiency") config.CTAPolicy = NCCL_CTA_POLICY_EFFICIENCY;
+    if (settings.cta_policy == "zero") config.CTAPolicy = NCCL_CTA_POLICY_ZERO;
     NCCL_CHECK(ncclCommInitRankConfig(&comm_, ranks, id, rank, &config));
   }
-  bool matches(int max_ctas, int min_ctas) const { return max_ctas == max_ctas_ && min_ctas == min_ctas_; }
+  const NcclSettings& settings() const { return settings_; }
   ~NcclComm() {
     if (comm_) ncclCommDestroy(comm_);
   }
@@ -32,7 +34,7 @@ class NcclComm {
 
  private:
   ncclComm_t comm_ = nullptr;
-  int max_ctas_ = 0, min_ctas_ = 0;
+  NcclSettings settings_;
 };
 
 }  // namespace phase4

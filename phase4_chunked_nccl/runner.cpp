@@ -110,7 +110,8 @@ PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob:
       .set("first_bucket_mb", config.chunks > 0 ? std::nan("") : config.first_bucket_mb)
       .set("buckets", plan.buckets.size()).set("grad_mb", config.grad_mb()).set("tf32", config.tf32)
       .set("comm_priority", config.comm_priority).set("nccl_max_ctas", config.nccl_max_ctas)
-      .set("nccl_min_ctas", config.nccl_min_ctas).set("comm_dtype", config.comm_dtype)
+      .set("nccl_min_ctas", config.nccl_min_ctas).set("nccl_cta_policy", config.nccl_cta_policy)
+      .set("comm_dtype", config.comm_dtype)
       .set("accum_steps", config.accum_steps).set("graph", config.graph).set("clock", "cuda_event");
 
   ob::SummaryRow equivalence;

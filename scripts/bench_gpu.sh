@@ -7,7 +7,8 @@
 #         phase4 (one rank per GPU: the six configurations), phase4-sweeps (chunk and bucket sweeps on
 #         4096,16,2048, comm-only bus bandwidth against a single all-reduce), phase4-knobs (nccl-max-ctas
 #         sweeps with normal and high comm-stream priority on 4096,16,8192 and 4096,16,512), phase4-bf16
-#         (bf16 against fp32 communication, alone and in the step, with fewer CTAs), phase4-more (energy with
+#         (bf16 against fp32 communication, alone and in the step, with fewer CTAs), phase4-policy (NCCL's
+#         efficiency and zero CTA policies, fp32 and bf16, on 4096,16,8192 and 4096,16,512), phase4-more (energy with
 #         --power, --accum-steps, --graph), ddp (PyTorch DDP, expert and default settings, on the six configurations), sanitize (compute-sanitizer
 #         memcheck and racecheck on phase 1's kernels and on phase 4 with one rank). Default: all parts.
 #   --out DIR  results folder (default results/runs/<host>-gpu-<date-time>)
@@ -25,7 +26,7 @@ while [ $# -gt 0 ]; do
     *) ob_die "unknown option '$1' (see --help)" 2 ;;
   esac
 done
-all_parts=(test phase1 phase3 phase4 phase4-sweeps phase4-knobs phase4-bf16 phase4-more ddp sanitize)
+all_parts=(test phase1 phase3 phase4 phase4-sweeps phase4-knobs phase4-bf16 phase4-policy phase4-more ddp sanitize)
 [ "${#parts[@]}" -gt 0 ] || parts=("${all_parts[@]}")
 for p in "${parts[@]}"; do
   case " ${all_parts[*]} " in
@@ -123,6 +124,18 @@ for part in "${parts[@]}"; do
           --csv "$out/phase4-bf16-$h-$l-$b.csv"
         run "phase4-bf16-ctas-$h-$l-$b" "${mpi[@]}" -np "$gpus" "$p4" "${shape[@]}" --comm-dtype bf16 \
           --comm-priority high --sweep nccl-max-ctas=1,2,4,6,8,12,16 --csv "$out/phase4-bf16-ctas-$h-$l-$b.csv"
+      done
+      ;;
+    phase4-policy)
+      for c in 4096,16,8192 4096,16,512; do
+        IFS=, read -r h l b <<<"$c"
+        for dtype in fp32 bf16; do
+          for policy in efficiency zero; do
+            run "phase4-policy-$policy-$dtype-$h-$l-$b" "${mpi[@]}" -np "$gpus" "$p4" --hidden "$h" --layers "$l" \
+              --batch "$b" --check --comm-dtype "$dtype" --nccl-cta-policy "$policy" \
+              --csv "$out/phase4-policy-$policy-$dtype-$h-$l-$b.csv"
+          done
+        done
       done
       ;;
     phase4-more)

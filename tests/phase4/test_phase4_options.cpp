@@ -53,6 +53,13 @@ TEST(Phase4Options, KnobsAndTheirSweeps) {
   ASSERT_EQ(exit_code_of({"--nccl-max-ctas", "16", "--sweep", "nccl-min-ctas=1,8,16"}, &config), -1);
   EXPECT_EQ(config.sweep_points()[1].point_label(), "bucket-mb=25, nccl-max-ctas=16, nccl-min-ctas=8");
   EXPECT_EQ(exit_code_of({"--nccl-max-ctas", "4", "--sweep", "nccl-min-ctas=1,8"}), ob::kExitUsage);
+  // The CTA policy travels with every sweep point, and a point's NCCL settings say when it needs a new communicator.
+  ASSERT_EQ(exit_code_of({"--nccl-cta-policy", "efficiency", "--sweep", "nccl-max-ctas=4,8"}, &config), -1);
+  const auto points = config.sweep_points();
+  EXPECT_EQ(points[1].point_label(), "bucket-mb=25, nccl-max-ctas=8, nccl-cta-policy=efficiency");
+  EXPECT_EQ(points[1].nccl_settings().cta_policy, "efficiency");
+  EXPECT_FALSE(points[0].nccl_settings() == points[1].nccl_settings());
+  EXPECT_TRUE(points[1].nccl_settings() == points[1].nccl_settings());
 }
 
 TEST(Phase4Options, DeviceBytesGrowWithEachKnob) {

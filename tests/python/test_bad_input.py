@@ -54,6 +54,7 @@ BINARIES = {
         (["--nccl-max-ctas", "65"], "--nccl-max-ctas"), (["--nccl-min-ctas", "2"], "--nccl-min-ctas"),
         (["--nccl-min-ctas", "8", "--sweep", "nccl-max-ctas=4,16"], "--nccl-min-ctas"),
         (["--comm-dtype", "fp8"], "--comm-dtype"), (["--accum-steps", "0"], "--accum-steps"),
+        (["--nccl-cta-policy", "fast"], "--nccl-cta-policy"),
         (["--accum-steps", "2000"], "--accum-steps"), (["--accum-steps", "1000", "--batch", "256K"], "--accum-steps"),
         (["--batch", "1M", "--hidden", "4096"], "--batch"), (["--timeout-s", "-5"], "--timeout-s"),
         (["--inject-fault", "0:x:hang"], "--inject-fault"), (["--csv", f"{NO_DIR}/x.csv"], "--csv"),
