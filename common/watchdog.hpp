@@ -7,7 +7,6 @@
 
 #include <CLI/CLI.hpp>
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -47,7 +46,6 @@ class Watchdog {
   // The main thread is alive and now in `where`; with `counts_as_step`, a new step starts (and any fault planned for
   // this rank and step happens now).
   void progress(const std::string& where, bool counts_as_step);
-  long steps() const { return step_; }
 
  private:
   void watch();

@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
         *progress << "phase4: [" << p + 1 << "/" << points.size() << "] " << points[p].point_label() << ", "
                   << points[p].plan().describe() << std::endl;
       }
-      if (!(nccl->settings() == points[p].nccl_settings())) {  // an nccl-max-ctas sweep
+      if (!(nccl->settings() == points[p].nccl_settings())) {  // a sweep of an NCCL setting
         live_comm = nullptr;
         nccl.reset();
         ob::progress_note("NCCL set-up");
