@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <limits>
@@ -45,6 +46,19 @@ std::optional<int> parse_options(CLI::App& app, int argc, char** argv, bool prin
     return kExitUsage;
   }
   return std::nullopt;
+}
+
+std::optional<double> parse_number(const std::string& text) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text.front()))) return std::nullopt;
+  for (char c : text) {  // decimal only: strtod would also take hex floats, "inf" and "nan"
+    if (!std::isdigit(static_cast<unsigned char>(c)) && std::string("+-.eE").find(c) == std::string::npos) {
+      return std::nullopt;
+    }
+  }
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || !std::isfinite(value)) return std::nullopt;
+  return value;
 }
 
 std::uint64_t parse_size(const std::string& option, const std::string& text) {

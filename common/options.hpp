@@ -47,6 +47,10 @@ void require(bool ok, const std::string& option, const std::string& value, const
 // An output file the user named must go into an existing, writable directory (checked before any work).
 void require_writable_parent(const std::string& option, const std::string& path);
 
+// The whole of `text` as a finite decimal number ("2.5", "1e3"; no hex, no "inf"/"nan", no surrounding spaces), or
+// nothing.
+std::optional<double> parse_number(const std::string& text);
+
 // Splits "a,b,c" into its non-empty items.
 std::vector<std::string> split_list(const std::string& text, char separator = ',');
 

@@ -44,8 +44,10 @@ OutputPaths resolve_output_paths(const std::string& phase, const CommonOptions& 
   return paths;
 }
 
-void write_run_outputs(const OutputPaths& paths, const CsvTable& summary, const nlohmann::json& meta,
-                       const std::vector<TimelineEvent>& timeline, const CsvTable* power) {
+void write_run_outputs(const OutputPaths& paths, const std::string& phase, const std::vector<SummaryRow>& rows,
+                       nlohmann::json meta, const std::vector<TimelineEvent>& timeline, const CsvTable* power) {
+  const CsvTable summary = summary_csv(phase, rows);
+  meta["config_columns"] = config_columns(rows);
   create_parent(paths.summary_csv);
   create_parent(paths.timeline_csv);
   write_file_atomic(paths.timeline_csv, timeline_csv(timeline).to_string());

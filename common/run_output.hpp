@@ -7,6 +7,7 @@
 
 #include "common/csv_writer.hpp"
 #include "common/options.hpp"
+#include "common/summary.hpp"
 #include "common/timeline.hpp"
 
 namespace ob {
@@ -23,9 +24,11 @@ struct OutputPaths {
 // Creates nothing.
 OutputPaths resolve_output_paths(const std::string& phase, const CommonOptions& options);
 
-// Writes the summary, metadata, timeline CSV and Chrome trace (and the power CSV when given), each atomically and
-// the summary last; creates the default directory.
-void write_run_outputs(const OutputPaths& paths, const CsvTable& summary, const nlohmann::json& meta,
-                       const std::vector<TimelineEvent>& timeline, const CsvTable* power = nullptr);
+// Writes the summary of `rows`, the metadata (with "config_columns": the summary columns that describe the
+// configuration), the timeline CSV and Chrome trace (and the power CSV when given), each atomically and the summary
+// last; creates the default directory.
+void write_run_outputs(const OutputPaths& paths, const std::string& phase, const std::vector<SummaryRow>& rows,
+                       nlohmann::json meta, const std::vector<TimelineEvent>& timeline,
+                       const CsvTable* power = nullptr);
 
 }  // namespace ob

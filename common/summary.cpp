@@ -1,46 +1,79 @@
 #include "common/summary.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "common/console_table.hpp"
-#include "common/metrics.hpp"
 
 namespace ob {
 
 const std::vector<std::string> kSummaryColumns = {
     "system",     "phase",       "mode",        "ranks",       "chunks",        "iters",          "time_ms_p50",
     "time_ms_p95", "time_ms_min", "time_ms_max", "time_ms_mean", "time_ms_stddev"};
+const std::vector<std::string> kSummaryConfigColumns = {"system", "phase", "ranks", "chunks", "iters"};
 
-SummaryRow& SummaryRow::put(const std::string& key, std::string value) {
+std::string SummaryField::text() const {
+  if (const auto* number = std::get_if<double>(&value)) return format_number(*number);
+  if (const auto* integer = std::get_if<std::int64_t>(&value)) return std::to_string(*integer);
+  return std::get<std::string>(value);
+}
+
+SummaryRow& SummaryRow::put(const std::string& key, FieldValue value, bool config) {
   for (auto& field : fields) {
-    if (field.first == key) {
-      field.second = std::move(value);
+    if (field.key == key) {
+      field.value = std::move(value);
+      field.config = config;
       return *this;
     }
   }
-  fields.emplace_back(key, std::move(value));
+  fields.push_back({key, std::move(value), config});
   return *this;
 }
 
 std::string SummaryRow::get(const std::string& key) const {
   for (const auto& field : fields) {
-    if (field.first == key) return field.second;
+    if (field.key == key) return field.text();
   }
   return "";
 }
 
-CsvTable summary_csv(const std::string& phase, const std::vector<SummaryRow>& rows) {
+double SummaryRow::number(const std::string& key) const {
+  for (const auto& field : fields) {
+    if (field.key != key) continue;
+    if (const auto* number = std::get_if<double>(&field.value)) return *number;
+    if (const auto* integer = std::get_if<std::int64_t>(&field.value)) return static_cast<double>(*integer);
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+bool SummaryRow::has(const std::string& key) const {
+  return std::any_of(fields.begin(), fields.end(), [&](const SummaryField& f) { return f.key == key; });
+}
+
+namespace {
+// The header: the fixed columns, then every field in first-seen order; `config` marks configuration columns.
+std::vector<std::string> header_of(const std::vector<SummaryRow>& rows, std::vector<std::string>* config) {
   std::vector<std::string> header = kSummaryColumns;
+  if (config) *config = kSummaryConfigColumns;
   for (const auto& row : rows) {
     for (const auto& field : row.fields) {
-      if (std::find(header.begin(), header.end(), field.first) == header.end()) header.push_back(field.first);
+      if (std::find(header.begin(), header.end(), field.key) != header.end()) continue;
+      header.push_back(field.key);
+      if (config && field.config) config->push_back(field.key);
     }
   }
+  return header;
+}
+}  // namespace
+
+CsvTable summary_csv(const std::string& phase, const std::vector<SummaryRow>& rows) {
+  const std::vector<std::string> header = header_of(rows, nullptr);
   CsvTable table(header);
   for (const auto& row : rows) {
     std::vector<std::string> line = {row.system,
                                      phase,
-                                     row.mode,
+                                     mode_name(row.mode),
                                      std::to_string(row.ranks),
                                      std::to_string(row.chunks),
                                      std::to_string(row.iters),
@@ -56,37 +89,49 @@ CsvTable summary_csv(const std::string& phase, const std::vector<SummaryRow>& ro
   return table;
 }
 
-void set_overlap_metrics(SummaryRow& row, double t_seq, double t_comp, double t_comm) {
-  const double t_ovl = row.time_ms.p50;
-  row.set("speedup", speedup(t_seq, t_ovl));
-  row.set("overlap_efficiency", overlap_efficiency(t_comp, t_comm, t_ovl));
-  row.set("overlap_pct", overlap_pct(t_ovl, t_comp, t_comm));
+std::vector<std::string> config_columns(const std::vector<SummaryRow>& rows) {
+  std::vector<std::string> config;
+  header_of(rows, &config);
+  return config;
 }
 
-SummaryRow derived_row(const std::string& mode, double time_ms, const SummaryRow& like) {
-  SummaryRow row = like;
+SummaryRow derived_row(Mode mode, double time_ms, const SummaryRow& like) {
+  SummaryRow row;
+  row.system = like.system;
   row.mode = mode;
+  row.ranks = like.ranks;
+  row.chunks = like.chunks;
+  row.iters = like.iters;
   row.time_ms = constant_stats(time_ms);
+  for (const auto& field : like.fields) {
+    if (field.config) row.fields.push_back(field);  // the configuration, not the other row's measurements
+  }
   return row;
 }
 
+const SummaryRow* find_row(const std::vector<SummaryRow>& rows, Mode mode) {
+  for (const auto& row : rows) {
+    if (row.mode == mode) return &row;
+  }
+  return nullptr;
+}
+
+SummaryRow* find_row(std::vector<SummaryRow>& rows, Mode mode) {
+  return const_cast<SummaryRow*>(find_row(static_cast<const std::vector<SummaryRow>&>(rows), mode));
+}
 
 std::string render_summary(const std::vector<SummaryRow>& rows, const std::vector<ConsoleColumn>& extra) {
   std::vector<std::pair<std::string, std::string>> columns = {{"mode", ""}, {"time_p50", "ms"}, {"time_p95", "ms"}};
   for (const auto& column : extra) columns.emplace_back(column.label, column.unit);
   ConsoleTable table(columns);
   for (const auto& row : rows) {
-    std::vector<std::string> cells = {row.mode, format_number(row.time_ms.p50, 5), format_number(row.time_ms.p95, 5)};
+    std::vector<std::string> cells = {mode_name(row.mode), format_number(row.time_ms.p50, 5),
+                                      format_number(row.time_ms.p95, 5)};
     for (const auto& column : extra) {
-      std::string value = row.get(column.field);
-      // Shorten long numbers for the console; the CSV keeps full precision.
-      try {
-        std::size_t used = 0;
-        const double number = std::stod(value, &used);
-        if (used == value.size()) value = format_number(number, 4);
-      } catch (const std::exception&) {
-      }
-      cells.push_back(value.empty() ? "-" : value);
+      // Numbers shortened for the console; the CSV keeps full precision.
+      const double number = row.number(column.field);
+      const std::string text = row.get(column.field);
+      cells.push_back(text.empty() ? "-" : std::isnan(number) ? text : format_number(number, 4));
     }
     table.add_row(std::move(cells));
   }

@@ -1,62 +1,96 @@
 // The summary CSV: one row per (configuration, mode). The leading columns are fixed (DESIGN.md); each row then
-// carries its configuration and derived metrics as named fields, and the table's columns are their union in
-// first-seen order.
+// carries its configuration and derived metrics as named fields, kept as numbers (or text) until the CSV is written,
+// and the table's columns are their union in first-seen order. Fields set with config() describe the configuration;
+// config_columns() names them, and the metadata lists them (so readers need no hand-kept list).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "common/csv_writer.hpp"
+#include "common/modes.hpp"
 #include "common/stats.hpp"
 
 namespace ob {
 
 extern const std::vector<std::string> kSummaryColumns;  // system .. time_ms_max, time_ms_mean, time_ms_stddev
+// The leading columns that tell one configuration from another (the rest of kSummaryColumns are measurements).
+extern const std::vector<std::string> kSummaryConfigColumns;  // system, phase, ranks, chunks, iters
+
+using FieldValue = std::variant<double, std::int64_t, std::string>;
+
+struct SummaryField {
+  std::string key;
+  FieldValue value;
+  bool config = false;  // part of the configuration (not a measurement)
+  std::string text() const;  // as written in the CSV: numbers through format_number, integers in decimal
+};
 
 struct SummaryRow {
   std::string system = "overlap-bench";
-  std::string mode;  // seq, overlap (or a strategy name), compute, comm, ideal, bound
+  Mode mode = Mode::kSeq;
   int ranks = 1;
   int chunks = 1;
   int iters = 0;
   Stats time_ms;
-  std::vector<std::pair<std::string, std::string>> fields;  // configuration, then metrics
+  std::vector<SummaryField> fields;  // configuration, then metrics
 
+  // A measurement or derived metric.
   template <typename T>
   SummaryRow& set(const std::string& key, const T& value) {
-    if constexpr (std::is_same_v<T, bool>) {
-      return put(key, value ? "1" : "0");
-    } else if constexpr (std::is_integral_v<T>) {
-      return put(key, std::to_string(value));
-    } else if constexpr (std::is_floating_point_v<T>) {
-      return put(key, format_number(static_cast<double>(value)));
-    } else {
-      return put(key, std::string(value));
-    }
+    return put(key, to_value(value), false);
   }
-  // The field's text, or "" when absent.
+  SummaryRow& set(const std::string& key, const FieldValue& value) { return put(key, value, false); }
+  // A configuration field.
+  template <typename T>
+  SummaryRow& config(const std::string& key, const T& value) {
+    return put(key, to_value(value), true);
+  }
+  // The field's CSV text, or "" when absent.
   std::string get(const std::string& key) const;
+  // The field as a number: NaN when absent or text.
+  double number(const std::string& key) const;
+  bool has(const std::string& key) const;
 
  private:
-  SummaryRow& put(const std::string& key, std::string value);
+  template <typename T>
+  static FieldValue to_value(const T& value) {
+    if constexpr (std::is_same_v<T, bool>) {
+      return std::int64_t{value ? 1 : 0};
+    } else if constexpr (std::is_integral_v<T>) {
+      return static_cast<std::int64_t>(value);
+    } else if constexpr (std::is_floating_point_v<T>) {
+      return static_cast<double>(value);
+    } else {
+      return std::string(value);
+    }
+  }
+  SummaryRow& put(const std::string& key, FieldValue value, bool config);
 };
 
 CsvTable summary_csv(const std::string& phase, const std::vector<SummaryRow>& rows);
 
-// Sets speedup, overlap_efficiency and overlap_pct on an overlapped row from the medians of the other modes.
-void set_overlap_metrics(SummaryRow& row, double t_seq, double t_comp, double t_comm);
+// The configuration columns of the table summary_csv makes from `rows`, in header order.
+std::vector<std::string> config_columns(const std::vector<SummaryRow>& rows);
 
 // A derived row (ideal, bound) carrying one value as all its statistics.
-SummaryRow derived_row(const std::string& mode, double time_ms, const SummaryRow& like);
+SummaryRow derived_row(Mode mode, double time_ms, const SummaryRow& like);
+
+// The first row of `mode`, or null.
+const SummaryRow* find_row(const std::vector<SummaryRow>& rows, Mode mode);
+SummaryRow* find_row(std::vector<SummaryRow>& rows, Mode mode);
 
 // Column of the console summary: the label and unit shown, and the summary field it reads ("" for p50/p95).
 struct ConsoleColumn {
   std::string label, unit, field;
 };
 
-// The console table of a run: mode, time p50 and p95 (ms), then `extra` fields of each row.
+// The console table of a run: mode, time p50 and p95 (ms), then `extra` fields of each row ("-" where absent).
 std::string render_summary(const std::vector<SummaryRow>& rows, const std::vector<ConsoleColumn>& extra);
 
 }  // namespace ob

@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
     auto meta = ob::base_metadata("phase1", argc, argv);
     meta["clock"] = "cuda_event";
     meta["gpus"] = nlohmann::json::array({ob::cuda_metadata(config.device)});
-    write_run_outputs(paths, ob::summary_csv("phase1", rows), meta, events);
+    write_run_outputs(paths, "phase1", rows, meta, events);
 
     std::cout << "# phase1_cuda_baseline: y = x·W with x " << config.batch << "x" << config.in << ", W " << config.in
               << "x" << config.out << " on " << meta["gpus"][0]["gpu_name"].get<std::string>() << ", median of "

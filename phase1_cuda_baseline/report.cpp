@@ -12,19 +12,19 @@ std::vector<ob::SummaryRow> summary_rows(const Config& config, const std::vector
   const double gemm_flops = 2.0 * config.batch * config.in * config.out;
   for (const auto& result : results) {
     ob::SummaryRow base;
-    base.mode = "seq";
+    base.mode = ob::Mode::kSeq;
     base.iters = config.common.iters;
-    base.set("variant", gemm_kernel_name(result.kernel))
-        .set("tf32", result.tf32)
-        .set("batch", config.batch)
-        .set("in", config.in)
-        .set("out", config.out)
-        .set("memory", config.memory)
-        .set("clock", "cuda_event");
+    base.config("variant", gemm_kernel_name(result.kernel))
+        .config("tf32", result.tf32)
+        .config("batch", config.batch)
+        .config("in", config.in)
+        .config("out", config.out)
+        .config("memory", config.memory)
+        .config("clock", "cuda_event");
     auto add = [&](const std::string& kernel, const std::vector<double>& ms, double flops) {
       ob::SummaryRow row = base;
       row.time_ms = ob::summarize(ms);
-      row.set("kernel", kernel);
+      row.config("kernel", kernel);
       row.set("gflops", flops > 0 ? flops / (row.time_ms.p50 * 1e-3) / 1e9 : std::nan(""));
       row.set("first_loss", result.loss.front()).set("final_loss", result.loss.back());
       if (result.checked) {
@@ -47,14 +47,15 @@ std::string console_table(const std::vector<ob::SummaryRow>& rows) {
                           {"rate", "GFLOP/s"}, {"final_loss", ""}, {"rel_error", "fwd/bwd"}});
   for (const auto& row : rows) {
     const std::string variant = row.get("variant") + (row.get("tf32") == "1" ? "-tf32" : "");
-    const std::string error = row.get("forward_rel_error").empty()
+    const std::string error = !row.has("forward_rel_error")
                                   ? "-"
-                                  : ob::format_number(std::stod(row.get("forward_rel_error")), 2) + "/" +
-                                        ob::format_number(std::stod(row.get("backward_rel_error")), 2);
-    const std::string gflops = row.get("gflops") == "nan" ? "-" : ob::format_number(std::stod(row.get("gflops")), 5);
+                                  : ob::format_number(row.number("forward_rel_error"), 2) + "/" +
+                                        ob::format_number(row.number("backward_rel_error"), 2);
+    const double rate = row.number("gflops");
+    const std::string gflops = std::isnan(rate) ? "-" : ob::format_number(rate, 5);
     table.add_row({variant, row.get("kernel"), ob::format_number(row.time_ms.p50 * 1e3, 5),
                    ob::format_number(row.time_ms.p95 * 1e3, 5), gflops,
-                   ob::format_number(std::stod(row.get("final_loss")), 4), error});
+                   ob::format_number(row.number("final_loss"), 4), error});
   }
   return table.render();
 }

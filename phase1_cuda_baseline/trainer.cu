@@ -4,6 +4,7 @@
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/device_buffer.hpp"
 #include "common/cuda/event_timer.hpp"
+#include "common/iteration.hpp"
 #include "phase1_cuda_baseline/cpu_gemm.hpp"
 #include "phase1_cuda_baseline/elementwise.cuh"
 #include "phase1_cuda_baseline/trainer.hpp"
@@ -102,30 +103,32 @@ VariantResult Trainer::run(GemmKernel kernel) {
   double* loss_host = nullptr;
   CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&loss_host), sizeof(double) * total));
   std::unique_ptr<double, cudaError_t (*)(void*)> loss_guard(loss_host, cudaFreeHost);
+  // The common protocol (common/iteration.hpp); the step's time is the CUDA events' span of its four kernels.
+  result.kernel_ms.assign(kStepKernels.size(), {});
+  const std::string lane = std::string(gemm_kernel_name(kernel)) + (result.tf32 ? "-tf32" : "") + ":stream 0";
   ob::EventLog log;
   const int origin = log.record(stream_);
   std::vector<int> marks;
-  for (int it = 0; it < total; ++it) {
-    const bool timed = it >= config_.common.warmup;
-    ob::NvtxRange range(timed ? "phase1 step" : "phase1 warm-up step");
-    step(timed ? &log : nullptr, &marks);
-    CUDA_CHECK(cudaMemcpyAsync(loss_host + it, d.loss.get(), sizeof(double), cudaMemcpyDeviceToHost, stream_));
-  }
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
-
-  result.kernel_ms.assign(kStepKernels.size(), {});
-  const std::string lane = std::string(gemm_kernel_name(kernel)) + (result.tf32 ? "-tf32" : "") + ":stream 0";
-  const std::size_t per_step = kStepKernels.size() + 1;
-  for (int it = 0; it < config_.common.iters; ++it) {
-    const int* m = &marks[it * per_step];
+  const ob::LoopPlan plan{ob::Mode::kSeq, config_.common.warmup, config_.common.iters};
+  ob::LoopHooks hooks;
+  hooks.step = [&](const ob::Iteration& it) {
+    ob::NvtxRange range(it.timed ? "phase1 step" : "phase1 warm-up step");
+    marks.clear();
+    step(it.timed ? &log : nullptr, &marks);
+    CUDA_CHECK(cudaMemcpyAsync(loss_host + it.index, d.loss.get(), sizeof(double), cudaMemcpyDeviceToHost, stream_));
+  };
+  hooks.elapsed_ms = [&](const ob::Iteration& it) -> double {
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    if (!it.timed) return 0.0;
     for (std::size_t k = 0; k < kStepKernels.size(); ++k) {
-      result.kernel_ms[k].push_back(log.ms_between(m[k], m[k + 1]));
-      result.events.push_back({0, lane, kStepKernels[k], it, -1,
-                               1000.0 * (origin_offset_ms_ + log.ms_between(origin, m[k])),
-                               1000.0 * (origin_offset_ms_ + log.ms_between(origin, m[k + 1]))});
+      result.kernel_ms[k].push_back(log.ms_between(marks[k], marks[k + 1]));
+      result.events.push_back({0, lane, kStepKernels[k], it.iter, -1,
+                               1000.0 * (origin_offset_ms_ + log.ms_between(origin, marks[k])),
+                               1000.0 * (origin_offset_ms_ + log.ms_between(origin, marks[k + 1]))});
     }
-    result.iter_ms.push_back(log.ms_between(m[0], m[kStepKernels.size()]));
-  }
+    return log.ms_between(marks[0], marks[kStepKernels.size()]);
+  };
+  result.iter_ms = ob::run_iterations(plan, hooks);
   origin_offset_ms_ += log.ms_between(origin, marks.back());
   for (int it = 0; it < total; ++it) result.loss.push_back(loss_host[it] / static_cast<double>(n_out));
   return result;

@@ -55,9 +55,9 @@ void validate(const Config& config) {
   }
 }
 
-std::vector<std::string> Config::modes() const {
-  if (mode == "all") return {"seq", "overlap", "compute", "comm"};
-  return {mode};
+std::vector<ob::Mode> Config::modes() const {
+  if (mode == "all") return ob::in_run_order({ob::Mode::kSeq, ob::Mode::kOverlap, ob::Mode::kCompute, ob::Mode::kComm});
+  return {ob::parse_mode(mode)};
 }
 
 int Config::compute_threads() const {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/modes.hpp"
 #include "common/options.hpp"
 
 namespace phase2 {
@@ -22,7 +23,7 @@ struct Config {
   int threads = 0;          // OpenMP threads in all (compute team + comm thread); 0: omp_get_max_threads()
   std::string mode = "all";
 
-  std::vector<std::string> modes() const;  // the modes to run, in order
+  std::vector<ob::Mode> modes() const;  // the modes to run, in the one run order (ob::in_run_order)
   int compute_threads() const;             // threads of the compute team (the comm thread excluded)
 };
 

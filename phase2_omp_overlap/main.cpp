@@ -25,14 +25,15 @@ int main(int argc, char** argv) {
     meta["clock"] = "std::chrono::steady_clock";
     meta["workload"] = config.workload;
     meta["compute_threads"] = config.compute_threads();
-    write_run_outputs(paths, ob::summary_csv("phase2", result.rows), meta, result.events);
+    write_run_outputs(paths, "phase2", result.rows, meta, result.events);
 
     std::cout << "# phase2_omp_overlap: " << config.workload << " workload, " << config.chunks << " chunks, "
               << config.compute_threads() << " compute thread(s) + 1 comm thread, median of " << config.common.iters
               << " iterations (steady_clock)\n"
               << ob::render_summary(result.rows, phase2::console_columns());
-    const auto* bound_row = &result.rows.back();
-    if (bound_row->mode == "bound") std::cout << "# model (bound row): " << bound_row->time_ms.p50 << " ms\n";
+    if (const auto* bound = ob::find_row(result.rows, ob::Mode::kBound)) {
+      std::cout << "# model (bound row): " << bound->time_ms.p50 << " ms\n";
+    }
     std::cout << "# summary: " << paths.summary_csv << "\n# timeline: " << paths.timeline_csv << "\n";
     if (result.wrong > 0) throw ob::CheckFailure(std::to_string(result.wrong) + " wrong elements; first: " + result.first_wrong);
     return ob::kExitOk;

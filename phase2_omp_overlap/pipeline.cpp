@@ -1,6 +1,7 @@
 #include "phase2_omp_overlap/pipeline.hpp"
 
 #include "common/handoff.hpp"
+#include "common/iteration.hpp"
 
 #include <omp.h>
 
@@ -17,8 +18,8 @@ struct TaskLog {
 
 class Iteration {
  public:
-  Iteration(const std::string& mode, Workload& workload, ob::SteadyClock::time_point origin, int iter)
-      : mode_(mode), workload_(workload), origin_(origin), iter_(iter) {}
+  Iteration(ob::Mode mode, Workload& workload, ob::SteadyClock::time_point origin, int iter)
+      : mode_(ob::mode_name(mode)), workload_(workload), origin_(origin), iter_(iter) {}
 
   void task(bool compute, int chunk, TaskLog& log) {
     const auto start = ob::SteadyClock::now();
@@ -58,7 +59,7 @@ class Iteration {
   }
 
  private:
-  const std::string& mode_;
+  std::string mode_;
   Workload& workload_;
   ob::SteadyClock::time_point origin_;
   int iter_;
@@ -66,41 +67,47 @@ class Iteration {
 
 }  // namespace
 
-ModeRun run_mode(const std::string& mode, Workload& workload, const Config& config, ob::SteadyClock::time_point origin,
+ModeRun run_mode(ob::Mode mode, Workload& workload, const Config& config, ob::SteadyClock::time_point origin,
                  bool check) {
   ModeRun run;
   run.mode = mode;
   const int chunks = config.chunks;
-  const int total = config.common.warmup + config.common.iters;
-  for (int i = 0; i < total; ++i) {
-    const int iter = i - config.common.warmup;  // negative during warm-up
-    if (mode == "comm") workload.prepare_comm_only();
-    TaskLog compute_log, comm_log;
-    Iteration iteration(mode, workload, origin, iter);
-    const auto start = ob::SteadyClock::now();
-    if (mode == "overlap") {
+  TaskLog compute_log, comm_log;
+  const ob::LoopPlan plan{mode, config.common.warmup, config.common.iters};  // one process: no barrier
+  ob::LoopHooks hooks;
+  hooks.prepare = [&](const ob::Iteration&) {
+    if (mode == ob::Mode::kComm) workload.prepare_comm_only();
+    compute_log = {};
+    comm_log = {};
+  };
+  hooks.step = [&](const ob::Iteration& it) {
+    Iteration iteration(mode, workload, origin, it.iter);
+    if (mode == ob::Mode::kOverlap) {
       iteration.overlapped(chunks, compute_log, comm_log);
     } else {
       for (int k = 0; k < chunks; ++k) {
-        if (mode != "comm") iteration.task(true, k, compute_log);
-        if (mode != "compute") iteration.task(false, k, compute_log);
+        if (mode != ob::Mode::kComm) iteration.task(true, k, compute_log);
+        if (mode != ob::Mode::kCompute) iteration.task(false, k, compute_log);
       }
     }
-    const double ms = ob::micros_since(start, ob::SteadyClock::now()) / 1000.0;
-    if (iter < 0) continue;
-    run.iter_ms.push_back(ms);
-    run.compute_total_ms.push_back(std::accumulate(compute_log.compute_ms.begin(), compute_log.compute_ms.end(), 0.0));
-    for (TaskLog* log : {&compute_log, &comm_log}) {
-      run.compute_task_ms.insert(run.compute_task_ms.end(), log->compute_ms.begin(), log->compute_ms.end());
-      run.comm_task_ms.insert(run.comm_task_ms.end(), log->comm_ms.begin(), log->comm_ms.end());
-      run.events.insert(run.events.end(), log->events.begin(), log->events.end());
+  };
+  hooks.check = [&](const ob::Iteration& it) {
+    if (it.timed) {
+      run.compute_total_ms.push_back(
+          std::accumulate(compute_log.compute_ms.begin(), compute_log.compute_ms.end(), 0.0));
+      for (TaskLog* log : {&compute_log, &comm_log}) {
+        run.compute_task_ms.insert(run.compute_task_ms.end(), log->compute_ms.begin(), log->compute_ms.end());
+        run.comm_task_ms.insert(run.comm_task_ms.end(), log->comm_ms.begin(), log->comm_ms.end());
+        run.events.insert(run.events.end(), log->events.begin(), log->events.end());
+      }
     }
-    if (check || iter == config.common.iters - 1) {
-      const auto result = workload.check(mode);
-      if (result.wrong > 0 && run.wrong == 0) run.first_wrong = "iteration " + std::to_string(iter) + ", " + result.first;
+    if ((check && it.timed) || it.iter == config.common.iters - 1) {
+      const auto result = workload.check(ob::mode_name(mode));
+      if (result.wrong > 0 && run.wrong == 0) run.first_wrong = "iteration " + std::to_string(it.iter) + ", " + result.first;
       run.wrong = std::max(run.wrong, result.wrong);
     }
-  }
+  };
+  run.iter_ms = ob::run_iterations(plan, hooks);
   return run;
 }
 

@@ -2,12 +2,15 @@
 
 #include <omp.h>
 
+#include <limits>
+
 #include "common/metrics.hpp"
+#include "common/overlap_rows.hpp"
 
 namespace phase2 {
 namespace {
 
-const ModeRun* find(const std::vector<ModeRun>& runs, const std::string& mode) {
+const ModeRun* find(const std::vector<ModeRun>& runs, ob::Mode mode) {
   for (const auto& run : runs) {
     if (run.mode == mode) return &run;
   }
@@ -19,15 +22,16 @@ ob::SummaryRow base_row(const Config& config) {
   row.ranks = 1;
   row.chunks = config.chunks;
   row.iters = config.common.iters;
-  row.set("workload", config.workload)
-      .set("threads", config.compute_threads() + 1)
-      .set("compute_threads", config.compute_threads());
+  row.config("workload", config.workload)
+      .config("threads", config.compute_threads() + 1)
+      .config("compute_threads", config.compute_threads());
   if (config.workload == "synthetic") {
-    row.set("compute_ms", config.compute_ms).set("comm_ms", config.comm_ms).set("jitter", config.jitter);
+    row.config("compute_ms", config.compute_ms).config("comm_ms", config.comm_ms).config("jitter", config.jitter);
   } else {
-    row.set("chunk_rows", config.chunk_rows).set("hidden", config.hidden).set("virtual_ranks", config.virtual_ranks);
+    row.config("chunk_rows", config.chunk_rows).config("hidden", config.hidden)
+        .config("virtual_ranks", config.virtual_ranks);
   }
-  row.set("clock", "steady_clock");
+  row.config("clock", "steady_clock");
   return row;
 }
 
@@ -49,13 +53,13 @@ Result run(const Config& config, std::ostream* progress) {
   Result result;
   auto workload = make_workload(config);
   const auto origin = ob::SteadyClock::now();
-  for (const auto& mode : config.modes()) {
-    if (progress) *progress << "phase2: running " << mode << " (" << config.common.warmup << " warm-up + "
-                            << config.common.iters << " iterations)" << std::endl;
+  for (const auto mode : config.modes()) {
+    if (progress) *progress << "phase2: running " << ob::mode_name(mode) << " (" << config.common.warmup
+                            << " warm-up + " << config.common.iters << " iterations)" << std::endl;
     result.runs.push_back(run_mode(mode, *workload, config, origin, config.common.check));
     const auto& run = result.runs.back();
     result.events.insert(result.events.end(), run.events.begin(), run.events.end());
-    if (run.wrong > 0 && result.wrong == 0) result.first_wrong = mode + ": " + run.first_wrong;
+    if (run.wrong > 0 && result.wrong == 0) result.first_wrong = std::string(ob::mode_name(mode)) + ": " + run.first_wrong;
     result.wrong += run.wrong;
   }
 
@@ -71,30 +75,19 @@ Result run(const Config& config, std::ostream* progress) {
     result.rows.push_back(row);
   }
 
-  const ModeRun* seq = find(result.runs, "seq");
-  const ModeRun* compute = find(result.runs, "compute");
-  const ModeRun* comm = find(result.runs, "comm");
-  if (compute && comm) {
-    const double t_comp = ob::summarize(compute->iter_ms).p50;
-    const double t_comm = ob::summarize(comm->iter_ms).p50;
-    for (auto& row : result.rows) {
-      if (row.mode != "overlap") continue;
-      const double t_seq = seq ? ob::summarize(seq->iter_ms).p50 : t_comp + t_comm;
-      ob::set_overlap_metrics(row, t_seq, t_comp, t_comm);
-      const auto* overlap = find(result.runs, "overlap");
-      row.set("compute_slowdown", ob::compute_slowdown(ob::summarize(overlap->compute_total_ms).p50,
-                                                       ob::summarize(compute->compute_total_ms).p50));
-    }
-    result.rows.push_back(ob::derived_row("ideal", ob::ideal_ms(t_comp, t_comm), base));
-    // The bound: the pipeline model. Synthetic: the nominal durations (the model the issue states); real: the
-    // median isolated chunk durations.
-    const double c = config.workload == "synthetic" ? config.compute_ms : median_or_nan(compute->compute_task_ms);
-    const double m = config.workload == "synthetic" ? config.comm_ms : median_or_nan(comm->comm_task_ms);
-    result.rows.push_back(ob::derived_row("bound", ob::equal_chunk_pipeline_ms(config.chunks, c, m), base));
-  } else if (config.workload == "synthetic") {
-    result.rows.push_back(
-        ob::derived_row("bound", ob::equal_chunk_pipeline_ms(config.chunks, config.compute_ms, config.comm_ms), base));
+  // The bound: the pipeline model. Synthetic: the nominal durations (the model the issue states); real: the
+  // median isolated chunk durations.
+  ob::OverlapInputs inputs;
+  inputs.compute_time_field = "compute_total_ms_p50";
+  const ModeRun* compute = find(result.runs, ob::Mode::kCompute);
+  const ModeRun* comm = find(result.runs, ob::Mode::kComm);
+  if (config.workload == "synthetic") {
+    inputs.bound_ms = ob::equal_chunk_pipeline_ms(config.chunks, config.compute_ms, config.comm_ms);
+  } else if (compute && comm) {
+    inputs.bound_ms = ob::equal_chunk_pipeline_ms(config.chunks, median_or_nan(compute->compute_task_ms),
+                                                  median_or_nan(comm->comm_task_ms));
   }
+  ob::derive_overlap_rows(result.rows, base, inputs);
   return result;
 }
 

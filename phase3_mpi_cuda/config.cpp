@@ -53,16 +53,14 @@ void validate(const Config& config) {
   ob::require_fits_in_host_memory("--batch", std::to_string(config.batch), 4.0 * floats);
 }
 
-std::vector<std::string> Config::modes() const {
-  std::vector<std::string> modes;
+std::vector<ob::Mode> Config::modes() const {
+  std::vector<ob::Mode> modes = {ob::Mode::kCompute, ob::Mode::kComm};
   if (strategy == "all") {
-    modes = {"seq", "thread", "nonblocking"};
+    modes.insert(modes.end(), {ob::Mode::kSeq, ob::Mode::kThread, ob::Mode::kNonblocking});
   } else {
-    modes = {strategy};
+    modes.push_back(ob::parse_mode(strategy));
   }
-  modes.push_back("compute");
-  modes.push_back("comm");
-  return modes;
+  return ob::in_run_order(modes);
 }
 
 int Config::compute_threads() const {

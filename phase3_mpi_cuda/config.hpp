@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/modes.hpp"
 #include "common/options.hpp"
 #include "common/watchdog.hpp"
 
@@ -24,7 +25,7 @@ struct Config {
   bool cuda_aware = false;
   int threads = 0;  // OpenMP threads per rank (compute team + comm thread); 0: omp_get_max_threads()
 
-  std::vector<std::string> modes() const;  // strategies in order, then compute and comm
+  std::vector<ob::Mode> modes() const;  // compute, comm, then the strategies (ob::in_run_order)
   int compute_threads() const;
 };
 

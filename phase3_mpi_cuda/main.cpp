@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
       meta["mpi_thread_level"] = mpi->provided();
       meta["device"] = backend->description();
       if (!gpu_meta.empty()) meta["gpus"] = gpu_meta;
-      write_run_outputs(paths, ob::summary_csv("phase3", result.rows), meta, result.events);
+      write_run_outputs(paths, "phase3", result.rows, meta, result.events);
       std::cout << "# phase3_mpi_cuda: " << mpi->size() << " ranks, global batch " << config.batch << ", W "
                 << config.in << "x" << config.out << " in " << config.chunks << " chunks on " << device
                 << ", median of " << config.common.iters << " steps, slowest rank (steady_clock)\n"

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "common/metrics.hpp"
+#include "common/overlap_rows.hpp"
 #include "common/mpi_check.hpp"
 #include "common/stats.hpp"
 #include "common/verify.hpp"
@@ -14,8 +15,6 @@
 
 namespace phase3 {
 namespace {
-
-bool is_strategy(const std::string& mode) { return mode == "seq" || mode == "thread" || mode == "nonblocking"; }
 
 // Checks each strategy against the single-process reference: kReferenceSteps steps from the initial weights.
 std::string check_against_reference(const Config& config, Backend& backend, MPI_Comm comm,
@@ -26,12 +25,13 @@ std::string check_against_reference(const Config& config, Backend& backend, MPI_
     reference = reference_weights(config, kReferenceSteps);
   }
   const auto w0 = make_shard(config, {0, 0}).w0;
-  std::string failure;
-  for (const auto& mode : config.modes()) {
-    if (!is_strategy(mode)) continue;
+  ob::CheckLog checks;
+  for (const auto mode : config.modes()) {
+    if (mode != ob::Mode::kSeq && !ob::is_overlapped(mode)) continue;  // the strategies, which train
+    const std::string name = ob::mode_name(mode);
     backend.set_weights(w0);
     const auto run = run_mode(mode, backend, config, comm, origin, true, kReferenceSteps);
-    if (!run.ranks_agree && failure.empty()) failure = mode + ": weights differ between ranks after a step";
+    if (!run.ranks_agree) checks.fail(name + ": weights differ between ranks after a step");
     int ok = 1;
     std::string detail;
     if (rank == 0) {
@@ -41,13 +41,13 @@ std::string check_against_reference(const Config& config, Backend& backend, MPI_
       detail = check.describe(1e-5);
     }
     MPI_CHECK(MPI_Bcast(&ok, 1, MPI_INT, 0, comm));
-    if (!ok && failure.empty()) {
-      failure = mode + ": weights after " + std::to_string(kReferenceSteps) +
-                " steps differ from the single-process run" + (rank == 0 ? " (" + detail + ")" : "");
+    if (!ok) {
+      checks.fail(name + ": weights after " + std::to_string(kReferenceSteps) +
+                  " steps differ from the single-process run" + (rank == 0 ? " (" + detail + ")" : ""));
     }
   }
   backend.set_weights(w0);
-  return failure;
+  return checks.first();
 }
 
 
@@ -79,23 +79,29 @@ Result run(const Config& config, Backend& backend, const std::string& device_nam
   base.ranks = ranks;
   base.chunks = config.chunks;
   base.iters = config.common.iters;
-  base.set("batch", config.batch).set("in", config.in).set("out", config.out).set("device", device_name)
-      .set("kernel", device_name == "cpu" ? "cpu_gemm" : config.kernel).set("cuda_aware", config.cuda_aware)
-      .set("compute_threads", config.compute_threads())
-      .set("grad_mb", 4.0 * config.in * config.out / (1 << 20)).set("clock", "steady_clock");
+  base.config("batch", config.batch).config("in", config.in).config("out", config.out).config("device", device_name)
+      .config("kernel", device_name == "cpu" ? "cpu_gemm" : config.kernel).config("cuda_aware", config.cuda_aware)
+      .config("compute_threads", config.compute_threads())
+      .config("grad_mb", 4.0 * config.in * config.out / (1 << 20)).config("clock", "steady_clock");
 
+  ob::CheckLog checks;
+  checks.fail(result.failure);
+  const ModeRun* compute_run = nullptr;
+  const ModeRun* comm_run = nullptr;
   std::vector<ModeRun> runs;
-  std::vector<std::vector<ob::TimelineEvent>> events;
-  for (const auto& mode : config.modes()) {
-    if (progress) *progress << "phase3: running " << mode << std::endl;
+  runs.reserve(config.modes().size());
+  const auto w0 = make_shard(config, {0, 0}).w0;
+  for (const auto mode : config.modes()) {
+    if (progress) *progress << "phase3: running " << ob::mode_name(mode) << std::endl;
+    // Every mode from the initial weights: the compute-only mode updates with this rank's own gradient.
+    backend.set_weights(w0);
     runs.push_back(run_mode(mode, backend, config, comm, origin, config.common.check));
     const auto& run = runs.back();
-    if (!run.ranks_agree && result.failure.empty()) result.failure = mode + ": weights differ between ranks";
     const std::uint64_t wrong = ob::total_across_ranks(run.wrong, comm);
-    if (wrong > 0 && result.failure.empty()) {
-      result.failure = "comm: " + std::to_string(wrong) + " elements of the all-reduced pattern are wrong" +
-                       (run.first_wrong.empty() ? "" : " (rank " + std::to_string(rank) + ": " + run.first_wrong + ")");
-    }
+    checks.mode_checks(mode, run.ranks_agree, wrong,
+                       run.first_wrong.empty() ? "" : "rank " + std::to_string(rank) + ": " + run.first_wrong);
+    if (mode == ob::Mode::kCompute) compute_run = &run;
+    if (mode == ob::Mode::kComm) comm_run = &run;
     ob::SummaryRow row = base;
     row.mode = mode;
     row.time_ms = ob::summarize(ob::max_across_ranks(run.iter_ms, comm));
@@ -104,10 +110,10 @@ Result run(const Config& config, Backend& backend, const std::string& device_nam
       compute_tasks.insert(compute_tasks.end(), run.chunk_compute_ms[k].begin(), run.chunk_compute_ms[k].end());
       comm_tasks.insert(comm_tasks.end(), run.chunk_comm_ms[k].begin(), run.chunk_comm_ms[k].end());
     }
-    if (mode != "comm") row.set("chunk_compute_ms_p50", ob::slowest_median(compute_tasks, comm));
-    if (mode != "compute") row.set("chunk_comm_ms_p50", ob::slowest_median(comm_tasks, comm));
+    if (mode != ob::Mode::kComm) row.set("chunk_compute_ms_p50", ob::slowest_median(compute_tasks, comm));
+    if (mode != ob::Mode::kCompute) row.set("chunk_comm_ms_p50", ob::slowest_median(comm_tasks, comm));
     row.set("compute_total_ms_p50", ob::slowest_median(run.compute_total_ms, comm));
-    if (mode == "comm") {
+    if (mode == ob::Mode::kComm) {
       const double algbw = ob::algbw_GBps(4.0 * config.in * config.out, row.time_ms.p50);
       row.set("algbw_GBps", algbw).set("busbw_GBps", ob::allreduce_busbw_GBps(algbw, ranks));
       if (config.common.check) row.set("wrong", wrong);
@@ -116,35 +122,23 @@ Result run(const Config& config, Backend& backend, const std::string& device_nam
     auto merged = ob::gather_timeline(run.events, comm);
     result.events.insert(result.events.end(), merged.begin(), merged.end());
   }
+  result.failure = checks.first();
 
-  auto find = [&](const std::string& mode) -> const ob::SummaryRow* {
-    for (const auto& row : result.rows) {
-      if (row.mode == mode) return &row;
-    }
-    return nullptr;
-  };
-  const double t_comp = find("compute")->time_ms.p50, t_comm = find("comm")->time_ms.p50;
-  const double t_seq = find("seq") ? find("seq")->time_ms.p50 : t_comp + t_comm;
-  const double isolated_total = std::stod(find("compute")->get("compute_total_ms_p50"));
-  for (auto& row : result.rows) {
-    if (row.mode != "thread" && row.mode != "nonblocking") continue;
-    ob::set_overlap_metrics(row, t_seq, t_comp, t_comm);
-    row.set("compute_slowdown", ob::compute_slowdown(std::stod(row.get("compute_total_ms_p50")), isolated_total));
-  }
-  result.rows.push_back(ob::derived_row("ideal", ob::ideal_ms(t_comp, t_comm), base));
   // Schedule bound: forward, the chunks' isolated medians through the pipeline, then the update.
-  const auto& compute_run = runs[runs.size() - 2];
-  const auto& comm_run = runs.back();
   std::vector<double> compute, comm_ms;
   std::vector<int> ready;
   for (int k = 0; k < config.chunks; ++k) {
-    compute.push_back(ob::slowest_median(compute_run.chunk_compute_ms[k], comm));
-    comm_ms.push_back(ob::slowest_median(comm_run.chunk_comm_ms[k], comm));
+    compute.push_back(ob::slowest_median(compute_run->chunk_compute_ms[k], comm));
+    comm_ms.push_back(ob::slowest_median(comm_run->chunk_comm_ms[k], comm));
     ready.push_back(k);
   }
-  const double bound = ob::schedule_bound_ms(ob::slowest_median(compute_run.forward_ms, comm), compute, comm_ms, ready,
-                                             ob::slowest_median(compute_run.update_ms, comm), t_comp, t_comm);
-  result.rows.push_back(ob::derived_row("bound", bound, base));
+  ob::OverlapInputs inputs;
+  inputs.compute_time_field = "compute_total_ms_p50";
+  inputs.bound_ms = ob::schedule_bound_ms(ob::slowest_median(compute_run->forward_ms, comm), compute, comm_ms, ready,
+                                          ob::slowest_median(compute_run->update_ms, comm),
+                                          ob::find_row(result.rows, ob::Mode::kCompute)->time_ms.p50,
+                                          ob::find_row(result.rows, ob::Mode::kComm)->time_ms.p50);
+  ob::derive_overlap_rows(result.rows, base, inputs);
   return result;
 }
 

@@ -5,8 +5,10 @@
 #include <atomic>
 #include <cstring>
 #include <exception>
+#include <memory>
 
 #include "common/handoff.hpp"
+#include "common/iteration.hpp"
 #include "common/mpi_check.hpp"
 #include "common/watchdog.hpp"
 #include "common/verify.hpp"
@@ -17,23 +19,23 @@ namespace {
 // One step of one mode: runs the tasks and logs each one's duration and timeline event.
 class Step {
  public:
-  Step(const std::string& mode, Backend& backend, const Config& config, MPI_Comm comm,
+  Step(ob::Mode mode, Backend& backend, const Config& config, MPI_Comm comm,
        ob::SteadyClock::time_point origin, int iter, int rank)
-      : mode_(mode), backend_(backend), config_(config), comm_(comm), origin_(origin), iter_(iter), rank_(rank),
+      : mode_(mode), lane_prefix_(std::string(ob::mode_name(mode)) + ":"), backend_(backend), config_(config), comm_(comm), origin_(origin), iter_(iter), rank_(rank),
         compute_ms_(config.chunks, 0.0), comm_ms_(config.chunks, 0.0) {}
 
   void run() {
-    if (mode_ == "comm") {
+    if (mode_ == ob::Mode::kComm) {
       for (int k = 0; k < config_.chunks; ++k) allreduce(k);
       return;
     }
     timed("compute", "forward", -1, [&] { backend_.forward(); }, &forward_ms_);
-    if (mode_ == "seq" || mode_ == "compute") {
+    if (mode_ == ob::Mode::kSeq || mode_ == ob::Mode::kCompute) {
       for (int k = 0; k < config_.chunks; ++k) compute(k);
-      if (mode_ == "seq") {
+      if (mode_ == ob::Mode::kSeq) {
         for (int k = 0; k < config_.chunks; ++k) allreduce(k);
       }
-    } else if (mode_ == "thread") {
+    } else if (mode_ == ob::Mode::kThread) {
       threaded();
     } else {
       nonblocking();
@@ -65,7 +67,7 @@ class Step {
            ob::SteadyClock::time_point end) {
     // Called from both sections of the threaded mode: the event list is guarded.
 #pragma omp critical(phase3_events)
-    events_.push_back({rank_, mode_ + ":" + lane, name, iter_, chunk, ob::micros_since(origin_, start),
+    events_.push_back({rank_, lane_prefix_ + lane, name, iter_, chunk, ob::micros_since(origin_, start),
                        ob::micros_since(origin_, end)});
   }
 
@@ -145,7 +147,8 @@ class Step {
     }
   }
 
-  const std::string& mode_;
+  ob::Mode mode_;
+  std::string lane_prefix_;  // "<mode>:"
   Backend& backend_;
   const Config& config_;
   MPI_Comm comm_;
@@ -187,7 +190,7 @@ std::vector<float> comm_pattern_sum(const Config& config, int ranks) {
   return sum;
 }
 
-ModeRun run_mode(const std::string& mode, Backend& backend, const Config& config, MPI_Comm comm,
+ModeRun run_mode(ob::Mode mode, Backend& backend, const Config& config, MPI_Comm comm,
                  ob::SteadyClock::time_point origin, bool check, int steps) {
   int rank = 0, ranks = 1;
   MPI_CHECK(MPI_Comm_rank(comm, &rank));
@@ -196,41 +199,40 @@ ModeRun run_mode(const std::string& mode, Backend& backend, const Config& config
   run.mode = mode;
   run.chunk_compute_ms.assign(config.chunks, {});
   run.chunk_comm_ms.assign(config.chunks, {});
-  const bool timing = steps <= 0;
-  const int total = timing ? config.common.warmup + config.common.iters : steps;
-  const std::vector<float> pattern = mode == "comm" ? comm_pattern(config, rank) : std::vector<float>();
-  const std::vector<float> expected = mode == "comm" && check ? comm_pattern_sum(config, ranks) : std::vector<float>();
-  for (int i = 0; i < total; ++i) {
-    const int iter = timing ? i - config.common.warmup : i;
-    if (mode == "comm") backend.write_comm(pattern);
-    MPI_CHECK(MPI_Barrier(comm));  // every iteration starts together; its time is then the slowest rank's
-    ob::step_started(ob::iteration_name(mode, i, timing ? config.common.warmup : 0));  // others wait in the step
-    Step step(mode, backend, config, comm, origin, iter, rank);
-    const auto start = ob::SteadyClock::now();
-    step.run();
-    const double ms = ob::micros_since(start, ob::SteadyClock::now()) / 1000.0;
-    if (check && mode == "comm") {
+  const bool is_comm = mode == ob::Mode::kComm;
+  const std::vector<float> pattern = is_comm ? comm_pattern(config, rank) : std::vector<float>();
+  const std::vector<float> expected = is_comm && check ? comm_pattern_sum(config, ranks) : std::vector<float>();
+  std::unique_ptr<Step> step;
+  const ob::LoopPlan plan{mode, config.common.warmup, config.common.iters, steps, comm};
+  ob::LoopHooks hooks;
+  hooks.prepare = [&](const ob::Iteration& it) {
+    if (is_comm) backend.write_comm(pattern);
+    step = std::make_unique<Step>(mode, backend, config, comm, origin, it.iter, rank);
+  };
+  hooks.step = [&](const ob::Iteration&) { step->run(); };
+  hooks.check = [&](const ob::Iteration& it) {
+    if (check && is_comm) {
       const auto got = backend.read_comm();
       const auto result = ob::compare_exact(got.data(), expected.data(), got.size());
-      if (result.wrong > 0 && run.wrong == 0) run.first_wrong = "iteration " + std::to_string(iter) + ", " + result.first;
+      if (result.wrong > 0 && run.wrong == 0) run.first_wrong = "iteration " + std::to_string(it.iter) + ", " + result.first;
       run.wrong = std::max(run.wrong, result.wrong);
-    } else if (check && mode != "compute") {
+    } else if (check && mode != ob::Mode::kCompute) {
       run.ranks_agree = same_on_every_rank(weights_hash(backend.weights()), comm) && run.ranks_agree;
     }
-    if (!timing || iter < 0) continue;
-    run.iter_ms.push_back(ms);
-    double compute_total = step.forward_ms() + step.update_ms();
+    if (!it.timed) return;
+    double compute_total = step->forward_ms() + step->update_ms();
     for (int k = 0; k < config.chunks; ++k) {
-      run.chunk_compute_ms[k].push_back(step.compute_ms()[k]);
-      run.chunk_comm_ms[k].push_back(step.comm_ms()[k]);
-      compute_total += step.compute_ms()[k];
+      run.chunk_compute_ms[k].push_back(step->compute_ms()[k]);
+      run.chunk_comm_ms[k].push_back(step->comm_ms()[k]);
+      compute_total += step->compute_ms()[k];
     }
     run.compute_total_ms.push_back(compute_total);
-    run.forward_ms.push_back(step.forward_ms());
-    run.update_ms.push_back(step.update_ms());
-    auto& events = step.events();
+    run.forward_ms.push_back(step->forward_ms());
+    run.update_ms.push_back(step->update_ms());
+    auto& events = step->events();
     run.events.insert(run.events.end(), events.begin(), events.end());
-  }
+  };
+  run.iter_ms = ob::run_iterations(plan, hooks);
   return run;
 }
 

@@ -1,4 +1,4 @@
-// One phase 3 mode over warm-up and timed iterations on this rank, timed with steady_clock (GPU chunks are
+// One phase 3 mode through the common iteration protocol (common/iteration.hpp) on this rank, timed with steady_clock (GPU chunks are
 // synchronised before MPI sees them, so the host clock covers the GPU work too).
 //  seq:          forward, every dW chunk, then MPI_Allreduce of every chunk, then the update.
 //  thread:       OpenMP sections: the compute section computes chunk after chunk; a dedicated communication
@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/modes.hpp"
 #include "common/timeline.hpp"
 #include "common/timer.hpp"
 #include "phase3_mpi_cuda/backend.hpp"
@@ -25,7 +26,7 @@
 namespace phase3 {
 
 struct ModeRun {
-  std::string mode;
+  ob::Mode mode = ob::Mode::kSeq;
   std::vector<double> iter_ms;                         // this rank, every timed iteration
   std::vector<double> compute_total_ms;                // per iteration: forward + chunk computes (+ update)
   std::vector<std::vector<double>> chunk_compute_ms;  // [chunk][iteration]
@@ -38,7 +39,7 @@ struct ModeRun {
 };
 
 // Runs `mode`; `steps` overrides warm-up + iterations (no timing kept) when positive.
-ModeRun run_mode(const std::string& mode, Backend& backend, const Config& config, MPI_Comm comm,
+ModeRun run_mode(ob::Mode mode, Backend& backend, const Config& config, MPI_Comm comm,
                  ob::SteadyClock::time_point origin, bool check, int steps = 0);
 
 // FNV-1a hash of the weights' bytes: equal on every rank iff the weights are bitwise identical (with overwhelming

@@ -47,6 +47,20 @@ BucketPlan plan_by_chunks(int layers, int hidden, int chunks) {
   return plan;
 }
 
+BucketPlan align_plan(const BucketPlan& plan, int hidden, std::uint64_t multiple) {
+  if (multiple < 1) throw std::invalid_argument("align_plan: the multiple must be positive");
+  BucketPlan aligned;
+  aligned.elements = plan.elements;
+  std::uint64_t begin = 0;
+  for (const Bucket& bucket : plan.buckets) {
+    const std::uint64_t end = std::min(plan.elements, (bucket.end + multiple - 1) / multiple * multiple);
+    if (end <= begin) continue;  // swallowed by the previous bucket's rounding
+    aligned.buckets.push_back({begin, end, ready_step(end, hidden)});
+    begin = end;
+  }
+  return aligned;
+}
+
 void validate_plan(const BucketPlan& plan, int layers, int hidden) {
   std::uint64_t next = 0;
   for (std::size_t b = 0; b < plan.buckets.size(); ++b) {

@@ -31,6 +31,11 @@ BucketPlan plan_by_size(int layers, int hidden, double bucket_mb, double first_b
 // `chunks` equal pieces (sizes differ by at most one element); capped at one element each.
 BucketPlan plan_by_chunks(int layers, int hidden, int chunks);
 
+// The same plan with every bucket boundary but the last moved up to a multiple of `multiple` elements (buckets that
+// vanish are dropped; ready steps follow the new ends): what a strategy that splits each bucket into equal per-rank
+// slices needs. Only the last bucket may end off the multiple.
+BucketPlan align_plan(const BucketPlan& plan, int hidden, std::uint64_t multiple);
+
 // Throws std::logic_error unless the buckets cover every element exactly once, in order, with ready steps that
 // hold their last element's layer.
 void validate_plan(const BucketPlan& plan, int layers, int hidden);

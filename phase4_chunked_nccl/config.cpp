@@ -1,5 +1,6 @@
 #include "phase4_chunked_nccl/config.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/csv_writer.hpp"
@@ -49,48 +50,81 @@ void add_options(CLI::App& app, Config& config) {
                  "Micro-steps per step (gradient accumulation; the all-reduces follow the last one's backward)")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
+  std::string strategies;
+  for (const auto& option : sync_options()) strategies += "\n  " + option.name + ": " + option.help;
+  app.add_option("--sync", config.sync, "How gradient buckets are synchronised:" + strategies)
+      ->check(CLI::IsMember([] {
+        std::vector<std::string> names;
+        for (const auto& option : sync_options()) names.push_back(option.name);
+        return names;
+      }()))
+      ->capture_default_str();
+  app.add_option("--gemm-sm-margin", config.gemm_sm_margin,
+                 "SMs the GEMMs leave free for communication (cuBLAS SM-count target: the SMs less this)")
+      ->check(CLI::Range(0, 1024))
+      ->capture_default_str();
   app.add_flag("--power", config.power, "Sample each GPU's power every 20 ms (NVML) and report energy per iteration");
   app.add_flag("--graph", config.graph, "Capture each mode's step in a CUDA graph and replay it");
   ob::add_fault_options(app, config.fault);
   app.add_option("--sweep", config.sweep,
                  "Run every point in one process: NAME=V1,V2,... with NAME chunks, bucket-mb, nccl-max-ctas, "
-                 "nccl-min-ctas or accum-steps");
+                 "nccl-min-ctas, accum-steps, gemm-sm-margin or sync");
 }
 
 namespace {
 
-// What --sweep can vary: whole numbers up to `most` (bucket-mb: any number > 0), and how a point takes its value.
+// What --sweep can vary: whole numbers from `least` to `most` (bucket-mb: any number > 0), or (sync) a strategy
+// name; and how a point takes its value.
 struct SweepParameter {
   std::string name;
-  bool whole;
-  double most;
-  void (*apply)(Config&, double);
+  enum Kind { kWhole, kNumber, kStrategy } kind;
+  double least, most;
+  void (*apply)(Config&, const std::string&);
 };
 
+int whole(const std::string& text) { return static_cast<int>(*ob::parse_number(text)); }
+
 const std::vector<SweepParameter>& sweep_parameters() {
+  using P = SweepParameter;
   static const std::vector<SweepParameter> table = {
-      {"chunks", true, 1 << 24, [](Config& c, double v) { c.chunks = static_cast<int>(v); }},
-      {"bucket-mb", false, 1e6,
-       [](Config& c, double v) {
+      {"chunks", P::kWhole, 1, 1 << 24, [](Config& c, const std::string& v) { c.chunks = whole(v); }},
+      {"bucket-mb", P::kNumber, 0, 1e6,
+       [](Config& c, const std::string& v) {
          c.chunks = 0;
-         c.bucket_mb = v;
+         c.bucket_mb = *ob::parse_number(v);
        }},
-      {"nccl-max-ctas", true, 64, [](Config& c, double v) { c.nccl_max_ctas = static_cast<int>(v); }},
-      {"nccl-min-ctas", true, 64, [](Config& c, double v) { c.nccl_min_ctas = static_cast<int>(v); }},
-      {"accum-steps", true, 1024, [](Config& c, double v) { c.accum_steps = static_cast<int>(v); }},
+      {"nccl-max-ctas", P::kWhole, 1, 64, [](Config& c, const std::string& v) { c.nccl_max_ctas = whole(v); }},
+      {"nccl-min-ctas", P::kWhole, 1, 64, [](Config& c, const std::string& v) { c.nccl_min_ctas = whole(v); }},
+      {"accum-steps", P::kWhole, 1, 1024, [](Config& c, const std::string& v) { c.accum_steps = whole(v); }},
+      {"gemm-sm-margin", P::kWhole, 0, 1024, [](Config& c, const std::string& v) { c.gemm_sm_margin = whole(v); }},
+      {"sync", P::kStrategy, 0, 0, [](Config& c, const std::string& v) { c.sync = v; }},
   };
   return table;
 }
 
 struct Sweep {
   const SweepParameter* parameter = nullptr;
-  std::vector<double> values;
+  std::vector<std::string> values;
 };
+
+bool valid_value(const SweepParameter& parameter, const std::string& item) {
+  if (parameter.kind == SweepParameter::kStrategy) {
+    for (const auto& option : sync_options()) {
+      if (option.name == item) return true;
+    }
+    return false;
+  }
+  const auto value = ob::parse_number(item);
+  if (!value || *value > parameter.most) return false;
+  if (parameter.kind == SweepParameter::kNumber) return *value > parameter.least;
+  return *value >= parameter.least && *value == std::floor(*value);
+}
 
 Sweep parse_sweep(const std::string& text) {
   std::string names;
   for (const auto& name : sweep_names()) names += (names.empty() ? "" : ", ") + name;
-  const std::string allowed = "NAME=V1,V2,... with NAME one of " + names + " (whole numbers >= 1; bucket-mb > 0)";
+  const std::string allowed = "NAME=V1,V2,... with NAME one of " + names +
+                              " (whole numbers >= 1, gemm-sm-margin >= 0; bucket-mb > 0; sync: strategy names)";
   const auto equals = text.find('=');
   ob::require(equals != std::string::npos, "--sweep", text, allowed);
   Sweep sweep;
@@ -98,21 +132,9 @@ Sweep parse_sweep(const std::string& text) {
     if (parameter.name == text.substr(0, equals)) sweep.parameter = &parameter;
   }
   ob::require(sweep.parameter != nullptr, "--sweep", text, allowed);
-  const auto items = ob::split_list(text.substr(equals + 1));
-  ob::require(!items.empty(), "--sweep", text, allowed);
-  for (const auto& item : items) {
-    std::size_t used = 0;
-    double value = 0;
-    try {
-      value = std::stod(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    const bool whole = !sweep.parameter->whole || value == std::floor(value);
-    ob::require(used == item.size() && std::isfinite(value) && value > 0 && value <= sweep.parameter->most && whole,
-                "--sweep", text, allowed);
-    sweep.values.push_back(value);
-  }
+  sweep.values = ob::split_list(text.substr(equals + 1));
+  ob::require(!sweep.values.empty(), "--sweep", text, allowed);
+  for (const auto& item : sweep.values) ob::require(valid_value(*sweep.parameter, item), "--sweep", text, allowed);
   return sweep;
 }
 
@@ -147,12 +169,40 @@ void validate(const CLI::App& app, const Config& config) {
                 "at most --nccl-max-ctas (at every point of the sweep)");
     ob::require(1.0 * point.accum_steps * point.batch * point.hidden < 2147483647.0, "--accum-steps",
                 std::to_string(point.accum_steps), "accum-steps * batch * hidden must stay below 2^31");
+    const SyncOption& sync = *std::find_if(sync_options().begin(), sync_options().end(),
+                                           [&](const SyncOption& o) { return o.name == point.sync; });
+    ob::require(sync.bf16 || point.comm_dtype == "fp32", "--comm-dtype", point.comm_dtype,
+                "--sync " + sync.name + " moves fp32 only");
+    ob::require(sync.cta_policy.empty() || point.nccl_cta_policy == "default" ||
+                    point.nccl_cta_policy == sync.cta_policy,
+                "--nccl-cta-policy", point.nccl_cta_policy,
+                "--sync " + sync.name + " needs CTA policy " + sync.cta_policy);
   }
 }
 
-std::vector<std::string> Config::modes() const {
-  if (mode == "all") return {"compute", "comm", "seq", "overlap"};
-  return {mode};
+std::vector<ob::Mode> Config::modes() const {
+  if (mode == "all") return ob::in_run_order({ob::Mode::kCompute, ob::Mode::kComm, ob::Mode::kSeq, ob::Mode::kOverlap});
+  return {ob::parse_mode(mode)};
+}
+
+const std::vector<SyncOption>& sync_options() {
+  static const std::vector<SyncOption> options = {
+      {"nccl", "in-place ncclAllReduce per bucket (ring kernels on SMs)", "", true},
+      {"nccl-sym", "ncclAllReduce on buffers registered as NCCL symmetric windows (symmetric kernels, few CTAs)", "",
+       true},
+      {"ce", "zero-SM: copy-engine all-to-all + a small sum kernel + copy-engine all-gather on symmetric windows "
+             "(CTA policy zero; fp32)",
+       "zero", false},
+  };
+  return options;
+}
+
+NcclSettings Config::nccl_settings() const {
+  std::string policy = nccl_cta_policy;
+  for (const auto& option : sync_options()) {
+    if (option.name == sync && !option.cta_policy.empty()) policy = option.cta_policy;
+  }
+  return {nccl_max_ctas, nccl_min_ctas, policy};
 }
 
 BucketPlan Config::plan() const {
@@ -167,8 +217,11 @@ double Config::device_bytes() const {
   // micro-batch; dZ, dA; the bf16 copy of the gradient; 64 MiB of headroom.
   double floats = 3.0 * w + layers * act + 2.0 * accum_steps * act + 2.0 * act;
   if (comm_dtype == "bf16") floats += 0.5 * w + (common.check ? w : 0.0);  // --check: an fp32-reduced reference
+  if (sync == "ce") floats += 2.0 * w;  // the received slices and the reduced gradient
+  if (sync != "nccl") floats += w;      // bound_ref: the nccl strategy's gradient for its comm-only run
   double bytes = 4.0 * floats + (64 << 20);
   if (common.check && accum_steps > 1) bytes += accumulation_reference().device_bytes();
+  if (common.check && sync != "nccl") bytes += strategy_reference().device_bytes();
   return bytes;
 }
 
@@ -176,7 +229,7 @@ std::vector<Config> Config::sweep_points() const {
   if (sweep.empty()) return {*this};
   std::vector<Config> points;
   const auto parsed = parse_sweep(sweep);
-  for (double value : parsed.values) {
+  for (const auto& value : parsed.values) {
     Config point = *this;
     point.sweep.clear();
     parsed.parameter->apply(point, value);
@@ -193,7 +246,17 @@ std::string Config::point_label() const {
   if (accum_steps > 1) label += ", accum-steps=" + std::to_string(accum_steps);
   if (comm_dtype != "fp32") label += ", comm-dtype=" + comm_dtype;
   if (graph) label += ", graph";
+  if (sync != "nccl") label += ", sync=" + sync;
+  if (gemm_sm_margin > 0) label += ", gemm-sm-margin=" + std::to_string(gemm_sm_margin);
   return label;
+}
+
+Config Config::strategy_reference() const {
+  Config reference = *this;
+  reference.sync = "nccl";
+  reference.sweep.clear();
+  reference.common.check = false;
+  return reference;
 }
 
 Config Config::accumulation_reference() const {

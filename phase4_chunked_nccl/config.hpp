@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/modes.hpp"
 #include "common/options.hpp"
 #include "common/watchdog.hpp"
 #include "phase4_chunked_nccl/bucket_plan.hpp"
@@ -40,19 +41,31 @@ struct Config {
   int accum_steps = 1;  // micro-steps per step: gradients accumulate, communication only after the last
   bool power = false;   // sample every GPU's power (NVML) and measure energy per iteration
   bool graph = false;   // replay each step as one captured CUDA graph
+  std::string sync = "nccl";  // how buckets are synchronised: one of sync_options()
+  int gemm_sm_margin = 0;     // SMs the GEMMs leave to communication (cublasSetSmCountTarget)
   std::string sweep;  // NAME=V1,V2,...: one of sweep_names()
 
-  std::vector<std::string> modes() const;  // in run order; compute and comm come first when derived rows need them
+  std::vector<ob::Mode> modes() const;  // in the one run order (ob::in_run_order)
   BucketPlan plan() const;
   double grad_mb() const;
   double device_bytes() const;  // weights, gradients, activations and work buffers on one GPU
   std::vector<Config> sweep_points() const;  // this configuration once per sweep value (itself when no sweep)
   std::string point_label() const;           // "chunks=20", "bucket-mb=25", with the other swept options when set
   Config accumulation_reference() const;     // one step on the K-times batch that K micro-steps must equal
-  NcclSettings nccl_settings() const { return {nccl_max_ctas, nccl_min_ctas, nccl_cta_policy}; }
+  Config strategy_reference() const;         // the same with --sync nccl, whose weights every strategy must equal
+  // What the communicator is made with; a strategy that needs a CTA policy (ce: zero) sets it.
+  NcclSettings nccl_settings() const;
 };
 
-// The options --sweep takes (every numeric option of phase 4's communication).
+// A --sync strategy as the options know it (gradient_sync.hpp has the code): its name, what it does, and the CTA
+// policy its communicator needs ("" for any).
+struct SyncOption {
+  std::string name, help, cta_policy;
+  bool bf16 = true;  // runs with --comm-dtype bf16
+};
+const std::vector<SyncOption>& sync_options();
+
+// The options --sweep takes (phase 4's communication options).
 const std::vector<std::string>& sweep_names();
 
 

@@ -1,5 +1,6 @@
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
 
 #include "common/cuda/cuda_check.hpp"
 #include "common/verify.hpp"
@@ -119,6 +120,17 @@ __global__ void diff_norms_kernel(const float* a, const float* ref, std::size_t 
   }
 }
 
+__global__ void sum_slices_kernel(const float4* in, std::size_t stride4, int slices, float4* out, std::size_t n4) {
+  GRID_STRIDE(i, n4) {
+    float4 acc = in[i];
+    for (int j = 1; j < slices; ++j) {  // in rank order: every rank's sum has the same bits
+      const float4 v = in[j * stride4 + i];
+      acc.x += v.x, acc.y += v.y, acc.z += v.z, acc.w += v.w;
+    }
+    out[i] = acc;
+  }
+}
+
 __global__ void fingerprint_kernel(const float* x, std::size_t n, unsigned long long* out) {
   unsigned long long local = 0;
   GRID_STRIDE(i, n) {
@@ -180,6 +192,16 @@ void diff_norms(const float* a, const float* ref, std::size_t n, double* out, cu
 }
 void fingerprint(const float* x, std::size_t n, unsigned long long* out, cudaStream_t s) {
   fingerprint_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, n, out);
+  CUDA_CHECK_LAUNCH();
+}
+
+void sum_slices(const float* in, std::size_t stride, int slices, float* out, std::size_t n, int blocks,
+                cudaStream_t stream) {
+  if (n % 4 || stride % 4 || reinterpret_cast<std::uintptr_t>(in) % 16 || reinterpret_cast<std::uintptr_t>(out) % 16) {
+    throw std::invalid_argument("sum_slices: slices must be 16-byte aligned multiples of 4 elements");
+  }
+  sum_slices_kernel<<<blocks, kThreads, 0, stream>>>(reinterpret_cast<const float4*>(in), stride / 4, slices,
+                                                     reinterpret_cast<float4*>(out), n / 4);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -34,6 +34,10 @@ void to_bf16(const float* x, __nv_bfloat16* y, std::size_t n, cudaStream_t strea
 void from_bf16(const __nv_bfloat16* y, float* x, std::size_t n, cudaStream_t stream);
 // out[0] += sum (a - ref)^2, out[1] += sum ref^2 (zeroed by the caller): the relative error's norms.
 void diff_norms(const float* a, const float* ref, std::size_t n, double* out, cudaStream_t stream);
+// out[i] = in[i] + in[stride + i] + ... over `slices` slices, in slice order, on `blocks` blocks (few: the copy-engine
+// strategy's only kernel, kept small so it takes few SMs). n and stride multiples of 4, pointers 16-byte aligned.
+void sum_slices(const float* in, std::size_t stride, int slices, float* out, std::size_t n, int blocks,
+                cudaStream_t stream);
 // Order-independent 64-bit fingerprint of the bits of x (added into *out, zeroed by the caller).
 void fingerprint(const float* x, std::size_t n, unsigned long long* out, cudaStream_t stream);
 

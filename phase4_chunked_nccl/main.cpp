@@ -22,6 +22,7 @@
 #include "phase4_chunked_nccl/config.hpp"
 #include "phase4_chunked_nccl/nccl_comm.hpp"
 #include "phase4_chunked_nccl/runner.hpp"
+#include "phase4_chunked_nccl/sweep.hpp"
 #include "phase4_chunked_nccl/trainer.hpp"
 
 int main(int argc, char** argv) {
@@ -65,10 +66,7 @@ int main(int argc, char** argv) {
       ob::require_fits_on_device("--batch", std::to_string(point.batch), point.device_bytes());
     }
 
-    ob::progress_note("NCCL set-up");
-    auto nccl = std::make_unique<phase4::NcclComm>(mpi->rank(), mpi->size(), MPI_COMM_WORLD,
-                                                   points.front().nccl_settings());
-    live_comm = nccl->get();
+    phase4::require_sm_margin(points);
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     const auto origin = ob::SteadyClock::now();
     std::unique_ptr<ob::PowerMonitor> power;
@@ -88,30 +86,11 @@ int main(int argc, char** argv) {
     if (root && !config.common.quiet && mpi->size() == 1) {
       std::cerr << "phase4: 1 rank: the all-reduces move no data (comm is a no-op)" << std::endl;
     }
-    std::vector<ob::SummaryRow> rows;
-    std::vector<ob::TimelineEvent> events;
-    std::string failure;
-    for (std::size_t p = 0; p < points.size(); ++p) {
-      std::ostream* progress = root && !config.common.quiet ? &std::cerr : nullptr;
-      if (progress) {
-        *progress << "phase4: [" << p + 1 << "/" << points.size() << "] " << points[p].point_label() << ", "
-                  << points[p].plan().describe() << std::endl;
-      }
-      if (!(nccl->settings() == points[p].nccl_settings())) {  // a sweep of an NCCL setting
-        live_comm = nullptr;
-        nccl.reset();
-        ob::progress_note("NCCL set-up");
-        nccl = std::make_unique<phase4::NcclComm>(mpi->rank(), mpi->size(), MPI_COMM_WORLD,
-                                                  points[p].nccl_settings());
-        live_comm = nccl->get();
-      }
-      // A model per point: an accum-steps sweep changes how many micro-batches it holds.
-      phase4::Trainer trainer(points[p], mpi->rank(), mpi->size(), nccl->get(), MPI_COMM_WORLD, power.get());
-      auto result = phase4::run_point(points[p], trainer, MPI_COMM_WORLD, origin, progress);
-      rows.insert(rows.end(), result.rows.begin(), result.rows.end());
-      if (points.size() == 1) events = std::move(result.events);  // a sweep keeps the summary only
-      if (failure.empty() && !result.failure.empty()) failure = points[p].point_label() + ": " + result.failure;
-    }
+    const auto result = phase4::run_sweep(points, mpi->rank(), mpi->size(), MPI_COMM_WORLD, origin, power.get(),
+                                          live_comm, root && !config.common.quiet ? &std::cerr : nullptr);
+    const auto& rows = result.rows;
+    const auto& events = result.events;
+    const std::string& failure = result.failure;
 
     const auto samples = power ? ob::gather_power(power->samples(), MPI_COMM_WORLD) : std::vector<ob::PowerSample>();
     if (root) {
@@ -121,7 +100,7 @@ int main(int argc, char** argv) {
       meta["nccl_nvls_enable"] = std::getenv("NCCL_NVLS_ENABLE") ? std::getenv("NCCL_NVLS_ENABLE") : "unset";
       meta["power"] = power ? "nvml, every 20 ms" : asked_for_power ? "unavailable" : "off";
       const auto power_table = ob::power_csv(samples);
-      write_run_outputs(paths, ob::summary_csv("phase4", rows), meta, events, power ? &power_table : nullptr);
+      write_run_outputs(paths, "phase4", rows, meta, events, power ? &power_table : nullptr);
       std::cout << "# phase4_chunked_nccl: " << mpi->size() << " rank(s), MLP H=" << config.hidden << " L="
                 << config.layers << " B=" << config.batch << " per rank, " << (config.tf32 ? "TF32" : "fp32")
                 << " GEMMs, median of " << config.common.iters << " steps, slowest rank (CUDA events)\n";

@@ -7,13 +7,12 @@
 
 namespace phase4 {
 
-Mlp::Mlp(const Config& config, int rank, cublasHandle_t cublas)
+Mlp::Mlp(const Config& config, int rank, cublasHandle_t cublas, float* grads)
     : config_(config), hidden_(config.hidden), layers_(config.layers), batch_(config.batch),
-      micro_steps_(config.accum_steps), cublas_(cublas), weight_seed_(config.common.seed) {
+      micro_steps_(config.accum_steps), cublas_(cublas), grads_(grads), weight_seed_(config.common.seed) {
   const std::size_t w = static_cast<std::size_t>(layers_) * hidden_ * hidden_;
   const std::size_t act = batch_elements(), data = act * micro_steps_;
   weights_ = ob::DeviceBuffer<float>(w);
-  grads_ = ob::DeviceBuffer<float>(w);
   inputs_ = ob::DeviceBuffer<float>(data);
   targets_ = ob::DeviceBuffer<float>(data);
   activations_ = ob::DeviceBuffer<float>(layers_ * act);
@@ -25,7 +24,7 @@ Mlp::Mlp(const Config& config, int rank, cublasHandle_t cublas)
   const std::uint64_t data_seed = config.common.seed * 1000003u + 17u * static_cast<std::uint64_t>(rank + 1);
   fill_uniform(inputs_.get(), data, data_seed, 1.0f, nullptr);
   fill_uniform(targets_.get(), data, data_seed + 1, 1.0f, nullptr);
-  CUDA_CHECK(cudaMemset(grads_.get(), 0, grads_.bytes()));
+  CUDA_CHECK(cudaMemset(grads_, 0, w * sizeof(float)));
   reset_weights(nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
 }
@@ -39,7 +38,7 @@ void Mlp::forward(int micro, cudaStream_t stream) {
   micro_ = static_cast<std::size_t>(micro);
   const std::size_t act = batch_elements();
   for (int l = 1; l <= layers_; ++l) {
-    ob::cublas_gemm(cublas_, config_.tf32, {batch_, hidden_, hidden_}, activation(l - 1), slot(weights_, layers_ - l),
+    ob::cublas_gemm(cublas_, config_.tf32, {batch_, hidden_, hidden_}, activation(l - 1), slot(weights_.get(), layers_ - l),
                     activation(l), stream);
     if (l < layers_) relu_inplace(activation(l), act, stream);
   }
@@ -53,7 +52,7 @@ void Mlp::backward_step(int step, bool accumulate, cudaStream_t stream) {
   ob::cublas_gemm(cublas_, config_.tf32, {hidden_, hidden_, batch_, true, false}, activation(l - 1), dz_.get(),
                   slot(grads_, step), stream, accumulate ? 1.0f : 0.0f);
   if (l == 1) return;
-  ob::cublas_gemm(cublas_, config_.tf32, {batch_, hidden_, hidden_, false, true}, dz_.get(), slot(weights_, step),
+  ob::cublas_gemm(cublas_, config_.tf32, {batch_, hidden_, hidden_, false, true}, dz_.get(), slot(weights_.get(), step),
                   da_.get(), stream);
   relu_backward(da_.get(), activation(l - 1), batch_elements(), stream);
   std::swap(dz_, da_);

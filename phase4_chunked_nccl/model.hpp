@@ -15,7 +15,8 @@ namespace phase4 {
 
 class Mlp {
  public:
-  Mlp(const Config& config, int rank, cublasHandle_t cublas);
+  // `grads`: the gradient buffer (layers * hidden^2 floats), owned by the gradient-sync strategy that moves it.
+  Mlp(const Config& config, int rank, cublasHandle_t cublas, float* grads);
 
   void reset_weights(cudaStream_t stream);  // the initial weights, identical on every rank
   // On micro-batch `micro`: A_l = ReLU(A_{l-1} · W_l) (no ReLU on the last layer), then
@@ -26,7 +27,7 @@ class Mlp {
   void backward_step(int step, bool accumulate, cudaStream_t stream);
 
   float* weights() const { return weights_.get(); }
-  float* grads() const { return grads_.get(); }
+  float* grads() const { return grads_; }
   std::size_t elements() const { return weights_.size(); }
 
  private:
@@ -35,15 +36,14 @@ class Mlp {
   float* activation(int l) const {
     return l == 0 ? inputs_.get() + micro_ * batch_elements() : activations_.get() + (l - 1) * batch_elements();
   }
-  float* slot(const ob::DeviceBuffer<float>& buffer, int step) const {
-    return buffer.get() + static_cast<std::size_t>(step) * hidden_ * hidden_;
-  }
+  float* slot(float* buffer, int step) const { return buffer + static_cast<std::size_t>(step) * hidden_ * hidden_; }
 
   const Config& config_;
   int hidden_, layers_, batch_, micro_steps_;
   std::size_t micro_ = 0;
   cublasHandle_t cublas_;
-  ob::DeviceBuffer<float> weights_, grads_, inputs_, targets_, activations_, dz_, da_;
+  float* grads_;
+  ob::DeviceBuffer<float> weights_, inputs_, targets_, activations_, dz_, da_;
   ob::DeviceBuffer<double> loss_;
   std::uint64_t weight_seed_;
 };

@@ -2,11 +2,13 @@
 
 #include <cmath>
 #include <cstring>
-#include <limits>
 
 #include "common/csv_writer.hpp"
+#include "common/cuda/cuda_check.hpp"
+#include "common/errors.hpp"
 #include "common/metrics.hpp"
 #include "common/mpi_check.hpp"
+#include "common/overlap_rows.hpp"
 #include "common/stats.hpp"
 #include "common/verify.hpp"
 #include "common/watchdog.hpp"
@@ -14,9 +16,8 @@
 namespace phase4 {
 namespace {
 
-
 // Weights after kEquivalenceSteps steps from the initial weights (eager unless `graph`).
-std::vector<float> weights_after(Trainer& trainer, const std::string& mode, const BucketPlan& plan,
+std::vector<float> weights_after(Trainer& trainer, ob::Mode mode, const BucketPlan& plan,
                                  ob::SteadyClock::time_point origin, bool eager, bool* ranks_agree) {
   trainer.reset_weights();
   const auto run = trainer.run(mode, plan, true, origin, kEquivalenceSteps, eager);
@@ -44,44 +45,72 @@ std::string compare_weights(const std::vector<float>& got, const std::vector<flo
 //  - overlap against seq: the same reductions in the same order on the same data, so the same weights (<= 1e-6);
 //  - --graph: the replayed seq against eager seq, bit for bit;
 //  - --comm-dtype bf16: the error bf16 communication puts into one step's gradient (<= kBf16GradientTolerance);
+//  - --sync other than nccl: seq against the nccl strategy's seq (<= kStrategyTolerance), and the synchronised
+//    gradient against a plain fp32 all-reduce;
 //  - --accum-steps K: K micro-steps against one step on the K-times batch (fp32 tolerance, 1e-5).
 std::string check_point(const Config& config, Trainer& trainer, const BucketPlan& plan, MPI_Comm comm, int rank,
                         int ranks, ob::SteadyClock::time_point origin, ob::SummaryRow& row) {
   bool agree = true;
-  std::string failure;
-  auto first = [&](const std::string& found) {
-    if (failure.empty()) failure = found;
+  ob::CheckLog checks;
+  auto note = [&](const std::string& found) {
+    if (!found.empty()) checks.fail(found);
   };
-  const auto seq = weights_after(trainer, "seq", plan, origin, true, &agree);
-  const auto overlap = weights_after(trainer, "overlap", plan, origin, false, &agree);
-  first(compare_weights(overlap, seq, 1e-6, "overlap weights differ from seq weights", "overlap_vs_seq", comm, row));
+  const auto seq = weights_after(trainer, ob::Mode::kSeq, plan, origin, true, &agree);
+  const auto overlap = weights_after(trainer, ob::Mode::kOverlap, plan, origin, false, &agree);
+  note(compare_weights(overlap, seq, 1e-6, "overlap weights differ from seq weights", "overlap_vs_seq", comm, row));
   if (config.graph) {
-    const auto replayed = weights_after(trainer, "seq", plan, origin, false, &agree);
-    first(compare_weights(replayed, seq, 0.0, "graph replay differs from eager execution", "graph_vs_eager", comm,
-                          row));
+    const auto replayed = weights_after(trainer, ob::Mode::kSeq, plan, origin, false, &agree);
+    note(compare_weights(replayed, seq, 0.0, "graph replay differs from eager execution", "graph_vs_eager", comm,
+                         row));
   }
-  if (config.comm_dtype == "bf16") {
-    ob::progress_note("the bf16 gradient check");
+  if (config.comm_dtype == "bf16" || config.sync != "nccl") {
+    ob::progress_note("the gradient check");
     const double error = ob::max_across_ranks({trainer.comm_gradient_error(plan)}, comm)[0];
     trainer.reset_weights();
     row.set("comm_grad_rel_error", error);
-    if (!(error <= kBf16GradientTolerance)) {
-      first("bf16 communication: gradient relative error " + ob::format_number(error) + " above " +
-            ob::format_number(kBf16GradientTolerance));
+    const double tolerance = config.comm_dtype == "bf16" ? kBf16GradientTolerance : kStrategyTolerance;
+    if (!(error <= tolerance)) {
+      note("--sync " + config.sync + " --comm-dtype " + config.comm_dtype + ": gradient relative error " +
+           ob::format_number(error) + " above " + ob::format_number(tolerance));
     }
+  }
+  if (config.sync != "nccl" && config.comm_dtype == "fp32") {
+    ob::progress_note("the strategy check");
+    const Config nccl = config.strategy_reference();
+    Trainer reference(nccl, rank, ranks, trainer.comm(), comm);
+    const auto want = weights_after(reference, ob::Mode::kSeq, plan, origin, true, &agree);
+    note(compare_weights(seq, want, kStrategyTolerance, "--sync " + config.sync + " differs from --sync nccl",
+                         "sync_vs_nccl", comm, row));
   }
   if (config.accum_steps > 1) {
     ob::progress_note("the accumulation check");
     const Config big = config.accumulation_reference();
     Trainer reference(big, rank, ranks, trainer.comm(), comm);
-    const auto want = weights_after(reference, "seq", plan, origin, true, &agree);
-    first(compare_weights(seq, want, 1e-5,
-                          std::to_string(config.accum_steps) + " micro-steps differ from one step on the " +
-                              std::to_string(config.accum_steps) + "-times batch",
-                          "accum_vs_big_batch", comm, row));
+    const auto want = weights_after(reference, ob::Mode::kSeq, plan, origin, true, &agree);
+    note(compare_weights(seq, want, 1e-5,
+                         std::to_string(config.accum_steps) + " micro-steps differ from one step on the " +
+                             std::to_string(config.accum_steps) + "-times batch",
+                         "accum_vs_big_batch", comm, row));
   }
   if (!agree) return "weights differ between ranks after a step";
-  return failure;
+  return checks.first();
+}
+
+// The schedule bound from the compute run's per-step medians and per-bucket communication medians.
+double bound_from(const Config& config, const BucketPlan& plan, const ModeRun& compute,
+                  const std::vector<double>& bucket_ms, double t_comp, double t_comm, MPI_Comm comm) {
+  std::vector<double> steps;
+  std::vector<int> ready;
+  for (int s = 0; s < config.layers; ++s) steps.push_back(ob::slowest_median(compute.step_ms[s], comm));
+  for (const auto& bucket : plan.buckets) ready.push_back(bucket.ready_after);
+  return ob::schedule_bound_ms(ob::slowest_median(compute.forward_ms, comm), steps, bucket_ms, ready,
+                               ob::slowest_median(compute.update_ms, comm), t_comp, t_comm);
+}
+
+std::vector<double> bucket_medians(const ModeRun& run, MPI_Comm comm) {
+  std::vector<double> medians;
+  for (const auto& samples : run.bucket_ms) medians.push_back(ob::slowest_median(samples, comm));
+  return medians;
 }
 
 }  // namespace
@@ -97,7 +126,7 @@ PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob:
   int rank = 0, ranks = 1;
   MPI_CHECK(MPI_Comm_rank(comm, &rank));
   MPI_CHECK(MPI_Comm_size(comm, &ranks));
-  const BucketPlan plan = config.plan();
+  const BucketPlan plan = trainer.adapt(config.plan());
   validate_plan(plan, config.layers, config.hidden);
   PointResult result;
 
@@ -105,93 +134,84 @@ PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob:
   base.ranks = ranks;
   base.chunks = config.chunks;
   base.iters = config.common.iters;
-  base.set("hidden", config.hidden).set("layers", config.layers).set("batch", config.batch)
-      .set("bucket_mb", config.chunks > 0 ? std::nan("") : config.bucket_mb)
-      .set("first_bucket_mb", config.chunks > 0 ? std::nan("") : config.first_bucket_mb)
-      .set("buckets", plan.buckets.size()).set("grad_mb", config.grad_mb()).set("tf32", config.tf32)
-      .set("comm_priority", config.comm_priority).set("nccl_max_ctas", config.nccl_max_ctas)
-      .set("nccl_min_ctas", config.nccl_min_ctas).set("nccl_cta_policy", config.nccl_cta_policy)
-      .set("comm_dtype", config.comm_dtype)
-      .set("accum_steps", config.accum_steps).set("graph", config.graph).set("clock", "cuda_event");
+  base.config("hidden", config.hidden).config("layers", config.layers).config("batch", config.batch)
+      .config("bucket_mb", config.chunks > 0 ? std::nan("") : config.bucket_mb)
+      .config("first_bucket_mb", config.chunks > 0 ? std::nan("") : config.first_bucket_mb)
+      .config("buckets", plan.buckets.size()).config("grad_mb", config.grad_mb()).config("tf32", config.tf32)
+      .config("comm_priority", config.comm_priority).config("nccl_max_ctas", config.nccl_max_ctas)
+      .config("nccl_min_ctas", config.nccl_min_ctas).config("nccl_cta_policy", config.nccl_settings().cta_policy)
+      .config("comm_dtype", config.comm_dtype)
+      .config("accum_steps", config.accum_steps).config("graph", config.graph).config("sync", config.sync)
+      .config("gemm_sm_margin", config.gemm_sm_margin).config("clock", "cuda_event");
 
   ob::SummaryRow equivalence;
+  ob::CheckLog checks;
   if (config.common.check) {
     if (progress) *progress << "phase4: " << config.point_label() << ": checks" << std::endl;
-    result.failure = check_point(config, trainer, plan, comm, rank, ranks, origin, equivalence);
+    checks.fail(check_point(config, trainer, plan, comm, rank, ranks, origin, equivalence));
   }
 
+  const auto modes = config.modes();
   std::vector<ModeRun> runs;
-  for (const auto& mode : config.modes()) {
-    if (progress) *progress << "phase4: " << config.point_label() << ": " << mode << std::endl;
+  runs.reserve(modes.size());
+  for (const auto mode : modes) {
+    if (progress) *progress << "phase4: " << config.point_label() << ": " << ob::mode_name(mode) << std::endl;
     trainer.reset_weights();
     runs.push_back(trainer.run(mode, plan, config.common.check, origin));
     const ModeRun& run = runs.back();
-    if (!run.ranks_agree && result.failure.empty()) result.failure = mode + ": weights differ between ranks";
     const std::uint64_t wrong = ob::total_across_ranks(run.wrong, comm);
-    if (wrong > 0 && result.failure.empty()) {
-      result.failure = "comm: " + std::to_string(wrong) + " elements of the all-reduced pattern are wrong (" +
-                       run.first_wrong + ")";
-    }
+    checks.mode_checks(mode, run.ranks_agree, wrong, run.first_wrong);
     ob::SummaryRow row = base;
     row.mode = mode;
     row.time_ms = ob::summarize(ob::max_across_ranks(run.iter_ms, comm));
-    if (mode != "comm") row.set("backward_ms_p50", ob::slowest_median(run.backward_total_ms, comm));
+    if (mode != ob::Mode::kComm) row.set("backward_ms_p50", ob::slowest_median(run.backward_total_ms, comm));
     if (config.power) {  // the job's energy (every GPU) per timed iteration, and the mean power of one GPU
       const double joules = ob::sum_across_ranks({run.energy_j}, comm)[0];
       const double seconds = ob::max_across_ranks({run.timed_s}, comm)[0];
       row.set("energy_j_per_iter", joules / config.common.iters).set("power_w_avg", joules / seconds / ranks);
     }
-    if (mode == "comm") {
-      const double bytes = (config.comm_dtype == "bf16" ? 2.0 : 4.0) * plan.elements;  // as it travels
-      const double algbw = ob::algbw_GBps(bytes, row.time_ms.p50);
+    if (mode == ob::Mode::kComm) {
+      const double algbw = ob::algbw_GBps(trainer.wire_bytes(), row.time_ms.p50);
       row.set("algbw_GBps", algbw).set("busbw_GBps", ob::allreduce_busbw_GBps(algbw, ranks));
       if (config.common.check) row.set("wrong", wrong);
     }
     // The checks' columns go on the overlap row, or on the only row when a single other mode runs.
-    if (mode == "overlap" || config.modes().size() == 1) {
-      for (const auto& field : equivalence.fields) row.set(field.first, field.second);
+    if (mode == ob::Mode::kOverlap || modes.size() == 1) {
+      for (const auto& field : equivalence.fields) row.set(field.key, field.value);
     }
     result.rows.push_back(row);
     const auto merged = ob::gather_timeline(run.events, comm);
     result.events.insert(result.events.end(), merged.begin(), merged.end());
   }
   trainer.reset_weights();
+  result.failure = checks.first();
 
-  auto find_run = [&](const std::string& mode) -> const ModeRun* {
-    for (const auto& run : runs) {
-      if (run.mode == mode) return &run;
-    }
-    return nullptr;
-  };
-  auto find_row = [&](const std::string& mode) -> ob::SummaryRow* {
-    for (auto& row : result.rows) {
-      if (row.mode == mode) return &row;
-    }
-    return nullptr;
-  };
-  const ModeRun* compute = find_run("compute");
-  const ModeRun* comm_run = find_run("comm");
-  if (compute && comm_run) {
-    const double t_comp = find_row("compute")->time_ms.p50, t_comm = find_row("comm")->time_ms.p50;
-    const double t_seq = find_row("seq") ? find_row("seq")->time_ms.p50 : t_comp + t_comm;
-    if (ob::SummaryRow* overlap = find_row("overlap")) {
-      ob::set_overlap_metrics(*overlap, t_seq, t_comp, t_comm);
-      overlap->set("compute_slowdown",
-                   ob::compute_slowdown(std::stod(overlap->get("backward_ms_p50")),
-                                        std::stod(find_row("compute")->get("backward_ms_p50"))));
-    }
-    result.rows.push_back(ob::derived_row("ideal", ob::ideal_ms(t_comp, t_comm), base));
-    std::vector<double> steps, buckets;
-    std::vector<int> ready;
-    for (int s = 0; s < config.layers; ++s) steps.push_back(ob::slowest_median(compute->step_ms[s], comm));
-    for (std::size_t b = 0; b < plan.buckets.size(); ++b) {
-      buckets.push_back(ob::slowest_median(comm_run->bucket_ms[b], comm));
-      ready.push_back(plan.buckets[b].ready_after);
-    }
-    const double bound = ob::schedule_bound_ms(ob::slowest_median(compute->forward_ms, comm), steps, buckets, ready,
-                                               ob::slowest_median(compute->update_ms, comm), t_comp, t_comm);
-    result.rows.push_back(ob::derived_row("bound", bound, base));
+  ob::OverlapInputs inputs;
+  inputs.compute_time_field = "backward_ms_p50";
+  const ModeRun* compute = nullptr;
+  const ModeRun* comm_run = nullptr;
+  for (const auto& run : runs) {
+    if (run.mode == ob::Mode::kCompute) compute = &run;
+    if (run.mode == ob::Mode::kComm) comm_run = &run;
   }
+  if (compute && comm_run) {
+    const double t_comp = ob::find_row(result.rows, ob::Mode::kCompute)->time_ms.p50;
+    const double t_comm = ob::find_row(result.rows, ob::Mode::kComm)->time_ms.p50;
+    const auto own = bucket_medians(*comm_run, comm);
+    inputs.bound_ms = bound_from(config, plan, *compute, own, t_comp, t_comm, comm);
+    // bound_ref: the same schedule with each bucket's fastest isolated communication, this strategy's or nccl's.
+    auto fastest = own;
+    double t_comm_ref = t_comm;
+    if (config.sync != "nccl") {
+      if (progress) *progress << "phase4: " << config.point_label() << ": comm of --sync nccl (bound_ref)" << std::endl;
+      const auto reference = trainer.run_comm_with("nccl", plan, origin);
+      const auto nccl = bucket_medians(reference, comm);
+      for (std::size_t b = 0; b < fastest.size(); ++b) fastest[b] = std::min(fastest[b], nccl[b]);
+      t_comm_ref = std::min(t_comm, ob::summarize(ob::max_across_ranks(reference.iter_ms, comm)).p50);
+    }
+    inputs.bound_ref_ms = bound_from(config, plan, *compute, fastest, t_comp, t_comm_ref, comm);
+  }
+  ob::derive_overlap_rows(result.rows, base, inputs);
   return result;
 }
 

@@ -1,5 +1,5 @@
-// Phase 4 end to end for one configuration (a sweep point): checks (when asked), every mode, the cross-rank
-// reduction (slowest rank) and the summary rows with the derived ideal and schedule-bound rows.
+// Phase 4 for one configuration (a sweep point): the checks (when asked), every mode, the cross-rank reduction
+// (slowest rank) and the summary rows with the derived ideal, bound and bound_ref rows (common/overlap_rows).
 #pragma once
 
 #include <ostream>
@@ -23,6 +23,9 @@ constexpr int kEquivalenceSteps = 3;
 // Most relative (norm) error bf16 communication may put into one step's gradient: bf16 rounds to 8 significant
 // bits (2^-9 = 0.2 % per value); ten times that fails.
 constexpr double kBf16GradientTolerance = 0.02;
+// Most relative error between a strategy's weights and the nccl strategy's after kEquivalenceSteps steps: another
+// summation order changes the last bits of the gradient.
+constexpr double kStrategyTolerance = 1e-6;
 
 PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob::SteadyClock::time_point origin,
                       std::ostream* progress);

@@ -4,6 +4,7 @@
 
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/event_timer.hpp"
+#include "common/iteration.hpp"
 #include "common/mpi_check.hpp"
 #include "common/watchdog.hpp"
 #include "phase4_chunked_nccl/kernels.cuh"
@@ -79,33 +80,31 @@ constexpr std::size_t kCublasWorkspaceBytes = 32u << 20;
 
 Trainer::Trainer(const Config& config, int rank, int ranks, ncclComm_t nccl, MPI_Comm comm,
                  const ob::PowerMonitor* power)
-    : config_(config), rank_(rank), ranks_(ranks), bf16_(config.comm_dtype == "bf16"), nccl_(nccl), comm_(comm),
-      power_(power), scratch_(2) {
-  CUDA_CHECK(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
+    : config_(config), rank_(rank), ranks_(ranks), nccl_(nccl), comm_(comm), power_(power), scratch_(2) {
   int least = 0, greatest = 0;
   CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-  CUDA_CHECK(cudaStreamCreateWithPriority(&comm_stream_, cudaStreamNonBlocking,
-                                          config.comm_priority == "high" ? greatest : least));
-  CUDA_CHECK(cudaEventCreateWithFlags(&handoff_, cudaEventDisableTiming));
-  CUDA_CHECK(cudaEventCreateWithFlags(&comm_done_, cudaEventDisableTiming));
-  CUBLAS_CHECK(cublasCreate(&cublas_));
+  compute_ = ob::make_stream();
+  comm_stream_ = ob::make_stream(config.comm_priority == "high" ? greatest : least);
+  handoff_ = ob::make_sync_event();
+  comm_done_ = ob::make_sync_event();
+  cublas_ = ob::make_cublas();
   // One workspace of our own on the compute stream, eager and captured alike: the same GEMM algorithms (and so the
   // same bits) in both, and no allocation inside a capture.
   cublas_workspace_ = ob::DeviceBuffer<char>(kCublasWorkspaceBytes);
   CUBLAS_CHECK(cublasSetStream(cublas_, compute_));
   CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_.get(), cublas_workspace_.bytes()));
-  model_ = new Mlp(config, rank, cublas_);
-  if (bf16_) wire_ = ob::DeviceBuffer<__nv_bfloat16>(model_->elements());
+  if (config.gemm_sm_margin > 0) {  // the runner checked that the margin leaves SMs to compute on
+    int device = 0, sms = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    CUBLAS_CHECK(cublasSetSmCountTarget(cublas_, sms - config.gemm_sm_margin));
+  }
+  const std::uint64_t elements = static_cast<std::uint64_t>(config.layers) * config.hidden * config.hidden;
+  sync_ = make_sync(config.sync, {config, rank, ranks, nccl, elements});
+  model_ = std::make_unique<Mlp>(config, rank, cublas_, sync_->gradient());
 }
 
-Trainer::~Trainer() {
-  delete model_;
-  if (cublas_) cublasDestroy(cublas_);
-  if (handoff_) cudaEventDestroy(handoff_);
-  if (comm_done_) cudaEventDestroy(comm_done_);
-  if (comm_stream_) cudaStreamDestroy(comm_stream_);
-  if (compute_) cudaStreamDestroy(compute_);
-}
+Trainer::~Trainer() = default;
 
 void Trainer::reset_weights() {
   model_->reset_weights(compute_);
@@ -127,42 +126,28 @@ std::uint64_t Trainer::weight_fingerprint() {
   return value;
 }
 
-void Trainer::encode(const Bucket& bucket, cudaStream_t stream) {
-  if (bf16_) to_bf16(model_->grads() + bucket.begin, wire_.get() + bucket.begin, bucket.size(), stream);
-}
-
-void Trainer::allreduce(const Bucket& bucket) {
-  if (bf16_) {
-    __nv_bfloat16* wire = wire_.get() + bucket.begin;
-    NCCL_CHECK(ncclAllReduce(wire, wire, bucket.size(), ncclBfloat16, ncclSum, nccl_, comm_stream_));
-  } else {
-    float* data = model_->grads() + bucket.begin;
-    NCCL_CHECK(ncclAllReduce(data, data, bucket.size(), ncclFloat, ncclSum, nccl_, comm_stream_));
-  }
-}
-
 void Trainer::update(cudaStream_t stream) {
   const float scale = config_.lr / static_cast<float>(ranks_);  // the gradient averaged over ranks
-  if (bf16_) {
-    sgd(model_->weights(), wire_.get(), scale, model_->elements(), stream);
-  } else {
-    sgd(model_->weights(), model_->grads(), scale, model_->elements(), stream);
-  }
+  sync_->update(model_->weights(), scale, model_->elements(), stream);
 }
 
-void Trainer::step(const std::string& mode, const BucketPlan& plan, StepMarks* m) {
+void Trainer::step(ob::Mode mode, const BucketPlan& plan, StepMarks* m) {
   const int layers = config_.layers, micro_steps = config_.accum_steps;
   const auto& buckets = plan.buckets;
-  auto all_buckets = [&] {
-    for (std::size_t b = 0; b < buckets.size(); ++b) {
+  auto communicate = [&](std::size_t from, std::size_t to) {
+    for (std::size_t b = from; b < to; ++b) {
       m->bucket_begin[b] = m->mark(comm_stream_);
-      allreduce(buckets[b]);
+      sync_->communicate(buckets[b], comm_stream_);
       m->bucket_end[b] = m->mark(comm_stream_);
     }
   };
-  if (mode == "comm") {
+  auto hand_over = [&](cudaStream_t from, cudaEvent_t event, cudaStream_t to) {
+    CUDA_CHECK(cudaEventRecord(event, from));
+    CUDA_CHECK(cudaStreamWaitEvent(to, event, 0));
+  };
+  if (mode == ob::Mode::kComm) {
     m->start = m->mark(comm_stream_);
-    all_buckets();
+    communicate(0, buckets.size());
     m->end = m->mark(comm_stream_);
     return;
   }
@@ -179,27 +164,18 @@ void Trainer::step(const std::string& mode, const BucketPlan& plan, StepMarks* m
     model_->backward_step(s, micro_steps > 1, compute_);
     const std::size_t ready = next_bucket;
     for (; next_bucket < buckets.size() && buckets[next_bucket].ready_after == s; ++next_bucket) {
-      encode(buckets[next_bucket], compute_);  // part of making the gradient, in every mode
+      sync_->bucket_ready(buckets[next_bucket], compute_);  // part of making the gradient, in every mode
     }
     m->step_end[s] = m->mark(compute_);
-    if (mode != "overlap" || ready == next_bucket) continue;
-    CUDA_CHECK(cudaEventRecord(handoff_, compute_));
-    CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, handoff_, 0));
-    for (std::size_t b = ready; b < next_bucket; ++b) {
-      m->bucket_begin[b] = m->mark(comm_stream_);
-      allreduce(buckets[b]);
-      m->bucket_end[b] = m->mark(comm_stream_);
-    }
+    if (mode != ob::Mode::kOverlap || ready == next_bucket) continue;
+    hand_over(compute_, handoff_, comm_stream_);
+    communicate(ready, next_bucket);
   }
-  if (mode == "seq") {
-    CUDA_CHECK(cudaEventRecord(handoff_, compute_));
-    CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, handoff_, 0));
-    all_buckets();
+  if (mode == ob::Mode::kSeq) {
+    hand_over(compute_, handoff_, comm_stream_);
+    communicate(0, buckets.size());
   }
-  if (mode == "seq" || mode == "overlap") {
-    CUDA_CHECK(cudaEventRecord(comm_done_, comm_stream_));
-    CUDA_CHECK(cudaStreamWaitEvent(compute_, comm_done_, 0));
-  }
+  if (mode == ob::Mode::kSeq || mode == ob::Mode::kOverlap) hand_over(comm_stream_, comm_done_, compute_);
   m->update_start = m->mark(compute_);
   update(compute_);
   m->end = m->mark(compute_);
@@ -207,23 +183,34 @@ void Trainer::step(const std::string& mode, const BucketPlan& plan, StepMarks* m
 
 double Trainer::comm_gradient_error(const BucketPlan& plan) {
   StepMarks none = blank_marks(nullptr, config_.layers, plan);
-  step("compute", plan, &none);  // leaves this rank's gradient in grads(), and its bf16 copy on the wire
+  step(ob::Mode::kCompute, plan, &none);  // leaves this rank's gradient, and the strategy's wire copy of it
   const std::size_t n = model_->elements();
   ob::DeviceBuffer<float> reference(n);
   CUDA_CHECK(cudaMemcpyAsync(reference.get(), model_->grads(), n * sizeof(float), cudaMemcpyDeviceToDevice, compute_));
   CUDA_CHECK(cudaStreamSynchronize(compute_));
   NCCL_CHECK(ncclAllReduce(reference.get(), reference.get(), n, ncclFloat, ncclSum, nccl_, comm_stream_));
-  for (const auto& bucket : plan.buckets) allreduce(bucket);
-  from_bf16(wire_.get(), model_->grads(), n, comm_stream_);
+  for (const auto& bucket : plan.buckets) sync_->communicate(bucket, comm_stream_);
+  const float* got = sync_->reduced(comm_stream_);
   ob::DeviceBuffer<double> norms(2);
   CUDA_CHECK(cudaMemsetAsync(norms.get(), 0, norms.bytes(), comm_stream_));
-  diff_norms(model_->grads(), reference.get(), n, norms.get(), comm_stream_);
+  diff_norms(got, reference.get(), n, norms.get(), comm_stream_);
   CUDA_CHECK(cudaStreamSynchronize(comm_stream_));
   const auto sums = norms.download();
   return sums[1] > 0 ? std::sqrt(sums[0] / sums[1]) : std::nan("");
 }
 
-ModeRun Trainer::run(const std::string& mode, const BucketPlan& plan, bool check, ob::SteadyClock::time_point origin,
+ModeRun Trainer::run_comm_with(const std::string& sync, const BucketPlan& plan, ob::SteadyClock::time_point origin) {
+  std::unique_ptr<GradientSync> other = make_sync(sync, {config_, rank_, ranks_, nccl_, model_->elements()});
+  std::swap(sync_, other);
+  struct Restore {  // the trainer's own strategy comes back, also when the run throws
+    std::unique_ptr<GradientSync>& a;
+    std::unique_ptr<GradientSync>& b;
+    ~Restore() { std::swap(a, b); }
+  } restore{sync_, other};
+  return run(ob::Mode::kComm, plan, false, origin);
+}
+
+ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::SteadyClock::time_point origin,
                      int steps, bool eager) {
   double origin_ms = 0, energy_start = 0;
   ob::SteadyClock::time_point timed_start;
@@ -232,10 +219,9 @@ ModeRun Trainer::run(const std::string& mode, const BucketPlan& plan, bool check
   const int layers = config_.layers, nb = static_cast<int>(plan.buckets.size());
   run.step_ms.assign(layers, {});
   run.bucket_ms.assign(nb, {});
-  const bool timing = steps <= 0, graph = config_.graph && !eager;
-  const int warmup = timing ? config_.common.warmup : 0;
-  const int total = timing ? warmup + config_.common.iters : steps;
+  const bool timing = steps <= 0, graph = config_.graph && !eager, comm_only = mode == ob::Mode::kComm;
   const std::size_t n = model_->elements();
+  cudaStream_t first_stream = comm_only ? comm_stream_.get() : compute_.get();
 
   ob::EventLog log;           // eager: every mark of the timed steps; graph: only the origin
   ob::EventLog graph_log;     // graph: the marks inside the graph, recorded again by every replay
@@ -243,63 +229,70 @@ ModeRun Trainer::run(const std::string& mode, const BucketPlan& plan, bool check
   CapturedStep captured_step;
   if (graph) {
     graph_log.reserve(4 + 2 * layers + 2 * nb);
-    if (mode != "compute") {  // NCCL sets up connections on a communicator's first collectives: not in a capture
-      for (const auto& bucket : plan.buckets) allreduce(bucket);
+    if (mode != ob::Mode::kCompute) {  // NCCL sets up connections on a communicator's first collectives: not in a capture
+      for (const auto& bucket : plan.buckets) sync_->communicate(bucket, comm_stream_);
       CUDA_CHECK(cudaDeviceSynchronize());
     }
-    captured_step.capture(mode == "comm" ? comm_stream_ : compute_, [&] { step(mode, plan, &captured); });
+    captured_step.capture(first_stream, [&] { step(mode, plan, &captured); });
   }
 
   std::vector<StepTimes> timed;
-  for (int i = 0; i < total; ++i) {
-    const int iter = i - warmup;
-    if (mode == "comm") {  // the pattern, and its bf16 copy: the comm mode times the all-reduces alone
-      fill_rank_pattern(model_->grads(), n, config_.common.seed, rank_, comm_stream_);
-      for (const auto& bucket : plan.buckets) encode(bucket, comm_stream_);
+  StepMarks marks;
+  const ob::LoopPlan loop{mode, config_.common.warmup, config_.common.iters, steps, comm_};
+  ob::LoopHooks hooks;
+  hooks.prepare = [&](const ob::Iteration&) {
+    if (comm_only) {  // the pattern (and the strategy's wire copy): the comm mode times the communication alone
+      fill_rank_pattern(sync_->gradient(), n, config_.common.seed, rank_, comm_stream_);
+      for (const auto& bucket : plan.buckets) sync_->bucket_ready(bucket, comm_stream_);
     }
     CUDA_CHECK(cudaDeviceSynchronize());
-    MPI_CHECK(MPI_Barrier(comm_));  // every iteration starts together; its time is then the slowest rank's
-    ob::step_started(ob::iteration_name(mode, i, warmup));  // a fault here leaves the others inside NCCL
-    const bool keep = timing && iter >= 0;
-    if (keep && log.size() == 0) {  // the origin of this mode's timeline
+  };
+  hooks.step = [&](const ob::Iteration& it) {
+    if (it.timed && log.size() == 0) {  // the origin of this mode's timeline
       log.record(compute_);
       origin_ms = ob::micros_since(origin, ob::SteadyClock::now()) / 1000.0;
       energy_start = power_ ? power_->energy_j() : std::nan("");
       timed_start = ob::SteadyClock::now();
     }
-    StepMarks marks = blank_marks(keep && !graph ? &log : nullptr, layers, plan);
-    {
-      ob::NvtxRange range(mode.c_str());
-      if (graph) {
-        captured_step.launch(mode == "comm" ? comm_stream_ : compute_);
-      } else {
-        step(mode, plan, &marks);
-      }
+    marks = blank_marks(it.timed && !graph ? &log : nullptr, layers, plan);
+    ob::NvtxRange range(ob::mode_name(mode));
+    if (graph) {
+      captured_step.launch(first_stream);
+    } else {
+      step(mode, plan, &marks);
     }
+  };
+  hooks.elapsed_ms = [&](const ob::Iteration& it) {  // CUDA events: the step's first to last mark
     CUDA_CHECK(cudaDeviceSynchronize());
-    if (keep && graph) {
+    if (!it.timed) return 0.0;
+    if (graph) {
       timed.push_back(resolve(captured, [&](int index) { return ob::ms_between(log.event(0), graph_log.event(index)); }));
-    } else if (keep) {
+    } else {
       timed.push_back(resolve(marks, [&](int index) { return log.ms_since_origin(index); }));
     }
-    if (check && mode == "comm") {
-      if (bf16_) from_bf16(wire_.get(), model_->grads(), n, nullptr);
+    return timed.back().end - timed.back().start;
+  };
+  hooks.check = [&](const ob::Iteration& it) {
+    if (!check) return;
+    if (comm_only) {
+      const float* reduced = sync_->reduced(nullptr);
       CUDA_CHECK(cudaMemset(scratch_.get(), 0, sizeof(unsigned long long)));
       CUDA_CHECK(cudaMemset(scratch_.get() + 1, 0xff, sizeof(unsigned long long)));
-      count_pattern_wrong(model_->grads(), n, config_.common.seed, ranks_, scratch_.get(), scratch_.get() + 1, nullptr);
+      count_pattern_wrong(reduced, n, config_.common.seed, ranks_, scratch_.get(), scratch_.get() + 1, nullptr);
       const auto counts = scratch_.download();
       if (counts[0] > 0 && run.wrong == 0) {
-        run.first_wrong = "iteration " + std::to_string(iter) + ", first wrong index " + std::to_string(counts[1]);
+        run.first_wrong = "iteration " + std::to_string(it.iter) + ", first wrong index " + std::to_string(counts[1]);
       }
       run.wrong = std::max<std::uint64_t>(run.wrong, counts[0]);
-    } else if (check && mode != "compute") {
+    } else if (mode != ob::Mode::kCompute) {
       const std::uint64_t print = weight_fingerprint();
       std::uint64_t lo = 0, hi = 0;
       MPI_CHECK(MPI_Allreduce(&print, &lo, 1, MPI_UINT64_T, MPI_MIN, comm_));
       MPI_CHECK(MPI_Allreduce(&print, &hi, 1, MPI_UINT64_T, MPI_MAX, comm_));
       run.ranks_agree = run.ranks_agree && lo == hi;
     }
-  }
+  };
+  run.iter_ms = ob::run_iterations(loop, hooks);
   if (timing) {
     run.timed_s = ob::micros_since(timed_start, ob::SteadyClock::now()) / 1e6;
     // NVML's energy counter advances in steps (tens of ms on an H100): shorter windows would read 0.
@@ -307,7 +300,8 @@ ModeRun Trainer::run(const std::string& mode, const BucketPlan& plan, bool check
     run.energy_j = power_ && long_enough ? power_->energy_j() - energy_start : std::nan("");
   }
 
-  const std::string compute_lane = mode + ":compute", comm_lane = mode + ":comm";
+  const std::string compute_lane = std::string(ob::mode_name(mode)) + ":compute";
+  const std::string comm_lane = std::string(ob::mode_name(mode)) + ":comm";
   for (std::size_t it = 0; it < timed.size(); ++it) {
     const StepTimes& t = timed[it];
     const int iter = static_cast<int>(it);
@@ -315,8 +309,7 @@ ModeRun Trainer::run(const std::string& mode, const BucketPlan& plan, bool check
       run.events.push_back({rank_, lane, name, iter, chunk, 1000.0 * (origin_ms + from), 1000.0 * (origin_ms + to)});
       return to - from;
     };
-    run.iter_ms.push_back(t.end - t.start);
-    if (mode != "comm") {
+    if (!comm_only) {
       run.forward_ms.push_back(event(compute_lane, "forward", -1, t.start, t.forward_end));
       double backward = 0;
       for (int s = 0; s < layers; ++s) {
@@ -327,7 +320,7 @@ ModeRun Trainer::run(const std::string& mode, const BucketPlan& plan, bool check
       run.backward_total_ms.push_back(backward);
       run.update_ms.push_back(event(compute_lane, "update", -1, t.update_start, t.end));
     }
-    if (mode != "compute") {
+    if (mode != ob::Mode::kCompute) {
       for (int b = 0; b < nb; ++b) {
         run.bucket_ms[b].push_back(event(comm_lane, "allreduce", b, t.bucket_begin[b], t.bucket_end[b]));
       }

@@ -1,36 +1,41 @@
-// Phase 4's step in each mode, on a compute stream and a communication stream, timed with CUDA events:
-//  seq:      forward, the whole backward, then every bucket all-reduced (NCCL, comm stream), then the update.
+// Phase 4's step in each mode, on a compute stream and a communication stream, timed with CUDA events through the
+// common iteration protocol (common/iteration.hpp). How a bucket is synchronised is the GradientSync strategy's
+// (gradient_sync.hpp, chosen by --sync); the trainer only decides when:
+//  seq:      forward, the whole backward, then every bucket communicated (comm stream), then the update.
 //  overlap:  after each backward step, every bucket that step completes is handed over: an event on the compute
-//            stream, the comm stream waits on it, ncclAllReduce in place. The update waits for the last bucket.
-//  compute:  the step without communication. comm: the bucket all-reduces alone (on an integer pattern whose exact
-//            sum is checked on the device with --check).
+//            stream, the comm stream waits on it, the strategy communicates it. The update waits for the last bucket.
+//  compute:  the step without communication. comm: the buckets' communication alone (on an integer pattern whose
+//            exact sum is checked on the device with --check).
 // With --accum-steps K the first K - 1 micro-steps (forward and backward) only accumulate gradients; the last one
-// is timed and overlapped as above. With --comm-dtype bf16 each bucket is cast into a bf16 buffer (the wire) on the
-// compute stream right after the backward step that completes it, in every mode (making the gradient is compute);
-// the comm stream all-reduces the wire in bf16, and the update reads the wire (the cast back fused into it). With
-// --graph each mode's step is captured once as a CUDA graph (both streams, NCCL calls and timing events included)
-// and replayed every iteration.
+// is timed and overlapped as above. The strategy's bucket_ready (e.g. the bf16 cast of --comm-dtype bf16) runs on
+// the compute stream right after the backward step that completes a bucket, in every mode (making the gradient is
+// compute). With --graph each mode's step is captured once as a CUDA graph (both streams, NCCL calls and timing
+// events included) and replayed every iteration.
 #pragma once
 
-#include <cuda_bf16.h>
 #include <mpi.h>
 #include <nccl.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "common/cuda/device_buffer.hpp"
+#include "common/cuda/handles.hpp"
 #include "common/cuda/power_monitor.hpp"
+#include "common/modes.hpp"
 #include "common/timeline.hpp"
 #include "common/timer.hpp"
 #include "phase4_chunked_nccl/bucket_plan.hpp"
 #include "phase4_chunked_nccl/config.hpp"
+#include "phase4_chunked_nccl/gradient_sync.hpp"
 #include "phase4_chunked_nccl/model.hpp"
 
 namespace phase4 {
 
 struct ModeRun {
-  std::string mode;
+  ob::Mode mode = ob::Mode::kSeq;
   std::vector<double> iter_ms;                  // this rank, per timed iteration
   std::vector<double> forward_ms, update_ms;    // per iteration (forward: from the step's start, so with K > 1
                                                 // it holds the K - 1 accumulation micro-steps too)
@@ -58,15 +63,24 @@ class Trainer {
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
+  // `plan` as this trainer's strategy runs it (gradient_sync.hpp, adapt()).
+  BucketPlan adapt(const BucketPlan& plan) const { return sync_->adapt(plan); }
+
   // `steps` > 0: that many untimed steps (for checks) instead of warm-up + timed iterations. `eager`: no CUDA graph
   // even with --graph (the reference of the graph check). Timeline times count from `origin` (host clock, aligned
   // to the mode's first timed GPU event).
-  ModeRun run(const std::string& mode, const BucketPlan& plan, bool check, ob::SteadyClock::time_point origin,
-              int steps = 0, bool eager = false);
+  ModeRun run(ob::Mode mode, const BucketPlan& plan, bool check, ob::SteadyClock::time_point origin, int steps = 0,
+              bool eager = false);
 
-  // --comm-dtype bf16: the relative error (norm) of one step's all-reduced gradient against the same gradient
-  // all-reduced in fp32. Leaves the weights one compute step further (reset them afterwards).
+  // The comm-only run of strategy `sync` on the same plan (bound_ref's isolated communication).
+  ModeRun run_comm_with(const std::string& sync, const BucketPlan& plan, ob::SteadyClock::time_point origin);
+
+  // The relative error (norm) of one step's synchronised gradient against the same gradient all-reduced by a plain
+  // fp32 ncclAllReduce. Leaves the weights one compute step further (reset them afterwards).
   double comm_gradient_error(const BucketPlan& plan);
+
+  // The synchronised gradient's bytes on the wire, for the bandwidth columns.
+  double wire_bytes() const { return sync_->wire_bytes(model_->elements()); }
 
   ncclComm_t comm() const { return nccl_; }
   void reset_weights();
@@ -74,24 +88,22 @@ class Trainer {
   std::uint64_t weight_fingerprint();
 
  private:
-  void step(const std::string& mode, const BucketPlan& plan, struct StepMarks* marks);
-  void encode(const Bucket& bucket, cudaStream_t stream);  // bf16: the bucket's gradient onto the wire; fp32: nothing
-  void allreduce(const Bucket& bucket);                     // on the comm stream, in place on the wire (or gradient)
-  void update(cudaStream_t stream);                         // SGD with the all-reduced gradient averaged over ranks
+  void step(ob::Mode mode, const BucketPlan& plan, struct StepMarks* marks);
+  void update(cudaStream_t stream);  // SGD with the synchronised gradient averaged over ranks
 
   const Config& config_;
   int rank_, ranks_;
-  bool bf16_;  // --comm-dtype bf16
   ncclComm_t nccl_;
   MPI_Comm comm_;
   const ob::PowerMonitor* power_;
-  cudaStream_t compute_ = nullptr, comm_stream_ = nullptr;
-  cublasHandle_t cublas_ = nullptr;
-  cudaEvent_t handoff_ = nullptr, comm_done_ = nullptr;
-  Mlp* model_ = nullptr;
-  ob::DeviceBuffer<unsigned long long> scratch_;
-  ob::DeviceBuffer<__nv_bfloat16> wire_;  // --comm-dtype bf16: the gradient as it travels
+  // Declared in the order they are made; destroyed in reverse (the model and the strategy's buffers first).
+  ob::CudaStream compute_, comm_stream_;
+  ob::CudaEvent handoff_, comm_done_;
+  ob::CublasHandle cublas_;
   ob::DeviceBuffer<char> cublas_workspace_;
+  ob::DeviceBuffer<unsigned long long> scratch_;
+  std::unique_ptr<GradientSync> sync_;
+  std::unique_ptr<Mlp> model_;
 };
 
 }  // namespace phase4

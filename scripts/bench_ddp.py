@@ -22,6 +22,7 @@ import sys
 import time
 
 import ob_csv
+import ob_metrics
 
 try:
     import torch
@@ -29,6 +30,11 @@ try:
     from torch import nn
 except ImportError:  # the arguments are still checked; main() then says what is missing
     torch = dist = nn = None
+
+
+# The summary columns that describe a configuration (beside system, phase, ranks, chunks, iters), named in the
+# metadata as the binaries name theirs.
+CONFIG_KEYS = ["hidden", "layers", "batch", "bucket_mb", "first_bucket_mb", "grad_mb", "tf32", "clock"]
 
 
 def parse_args():
@@ -220,15 +226,13 @@ def main():
         t_comm, t_ovl = results["comm"]["time_ms_p50"], results["overlap"]["time_ms_p50"]
         for mode, values in results.items():
             row = dict(base, mode=mode, **values)
-            if mode == "overlap":  # the formulas of METRICS.md (common/metrics.cpp)
-                row["speedup"] = t_seq / t_ovl
-                row["overlap_efficiency"] = (t_comp + t_comm - t_ovl) / min(t_comp, t_comm)
-                row["overlap_pct"] = min(100.0, max(0.0, 100.0 * (1 - (t_ovl - t_comp) / t_comm)))
+            if mode == "overlap":  # the formulas of METRICS.md, shared with the tests (ob_metrics.py)
+                row.update(ob_metrics.overlap_metrics(t_seq, t_comp, t_comm, t_ovl))
             if mode == "comm":
-                row["algbw_GBps"] = 4.0 * layers * hidden * hidden / (t_comm * 1e-3) / 1e9
-                row["busbw_GBps"] = row["algbw_GBps"] * 2 * (world - 1) / world
+                row["algbw_GBps"] = ob_metrics.algbw_GBps(4.0 * layers * hidden * hidden, t_comm)
+                row["busbw_GBps"] = ob_metrics.allreduce_busbw_GBps(row["algbw_GBps"], world)
             lines.append(row)
-        ideal = max(t_comp, t_comm)
+        ideal = ob_metrics.ideal_ms(t_comp, t_comm)
         lines.append(dict(base, mode="ideal", **{k: ideal for k in results["compute"]}))
     if rank == 0:
         import pandas as pd  # only rank 0 writes
@@ -245,7 +249,8 @@ def main():
                 "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command_line": sys.argv,
                 "torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
                 "gpus": [{"gpu_name": torch.cuda.get_device_name(0)}], "ranks": world, "clock": "cuda_event",
-                "commit": os.environ.get("OVERLAP_GIT_COMMIT", "unknown")}
+                "commit": os.environ.get("OVERLAP_GIT_COMMIT", "unknown"),
+                "config_columns": ["system", "phase", "ranks", "chunks", "iters", *CONFIG_KEYS]}
         meta_path = path.with_name(path.stem + ".meta.json")
         meta_path.with_suffix(".tmp").write_text(json.dumps(meta, indent=2) + "\n")
         meta_path.with_suffix(".tmp").replace(meta_path)

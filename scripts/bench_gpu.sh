@@ -9,7 +9,9 @@
 #         sweeps with normal and high comm-stream priority on 4096,16,8192 and 4096,16,512), phase4-bf16
 #         (bf16 against fp32 communication, alone and in the step, with fewer CTAs), phase4-policy (NCCL's
 #         efficiency and zero CTA policies, fp32 and bf16, on 4096,16,8192 and 4096,16,512), phase4-more (energy with
-#         --power, --accum-steps, --graph), ddp (PyTorch DDP, expert and default settings, on the six configurations), sanitize (compute-sanitizer
+#         --power, --accum-steps, --graph), phase4-sync (every --sync strategy on the six configurations, with
+#         --check), phase4-sync-comm (each strategy's comm-only bus bandwidth over bucket sizes, and NCCL's own log
+#         of which path ran), phase4-sm-margin (--gemm-sm-margin with and without a CTA cap), ddp (PyTorch DDP, expert and default settings, on the six configurations), sanitize (compute-sanitizer
 #         memcheck and racecheck on phase 1's kernels and on phase 4 with one rank). Default: all parts.
 #   --out DIR  results folder (default results/runs/<host>-gpu-<date-time>)
 # Multi-GPU runs keep NVLink multicast off (NCCL_NVLS_ENABLE=0 and friends), as the lent machines require.
@@ -22,11 +24,12 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=${2:?--out needs a directory}; shift 2 ;;
     --part) parts+=("${2:?--part needs a name}"); shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) ob_die "unknown option '$1' (see --help)" 2 ;;
   esac
 done
-all_parts=(test phase1 phase3 phase4 phase4-sweeps phase4-knobs phase4-bf16 phase4-policy phase4-more ddp sanitize)
+all_parts=(test phase1 phase3 phase4 phase4-sweeps phase4-knobs phase4-bf16 phase4-policy phase4-more phase4-sync
+           phase4-sync-comm phase4-sm-margin ddp sanitize)
 [ "${#parts[@]}" -gt 0 ] || parts=("${all_parts[@]}")
 for p in "${parts[@]}"; do
   case " ${all_parts[*]} " in
@@ -153,6 +156,35 @@ for part in "${parts[@]}"; do
         --sweep accum-steps=1,2,4,8 --csv "$out/phase4-accum.csv"
       run phase4-graph-small "${mpi[@]}" -np "$gpus" "$p4" --hidden 1024 --layers 32 --batch 256 --check --graph \
         --csv "$out/phase4-graph-1024-32-256.csv"
+      ;;
+    phase4-sync)
+      for c in "${configs[@]}"; do
+        IFS=, read -r h l b <<<"$c"
+        run "phase4-sync-$h-$l-$b" "${mpi[@]}" -np "$gpus" "$p4" --check --hidden "$h" --layers "$l" --batch "$b" \
+          --sweep sync=nccl,nccl-sym,ce --csv "$out/phase4-sync-$h-$l-$b.csv"
+      done
+      ;;
+    phase4-sync-comm)
+      for sync in nccl nccl-sym ce; do
+        run "phase4-sync-comm-$sync" "${mpi[@]}" -np "$gpus" "$p4" --mode comm --check --hidden 4096 --layers 16 \
+          --batch 8 --sync "$sync" --sweep bucket-mb=1,4,16,64,256,1024 --csv "$out/phase4-sync-comm-$sync.csv"
+      done
+      # NCCL's own account of the path each strategy takes (symmetric kernels, copy engines), from a small run.
+      for sync in nccl-sym ce; do
+        run "phase4-sync-nccl-log-$sync" "${mpi[@]}" -np "$gpus" -x NCCL_DEBUG=INFO -x NCCL_DEBUG_SUBSYS=INIT,COLL,REG \
+          "$p4" --mode comm --hidden 1024 --layers 4 --batch 8 --bucket-mb 4 --iters 2 --warmup 1 --sync "$sync" \
+          --csv "$out/phase4-sync-nccl-log-$sync.csv"
+      done
+      ;;
+    phase4-sm-margin)
+      for c in 4096,16,8192 4096,16,512; do
+        IFS=, read -r h l b <<<"$c"
+        for ctas in 0 8; do
+          run "phase4-sm-margin-$h-$l-$b-ctas$ctas" "${mpi[@]}" -np "$gpus" "$p4" --hidden "$h" --layers "$l" \
+            --batch "$b" $([ "$ctas" -gt 0 ] && echo --nccl-max-ctas "$ctas") --sweep gemm-sm-margin=0,8,16,32 \
+            --csv "$out/phase4-sm-margin-$h-$l-$b-ctas$ctas.csv"
+        done
+      done
       ;;
     sanitize)
       sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)

@@ -7,6 +7,7 @@ and turned into the exit code by `main_guard`). Unknown columns are ignored. Bad
 at all (`save_figure`).
 """
 import argparse
+import json
 import math
 import os
 import pathlib
@@ -24,11 +25,8 @@ SUMMARY_COLUMNS = ["system", "phase", "mode", "ranks", "chunks", "iters", "time_
                    "time_ms_min", "time_ms_max"]
 TIMELINE_COLUMNS = ["rank", "lane", "name", "iter", "chunk", "start_us", "end_us"]
 POWER_COLUMNS = ["rank", "gpu", "t_us", "power_w"]
-# The configuration columns that tell one configuration from another, where a CSV has them.
-CONFIG_COLUMNS = ["system", "phase", "workload", "variant", "kernel", "hidden", "layers", "batch", "in", "out",
-                  "bucket_mb", "first_bucket_mb", "chunks", "buckets", "nccl_max_ctas", "nccl_min_ctas",
-                  "comm_priority", "comm_dtype", "accum_steps", "graph", "ranks", "device", "compute_ms", "comm_ms",
-                  "chunk_rows", "virtual_ranks", "tf32"]
+# Which columns describe the configuration is not kept here: every summary's metadata sidecar lists them
+# ("config_columns", written by the binary that made the summary and by bench_ddp.py).
 
 
 # Required columns that must hold finite numbers.
@@ -112,9 +110,38 @@ def _load(path, required, kind):
     return frame
 
 
+def meta_path(path):
+    """The metadata sidecar of a summary CSV: <stem>.meta.json."""
+    path = pathlib.Path(path)
+    return path.with_name((path.name[:-4] if path.name.endswith(".csv") else path.name) + ".meta.json")
+
+
+def _declared_config_columns(path):
+    """The configuration columns the summary's metadata names; none without a readable sidecar."""
+    try:
+        meta = json.loads(meta_path(path).read_text())
+    except (OSError, ValueError):
+        return []
+    columns = meta.get("config_columns", []) if isinstance(meta, dict) else []
+    return [c for c in columns if isinstance(c, str)]
+
+
 def load_summary(path):
-    """A summary CSV with its required columns checked."""
-    return _load(path, SUMMARY_COLUMNS, "summary")
+    """A summary CSV with its required columns checked; frame.attrs["config_columns"] holds the configuration
+    columns its metadata declares."""
+    frame = _load(path, SUMMARY_COLUMNS, "summary")
+    frame.attrs["config_columns"] = _declared_config_columns(path)
+    return frame
+
+
+def concat_summaries(frames):
+    """Summaries side by side in one frame, their declared configuration columns united."""
+    declared = []
+    for frame in frames:
+        declared += [c for c in frame.attrs.get("config_columns", []) if c not in declared]
+    joined = pd.concat(frames, ignore_index=True)
+    joined.attrs["config_columns"] = declared
+    return joined
 
 
 def load_timeline(path):
@@ -137,9 +164,10 @@ def load_power(path):
 
 
 def config_columns(frame):
-    """The configuration columns present in `frame` that vary, plus phase. A column some rows lack (one system's
-    own knob when systems are drawn side by side) does not tell configurations apart."""
-    present = [c for c in CONFIG_COLUMNS if c in frame.columns and c != "system" and frame[c].notna().all()]
+    """The declared configuration columns present in `frame` that vary, plus phase. A column some rows lack (one
+    system's own knob when systems are drawn side by side) does not tell configurations apart."""
+    declared = frame.attrs.get("config_columns", [])
+    present = [c for c in declared if c in frame.columns and c != "system" and frame[c].notna().all()]
     return [c for c in present if c == "phase" or frame[c].nunique() > 1]
 
 

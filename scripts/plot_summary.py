@@ -47,7 +47,7 @@ def main():
     parser = ob_csv.figure_parser(__doc__, "summaries", "summary CSVs (drawn side by side, e.g. with pytorch-ddp)",
                                   nargs="+")
     args = parser.parse_args()
-    frame = pd.concat([ob_csv.load_summary(path) for path in args.summaries], ignore_index=True)
+    frame = ob_csv.concat_summaries([ob_csv.load_summary(path) for path in args.summaries])
     plot(bars(frame), args.output)
     return 0
 

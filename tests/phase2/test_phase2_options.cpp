@@ -30,7 +30,7 @@ TEST(Phase2Options, Defaults) {
   ASSERT_EQ(exit_code_of({}, &config), -1);
   EXPECT_EQ(config.chunks, 10);
   EXPECT_EQ(config.workload, "synthetic");
-  EXPECT_EQ(config.modes(), (std::vector<std::string>{"seq", "overlap", "compute", "comm"}));
+  EXPECT_EQ(config.modes(), (std::vector<ob::Mode>{ob::Mode::kCompute, ob::Mode::kComm, ob::Mode::kSeq, ob::Mode::kOverlap}));
   EXPECT_GE(config.compute_threads(), 1);
 }
 
@@ -42,7 +42,7 @@ TEST(Phase2Options, AcceptedValues) {
             -1);
   EXPECT_EQ(config.chunk_rows, 1024);
   EXPECT_EQ(config.compute_threads(), 2);
-  EXPECT_EQ(config.modes(), (std::vector<std::string>{"overlap"}));
+  EXPECT_EQ(config.modes(), (std::vector<ob::Mode>{ob::Mode::kOverlap}));
 }
 
 TEST(Phase2Options, BadValuesExitTwo) {

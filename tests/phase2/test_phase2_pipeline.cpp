@@ -20,7 +20,7 @@ phase2::Config synthetic(int chunks, double c, double m) {
 
 double p50_of(const phase2::Result& result, const std::string& mode) {
   for (const auto& row : result.rows) {
-    if (row.mode == mode) return row.time_ms.p50;
+    if (ob::mode_name(row.mode) == mode) return row.time_ms.p50;
   }
   ADD_FAILURE() << "no row " << mode;
   return 0;

@@ -24,7 +24,7 @@ TEST(Phase2Real, EveryModeIsExactForSeveralSizes) {
     const auto result = phase2::run(config, nullptr);
     EXPECT_EQ(result.wrong, 0u) << result.first_wrong;
     for (const auto& row : result.rows) {
-      if (row.mode == "seq" || row.mode == "overlap" || row.mode == "comm" || row.mode == "compute") {
+      if (row.mode == ob::Mode::kSeq || row.mode == ob::Mode::kOverlap || row.mode == ob::Mode::kComm || row.mode == ob::Mode::kCompute) {
         EXPECT_EQ(row.get("wrong"), "0") << row.mode;
       }
     }
@@ -65,7 +65,7 @@ TEST(Phase2Real, CheckerCatchesACorruptedBuffer) {
 TEST(Phase2Real, ReportsComputeSlowdownAndOverlapMetrics) {
   const auto result = phase2::run(real(4, 8, 32, 4), nullptr);
   for (const auto& row : result.rows) {
-    if (row.mode != "overlap") continue;
+    if (row.mode != ob::Mode::kOverlap) continue;
     EXPECT_FALSE(row.get("compute_slowdown").empty());
     EXPECT_FALSE(row.get("overlap_efficiency").empty());
     EXPECT_FALSE(row.get("speedup").empty());

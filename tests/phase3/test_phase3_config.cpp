@@ -39,9 +39,9 @@ TEST(Phase3Ranges, ShardsCoverTheBatchExactlyOnceEvenWhenUneven) {
 
 TEST(Phase3Options, ModesAlwaysEndWithComputeAndComm) {
   phase3::Config config;
-  EXPECT_EQ(config.modes(), (std::vector<std::string>{"seq", "thread", "nonblocking", "compute", "comm"}));
+  EXPECT_EQ(config.modes(), (std::vector<ob::Mode>{ob::Mode::kCompute, ob::Mode::kComm, ob::Mode::kSeq, ob::Mode::kThread, ob::Mode::kNonblocking}));
   config.strategy = "thread";
-  EXPECT_EQ(config.modes(), (std::vector<std::string>{"thread", "compute", "comm"}));
+  EXPECT_EQ(config.modes(), (std::vector<ob::Mode>{ob::Mode::kCompute, ob::Mode::kComm, ob::Mode::kThread}));
 }
 
 

@@ -68,12 +68,12 @@ TEST(Phase3Mpi, EveryStrategyMatchesTheSingleProcessRunWithUnevenShapes) {
     const auto result = phase3::run(config, *backend, "cpu", MPI_COMM_WORLD, nullptr);
     EXPECT_EQ(result.failure, "") << config.batch << "x" << config.in << "x" << config.out;
     std::vector<std::string> modes;
-    for (const auto& row : result.rows) modes.push_back(row.mode);
-    EXPECT_EQ(modes, (std::vector<std::string>{"seq", "thread", "nonblocking", "compute", "comm", "ideal", "bound"}));
+    for (const auto& row : result.rows) modes.push_back(ob::mode_name(row.mode));
+    EXPECT_EQ(modes, (std::vector<std::string>{"compute", "comm", "seq", "thread", "nonblocking", "ideal", "bound"}));
     for (const auto& row : result.rows) {
       EXPECT_EQ(row.ranks, ob::testing::world_size());
-      if (row.mode == "comm") EXPECT_EQ(row.get("wrong"), "0");
-      if (row.mode == "thread" || row.mode == "nonblocking") EXPECT_FALSE(row.get("overlap_pct").empty());
+      if (row.mode == ob::Mode::kComm) EXPECT_EQ(row.get("wrong"), "0");
+      if (row.mode == ob::Mode::kThread || row.mode == ob::Mode::kNonblocking) EXPECT_FALSE(row.get("overlap_pct").empty());
     }
     if (ob::testing::world_rank() == 0) {
       EXPECT_EQ(result.events.empty(), false);
@@ -95,10 +95,10 @@ TEST(Phase3Mpi, CheckersCatchACorruptedAllReduceAndDivergentWeights) {
   const bool corrupt_here = ob::testing::world_rank() == ob::testing::world_size() - 1;
   Corrupting backend(backend_for(config), corrupt_here);
   const auto origin = ob::SteadyClock::now();
-  const auto comm = phase3::run_mode("comm", backend, config, MPI_COMM_WORLD, origin, true, 1);
+  const auto comm = phase3::run_mode(ob::Mode::kComm, backend, config, MPI_COMM_WORLD, origin, true, 1);
   EXPECT_EQ(comm.wrong, corrupt_here ? 1u : 0u);
   if (corrupt_here) EXPECT_NE(comm.first_wrong.find("index 3: got"), std::string::npos) << comm.first_wrong;
-  const auto seq = phase3::run_mode("seq", backend, config, MPI_COMM_WORLD, origin, true, 1);
+  const auto seq = phase3::run_mode(ob::Mode::kSeq, backend, config, MPI_COMM_WORLD, origin, true, 1);
   EXPECT_EQ(seq.ranks_agree, ob::testing::world_size() == 1) << "one rank's weights differ by one ulp";
 }
 

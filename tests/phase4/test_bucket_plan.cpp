@@ -82,3 +82,20 @@ TEST(BucketPlan, ValidatorCatchesGapsOverlapsAndWrongReadySteps) {
   EXPECT_THROW(phase4::validate_plan(broken, 2, 4), std::logic_error);
   EXPECT_NE(plan.describe().find("4 buckets"), std::string::npos);
 }
+
+TEST(BucketPlan, AlignedPlanMovesBoundariesUpToTheMultiple) {
+  // 3 layers of 100 elements, 35-element buckets, aligned to 16: ends 48, 80, 112, 144, 176, 208, 256, 288, 300.
+  const auto plan = phase4::plan_by_size(3, 10, 35 * kElemMb, 35 * kElemMb);
+  const auto aligned = phase4::align_plan(plan, 10, 16);
+  phase4::validate_plan(aligned, 3, 10);  // still every element once, ready steps following the new ends
+  for (std::size_t b = 0; b + 1 < aligned.buckets.size(); ++b) EXPECT_EQ(aligned.buckets[b].end % 16, 0u) << b;
+  EXPECT_EQ(aligned.buckets.back().end, 300u);  // the last bucket keeps the gradient's end
+  EXPECT_EQ(aligned.buckets[1].end, 80u);
+  EXPECT_EQ(aligned.buckets[1].ready_after, 0);
+  EXPECT_EQ(aligned.buckets[2].ready_after, 1);  // 112 reaches into layer 2
+  // A multiple larger than the buckets swallows some of them.
+  const auto coarse = phase4::align_plan(plan, 10, 128);
+  phase4::validate_plan(coarse, 3, 10);
+  EXPECT_EQ(coarse.buckets.size(), 3u);  // 128, 256, 300
+  EXPECT_THROW(phase4::align_plan(plan, 10, 0), std::invalid_argument);
+}

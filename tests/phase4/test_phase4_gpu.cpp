@@ -1,5 +1,6 @@
-// Phase 4 on GPUs under mpirun (1 and 2 ranks): every mode with --check, both kinds of bucket layout, overlap equal
-// to seq, exact all-reduce, the schedule bound between ideal and seq. Skips without a CUDA device.
+// Phase 4 on GPUs under mpirun (1 and 2 ranks): every mode and every --sync strategy with --check, both kinds of
+// bucket layout, overlap equal to seq, exact all-reduce, the schedule bound between ideal and seq, and the device
+// checkers fed corrupted buffers. Skips (exit 77) without a CUDA device.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -8,8 +9,12 @@
 
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/device_info.hpp"
+#include "common/cuda/device_buffer.hpp"
+#include "common/errors.hpp"
+#include "phase4_chunked_nccl/kernels.cuh"
 #include "phase4_chunked_nccl/nccl_comm.hpp"
 #include "phase4_chunked_nccl/runner.hpp"
+#include "phase4_chunked_nccl/sweep.hpp"
 
 namespace {
 
@@ -22,7 +27,7 @@ class Phase4Gpu : public ::testing::Test {
     MPI_Comm_size(MPI_COMM_WORLD, &ranks_);
     if (ranks_ > probe.devices) GTEST_SKIP() << "NCCL needs one GPU per rank";
     CUDA_CHECK(cudaSetDevice(rank_ % probe.devices));
-    nccl_ = std::make_unique<phase4::NcclComm>(rank_, ranks_, MPI_COMM_WORLD);
+    nccl_ = std::make_unique<phase4::NcclComm>(rank_, ranks_, MPI_COMM_WORLD, small().nccl_settings());
   }
   phase4::Config small() const {
     phase4::Config config;
@@ -42,7 +47,7 @@ class Phase4Gpu : public ::testing::Test {
 
 double p50(const std::vector<ob::SummaryRow>& rows, const std::string& mode) {
   for (const auto& row : rows) {
-    if (row.mode == mode) return row.time_ms.p50;
+    if (ob::mode_name(row.mode) == mode) return row.time_ms.p50;
   }
   ADD_FAILURE() << "no " << mode << " row";
   return 0;
@@ -56,11 +61,11 @@ TEST_F(Phase4Gpu, EveryModeChecksOutWithSizeCappedBuckets) {
   const auto result = phase4::run_point(config, trainer, MPI_COMM_WORLD, ob::SteadyClock::now(), nullptr);
   EXPECT_EQ(result.failure, "");
   std::vector<std::string> modes;
-  for (const auto& row : result.rows) modes.push_back(row.mode);
-  EXPECT_EQ(modes, (std::vector<std::string>{"compute", "comm", "seq", "overlap", "ideal", "bound"}));
+  for (const auto& row : result.rows) modes.push_back(ob::mode_name(row.mode));
+  EXPECT_EQ(modes, (std::vector<std::string>{"compute", "comm", "seq", "overlap", "ideal", "bound", "bound_ref"}));
   for (const auto& row : result.rows) {
-    if (row.mode == "comm") EXPECT_EQ(row.get("wrong"), "0");
-    if (row.mode == "overlap") {
+    if (row.mode == ob::Mode::kComm) EXPECT_EQ(row.get("wrong"), "0");
+    if (row.mode == ob::Mode::kOverlap) {
       // Same reductions in the same order on the same data: bitwise the same weights as seq.
       EXPECT_EQ(row.get("overlap_vs_seq_bitwise"), "1") << row.get("overlap_vs_seq_rel_error");
       EXPECT_EQ(row.get("overlap_vs_seq_rel_error"), "0");
@@ -93,11 +98,11 @@ TEST_F(Phase4Gpu, WeightsAgreeAcrossRanksOnlyWithCommunication) {
   phase4::Trainer trainer(config, rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
   const auto plan = config.plan();
   trainer.reset_weights();
-  trainer.run("overlap", plan, true, ob::SteadyClock::now(), 2);
+  trainer.run(ob::Mode::kOverlap, plan, true, ob::SteadyClock::now(), 2);
   const std::uint64_t synced = trainer.weight_fingerprint();
   // Without the all-reduce each rank steps on its own data: the fingerprints must then differ (2+ ranks), which
   // shows the fingerprint check can fail.
-  trainer.run("compute", plan, false, ob::SteadyClock::now(), 1);
+  trainer.run(ob::Mode::kCompute, plan, false, ob::SteadyClock::now(), 1);
   const std::uint64_t local = trainer.weight_fingerprint();
   std::uint64_t lo = 0, hi = 0;
   MPI_Allreduce(&local, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
@@ -110,7 +115,7 @@ namespace {
 
 const ob::SummaryRow& row_of(const phase4::PointResult& result, const std::string& mode) {
   for (const auto& row : result.rows) {
-    if (row.mode == mode) return row;
+    if (ob::mode_name(row.mode) == mode) return row;
   }
   throw std::runtime_error("no " + mode + " row");
 }
@@ -134,10 +139,10 @@ TEST_F(Phase4Gpu, Bf16CommunicationReportsItsErrorAndKeepsRanksInStep) {
   auto fp32 = small();
   phase4::Trainer reference(fp32, rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
   reference.reset_weights();
-  reference.run("seq", fp32.plan(), false, ob::SteadyClock::now(), 1);
+  reference.run(ob::Mode::kSeq, fp32.plan(), false, ob::SteadyClock::now(), 1);
   trainer.reset_weights();
   const auto initial = trainer.download_weights();
-  trainer.run("seq", config.plan(), false, ob::SteadyClock::now(), 1);
+  trainer.run(ob::Mode::kSeq, config.plan(), false, ob::SteadyClock::now(), 1);
   const auto want = reference.download_weights(), got = trainer.download_weights();
   double step_norm = 0, diff_norm = 0;
   for (std::size_t i = 0; i < want.size(); ++i) {
@@ -163,9 +168,9 @@ TEST_F(Phase4Gpu, AccumulatedMicroStepsEqualOneStepOnTheLargerBatch) {
   one.tf32 = false;
   phase4::Trainer single(one, rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
   single.reset_weights();
-  single.run("seq", one.plan(), false, ob::SteadyClock::now(), phase4::kEquivalenceSteps);
+  single.run(ob::Mode::kSeq, one.plan(), false, ob::SteadyClock::now(), phase4::kEquivalenceSteps);
   trainer.reset_weights();
-  trainer.run("seq", config.plan(), false, ob::SteadyClock::now(), phase4::kEquivalenceSteps);
+  trainer.run(ob::Mode::kSeq, config.plan(), false, ob::SteadyClock::now(), phase4::kEquivalenceSteps);
   EXPECT_NE(single.weight_fingerprint(), trainer.weight_fingerprint());
 }
 
@@ -203,4 +208,74 @@ TEST_F(Phase4Gpu, EveryKnobAtOnceChecksOut) {
   phase4::Trainer trainer(config, rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
   const auto result = phase4::run_point(config, trainer, MPI_COMM_WORLD, ob::SteadyClock::now(), nullptr);
   EXPECT_EQ(result.failure, "");
+}
+
+// Every --sync strategy with --check: exact comm pattern, ranks in step, seq equal to the nccl strategy's within
+// kStrategyTolerance, overlap equal to its own seq, and a bound_ref no larger than its bound.
+TEST_F(Phase4Gpu, EverySyncStrategyChecksOut) {
+  for (const auto& option : phase4::sync_options()) {
+    auto config = small();
+    config.sync = option.name;
+    config.layers = 3;  // 3 x 192^2 = 110,592 elements: not a multiple of the ce strategy's slice unit
+    std::unique_ptr<phase4::NcclComm> own;
+    if (!(config.nccl_settings() == nccl_->settings())) {
+      own = std::make_unique<phase4::NcclComm>(rank_, ranks_, MPI_COMM_WORLD, config.nccl_settings());
+    }
+    phase4::Trainer trainer(config, rank_, ranks_, own ? own->get() : nccl_->get(), MPI_COMM_WORLD);
+    const auto result = phase4::run_point(config, trainer, MPI_COMM_WORLD, ob::SteadyClock::now(), nullptr);
+    EXPECT_EQ(result.failure, "") << option.name;
+    EXPECT_EQ(row_of(result, "comm").get("wrong"), "0") << option.name;
+    EXPECT_EQ(row_of(result, "overlap").get("overlap_vs_seq_bitwise"), "1") << option.name;
+    EXPECT_EQ(row_of(result, "overlap").get("sync"), option.name);
+    if (option.name != "nccl") {
+      EXPECT_LE(row_of(result, "overlap").number("sync_vs_nccl_rel_error"), phase4::kStrategyTolerance) << option.name;
+    }
+    EXPECT_LE(p50(result.rows, "bound_ref"), p50(result.rows, "bound") * (1 + 1e-12)) << option.name;
+  }
+}
+
+TEST_F(Phase4Gpu, GemmSmMarginChecksOutAndRefusesAMarginOfEverySm) {
+  auto config = small();
+  config.gemm_sm_margin = 16;
+  phase4::Trainer trainer(config, rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
+  EXPECT_EQ(phase4::run_point(config, trainer, MPI_COMM_WORLD, ob::SteadyClock::now(), nullptr).failure, "");
+  int sms = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, rank_ % ob::probe_cuda().devices));
+  config.gemm_sm_margin = sms;
+  EXPECT_THROW(phase4::require_sm_margin({config}), ob::UsageError);
+}
+
+// The device checkers can fail: a corrupted all-reduce result is counted exactly, a changed weight changes the
+// fingerprint.
+TEST_F(Phase4Gpu, DeviceCheckersCountACorruptedBuffer) {
+  const std::size_t n = 100003;
+  const std::uint64_t seed = 42;
+  std::vector<float> sum(n, 0.0f);
+  for (int r = 0; r < 3; ++r) {
+    ob::DeviceBuffer<float> one(n);
+    phase4::fill_rank_pattern(one.get(), n, seed, r, nullptr);
+    const auto values = one.download();
+    for (std::size_t i = 0; i < n; ++i) sum[i] += values[i];
+  }
+  for (std::size_t i : {std::size_t{17}, std::size_t{5000}, n - 1}) sum[i] += 1.0f;
+  ob::DeviceBuffer<float> buffer(n);
+  buffer.upload(sum);
+  ob::DeviceBuffer<unsigned long long> counts(2);
+  CUDA_CHECK(cudaMemset(counts.get(), 0, sizeof(unsigned long long)));
+  CUDA_CHECK(cudaMemset(counts.get() + 1, 0xff, sizeof(unsigned long long)));
+  phase4::count_pattern_wrong(buffer.get(), n, seed, 3, counts.get(), counts.get() + 1, nullptr);
+  const auto got = counts.download();
+  EXPECT_EQ(got[0], 3u);
+  EXPECT_EQ(got[1], 17u);
+  // The fingerprint sees one flipped bit.
+  ob::DeviceBuffer<unsigned long long> print(1);
+  auto fingerprint_of = [&] {
+    CUDA_CHECK(cudaMemset(print.get(), 0, sizeof(unsigned long long)));
+    phase4::fingerprint(buffer.get(), n, print.get(), nullptr);
+    return print.download()[0];
+  };
+  const auto before = fingerprint_of();
+  sum[999] = std::nextafter(sum[999], 1e9f);
+  buffer.upload(sum);
+  EXPECT_NE(fingerprint_of(), before);
 }

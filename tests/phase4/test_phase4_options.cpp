@@ -71,3 +71,45 @@ TEST(Phase4Options, DeviceBytesGrowWithEachKnob) {
   config.accum_steps = 3;  // two more micro-batches of inputs and targets
   EXPECT_DOUBLE_EQ(config.device_bytes() - base, 4.0 * 2 * 2.0 * config.batch * config.hidden);
 }
+
+TEST(Phase4Options, SyncStrategiesAndTheirNeeds) {
+  phase4::Config config;
+  ASSERT_EQ(exit_code_of({}, &config), -1);
+  EXPECT_EQ(config.sync, "nccl");
+  EXPECT_EQ(phase4::sync_options().front().name, "nccl");
+  ASSERT_EQ(exit_code_of({"--sync", "ce"}, &config), -1);
+  EXPECT_EQ(config.nccl_settings().cta_policy, "zero");  // copy-engine collectives need CTA policy zero
+  EXPECT_EQ(config.point_label(), "bucket-mb=25, sync=ce");
+  EXPECT_EQ(exit_code_of({"--sync", "ce", "--comm-dtype", "bf16"}), ob::kExitUsage);
+  EXPECT_EQ(exit_code_of({"--sync", "ce", "--nccl-cta-policy", "efficiency"}), ob::kExitUsage);
+  EXPECT_EQ(exit_code_of({"--sync", "ring"}), ob::kExitUsage);
+  ASSERT_EQ(exit_code_of({"--sync", "nccl-sym", "--comm-dtype", "bf16"}, &config), -1);
+  EXPECT_EQ(config.nccl_settings().cta_policy, "default");
+  // A sync sweep: every strategy on the same configuration, each point its own communicator settings.
+  ASSERT_EQ(exit_code_of({"--sweep", "sync=nccl,nccl-sym,ce"}, &config), -1);
+  const auto points = config.sweep_points();
+  ASSERT_EQ(points.size(), 3u);
+  EXPECT_EQ(points[2].sync, "ce");
+  EXPECT_TRUE(points[0].nccl_settings() == points[1].nccl_settings());
+  EXPECT_FALSE(points[1].nccl_settings() == points[2].nccl_settings());
+  EXPECT_EQ(exit_code_of({"--sweep", "sync=nccl,ring"}), ob::kExitUsage);
+  EXPECT_EQ(exit_code_of({"--comm-dtype", "bf16", "--sweep", "sync=nccl,ce"}), ob::kExitUsage);
+  // The SM margin and its sweep (whether it leaves SMs is checked on the GPU, which knows its count).
+  ASSERT_EQ(exit_code_of({"--sweep", "gemm-sm-margin=0,8,16"}, &config), -1);
+  EXPECT_EQ(config.sweep_points()[2].gemm_sm_margin, 16);
+  EXPECT_EQ(config.sweep_points()[2].point_label(), "bucket-mb=25, gemm-sm-margin=16");
+  EXPECT_EQ(exit_code_of({"--gemm-sm-margin", "-1"}), ob::kExitUsage);
+  EXPECT_EQ(exit_code_of({"--sweep", "gemm-sm-margin=1.5"}), ob::kExitUsage);
+  EXPECT_EQ(exit_code_of({"--sweep", "chunks=0x10"}), ob::kExitUsage);
+}
+
+TEST(Phase4Options, DeviceBytesCountTheStrategiesBuffers) {
+  phase4::Config config;
+  const double base = config.device_bytes(), w = 4.0 * config.layers * config.hidden * config.hidden;
+  config.sync = "nccl-sym";
+  EXPECT_DOUBLE_EQ(config.device_bytes() - base, w);  // bound_ref's nccl gradient
+  config.sync = "ce";
+  EXPECT_DOUBLE_EQ(config.device_bytes() - base, 3 * w);  // and the received slices and the reduced gradient
+  config.common.check = true;  // and the nccl trainer the strategy's weights are checked against
+  EXPECT_GT(config.device_bytes() - base, 3 * w + config.strategy_reference().device_bytes() - 1);
+}

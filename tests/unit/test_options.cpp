@@ -116,3 +116,12 @@ TEST(SplitList, SkipsEmptyItems) {
   EXPECT_EQ(ob::split_list("5,10,,20"), (std::vector<std::string>{"5", "10", "20"}));
   EXPECT_TRUE(ob::split_list("").empty());
 }
+
+TEST(Options, ParseNumberIsStrictDecimal) {
+  EXPECT_EQ(ob::parse_number("2.5"), 2.5);
+  EXPECT_EQ(ob::parse_number("1e3"), 1000.0);
+  EXPECT_EQ(ob::parse_number("010"), 10.0);
+  for (const char* bad : {"", " 1", "1 ", "0x10", "inf", "nan", "1,5", "abc", "1e999"}) {
+    EXPECT_FALSE(ob::parse_number(bad).has_value()) << bad;
+  }
+}

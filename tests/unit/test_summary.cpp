@@ -1,20 +1,36 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <stdexcept>
+
+#include "common/modes.hpp"
+#include "common/overlap_rows.hpp"
 #include "common/summary.hpp"
 
+namespace {
+
+ob::SummaryRow measured(ob::Mode mode, double ms, double compute_total) {
+  ob::SummaryRow row;
+  row.mode = mode;
+  row.ranks = 2;
+  row.chunks = 5;
+  row.iters = 10;
+  row.time_ms = ob::summarize({ms});
+  row.config("hidden", 512).config("workload", "synthetic");
+  row.set("compute_total_ms_p50", compute_total);
+  return row;
+}
+
+}  // namespace
+
 TEST(Summary, LeadingColumnsThenFieldsInFirstSeenOrder) {
-  ob::SummaryRow seq;
-  seq.mode = "seq";
-  seq.ranks = 2;
-  seq.chunks = 5;
-  seq.iters = 10;
-  seq.time_ms = ob::summarize({150, 152});
-  seq.set("hidden", 512).set("workload", "synthetic");
-  ob::SummaryRow ovl = seq;
-  ovl.mode = "overlap";
-  ovl.time_ms = ob::summarize({110});
-  ob::set_overlap_metrics(ovl, 150, 100, 50);
-  const auto table = ob::summary_csv("phase2", {seq, ovl});
+  std::vector<ob::SummaryRow> rows = {measured(ob::Mode::kCompute, 100, 100), measured(ob::Mode::kComm, 50, 0),
+                                      measured(ob::Mode::kSeq, 150, 100), measured(ob::Mode::kOverlap, 110, 105)};
+  ob::OverlapInputs inputs;
+  inputs.compute_time_field = "compute_total_ms_p50";
+  inputs.bound_ms = 104;
+  ob::derive_overlap_rows(rows, rows.front(), inputs);
+  const auto table = ob::summary_csv("phase2", rows);
   const auto& h = table.header();
   ASSERT_GE(h.size(), 10u);
   const std::vector<std::string> leading = {"system", "phase", "mode", "ranks", "chunks", "iters",
@@ -22,36 +38,92 @@ TEST(Summary, LeadingColumnsThenFieldsInFirstSeenOrder) {
   EXPECT_TRUE(std::equal(leading.begin(), leading.end(), h.begin()));
   EXPECT_EQ(h[12], "hidden");
   EXPECT_EQ(h[13], "workload");
-  EXPECT_EQ(h[14], "speedup");
-  const auto& r0 = table.rows()[0];
-  EXPECT_EQ(r0[0], "overlap-bench");
-  EXPECT_EQ(r0[1], "phase2");
-  EXPECT_EQ(r0[2], "seq");
-  EXPECT_EQ(r0[6], "151");
-  EXPECT_EQ(r0[14], "");  // no speedup on the sequential row
-  const auto& r1 = table.rows()[1];
-  EXPECT_EQ(r1[14], ob::format_number(150.0 / 110.0));
-  EXPECT_EQ(ovl.get("overlap_efficiency"), "0.8");  // (100 + 50 - 110) / 50
-  EXPECT_EQ(ovl.get("overlap_pct"), "80");
+  EXPECT_EQ(h[14], "compute_total_ms_p50");
+  EXPECT_EQ(h[15], "speedup");
+  const auto& seq = table.rows()[2];
+  EXPECT_EQ(seq[0], "overlap-bench");
+  EXPECT_EQ(seq[1], "phase2");
+  EXPECT_EQ(seq[2], "seq");
+  EXPECT_EQ(seq[6], "150");
+  EXPECT_EQ(seq[15], "");  // no speedup on the sequential row
+  EXPECT_EQ(table.rows()[3][15], ob::format_number(150.0 / 110.0));
+  const ob::SummaryRow& overlap = rows[3];
+  EXPECT_EQ(overlap.get("overlap_efficiency"), "0.8");  // (100 + 50 - 110) / 50
+  EXPECT_EQ(overlap.get("overlap_pct"), "80");
+  EXPECT_DOUBLE_EQ(overlap.number("compute_slowdown"), 0.05);  // 105 against 100
+  // ideal, then bound, carrying the configuration but no measurement of the row they were made from
+  ASSERT_EQ(rows.size(), 6u);
+  EXPECT_EQ(rows[4].mode, ob::Mode::kIdeal);
+  EXPECT_DOUBLE_EQ(rows[4].time_ms.p50, 100);
+  EXPECT_EQ(rows[5].mode, ob::Mode::kBound);
+  EXPECT_DOUBLE_EQ(rows[5].time_ms.p50, 104);
+  EXPECT_EQ(rows[5].get("hidden"), "512");
+  EXPECT_FALSE(rows[5].has("compute_total_ms_p50"));
+  EXPECT_EQ(ob::config_columns(rows),
+            (std::vector<std::string>{"system", "phase", "ranks", "chunks", "iters", "hidden", "workload"}));
 }
 
-TEST(Summary, SetReplacesAndFormats) {
+TEST(Summary, NoIdealWithoutComputeAndCommButABoundWhenGiven) {
+  std::vector<ob::SummaryRow> rows = {measured(ob::Mode::kOverlap, 110, 105)};
+  ob::OverlapInputs inputs;
+  inputs.bound_ms = 90;
+  ob::derive_overlap_rows(rows, rows.front(), inputs);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1].mode, ob::Mode::kBound);
+  EXPECT_FALSE(rows[0].has("speedup"));
+}
+
+TEST(Summary, SeqMissingMeansCompPlusComm) {
+  std::vector<ob::SummaryRow> rows = {measured(ob::Mode::kCompute, 100, 100), measured(ob::Mode::kComm, 50, 0),
+                                      measured(ob::Mode::kThread, 120, 100)};
+  ob::derive_overlap_rows(rows, rows.front(), {});
+  EXPECT_DOUBLE_EQ(rows[2].number("speedup"), 150.0 / 120.0);
+  EXPECT_FALSE(rows[2].has("compute_slowdown"));  // no compute-time field named
+  EXPECT_EQ(rows.back().mode, ob::Mode::kIdeal);
+}
+
+TEST(Summary, SetReplacesAndKeepsNumbers) {
   ob::SummaryRow row;
-  row.set("tf32", true).set("x", 1.5).set("x", 2.5).set("n", std::size_t{3});
+  row.set("tf32", true).set("x", 1.5).set("x", 2.5).set("n", std::size_t{3}).set("name", "ring");
   EXPECT_EQ(row.get("tf32"), "1");
   EXPECT_EQ(row.get("x"), "2.5");
+  EXPECT_DOUBLE_EQ(row.number("x"), 2.5);
   EXPECT_EQ(row.get("n"), "3");
-  EXPECT_EQ(row.fields.size(), 3u);
+  EXPECT_DOUBLE_EQ(row.number("n"), 3);
+  EXPECT_TRUE(std::isnan(row.number("name")));
+  EXPECT_TRUE(std::isnan(row.number("absent")));
+  EXPECT_EQ(row.fields.size(), 4u);
   EXPECT_EQ(row.get("absent"), "");
 }
 
-TEST(Summary, DerivedRowCarriesOneValue) {
-  ob::SummaryRow like;
-  like.mode = "seq";
-  like.set("hidden", 64);
-  const auto ideal = ob::derived_row("ideal", 42.0, like);
-  EXPECT_EQ(ideal.mode, "ideal");
-  EXPECT_DOUBLE_EQ(ideal.time_ms.p50, 42.0);
-  EXPECT_DOUBLE_EQ(ideal.time_ms.max, 42.0);
-  EXPECT_EQ(ideal.get("hidden"), "64");
+TEST(Summary, ConsoleShortensNumbersAndMarksAbsentFields) {
+  std::vector<ob::SummaryRow> rows = {measured(ob::Mode::kSeq, 1.23456789, 1)};
+  rows[0].set("x", 3.14159265);
+  const std::string text = ob::render_summary(rows, {{"x", "", "x"}, {"y", "", "y"}});
+  EXPECT_NE(text.find("3.142"), std::string::npos) << text;
+  EXPECT_NE(text.find(" -"), std::string::npos) << text;
+}
+
+TEST(Modes, NamesRoundTripAndRunOrderIsFixed) {
+  for (auto mode : {ob::Mode::kCompute, ob::Mode::kComm, ob::Mode::kSeq, ob::Mode::kOverlap, ob::Mode::kThread,
+                    ob::Mode::kNonblocking, ob::Mode::kIdeal, ob::Mode::kBound, ob::Mode::kBoundRef}) {
+    EXPECT_EQ(ob::parse_mode(ob::mode_name(mode)), mode);
+  }
+  EXPECT_THROW(ob::parse_mode("all"), std::invalid_argument);
+  EXPECT_EQ(ob::in_run_order({ob::Mode::kNonblocking, ob::Mode::kSeq, ob::Mode::kComm, ob::Mode::kCompute,
+                              ob::Mode::kSeq}),
+            (std::vector<ob::Mode>{ob::Mode::kCompute, ob::Mode::kComm, ob::Mode::kSeq, ob::Mode::kNonblocking}));
+  EXPECT_TRUE(ob::is_overlapped(ob::Mode::kThread));
+  EXPECT_FALSE(ob::is_overlapped(ob::Mode::kSeq));
+  EXPECT_TRUE(ob::is_derived(ob::Mode::kBoundRef));
+}
+
+TEST(CheckLog, KeepsTheFirstFailure) {
+  ob::CheckLog log;
+  EXPECT_TRUE(log.ok());
+  log.mode_checks(ob::Mode::kSeq, true, 0, "");
+  EXPECT_TRUE(log.ok());
+  log.mode_checks(ob::Mode::kComm, true, 3, "index 7");
+  log.mode_checks(ob::Mode::kOverlap, false, 0, "");
+  EXPECT_EQ(log.first(), "comm: 3 elements of the all-reduced pattern are wrong (index 7)");
 }

@@ -1,0 +1,43 @@
+#include "common/overlap_rows.hpp"
+
+#include <cmath>
+
+#include "common/metrics.hpp"
+
+namespace ob {
+
+void derive_overlap_rows(std::vector<SummaryRow>& rows, const SummaryRow& base, const OverlapInputs& inputs) {
+  const SummaryRow* compute = find_row(rows, Mode::kCompute);
+  const SummaryRow* comm = find_row(rows, Mode::kComm);
+  std::vector<SummaryRow> derived;
+  if (compute && comm) {
+    const double t_comp = compute->time_ms.p50, t_comm = comm->time_ms.p50;
+    const SummaryRow* seq = find_row(rows, Mode::kSeq);
+    const double t_seq = seq ? seq->time_ms.p50 : t_comp + t_comm;
+    const double isolated = inputs.compute_time_field.empty() ? NAN : compute->number(inputs.compute_time_field);
+    for (auto& row : rows) {
+      if (!is_overlapped(row.mode)) continue;
+      const double t_ovl = row.time_ms.p50;
+      row.set("speedup", speedup(t_seq, t_ovl))
+          .set("overlap_efficiency", overlap_efficiency(t_comp, t_comm, t_ovl))
+          .set("overlap_pct", overlap_pct(t_ovl, t_comp, t_comm));
+      if (!inputs.compute_time_field.empty()) {
+        row.set("compute_slowdown", compute_slowdown(row.number(inputs.compute_time_field), isolated));
+      }
+    }
+    derived.push_back(derived_row(Mode::kIdeal, ideal_ms(t_comp, t_comm), base));
+  }
+  if (!std::isnan(inputs.bound_ms)) derived.push_back(derived_row(Mode::kBound, inputs.bound_ms, base));
+  if (!std::isnan(inputs.bound_ref_ms)) derived.push_back(derived_row(Mode::kBoundRef, inputs.bound_ref_ms, base));
+  rows.insert(rows.end(), derived.begin(), derived.end());
+}
+
+void CheckLog::mode_checks(Mode mode, bool ranks_agree, std::uint64_t wrong, const std::string& first_wrong) {
+  if (!ranks_agree) fail(std::string(mode_name(mode)) + ": weights differ between ranks");
+  if (wrong > 0) {
+    fail("comm: " + std::to_string(wrong) + " elements of the all-reduced pattern are wrong" +
+         (first_wrong.empty() ? "" : " (" + first_wrong + ")"));
+  }
+}
+
+}  // namespace ob

@@ -1,0 +1,65 @@
+// The strategy seam of phase 4 (DESIGN.md, "Where things live"): how gradient buckets are synchronised across
+// ranks. The Trainer owns the loop, the streams and the model; a strategy owns the buffers its communication needs
+// and fills in five steps, like a collective fills nccl-tests' table:
+//   set-up (constructor: buffers, windows)   bucket_ready (compute stream, right after the backward step that
+//   completes a bucket)   communicate (comm stream)   update (compute stream, once every bucket is done)
+//   reduced (the synchronised fp32 gradient, for the checks).
+// A new strategy is one file, a row of sync_options() (config.cpp: name, help, what it needs) and a case of
+// make_sync(); the loop, the timing and the derived rows stay.
+//   nccl      in-place ncclAllReduce per bucket on a cudaMalloc'd gradient (fp32, or bf16 on a half-size wire)
+//   nccl-sym  the same all-reduce on buffers from ncclMemAlloc registered once as symmetric windows
+//             (ncclCommWindowRegister, NCCL_WIN_COLL_SYMMETRIC): NCCL's symmetric kernels, few CTAs
+//   ce        zero-SM all-reduce from copy-engine collectives on symmetric windows (communicator made with
+//             NCCL_CTA_POLICY_ZERO): per bucket ncclAlltoAll, a small kernel summing the ranks' slices, and an
+//             in-place ncclAllGather of the reduced slices
+#pragma once
+
+#include <nccl.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "phase4_chunked_nccl/bucket_plan.hpp"
+#include "phase4_chunked_nccl/config.hpp"
+
+namespace phase4 {
+
+class GradientSync {
+ public:
+  virtual ~GradientSync() = default;
+  // The buffer the backward pass writes dW into (elements in backward order, at least plan.elements).
+  virtual float* gradient() = 0;
+  // The bucket plan this strategy can run: `plan` itself, or its buckets' boundaries moved (ce aligns them to the
+  // ranks' slices).
+  virtual BucketPlan adapt(const BucketPlan& plan) const { return plan; }
+  // Compute stream, right after the backward step that completes `bucket` (every mode: it is part of making the
+  // gradient), e.g. the bf16 cast onto the wire.
+  virtual void bucket_ready(const Bucket& bucket, cudaStream_t compute) { (void)bucket, (void)compute; }
+  // Comm stream: the bucket summed over ranks.
+  virtual void communicate(const Bucket& bucket, cudaStream_t comm) = 0;
+  // Compute stream, after every bucket's communication: w -= scale * (synchronised gradient).
+  virtual void update(float* weights, float scale, std::size_t n, cudaStream_t compute) = 0;
+  // The synchronised gradient in fp32 (converted on `stream` where the wire is not fp32), for the checks.
+  virtual const float* reduced(cudaStream_t stream) = 0;
+  // Bytes one all-reduce of `elements` puts on the wire (for the bandwidth columns).
+  virtual double wire_bytes(std::uint64_t elements) const { return 4.0 * static_cast<double>(elements); }
+};
+
+struct SyncContext {
+  const Config& config;
+  int rank = 0, ranks = 1;
+  ncclComm_t nccl = nullptr;
+  std::uint64_t elements = 0;  // the gradient's length
+};
+
+// The strategy the config's --sync names (sync_options() lists them).
+std::unique_ptr<GradientSync> make_sync(const std::string& name, const SyncContext& context);
+
+// The strategies' factories, one per file.
+std::unique_ptr<GradientSync> make_nccl_allreduce(const SyncContext& context);
+std::unique_ptr<GradientSync> make_nccl_symmetric(const SyncContext& context);
+std::unique_ptr<GradientSync> make_copy_engine(const SyncContext& context);
+
+}  // namespace phase4

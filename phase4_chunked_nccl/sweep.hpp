@@ -1,0 +1,36 @@
+// Phase 4's sweep: every point of a configuration's --sweep on this rank's GPU, and the NCCL communicator's
+// lifetime across them (a new one where a point needs other ncclConfig_t settings: a CTA sweep, --sync ce).
+#pragma once
+
+#include <mpi.h>
+#include <nccl.h>
+
+#include <atomic>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "common/cuda/power_monitor.hpp"
+#include "common/summary.hpp"
+#include "common/timeline.hpp"
+#include "common/timer.hpp"
+#include "phase4_chunked_nccl/config.hpp"
+
+namespace phase4 {
+
+struct SweepResult {
+  std::vector<ob::SummaryRow> rows;
+  std::vector<ob::TimelineEvent> events;  // a single point's timeline (a sweep keeps the summary only)
+  std::string failure;                    // "<point label>: <first failed check>"
+};
+
+// Every point of config.sweep_points() on this rank's GPU. `live_comm` always holds the communicator in use (for
+// the watchdog's ncclCommAbort). `power` may be null.
+SweepResult run_sweep(const std::vector<Config>& points, int rank, int ranks, MPI_Comm comm,
+                      ob::SteadyClock::time_point origin, const ob::PowerMonitor* power,
+                      std::atomic<ncclComm_t>& live_comm, std::ostream* progress);
+
+// Throws ob::UsageError when --gemm-sm-margin leaves the current device no SM to compute on.
+void require_sm_margin(const std::vector<Config>& points);
+
+}  // namespace phase4

@@ -1,0 +1,70 @@
+// Strategies nccl and nccl-sym (gradient_sync.hpp): one in-place ncclAllReduce per bucket on the comm stream, in
+// fp32 on the gradient itself, or with --comm-dtype bf16 on a half-size wire that the compute stream fills right
+// after the backward step completing the bucket (the update reads the wire, the cast back fused into it). The two
+// differ only in their buffers: cudaMalloc for nccl; ncclMemAlloc registered as symmetric windows for nccl-sym, so
+// NCCL runs its symmetric kernels (fewer CTAs; NCCL_SYM_CTAS or the communicator's CTA policy set how many).
+#include <cuda_bf16.h>
+
+#include "phase4_chunked_nccl/comm_buffer.hpp"
+#include "phase4_chunked_nccl/gradient_sync.hpp"
+#include "phase4_chunked_nccl/kernels.cuh"
+
+namespace phase4 {
+namespace {
+
+class NcclAllReduce final : public GradientSync {
+ public:
+  NcclAllReduce(const SyncContext& context, bool symmetric)
+      : nccl_(context.nccl), bf16_(context.config.comm_dtype == "bf16"),
+        grads_(context.elements, symmetric && !bf16_ ? context.nccl : nullptr),
+        wire_(bf16_ ? context.elements : 0, symmetric ? context.nccl : nullptr) {}
+
+  float* gradient() override { return grads_.get(); }
+
+  void bucket_ready(const Bucket& bucket, cudaStream_t compute) override {
+    if (bf16_) to_bf16(grads_.get() + bucket.begin, wire_.get() + bucket.begin, bucket.size(), compute);
+  }
+
+  void communicate(const Bucket& bucket, cudaStream_t comm) override {
+    if (bf16_) {
+      __nv_bfloat16* wire = wire_.get() + bucket.begin;
+      NCCL_CHECK(ncclAllReduce(wire, wire, bucket.size(), ncclBfloat16, ncclSum, nccl_, comm));
+    } else {
+      float* data = grads_.get() + bucket.begin;
+      NCCL_CHECK(ncclAllReduce(data, data, bucket.size(), ncclFloat, ncclSum, nccl_, comm));
+    }
+  }
+
+  void update(float* weights, float scale, std::size_t n, cudaStream_t compute) override {
+    if (bf16_) {
+      sgd(weights, wire_.get(), scale, n, compute);
+    } else {
+      sgd(weights, grads_.get(), scale, n, compute);
+    }
+  }
+
+  const float* reduced(cudaStream_t stream) override {
+    if (bf16_) from_bf16(wire_.get(), grads_.get(), grads_.size(), stream);
+    return grads_.get();
+  }
+
+  double wire_bytes(std::uint64_t elements) const override { return (bf16_ ? 2.0 : 4.0) * elements; }
+
+ private:
+  ncclComm_t nccl_;
+  bool bf16_;
+  CommBuffer<float> grads_;           // symmetric only when it is what travels (fp32)
+  CommBuffer<__nv_bfloat16> wire_;    // --comm-dtype bf16: the gradient as it travels
+};
+
+}  // namespace
+
+std::unique_ptr<GradientSync> make_nccl_allreduce(const SyncContext& context) {
+  return std::make_unique<NcclAllReduce>(context, false);
+}
+
+std::unique_ptr<GradientSync> make_nccl_symmetric(const SyncContext& context) {
+  return std::make_unique<NcclAllReduce>(context, true);
+}
+
+}  // namespace phase4

@@ -1,0 +1,105 @@
+"""The common harness (issue 16): phases 2 and 3 write the same columns, modes and configuration values as before
+the loop and the overlap derivation moved into common/ (golden CSVs of commit 26924db in tests/data/golden); every
+overlapped row's metrics are the formulas of METRICS.md (ob_metrics.py, shared with bench_ddp.py) applied to the
+run's own rows; the metadata names the configuration columns."""
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from conftest import REPO, run
+
+sys.path.insert(0, str(REPO / "scripts"))
+import ob_csv  # noqa: E402
+import ob_metrics  # noqa: E402
+
+GOLDEN = REPO / "tests" / "data" / "golden"
+TIMES = [c for c in ob_csv.SUMMARY_COLUMNS if c.startswith("time_ms")] + ["time_ms_mean", "time_ms_stddev"]
+MEASURED = {"chunk_compute_ms_p50", "chunk_comm_ms_p50", "compute_total_ms_p50", "speedup", "overlap_efficiency",
+            "overlap_pct", "compute_slowdown", "algbw_GBps", "busbw_GBps"}
+
+
+def phase2_runs(phase2, out):
+    runs = {"p2syn": ["--chunks", "4", "--compute-ms", "2", "--comm-ms", "1"],
+            "p2real": ["--workload", "real", "--chunk-rows", "16", "--hidden", "64", "--virtual-ranks", "4", "--check"]}
+    for name, args in runs.items():
+        result = run(phase2, *args, "--iters", "3", "--warmup", "1", "--csv", out / f"{name}.csv", "-q")
+        assert result.returncode == 0, result.stderr
+    return list(runs)
+
+
+def phase3_run(build_dir, out):
+    phase3 = build_dir / "phase3_mpi_cuda" / "phase3_mpi_cuda"
+    if not (shutil.which("mpirun") and phase3.exists()):
+        return []
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    result = subprocess.run(["mpirun", "-np", "2", "--oversubscribe", "--bind-to", "none", str(phase3), "--check",
+                             "--device", "cpu", "--iters", "3", "--warmup", "1", "--csv", str(out / "p3.csv"), "-q"],
+                            capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return ["p3"]
+
+
+@pytest.fixture(scope="module")
+def today(phase2, build_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("harness")
+    return out, phase2_runs(phase2, out) + phase3_run(build_dir, out)
+
+
+def test_same_columns_modes_and_configuration_as_before(today):
+    out, names = today
+    for name in names:
+        before, now = pd.read_csv(GOLDEN / f"{name}.csv"), pd.read_csv(out / f"{name}.csv")
+        assert sorted(now.columns) == sorted(before.columns), name
+        assert sorted(now["mode"]) == sorted(before["mode"]), name
+        fixed = [c for c in before.columns if c not in MEASURED and c not in TIMES]
+        for mode in before["mode"]:
+            want = before[before["mode"] == mode][fixed].iloc[0]
+            got = now[now["mode"] == mode][fixed].iloc[0]
+            pd.testing.assert_series_equal(got, want, check_names=False, obj=f"{name} {mode}")
+        # the derived metrics stand on the same rows as before
+        for column in MEASURED:
+            if column in before.columns:
+                assert (before[column].notna() == now.set_index("mode").loc[before["mode"], column].notna().values).all()
+
+
+def test_overlap_metrics_are_the_documented_formulas(today):
+    out, names = today
+    for name in names:
+        frame = pd.read_csv(out / f"{name}.csv").set_index("mode")
+        t = frame["time_ms_p50"]
+        t_seq = t["seq"] if "seq" in t else t["compute"] + t["comm"]
+        for mode in ("overlap", "thread", "nonblocking"):
+            if mode not in frame.index:
+                continue
+            want = ob_metrics.overlap_metrics(t_seq, t["compute"], t["comm"], t[mode])
+            want["compute_slowdown"] = ob_metrics.compute_slowdown(frame.loc[mode, "compute_total_ms_p50"],
+                                                                   frame.loc["compute", "compute_total_ms_p50"])
+            for column, value in want.items():
+                assert math.isclose(frame.loc[mode, column], value, rel_tol=1e-6, abs_tol=1e-9), (name, mode, column)
+        assert math.isclose(t["ideal"], ob_metrics.ideal_ms(t["compute"], t["comm"]), rel_tol=1e-6)
+
+
+def test_metadata_declares_the_configuration_columns(today):
+    out, names = today
+    for name in names:
+        meta = json.loads((out / f"{name}.meta.json").read_text())
+        header = list(pd.read_csv(out / f"{name}.csv", nrows=0).columns)
+        declared = meta["config_columns"]
+        assert set(declared) <= set(header)
+        assert {"system", "phase", "ranks", "chunks"} <= set(declared)
+        assert not set(declared) & (MEASURED | set(TIMES) | {"mode", "wrong"}), name
+        assert ob_csv.load_summary(out / f"{name}.csv").attrs["config_columns"] == declared
+
+
+def test_python_formulas_edge_cases():
+    assert math.isnan(ob_metrics.overlap_efficiency(0, 5, 5))
+    assert ob_metrics.overlap_pct(20, 10, 5) == 0.0   # slower than sequential: clamped
+    assert ob_metrics.overlap_pct(9, 10, 5) == 100.0
+    assert ob_metrics.allreduce_busbw_GBps(100, 1) == 0
+    assert math.isclose(ob_metrics.algbw_GBps(1e9, 1000), 1.0)
