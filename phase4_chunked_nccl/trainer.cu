@@ -18,6 +18,9 @@ struct StepMarks {
   int start = -1, forward_end = -1, update_start = -1, end = -1;
   std::vector<int> step_begin, step_end;      // per backward step, compute stream
   std::vector<int> bucket_begin, bucket_end;  // per bucket, comm stream
+  // Per bucket, the host clock around the strategy's communicate(): how long enqueuing it held the host thread
+  // (a collective that blocks the host delays the compute launched after it). Only with a log.
+  std::vector<ob::SteadyClock::time_point> enqueue_begin, enqueue_end;
   int mark(cudaStream_t stream) { return log ? log->record(stream) : -1; }
 };
 
@@ -30,6 +33,10 @@ StepMarks blank_marks(ob::EventLog* log, int layers, const BucketPlan& plan) {
   marks.step_end.assign(layers, -1);
   marks.bucket_begin.assign(plan.buckets.size(), -1);
   marks.bucket_end.assign(plan.buckets.size(), -1);
+  if (log) {
+    marks.enqueue_begin.resize(plan.buckets.size());
+    marks.enqueue_end.resize(plan.buckets.size());
+  }
   return marks;
 }
 
@@ -37,6 +44,7 @@ StepMarks blank_marks(ob::EventLog* log, int layers, const BucketPlan& plan) {
 struct StepTimes {
   double start = 0, forward_end = 0, update_start = 0, end = 0;
   std::vector<double> step_begin, step_end, bucket_begin, bucket_end;
+  std::vector<double> enqueue_begin, enqueue_end;  // host clock, ms on the same origin (eager only)
 };
 
 StepTimes resolve(const StepMarks& m, const std::function<double(int)>& at) {
@@ -137,7 +145,9 @@ void Trainer::step(ob::Mode mode, const BucketPlan& plan, StepMarks* m) {
   auto communicate = [&](std::size_t from, std::size_t to) {
     for (std::size_t b = from; b < to; ++b) {
       m->bucket_begin[b] = m->mark(comm_stream_);
+      if (m->log) m->enqueue_begin[b] = ob::SteadyClock::now();
       sync_->communicate(buckets[b], comm_stream_);
+      if (m->log) m->enqueue_end[b] = ob::SteadyClock::now();
       m->bucket_end[b] = m->mark(comm_stream_);
     }
   };
@@ -269,6 +279,12 @@ ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::Stea
       timed.push_back(resolve(captured, [&](int index) { return ob::ms_between(log.event(0), graph_log.event(index)); }));
     } else {
       timed.push_back(resolve(marks, [&](int index) { return log.ms_since_origin(index); }));
+      auto host_ms = [&](ob::SteadyClock::time_point t) { return ob::micros_since(origin, t) / 1000.0 - origin_ms; };
+      for (std::size_t b = 0; b < marks.enqueue_begin.size(); ++b) {
+        if (marks.bucket_begin[b] < 0) continue;  // a bucket this mode does not communicate
+        timed.back().enqueue_begin.push_back(host_ms(marks.enqueue_begin[b]));
+        timed.back().enqueue_end.push_back(host_ms(marks.enqueue_end[b]));
+      }
     }
     return timed.back().end - timed.back().start;
   };
@@ -302,6 +318,7 @@ ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::Stea
 
   const std::string compute_lane = std::string(ob::mode_name(mode)) + ":compute";
   const std::string comm_lane = std::string(ob::mode_name(mode)) + ":comm";
+  const std::string host_lane = std::string(ob::mode_name(mode)) + ":host";
   for (std::size_t it = 0; it < timed.size(); ++it) {
     const StepTimes& t = timed[it];
     const int iter = static_cast<int>(it);
@@ -324,6 +341,11 @@ ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::Stea
       for (int b = 0; b < nb; ++b) {
         run.bucket_ms[b].push_back(event(comm_lane, "allreduce", b, t.bucket_begin[b], t.bucket_end[b]));
       }
+      double enqueue = 0;
+      for (std::size_t b = 0; b < t.enqueue_begin.size(); ++b) {
+        enqueue += event(host_lane, "enqueue", static_cast<int>(b), t.enqueue_begin[b], t.enqueue_end[b]);
+      }
+      if (!t.enqueue_begin.empty()) run.enqueue_ms.push_back(enqueue);
     }
   }
   return run;

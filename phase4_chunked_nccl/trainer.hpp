@@ -42,6 +42,8 @@ struct ModeRun {
   std::vector<double> backward_total_ms;        // per iteration: sum of the backward steps' compute-stream times
   std::vector<std::vector<double>> step_ms;     // [backward step][iteration]
   std::vector<std::vector<double>> bucket_ms;   // [bucket][iteration]
+  std::vector<double> enqueue_ms;               // per iteration: host time inside the strategy's communicate()
+                                                // calls (eager runs only; empty with --graph)
   std::vector<ob::TimelineEvent> events;
   bool ranks_agree = true;                      // --check: weight fingerprints equal on every rank after each step
   std::uint64_t wrong = 0;                      // comm --check: elements off the exact pattern sum
