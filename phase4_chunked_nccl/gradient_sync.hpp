@@ -2,16 +2,18 @@
 // ranks. The Trainer owns the loop, the streams and the model; a strategy owns the buffers its communication needs
 // and fills in five steps, like a collective fills nccl-tests' table:
 //   set-up (constructor: buffers, windows)   bucket_ready (compute stream, right after the backward step that
-//   completes a bucket)   communicate (comm stream)   update (compute stream, once every bucket is done)
-//   reduced (the synchronised fp32 gradient, for the checks).
+//   completes a bucket)   communicate (comm stream)   after_step / finish (overlapped runs only: work a strategy
+//   defers to the compute stream)   update (compute stream, once every bucket is done)   reduced (the synchronised
+//   fp32 gradient, for the checks).
 // A new strategy is one file, a row of sync_options() (config.cpp: name, help, what it needs) and a case of
 // make_sync(); the loop, the timing and the derived rows stay.
 //   nccl      in-place ncclAllReduce per bucket on a cudaMalloc'd gradient (fp32, or bf16 on a half-size wire)
 //   nccl-sym  the same all-reduce on buffers from ncclMemAlloc registered once as symmetric windows
 //             (ncclCommWindowRegister, NCCL_WIN_COLL_SYMMETRIC): NCCL's symmetric kernels, few CTAs
 //   ce        zero-SM all-reduce from copy-engine collectives on symmetric windows (communicator made with
-//             NCCL_CTA_POLICY_ZERO): per bucket ncclAlltoAll, a small kernel summing the ranks' slices, and an
-//             in-place ncclAllGather of the reduced slices
+//             NCCL_CTA_POLICY_ZERO): per bucket ncclAlltoAll, a kernel summing the ranks' slices, and an in-place
+//             ncclAllGather of the reduced slices; overlapped, the sum runs on the compute stream a backward step
+//             later, so the comm stream holds copy-engine work only
 #pragma once
 
 #include <nccl.h>
@@ -37,8 +39,19 @@ class GradientSync {
   // Compute stream, right after the backward step that completes `bucket` (every mode: it is part of making the
   // gradient), e.g. the bf16 cast onto the wire.
   virtual void bucket_ready(const Bucket& bucket, cudaStream_t compute) { (void)bucket, (void)compute; }
-  // Comm stream: the bucket summed over ranks.
+  // Comm stream: the bucket summed over ranks, or (a strategy that defers work) the first part of it; buckets come
+  // in plan order.
   virtual void communicate(const Bucket& bucket, cudaStream_t comm) = 0;
+  // Overlapped runs, compute stream, after backward step `step` and its buckets' communicate(): deferred work of
+  // buckets handed over earlier.
+  virtual void after_step(int step, cudaStream_t compute, cudaStream_t comm) { (void)step, (void)compute, (void)comm; }
+  // Every deferred part still open, its compute on `compute` (the comm stream itself when nothing overlaps).
+  virtual void finish(cudaStream_t compute, cudaStream_t comm) { (void)compute, (void)comm; }
+  // One bucket synchronised to the end on the comm stream (seq, comm-only and the checks).
+  void synchronise(const Bucket& bucket, cudaStream_t comm) {
+    communicate(bucket, comm);
+    finish(comm, comm);
+  }
   // Compute stream, after every bucket's communication: w -= scale * (synchronised gradient).
   virtual void update(float* weights, float scale, std::size_t n, cudaStream_t compute) = 0;
   // The synchronised gradient in fp32 (converted on `stream` where the wire is not fp32), for the checks.

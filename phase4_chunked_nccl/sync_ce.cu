@@ -1,11 +1,20 @@
 // Strategy ce (gradient_sync.hpp): an all-reduce that leaves the SMs to the GEMMs. NCCL 2.28 runs all-to-all and
 // all-gather on the GPU's copy engines when the buffers are symmetric windows and the communicator's CTA policy is
-// NCCL_CTA_POLICY_ZERO; a reduction has no copy-engine form, so per bucket of n elements (n a multiple of
-// ranks * 64; the plan is aligned, the buffers padded):
-//   1. ncclAlltoAll: slice r of every rank's bucket lands on rank r (recv holds the ranks' slices in rank order);
-//   2. sum_slices: a small kernel on 32 blocks sums them, in rank order, into this rank's slice of `out`;
-//   3. ncclAllGather in place on `out`: every rank gets every reduced slice.
+// NCCL_CTA_POLICY_ZERO (its log says "Init CE"); a reduction has no copy-engine form, so per bucket of n elements
+// (n a multiple of ranks * 64; the plan is aligned, the buffers padded):
+//   1. ncclAlltoAll (comm stream): slice r of every rank's bucket lands on rank r, the ranks' slices in rank order;
+//   2. sum_slices: a kernel sums them, in rank order, into this rank's slice of `out`;
+//   3. ncclAllGather in place on `out` (comm stream): every rank gets every reduced slice.
+// Where the sum runs decides whether the comm stream needs SMs. Run whole (seq, comm-only), all three go on the comm
+// stream. Overlapped, a kernel on the comm stream waits for SMs the GEMMs hold (seen: the buckets' communication
+// stretched from 7 ms alone to 33 ms beside 4096-wide GEMMs), so the sum of a bucket runs on the compute stream after
+// the backward step following the one that handed the bucket over (its all-to-all has had a step to land), and the
+// all-gather waits for it: the comm stream then holds copy-engine work only.
 // Every rank's sum of a slice is the same bits (one rank computes it), so weights stay identical across ranks.
+#include <deque>
+#include <vector>
+
+#include "common/cuda/handles.hpp"
 #include "phase4_chunked_nccl/comm_buffer.hpp"
 #include "phase4_chunked_nccl/gradient_sync.hpp"
 #include "phase4_chunked_nccl/kernels.cuh"
@@ -14,7 +23,7 @@ namespace phase4 {
 namespace {
 
 constexpr std::uint64_t kSliceAlignment = 64;  // elements per rank slice are a multiple of this (256 bytes)
-constexpr int kReduceBlocks = 32;
+constexpr int kSumBlocks = 132;                // one wave on an H100/H200: the sum is memory-bound and short
 
 class CopyEngineAllReduce final : public GradientSync {
  public:
@@ -28,13 +37,21 @@ class CopyEngineAllReduce final : public GradientSync {
   BucketPlan adapt(const BucketPlan& plan) const override { return align_plan(plan, hidden_, unit()); }
 
   void communicate(const Bucket& bucket, cudaStream_t comm) override {
-    // The last bucket may end off the unit: it runs to the padding's end (zeros on every rank).
-    const std::uint64_t n = (bucket.size() + unit() - 1) / unit() * unit();
-    const std::uint64_t slice = n / ranks_;
-    float* mine = out_.get() + bucket.begin + rank_ * slice;
-    NCCL_CHECK(ncclAlltoAll(grads_.get() + bucket.begin, recv_.get() + bucket.begin, slice, ncclFloat, nccl_, comm));
-    sum_slices(recv_.get() + bucket.begin, slice, ranks_, mine, slice, kReduceBlocks, comm);
-    NCCL_CHECK(ncclAllGather(mine, out_.get() + bucket.begin, slice, ncclFloat, nccl_, comm));
+    Pending pending{bucket, event(2 * opened_), event(2 * opened_ + 1)};
+    ++opened_;
+    NCCL_CHECK(ncclAlltoAll(grads_.get() + bucket.begin, recv_.get() + bucket.begin, slice(bucket), ncclFloat, nccl_,
+                            comm));
+    CUDA_CHECK(cudaEventRecord(pending.exchanged, comm));
+    open_.push_back(pending);
+  }
+
+  void after_step(int step, cudaStream_t compute, cudaStream_t comm) override {
+    while (!open_.empty() && open_.front().bucket.ready_after < step) close_front(compute, comm);
+  }
+
+  void finish(cudaStream_t compute, cudaStream_t comm) override {
+    while (!open_.empty()) close_front(compute, comm);
+    opened_ = 0;  // every event's waits are enqueued: the next step reuses them
   }
 
   void update(float* weights, float scale, std::size_t n, cudaStream_t compute) override {
@@ -44,12 +61,44 @@ class CopyEngineAllReduce final : public GradientSync {
   const float* reduced(cudaStream_t) override { return out_.get(); }
 
  private:
+  struct Pending {
+    Bucket bucket;
+    cudaEvent_t exchanged, summed;
+  };
+
   std::uint64_t unit() const { return kSliceAlignment * static_cast<std::uint64_t>(ranks_); }
+  // The last bucket may end off the unit: it runs to the padding's end (zeros on every rank).
+  std::uint64_t slice(const Bucket& bucket) const {
+    return (bucket.size() + unit() - 1) / unit() * unit() / ranks_;
+  }
+  // Ordering events, made on first use and reused every step (none is made during a graph capture's replays).
+  cudaEvent_t event(std::size_t index) {
+    while (events_.size() <= index) events_.push_back(ob::make_sync_event());
+    return events_[index];
+  }
+
+  // Steps 2 and 3 of the oldest open bucket: the sum on `compute` (after its all-to-all), the all-gather on `comm`.
+  void close_front(cudaStream_t compute, cudaStream_t comm) {
+    const Pending pending = open_.front();
+    open_.pop_front();
+    const std::uint64_t n = slice(pending.bucket);
+    float* mine = out_.get() + pending.bucket.begin + rank_ * n;
+    if (compute != comm) CUDA_CHECK(cudaStreamWaitEvent(compute, pending.exchanged, 0));
+    sum_slices(recv_.get() + pending.bucket.begin, n, ranks_, mine, n, kSumBlocks, compute);
+    if (compute != comm) {
+      CUDA_CHECK(cudaEventRecord(pending.summed, compute));
+      CUDA_CHECK(cudaStreamWaitEvent(comm, pending.summed, 0));
+    }
+    NCCL_CHECK(ncclAllGather(mine, out_.get() + pending.bucket.begin, n, ncclFloat, nccl_, comm));
+  }
 
   ncclComm_t nccl_;
   int rank_, ranks_, hidden_;
   std::uint64_t padded_;
   CommBuffer<float> grads_, recv_, out_;
+  std::vector<ob::CudaEvent> events_;
+  std::deque<Pending> open_;  // buckets whose all-to-all is enqueued and whose sum is not
+  std::size_t opened_ = 0;    // buckets opened since the last finish(): each has its own two events
 };
 
 }  // namespace

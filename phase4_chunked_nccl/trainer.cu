@@ -142,11 +142,17 @@ void Trainer::update(cudaStream_t stream) {
 void Trainer::step(ob::Mode mode, const BucketPlan& plan, StepMarks* m) {
   const int layers = config_.layers, micro_steps = config_.accum_steps;
   const auto& buckets = plan.buckets;
-  auto communicate = [&](std::size_t from, std::size_t to) {
+  // `whole`: each bucket synchronised to the end on the comm stream; otherwise the strategy may leave a part to
+  // after_step() and finish() (ce: the slice sums, on the compute stream).
+  auto communicate = [&](std::size_t from, std::size_t to, bool whole) {
     for (std::size_t b = from; b < to; ++b) {
       m->bucket_begin[b] = m->mark(comm_stream_);
       if (m->log) m->enqueue_begin[b] = ob::SteadyClock::now();
-      sync_->communicate(buckets[b], comm_stream_);
+      if (whole) {
+        sync_->synchronise(buckets[b], comm_stream_);
+      } else {
+        sync_->communicate(buckets[b], comm_stream_);
+      }
       if (m->log) m->enqueue_end[b] = ob::SteadyClock::now();
       m->bucket_end[b] = m->mark(comm_stream_);
     }
@@ -157,7 +163,7 @@ void Trainer::step(ob::Mode mode, const BucketPlan& plan, StepMarks* m) {
   };
   if (mode == ob::Mode::kComm) {
     m->start = m->mark(comm_stream_);
-    communicate(0, buckets.size());
+    communicate(0, buckets.size(), true);
     m->end = m->mark(comm_stream_);
     return;
   }
@@ -177,13 +183,17 @@ void Trainer::step(ob::Mode mode, const BucketPlan& plan, StepMarks* m) {
       sync_->bucket_ready(buckets[next_bucket], compute_);  // part of making the gradient, in every mode
     }
     m->step_end[s] = m->mark(compute_);
-    if (mode != ob::Mode::kOverlap || ready == next_bucket) continue;
-    hand_over(compute_, handoff_, comm_stream_);
-    communicate(ready, next_bucket);
+    if (mode != ob::Mode::kOverlap) continue;
+    if (ready != next_bucket) {
+      hand_over(compute_, handoff_, comm_stream_);
+      communicate(ready, next_bucket, false);
+    }
+    sync_->after_step(s, compute_, comm_stream_);
   }
+  if (mode == ob::Mode::kOverlap) sync_->finish(compute_, comm_stream_);
   if (mode == ob::Mode::kSeq) {
     hand_over(compute_, handoff_, comm_stream_);
-    communicate(0, buckets.size());
+    communicate(0, buckets.size(), true);
   }
   if (mode == ob::Mode::kSeq || mode == ob::Mode::kOverlap) hand_over(comm_stream_, comm_done_, compute_);
   m->update_start = m->mark(compute_);
@@ -199,7 +209,7 @@ double Trainer::comm_gradient_error(const BucketPlan& plan) {
   CUDA_CHECK(cudaMemcpyAsync(reference.get(), model_->grads(), n * sizeof(float), cudaMemcpyDeviceToDevice, compute_));
   CUDA_CHECK(cudaStreamSynchronize(compute_));
   NCCL_CHECK(ncclAllReduce(reference.get(), reference.get(), n, ncclFloat, ncclSum, nccl_, comm_stream_));
-  for (const auto& bucket : plan.buckets) sync_->communicate(bucket, comm_stream_);
+  for (const auto& bucket : plan.buckets) sync_->synchronise(bucket, comm_stream_);
   const float* got = sync_->reduced(comm_stream_);
   ob::DeviceBuffer<double> norms(2);
   CUDA_CHECK(cudaMemsetAsync(norms.get(), 0, norms.bytes(), comm_stream_));
@@ -240,7 +250,7 @@ ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::Stea
   if (graph) {
     graph_log.reserve(4 + 2 * layers + 2 * nb);
     if (mode != ob::Mode::kCompute) {  // NCCL sets up connections on a communicator's first collectives: not in a capture
-      for (const auto& bucket : plan.buckets) sync_->communicate(bucket, comm_stream_);
+      for (const auto& bucket : plan.buckets) sync_->synchronise(bucket, comm_stream_);
       CUDA_CHECK(cudaDeviceSynchronize());
     }
     captured_step.capture(first_stream, [&] { step(mode, plan, &captured); });

@@ -160,8 +160,10 @@ for part in "${parts[@]}"; do
     phase4-sync)
       for c in "${configs[@]}"; do
         IFS=, read -r h l b <<<"$c"
-        run "phase4-sync-$h-$l-$b" "${mpi[@]}" -np "$gpus" "$p4" --check --hidden "$h" --layers "$l" --batch "$b" \
-          --sweep sync=nccl,nccl-sym,ce --csv "$out/phase4-sync-$h-$l-$b.csv"
+        for sync in nccl nccl-sym ce; do  # one run each: each keeps its timeline
+          run "phase4-sync-$sync-$h-$l-$b" "${mpi[@]}" -np "$gpus" "$p4" --check --hidden "$h" --layers "$l" \
+            --batch "$b" --sync "$sync" --csv "$out/phase4-sync-$sync-$h-$l-$b.csv"
+        done
       done
       ;;
     phase4-sync-comm)
