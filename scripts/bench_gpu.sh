@@ -10,7 +10,8 @@
 #         (bf16 against fp32 communication, alone and in the step, with fewer CTAs), phase4-policy (NCCL's
 #         efficiency and zero CTA policies, fp32 and bf16, on 4096,16,8192 and 4096,16,512), phase4-more (energy with
 #         --power, --accum-steps, --graph), phase4-sync (every --sync strategy on the six configurations, with
-#         --check), phase4-sync-comm (each strategy's comm-only bus bandwidth over bucket sizes, and NCCL's own log
+#         --check), phase4-sync-buckets (every strategy over 25-256 MB buckets on 4096,16,512 and 2048,24,1024),
+#         phase4-sync-comm (each strategy's comm-only bus bandwidth over bucket sizes, and NCCL's own log
 #         of which path ran), phase4-sm-margin (--gemm-sm-margin with and without a CTA cap), ddp (PyTorch DDP, expert and default settings, on the six configurations), sanitize (compute-sanitizer
 #         memcheck and racecheck on phase 1's kernels and on phase 4 with one rank). Default: all parts.
 #   --out DIR  results folder (default results/runs/<host>-gpu-<date-time>)
@@ -29,7 +30,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 all_parts=(test phase1 phase3 phase4 phase4-sweeps phase4-knobs phase4-bf16 phase4-policy phase4-more phase4-sync
-           phase4-sync-comm phase4-sm-margin ddp sanitize)
+           phase4-sync-buckets phase4-sync-comm phase4-sm-margin ddp sanitize)
 [ "${#parts[@]}" -gt 0 ] || parts=("${all_parts[@]}")
 for p in "${parts[@]}"; do
   case " ${all_parts[*]} " in
@@ -163,6 +164,15 @@ for part in "${parts[@]}"; do
         for sync in nccl nccl-sym ce; do  # one run each: each keeps its timeline
           run "phase4-sync-$sync-$h-$l-$b" "${mpi[@]}" -np "$gpus" "$p4" --check --hidden "$h" --layers "$l" \
             --batch "$b" --sync "$sync" --csv "$out/phase4-sync-$sync-$h-$l-$b.csv"
+        done
+      done
+      ;;
+    phase4-sync-buckets)
+      for c in 4096,16,512 2048,24,1024; do
+        IFS=, read -r h l b <<<"$c"
+        for sync in nccl nccl-sym ce; do
+          run "phase4-sync-buckets-$sync-$h-$l-$b" "${mpi[@]}" -np "$gpus" "$p4" --hidden "$h" --layers "$l" \
+            --batch "$b" --sync "$sync" --sweep bucket-mb=25,64,128,256 --csv "$out/phase4-sync-buckets-$sync-$h-$l-$b.csv"
         done
       done
       ;;
