@@ -10,6 +10,9 @@
 // stretched from 7 ms alone to 33 ms beside 4096-wide GEMMs), so the sum of a bucket runs on the compute stream after
 // the backward step following the one that handed the bucket over (its all-to-all has had a step to land), and the
 // all-gather waits for it: the comm stream then holds copy-engine work only.
+// The all-gathers go on a stream of their own: on the comm stream each would hold back the next buckets' all-to-alls
+// until the compute stream reached its sum (seen in the Gantt charts: all-to-alls spaced by the backward steps).
+// finish() joins that stream back into the comm stream, which the update waits for.
 // Every rank's sum of a slice is the same bits (one rank computes it), so weights stay identical across ranks.
 #include <deque>
 #include <vector>
@@ -30,7 +33,8 @@ class CopyEngineAllReduce final : public GradientSync {
   explicit CopyEngineAllReduce(const SyncContext& context)
       : nccl_(context.nccl), rank_(context.rank), ranks_(context.ranks), hidden_(context.config.hidden),
         padded_((context.elements + unit() - 1) / unit() * unit()),
-        grads_(padded_, context.nccl), recv_(padded_, context.nccl), out_(padded_, context.nccl) {}
+        grads_(padded_, context.nccl), recv_(padded_, context.nccl), out_(padded_, context.nccl),
+        gather_(ob::make_stream()), gathered_(ob::make_sync_event()) {}
 
   float* gradient() override { return grads_.get(); }
 
@@ -51,6 +55,10 @@ class CopyEngineAllReduce final : public GradientSync {
 
   void finish(cudaStream_t compute, cudaStream_t comm) override {
     while (!open_.empty()) close_front(compute, comm);
+    if (compute != comm) {  // the all-gathers ran on their own stream: the comm stream (and the update) waits for them
+      CUDA_CHECK(cudaEventRecord(gathered_, gather_));
+      CUDA_CHECK(cudaStreamWaitEvent(comm, gathered_, 0));
+    }
     opened_ = 0;  // every event's waits are enqueued: the next step reuses them
   }
 
@@ -85,17 +93,21 @@ class CopyEngineAllReduce final : public GradientSync {
     float* mine = out_.get() + pending.bucket.begin + rank_ * n;
     if (compute != comm) CUDA_CHECK(cudaStreamWaitEvent(compute, pending.exchanged, 0));
     sum_slices(recv_.get() + pending.bucket.begin, n, ranks_, mine, n, kSumBlocks, compute);
+    cudaStream_t gather = comm;
     if (compute != comm) {
+      gather = gather_;
       CUDA_CHECK(cudaEventRecord(pending.summed, compute));
-      CUDA_CHECK(cudaStreamWaitEvent(comm, pending.summed, 0));
+      CUDA_CHECK(cudaStreamWaitEvent(gather, pending.summed, 0));
     }
-    NCCL_CHECK(ncclAllGather(mine, out_.get() + pending.bucket.begin, n, ncclFloat, nccl_, comm));
+    NCCL_CHECK(ncclAllGather(mine, out_.get() + pending.bucket.begin, n, ncclFloat, nccl_, gather));
   }
 
   ncclComm_t nccl_;
   int rank_, ranks_, hidden_;
   std::uint64_t padded_;
   CommBuffer<float> grads_, recv_, out_;
+  ob::CudaStream gather_;     // overlapped runs: the all-gathers
+  ob::CudaEvent gathered_;
   std::vector<ob::CudaEvent> events_;
   std::deque<Pending> open_;  // buckets whose all-to-all is enqueued and whose sum is not
   std::size_t opened_ = 0;    // buckets opened since the last finish(): each has its own two events
