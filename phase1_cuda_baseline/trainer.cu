@@ -22,12 +22,12 @@ struct Trainer::Buffers {
 Trainer::Trainer(const Config& config) : config_(config) {
   const std::size_t b = config.batch, i = config.in, o = config.out;
   const bool managed = config.memory == "managed";
-  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  CUBLAS_CHECK(cublasCreate(&cublas_));
-  buffers_ = new Buffers{ob::DeviceBuffer<float>(b * i, managed), ob::DeviceBuffer<float>(i * o, managed),
+  stream_ = ob::make_stream();
+  cublas_ = ob::make_cublas();
+  buffers_.reset(new Buffers{ob::DeviceBuffer<float>(b * i, managed), ob::DeviceBuffer<float>(i * o, managed),
                          ob::DeviceBuffer<float>(i * o, managed), ob::DeviceBuffer<float>(i * o, managed),
                          ob::DeviceBuffer<float>(b * o, managed), ob::DeviceBuffer<float>(b * o, managed),
-                         ob::DeviceBuffer<float>(b * o, managed), ob::DeviceBuffer<double>(1, managed)};
+                         ob::DeviceBuffer<float>(b * o, managed), ob::DeviceBuffer<double>(1, managed)});
   const float w_scale = 1.0f / std::sqrt(static_cast<float>(config.in));
   x_ = ob::uniform_values(b * i, config.common.seed, 1.0f);
   w0_ = ob::uniform_values(i * o, config.common.seed + 1, w_scale);
@@ -39,11 +39,7 @@ Trainer::Trainer(const Config& config) : config_(config) {
   CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
-Trainer::~Trainer() {
-  delete buffers_;
-  if (cublas_) cublasDestroy(cublas_);
-  if (stream_) cudaStreamDestroy(stream_);
-}
+Trainer::~Trainer() = default;
 
 double Trainer::tolerance(GemmKernel kernel) const {
   return kernel == GemmKernel::kCublas && config_.tf32 ? 1e-2 : 1e-5;
@@ -100,9 +96,8 @@ VariantResult Trainer::run(GemmKernel kernel) {
   }
 
   const int total = config_.common.warmup + config_.common.iters;
-  double* loss_host = nullptr;
-  CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&loss_host), sizeof(double) * total));
-  std::unique_ptr<double, cudaError_t (*)(void*)> loss_guard(loss_host, cudaFreeHost);
+  const ob::PinnedArray<double> loss_pinned = ob::make_pinned<double>(total);
+  double* loss_host = loss_pinned.get();
   // The common protocol (common/iteration.hpp); the step's time is the CUDA events' span of its four kernels.
   result.kernel_ms.assign(kStepKernels.size(), {});
   const std::string lane = std::string(gemm_kernel_name(kernel)) + (result.tf32 ? "-tf32" : "") + ":stream 0";

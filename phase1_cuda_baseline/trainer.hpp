@@ -5,9 +5,11 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "common/cuda/handles.hpp"
 #include "common/timeline.hpp"
 #include "common/verify.hpp"
 #include "phase1_cuda_baseline/config.hpp"
@@ -44,9 +46,9 @@ class Trainer {
  private:
   struct Buffers;
   const Config& config_;
-  cudaStream_t stream_ = nullptr;
-  cublasHandle_t cublas_ = nullptr;
-  Buffers* buffers_ = nullptr;
+  ob::CudaStream stream_;
+  ob::CublasHandle cublas_;
+  std::unique_ptr<Buffers> buffers_;
   std::vector<float> x_, w0_;
   double origin_offset_ms_ = 0;  // keeps variants apart on the timeline
 };

@@ -3,6 +3,7 @@
 // device with --cuda-aware.
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/device_buffer.hpp"
+#include "common/cuda/handles.hpp"
 #include "phase1_cuda_baseline/elementwise.cuh"
 #include "phase1_cuda_baseline/gemm.cuh"
 #include "phase3_mpi_cuda/backend.hpp"
@@ -16,9 +17,9 @@ class GpuBackend : public Backend {
       : in_(config.in), out_(config.out), rows_(data.rows.size()), lr_(config.lr),
         cuda_aware_(config.cuda_aware), kernel_(phase1::parse_gemm_kernel(config.kernel)), device_(device) {
     CUDA_CHECK(cudaSetDevice(device));
-    CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    CUDA_CHECK(cudaEventCreateWithFlags(&chunk_done_, cudaEventDisableTiming));
-    CUBLAS_CHECK(cublasCreate(&cublas_));
+    stream_ = ob::make_stream();
+    chunk_done_ = ob::make_sync_event();
+    cublas_ = ob::make_cublas();
     const std::size_t xs = static_cast<std::size_t>(rows_) * in_, ws = static_cast<std::size_t>(in_) * out_,
                       ys = static_cast<std::size_t>(rows_) * out_;
     x_ = ob::DeviceBuffer<float>(xs);
@@ -29,7 +30,7 @@ class GpuBackend : public Backend {
     y_ = ob::DeviceBuffer<float>(ys);
     dy_ = ob::DeviceBuffer<float>(ys);
     loss_ = ob::DeviceBuffer<double>(1);
-    CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&host_grad_), ws * sizeof(float)));
+    host_grad_ = ob::make_pinned<float>(ws);
     w_.upload(data.w0);
     if (rows_ > 0) {
       x_.upload(data.x);
@@ -40,13 +41,6 @@ class GpuBackend : public Backend {
       CUDA_CHECK(cudaStreamSynchronize(stream_));
     }
     global_elements_ = static_cast<std::size_t>(config.batch) * config.out;
-  }
-
-  ~GpuBackend() override {
-    if (host_grad_) cudaFreeHost(host_grad_);
-    if (cublas_) cublasDestroy(cublas_);
-    if (chunk_done_) cudaEventDestroy(chunk_done_);
-    if (stream_) cudaStreamDestroy(stream_);
   }
 
   std::string description() const override {
@@ -77,7 +71,7 @@ class GpuBackend : public Backend {
                    dy_.get(), dst, stream_);
     }
     if (!cuda_aware_ && rows.size() > 0) {
-      CUDA_CHECK(cudaMemcpyAsync(host_grad_ + static_cast<std::size_t>(rows.begin) * out_, dst,
+      CUDA_CHECK(cudaMemcpyAsync(host_grad_.get() + static_cast<std::size_t>(rows.begin) * out_, dst,
                                  static_cast<std::size_t>(rows.size()) * out_ * sizeof(float), cudaMemcpyDeviceToHost, stream_));
     }
     CUDA_CHECK(cudaEventRecord(chunk_done_, stream_));
@@ -93,7 +87,7 @@ class GpuBackend : public Backend {
 
   void finish_chunk(Range) override { bind(); CUDA_CHECK(cudaEventSynchronize(chunk_done_)); }
 
-  float* comm_buffer() override { return cuda_aware_ ? grad_.get() : host_grad_; }
+  float* comm_buffer() override { return cuda_aware_ ? grad_.get() : host_grad_.get(); }
 
   void write_comm(const std::vector<float>& values) override {
     bind();
@@ -109,7 +103,7 @@ class GpuBackend : public Backend {
   void update() override {
     bind();
     if (!cuda_aware_) {
-      CUDA_CHECK(cudaMemcpyAsync(grad_.get(), host_grad_, grad_.bytes(), cudaMemcpyHostToDevice, stream_));
+      CUDA_CHECK(cudaMemcpyAsync(grad_.get(), host_grad_.get(), grad_.bytes(), cudaMemcpyHostToDevice, stream_));
     }
     phase1::sgd_update(w_.get(), grad_.get(), lr_, grad_.size(), stream_);
     CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -135,12 +129,12 @@ class GpuBackend : public Backend {
   phase1::GemmKernel kernel_;
   int device_;
   std::size_t global_elements_ = 1;
-  cudaStream_t stream_ = nullptr;
-  cudaEvent_t chunk_done_ = nullptr;
-  cublasHandle_t cublas_ = nullptr;
+  ob::CudaStream stream_;
+  ob::CudaEvent chunk_done_;
+  ob::CublasHandle cublas_;
   ob::DeviceBuffer<float> x_, xt_, w_, grad_, t_, y_, dy_;
   ob::DeviceBuffer<double> loss_;
-  float* host_grad_ = nullptr;
+  ob::PinnedArray<float> host_grad_;
 };
 
 }  // namespace

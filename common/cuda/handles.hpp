@@ -1,10 +1,12 @@
-// Owning wrappers for the CUDA and cuBLAS handles a phase holds: each is released by its destructor, so a
+// Owning wrappers for the CUDA and cuBLAS handles (and pinned host memory) a phase holds: each is released by its destructor, so a
 // constructor that throws part-way (a failed cudaStreamCreate after the first stream) leaks nothing.
 #pragma once
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
+#include <memory>
 #include <utility>
 
 #include "common/cuda/cuda_check.hpp"
@@ -56,6 +58,19 @@ inline CudaEvent make_sync_event() {
   cudaEvent_t event = nullptr;
   CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
   return CudaEvent(event);
+}
+
+// Pinned host memory (cudaMallocHost), freed with cudaFreeHost.
+struct PinnedFree {
+  void operator()(void* pointer) const { cudaFreeHost(pointer); }
+};
+template <typename T>
+using PinnedArray = std::unique_ptr<T[], PinnedFree>;
+template <typename T>
+PinnedArray<T> make_pinned(std::size_t count) {
+  T* pointer = nullptr;
+  CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&pointer), count * sizeof(T)));
+  return PinnedArray<T>(pointer);
 }
 
 inline CublasHandle make_cublas() {
