@@ -13,7 +13,7 @@ def test_default_run_writes_summary_timeline_trace_and_metadata(phase2, tmp_path
                  "--csv", csv)
     assert result.returncode == 0, result.stderr
     summary = pd.read_csv(csv)
-    assert list(summary["mode"]) == ["seq", "overlap", "compute", "comm", "ideal", "bound"]
+    assert list(summary["mode"]) == ["compute", "comm", "seq", "overlap", "ideal", "bound"]
     assert (summary["system"] == "overlap-bench").all() and (summary["phase"] == "phase2").all()
     bound = summary.set_index("mode").loc["bound", "time_ms_p50"]
     assert bound == pytest.approx(2 + 3 * 2 + 1)

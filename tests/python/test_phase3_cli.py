@@ -30,7 +30,7 @@ def test_two_ranks_write_one_merged_set_of_files(phase3, tmp_path):
                     "--chunks", "4", "--iters", "3", "--warmup", "1", "--csv", csv)
     assert result.returncode == 0, result.stderr
     summary = pd.read_csv(csv)
-    assert list(summary["mode"]) == ["seq", "thread", "nonblocking", "compute", "comm", "ideal", "bound"]
+    assert list(summary["mode"]) == ["compute", "comm", "seq", "thread", "nonblocking", "ideal", "bound"]
     assert (summary["ranks"] == 2).all()
     assert summary.set_index("mode").loc["comm", "wrong"] == 0
     rows = summary.set_index("mode")["time_ms_p50"]

@@ -112,8 +112,8 @@ python3 - "$tmp/out" <<'PY'
 import sys, pathlib
 import pandas as pd
 out = pathlib.Path(sys.argv[1])
-expected = {"phase2": ["seq", "overlap", "compute", "comm", "ideal", "bound"],
-            "phase3": ["seq", "thread", "nonblocking", "compute", "comm", "ideal", "bound"]}
+expected = {"phase2": ["compute", "comm", "seq", "overlap", "ideal", "bound"],
+            "phase3": ["compute", "comm", "seq", "thread", "nonblocking", "ideal", "bound"]}
 for name, modes in expected.items():
     summary = pd.read_csv(out / name / f"{name}.csv")
     assert list(summary["mode"]) == modes, (name, list(summary["mode"]))
