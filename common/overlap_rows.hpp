@@ -27,7 +27,7 @@ struct OverlapInputs {
 // the configuration of the derived rows.
 void derive_overlap_rows(std::vector<SummaryRow>& rows, const SummaryRow& base, const OverlapInputs& inputs);
 
-// The outcome of a run's checks: the first failure message wins, later ones are dropped.
+// The outcome of a run's checks: the first failure message wins, later ones are dropped ("" is no failure).
 class CheckLog {
  public:
   void fail(const std::string& message) {
