@@ -29,7 +29,56 @@ void add_common_options(CLI::App& app, CommonOptions& options) {
   app.add_flag("-q,--quiet", options.quiet, "Print only errors and the summary table");
 }
 
+namespace {
+
+// Whole numbers are decimal everywhere: CLI11 itself reads "010" as octal and "0x10" as hex, takes -1 for an unsigned
+// option and calls "5 " out of range. Checked on argv before CLI11 sees it (its own range checks would speak first);
+// returns "" or the error, worded as CLI11 words its own ("--chunks: ...").
+std::string decimal_error(const CLI::App& app, int argc, char** argv) {
+  auto integer_option = [&](const std::string& name) -> const CLI::Option* {
+    for (const CLI::Option* option : app.get_options()) {
+      const std::string type = option->get_type_name();
+      if ((type.rfind("INT", 0) == 0 || type.rfind("UINT", 0) == 0) && option->check_lname(name)) return option;
+    }
+    return nullptr;
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string token = argv[i];
+    if (token.rfind("--", 0) != 0 || token.size() < 3) continue;
+    const auto equals = token.find('=');
+    const CLI::Option* option = integer_option(token.substr(2, equals == std::string::npos ? std::string::npos : equals - 2));
+    if (!option) continue;
+    std::string value;
+    if (equals != std::string::npos) {
+      value = token.substr(equals + 1);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      continue;  // CLI11 reports the missing value
+    }
+    const bool is_signed = option->get_type_name().rfind("INT", 0) == 0;
+    std::size_t start = is_signed && !value.empty() && value[0] == '-' ? 1 : 0;
+    while (option->get_type_name().find("SIZE") != std::string::npos && value.size() > start + 1 &&
+           std::isalpha(static_cast<unsigned char>(value.back()))) {
+      value.pop_back();  // a K/M/G(B) suffix, read by parse_size
+    }
+    bool digits = value.size() > start;
+    for (std::size_t k = start; k < value.size(); ++k) digits = digits && std::isdigit(static_cast<unsigned char>(value[k]));
+    if (digits && !(value.size() > start + 1 && value[start] == '0')) continue;
+    return "--" + option->get_lnames().front() + ": '" + (equals != std::string::npos ? token.substr(equals + 1) : argv[i]) +
+           "' is not a decimal whole number" + (is_signed ? "" : " >= 0") + " (digits only: no leading zeros, spaces or hex)";
+  }
+  return "";
+}
+
+}  // namespace
+
 std::optional<int> parse_options(CLI::App& app, int argc, char** argv, bool print) {
+  const std::string not_decimal = decimal_error(app, argc, argv);
+  if (!not_decimal.empty()) {
+    if (print) std::cerr << app.get_name() << ": error: " << not_decimal << "\n";
+    return kExitUsage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

@@ -23,6 +23,7 @@ BINARIES = {
         (["--warmup", "-2"], "--warmup"), (["--batch", "1M", "--in", "1M"], "--batch"),
         (["--csv", f"{NO_DIR}/x.csv"], "--csv"), (["--timeline", f"{NO_DIR}/t.csv"], "--timeline"),
         (["--csv", "."], "--csv"), (["--no-such-option"], "--no-such-option"),
+        (["--batch", "0x40"], "--batch"), (["--device", "00"], "--device"),
     ],
     "phase2_omp_overlap": [
         (["--chunks", "0"], "--chunks"), (["--chunks", "-3"], "--chunks"), (["--chunks", "many"], "--chunks"),
@@ -33,6 +34,8 @@ BINARIES = {
         (["--no-such-option"], "--no-such-option"), (["--csv", f"{NO_DIR}/x.csv"], "--csv"),
         (["--timeline", f"{NO_DIR}/t.csv"], "--timeline"),
         (["--workload", "real", "--chunk-rows", "16M", "--hidden", "65536"], "--chunk-rows"),
+        (["--chunks", "010"], "--chunks"), (["--chunks", "0x10"], "--chunks"), (["--chunks", "5 "], "--chunks"),
+        (["--seed", "-1"], "--seed"), (["--iters=+3"], "--iters"),
     ],
     "phase3_mpi_cuda": [
         (["--chunks", "0"], "--chunks"), (["--chunks", "x"], "--chunks"), (["--strategy", "fast"], "--strategy"),
@@ -44,6 +47,7 @@ BINARIES = {
         (["--timeout-s", "0"], "--timeout-s"), (["--timeout-s", "nan"], "--timeout-s"),
         (["--inject-fault", "1:2"], "--inject-fault"), (["--inject-fault", "0:1:explode"], "--inject-fault"),
         (["--inject-fault", "-1:1:exit"], "--inject-fault"), (["--inject-fault", "1:2:exit"], "--inject-fault"),
+        (["--chunks", "010"], "--chunks"), (["--seed", "0x5"], "--seed"),
     ],
     "phase4_chunked_nccl": [
         (["--hidden", "0"], "--hidden"), (["--layers", "-1"], "--layers"), (["--batch", "x"], "--batch"),
@@ -63,6 +67,11 @@ BINARIES = {
         (["--sweep", "bucket-mb=1,x"], "--sweep"), (["--sweep", "bucket-mb=5", "--chunks", "4"], "--sweep"),
         (["--lr", "inf"], "--lr"), (["--nccl-max-ctas", "0"], "--nccl-max-ctas"),
         (["--nccl-min-ctas", "8", "--nccl-max-ctas", "4"], "--nccl-min-ctas"),
+        (["--sync", "ring"], "--sync"), (["--sync", "ce", "--comm-dtype", "bf16"], "--comm-dtype"),
+        (["--sync", "ce", "--nccl-cta-policy", "efficiency"], "--nccl-cta-policy"),
+        (["--gemm-sm-margin", "-4"], "--gemm-sm-margin"), (["--sweep", "sync=nccl,fast"], "--sweep"),
+        (["--sweep", "gemm-sm-margin=2.5"], "--sweep"), (["--layers", "016"], "--layers"),
+        (["--sweep", "chunks=0x8"], "--sweep"),
     ],
 }
 

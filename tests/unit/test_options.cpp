@@ -125,3 +125,17 @@ TEST(Options, ParseNumberIsStrictDecimal) {
     EXPECT_FALSE(ob::parse_number(bad).has_value()) << bad;
   }
 }
+
+TEST(CommonOptions, WholeNumbersAreDecimalEverywhere) {
+  auto p = parse({"--iters", "10", "--warmup", "0", "--seed", "18446744073709551615", "--size", "4K"});
+  ASSERT_FALSE(p.exit.has_value());
+  EXPECT_EQ(p.options.iters, 10);
+  EXPECT_EQ(p.size, 4096u);
+  // CLI11 alone reads 010 as 8 and 0x10 as 16, takes -1 for an unsigned seed and calls "5 " out of range.
+  for (std::vector<std::string> bad : {std::vector<std::string>{"--iters", "010"}, {"--iters", "0x10"},
+                                       {"--iters", "5 "}, {"--iters", " 5"}, {"--iters", "+5"}, {"--seed", "-1"},
+                                       {"--seed", "0x10"}, {"--warmup", "00"}, {"--size", "0x10"}}) {
+    EXPECT_EQ(parse(bad).exit, std::optional<int>(ob::kExitUsage)) << bad[0] << " " << bad[1];
+  }
+  ASSERT_FALSE(parse({"--warmup", "0"}).exit.has_value());
+}
