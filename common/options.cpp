@@ -73,28 +73,28 @@ std::string decimal_error(const CLI::App& app, int argc, char** argv) {
 
 }  // namespace
 
-std::optional<int> parse_options(CLI::App& app, int argc, char** argv, bool print) {
+ParseOutcome parse_quietly(CLI::App& app, int argc, char** argv) {
   const std::string not_decimal = decimal_error(app, argc, argv);
-  if (!not_decimal.empty()) {
-    if (print) std::cerr << app.get_name() << ": error: " << not_decimal << "\n";
-    return kExitUsage;
-  }
+  if (!not_decimal.empty()) return {kExitUsage, "", app.get_name() + ": error: " + not_decimal};
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
-    if (print) std::cout << app.help();
-    return kExitOk;
+    return {kExitOk, app.help(), ""};
   } catch (const CLI::CallForAllHelp&) {
-    if (print) std::cout << app.help("", CLI::AppFormatMode::All);
-    return kExitOk;
+    return {kExitOk, app.help("", CLI::AppFormatMode::All), ""};
   } catch (const CLI::ParseError& error) {
-    if (print) std::cerr << app.get_name() << ": error: " << error.what() << "\n";
-    return kExitUsage;
+    return {kExitUsage, "", app.get_name() + ": error: " + error.what()};
   } catch (const UsageError& error) {
-    if (print) std::cerr << app.get_name() << ": error: " << error.what() << "\n";
-    return kExitUsage;
+    return {kExitUsage, "", app.get_name() + ": error: " + error.what()};
   }
-  return std::nullopt;
+  return {};
+}
+
+std::optional<int> parse_options(CLI::App& app, int argc, char** argv, bool print) {
+  const ParseOutcome outcome = parse_quietly(app, argc, argv);
+  if (print && !outcome.help.empty()) std::cout << outcome.help;
+  if (print && !outcome.error.empty()) std::cerr << outcome.error << "\n";
+  return outcome.exit;
 }
 
 std::optional<double> parse_number(const std::string& text) {

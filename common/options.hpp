@@ -26,7 +26,15 @@ void add_common_options(CLI::App& app, CommonOptions& options);
 
 // Parses argv into the options bound to `app`. Returns nothing when the program should go on; otherwise the exit
 // code to return at once: 0 after --help, kExitUsage after a bad option (one line on stderr, only if `print`).
+// Whole numbers are decimal for every integer option ("010", "0x10", "5 " are usage errors naming the option).
 std::optional<int> parse_options(CLI::App& app, int argc, char** argv, bool print);
+
+// The same, printing nothing: the exit code (none: go on), the help text for stdout, the error line for stderr.
+struct ParseOutcome {
+  std::optional<int> exit;
+  std::string help, error;
+};
+ParseOutcome parse_quietly(CLI::App& app, int argc, char** argv);
 
 // "64", "4K", "2M", "1G" (powers of 1024, case-insensitive, optional trailing B) -> count. Throws UsageError
 // naming `option` for anything else, zero or negative values included.

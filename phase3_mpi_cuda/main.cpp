@@ -11,6 +11,7 @@
 #include "common/metadata.hpp"
 #include "common/mpi_check.hpp"
 #include "common/mpi_session.hpp"
+#include "common/rank_agreement.hpp"
 #include "common/run_output.hpp"
 #include "common/watchdog.hpp"
 #include "phase3_mpi_cuda/backend.hpp"
@@ -46,9 +47,13 @@ int main(int argc, char** argv) {
     CLI::App app("Phase 3: MPI data-parallel training, gradient chunks all-reduced while computing", program);
     phase3::Config config;
     phase3::add_options(app, config);
-    if (auto code = ob::parse_options(app, argc, argv, root)) return *code;
-    phase3::validate(config);
-    const auto paths = ob::resolve_output_paths("phase3", config.common);
+    ob::OutputPaths paths;
+    if (auto code = ob::parse_on_every_rank(app, argc, argv, MPI_COMM_WORLD, [&] {
+          phase3::validate(config);
+          paths = ob::resolve_output_paths("phase3", config.common);
+        })) {
+      return *code;
+    }
     ob::Watchdog watchdog(program, mpi->rank(), mpi->size(), config.fault,
                           [] { MPI_Abort(MPI_COMM_WORLD, ob::kExitRuntime); });
 

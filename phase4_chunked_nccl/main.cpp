@@ -17,6 +17,7 @@
 #include "common/metadata.hpp"
 #include "common/mpi_check.hpp"
 #include "common/mpi_session.hpp"
+#include "common/rank_agreement.hpp"
 #include "common/run_output.hpp"
 #include "common/watchdog.hpp"
 #include "phase4_chunked_nccl/config.hpp"
@@ -34,9 +35,13 @@ int main(int argc, char** argv) {
     CLI::App app("Phase 4: bucketed NCCL all-reduce overlapped with an MLP's backward pass", program);
     phase4::Config config;
     phase4::add_options(app, config);
-    if (auto code = ob::parse_options(app, argc, argv, root)) return *code;
-    phase4::validate(app, config);
-    const auto paths = ob::resolve_output_paths("phase4", config.common);
+    ob::OutputPaths paths;
+    if (auto code = ob::parse_on_every_rank(app, argc, argv, MPI_COMM_WORLD, [&] {
+          phase4::validate(app, config);
+          paths = ob::resolve_output_paths("phase4", config.common);
+        })) {
+      return *code;
+    }
     // A stalled rank: abort this rank's NCCL communicator (its kernels stop), then the whole job.
     static std::atomic<ncclComm_t> live_comm{nullptr};
     ob::Watchdog watchdog(program, mpi->rank(), mpi->size(), config.fault, [] {

@@ -7,6 +7,7 @@
 
 #include "common/errors.hpp"
 #include "common/options.hpp"
+#include "common/rank_agreement.hpp"
 #include "common/run_output.hpp"
 
 namespace {
@@ -138,4 +139,13 @@ TEST(CommonOptions, WholeNumbersAreDecimalEverywhere) {
     EXPECT_EQ(parse(bad).exit, std::optional<int>(ob::kExitUsage)) << bad[0] << " " << bad[1];
   }
   ASSERT_FALSE(parse({"--warmup", "0"}).exit.has_value());
+}
+
+TEST(RankAgreement, FirstDifferenceNamesTheOptionAndBothValues) {
+  const std::string a = "iters=20\nlr=0.01\ncsv=\"x.csv\"\ncommit=abc\n";
+  EXPECT_EQ(ob::first_difference(a, 0, a, 1), "");
+  EXPECT_EQ(ob::first_difference(a, 0, "iters=20\nlr=0.02\ncsv=\"y.csv\"\ncommit=abc\n", 3),
+            "--lr: rank 0 has 0.01, rank 3 has 0.02");
+  EXPECT_EQ(ob::first_difference(a, 0, "iters=20\nlr=0.01\ncsv=\"x.csv\"\ncommit=def\n", 1),
+            "the binary's commit: rank 0 has abc, rank 1 has def");
 }

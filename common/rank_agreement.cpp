@@ -1,0 +1,88 @@
+#include "common/rank_agreement.hpp"
+
+#include <iostream>
+#include <sstream>
+#include <vector>
+
+#include "common/errors.hpp"
+#include "common/metadata.hpp"
+#include "common/mpi_check.hpp"
+#include "common/mpi_session.hpp"
+#include "common/options.hpp"
+
+namespace ob {
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+int min_over_ranks(int value, MPI_Comm comm) {
+  int least = value;
+  MPI_CHECK(MPI_Allreduce(&value, &least, 1, MPI_INT, MPI_MIN, comm));
+  return least;
+}
+
+}  // namespace
+
+std::string first_difference(const std::string& a, int rank_a, const std::string& b, int rank_b) {
+  const auto left = lines_of(a), right = lines_of(b);
+  for (std::size_t i = 0; i < std::max(left.size(), right.size()); ++i) {
+    const std::string l = i < left.size() ? left[i] : "", r = i < right.size() ? right[i] : "";
+    if (l == r) continue;
+    const std::string line = l.empty() ? r : l;
+    const std::string key = line.substr(0, line.find('='));
+    auto value = [&](const std::string& text) {
+      const auto equals = text.find('=');
+      return equals == std::string::npos ? std::string("(nothing)") : text.substr(equals + 1);
+    };
+    const std::string name = key == "commit" ? "the binary's commit" : "--" + key;
+    return name + ": rank " + std::to_string(rank_a) + " has " + value(l) + ", rank " + std::to_string(rank_b) +
+           " has " + value(r);
+  }
+  return "";
+}
+
+std::optional<int> parse_on_every_rank(CLI::App& app, int argc, char** argv, MPI_Comm comm,
+                                       const std::function<void()>& validate) {
+  int rank = 0, size = 1;
+  MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  MPI_CHECK(MPI_Comm_size(comm, &size));
+  ParseOutcome outcome = parse_quietly(app, argc, argv);
+  if (!outcome.exit) {
+    try {
+      validate();
+    } catch (const UsageError& error) {
+      outcome = {kExitUsage, "", app.get_name() + ": error: " + error.what()};
+    }
+  }
+  // A usage error anywhere: the first rank that has one says it, every rank stops.
+  const int first_error = min_over_ranks(outcome.exit == kExitUsage ? rank : size, comm);
+  if (first_error < size) {
+    if (rank == first_error) {
+      std::cerr << outcome.error << (size > 1 ? " (rank " + std::to_string(rank) + ")" : "") << std::endl;
+    }
+    return kExitUsage;
+  }
+  // --help on any rank: rank 0 prints its help (or the first asker's), every rank stops.
+  const int first_help = min_over_ranks(outcome.exit == kExitOk ? rank : size, comm);
+  if (first_help < size) {
+    if (rank == first_help) std::cout << outcome.help << std::flush;
+    return kExitOk;
+  }
+  // Equal options and the same build on every rank.
+  const std::string mine = app.config_to_str(true, false) + "commit=" + build_commit() + "\n";
+  const auto all = gather_strings(mine, comm, 0);
+  std::string mismatch;
+  for (int r = 1; rank == 0 && r < size && mismatch.empty(); ++r) mismatch = first_difference(all[0], 0, all[r], r);
+  int length = static_cast<int>(mismatch.size());
+  MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, 0, comm));
+  if (length == 0) return std::nullopt;
+  if (rank == 0) std::cerr << app.get_name() << ": error: the ranks disagree on " << mismatch << std::endl;
+  return kExitUsage;
+}
+
+}  // namespace ob
