@@ -75,7 +75,7 @@ std::string decimal_error(const CLI::App& app, int argc, char** argv) {
 
 ParseOutcome parse_quietly(CLI::App& app, int argc, char** argv) {
   const std::string not_decimal = decimal_error(app, argc, argv);
-  if (!not_decimal.empty()) return {kExitUsage, "", app.get_name() + ": error: " + not_decimal};
+  if (!not_decimal.empty()) return {kExitUsage, "", not_decimal};
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -83,9 +83,9 @@ ParseOutcome parse_quietly(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::CallForAllHelp&) {
     return {kExitOk, app.help("", CLI::AppFormatMode::All), ""};
   } catch (const CLI::ParseError& error) {
-    return {kExitUsage, "", app.get_name() + ": error: " + error.what()};
+    return {kExitUsage, "", error.what()};
   } catch (const UsageError& error) {
-    return {kExitUsage, "", app.get_name() + ": error: " + error.what()};
+    return {kExitUsage, "", error.what()};
   }
   return {};
 }
@@ -93,7 +93,7 @@ ParseOutcome parse_quietly(CLI::App& app, int argc, char** argv) {
 std::optional<int> parse_options(CLI::App& app, int argc, char** argv, bool print) {
   const ParseOutcome outcome = parse_quietly(app, argc, argv);
   if (print && !outcome.help.empty()) std::cout << outcome.help;
-  if (print && !outcome.error.empty()) std::cerr << outcome.error << "\n";
+  if (print && !outcome.error.empty()) std::cerr << app.get_name() << ": error: " << outcome.error << "\n";
   return outcome.exit;
 }
 

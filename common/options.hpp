@@ -29,7 +29,8 @@ void add_common_options(CLI::App& app, CommonOptions& options);
 // Whole numbers are decimal for every integer option ("010", "0x10", "5 " are usage errors naming the option).
 std::optional<int> parse_options(CLI::App& app, int argc, char** argv, bool print);
 
-// The same, printing nothing: the exit code (none: go on), the help text for stdout, the error line for stderr.
+// The same, printing nothing: the exit code (none: go on), the help text for stdout, the error (without the
+// "<program>: error: " that parse_options puts before it).
 struct ParseOutcome {
   std::optional<int> exit;
   std::string help, error;

@@ -46,27 +46,36 @@ std::string first_difference(const std::string& a, int rank_a, const std::string
   return "";
 }
 
+std::optional<int> stop_on_any_rank(const std::string& program, const std::string& problem, MPI_Comm comm) {
+  int rank = 0, size = 1;
+  MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  MPI_CHECK(MPI_Comm_size(comm, &size));
+  const int first = min_over_ranks(problem.empty() ? size : rank, comm);
+  if (first == size) return std::nullopt;
+  if (rank == first) {
+    std::cerr << program << ": error: " << problem << (size > 1 ? " (rank " + std::to_string(rank) + ")" : "")
+              << std::endl;
+  }
+  return kExitUsage;
+}
+
 std::optional<int> parse_on_every_rank(CLI::App& app, int argc, char** argv, MPI_Comm comm,
                                        const std::function<void()>& validate) {
   int rank = 0, size = 1;
   MPI_CHECK(MPI_Comm_rank(comm, &rank));
   MPI_CHECK(MPI_Comm_size(comm, &size));
   ParseOutcome outcome = parse_quietly(app, argc, argv);
+  std::string problem = outcome.error;
   if (!outcome.exit) {
     try {
       validate();
     } catch (const UsageError& error) {
-      outcome = {kExitUsage, "", app.get_name() + ": error: " + error.what()};
+      outcome.exit = kExitUsage;
+      problem = error.what();
     }
   }
   // A usage error anywhere: the first rank that has one says it, every rank stops.
-  const int first_error = min_over_ranks(outcome.exit == kExitUsage ? rank : size, comm);
-  if (first_error < size) {
-    if (rank == first_error) {
-      std::cerr << outcome.error << (size > 1 ? " (rank " + std::to_string(rank) + ")" : "") << std::endl;
-    }
-    return kExitUsage;
-  }
+  if (auto code = stop_on_any_rank(app.get_name(), outcome.exit == kExitUsage ? problem : "", comm)) return code;
   // --help on any rank: rank 0 prints its help (or the first asker's), every rank stops.
   const int first_help = min_over_ranks(outcome.exit == kExitOk ? rank : size, comm);
   if (first_help < size) {

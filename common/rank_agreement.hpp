@@ -20,6 +20,11 @@ namespace ob {
 std::optional<int> parse_on_every_rank(CLI::App& app, int argc, char** argv, MPI_Comm comm,
                                        const std::function<void()>& validate);
 
+// A problem found on some ranks (this rank's, or "" for none) stops every rank: kExitUsage on all of them, the
+// message printed once, by the first rank that has it ("<program>: error: <problem> (rank N)"). Nothing when no rank
+// has one. A collective: every rank calls it.
+std::optional<int> stop_on_any_rank(const std::string& program, const std::string& problem, MPI_Comm comm);
+
 // The first difference between two ranks' option texts ("name=value" lines), as "--name: rank A has x, rank B has
 // y"; "" when they are equal.
 std::string first_difference(const std::string& a, int rank_a, const std::string& b, int rank_b);

@@ -86,6 +86,13 @@ void Watchdog::progress(const std::string& where, bool counts_as_step) {
   for (;;) std::this_thread::sleep_for(std::chrono::hours(1));  // hang: this rank stops taking part
 }
 
+std::string Watchdog::unfired_fault() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (fault_.rank != rank_ || fault_.step < step_) return "";
+  return "--inject-fault: step " + std::to_string(fault_.step) + " never came: the run's steps were 0 to " +
+         std::to_string(step_ - 1) + " (warm-up, timed and check iterations of every mode)";
+}
+
 void Watchdog::watch() {
   const auto poll = std::chrono::duration<double>(std::min(1.0, timeout_.count() / 10));
   std::unique_lock<std::mutex> lock(mutex_);

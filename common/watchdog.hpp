@@ -47,6 +47,10 @@ class Watchdog {
   // this rank and step happens now).
   void progress(const std::string& where, bool counts_as_step);
 
+  // "" unless --inject-fault named this rank and a step it never reached: then what went wrong, for a usage error
+  // (a fault that never fires proves nothing). Called once the run's steps are done.
+  std::string unfired_fault();
+
  private:
   void watch();
 

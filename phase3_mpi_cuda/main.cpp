@@ -93,6 +93,8 @@ int main(int argc, char** argv) {
 
     const auto result = phase3::run(config, *backend, device, MPI_COMM_WORLD,
                                     root && !config.common.quiet ? &std::cerr : nullptr);
+    // A fault injected at a step that never came proved nothing: a usage error, and nothing is written.
+    if (auto code = ob::stop_on_any_rank(program, watchdog.unfired_fault(), MPI_COMM_WORLD)) return *code;
     if (root) {
       auto meta = ob::base_metadata("phase3", argc, argv);
       meta["clock"] = "std::chrono::steady_clock";

@@ -97,6 +97,8 @@ int main(int argc, char** argv) {
     const auto& events = result.events;
     const std::string& failure = result.failure;
 
+    // A fault injected at a step that never came proved nothing: a usage error, and nothing is written.
+    if (auto code = ob::stop_on_any_rank(program, watchdog.unfired_fault(), MPI_COMM_WORLD)) return *code;
     const auto samples = power ? ob::gather_power(power->samples(), MPI_COMM_WORLD) : std::vector<ob::PowerSample>();
     if (root) {
       auto meta = ob::base_metadata("phase4", argc, argv);

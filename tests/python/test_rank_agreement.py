@@ -51,3 +51,14 @@ def test_a_usage_error_on_one_rank_ends_the_job_naming_the_option(phase3, tmp_pa
     assert len(lines) == 1 and "--chunks" in lines[0] and "(rank 1)" in lines[0], result.stderr
     assert seconds < 30
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_fault_at_a_step_that_never_comes_is_a_usage_error(phase3, tmp_path):
+    csv = tmp_path / "out.csv"
+    command = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", "2", phase3, "--device", "cpu", "--iters", "2",
+               "--warmup", "0", "--batch", "64", "--in", "32", "--out", "16", "-q", "--csv", str(csv),
+               "--inject-fault", "1:100000:exit"]
+    result = subprocess.run(command, capture_output=True, text=True, env=ENV, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert "--inject-fault: step 100000 never came: the run's steps were 0 to" in result.stderr
+    assert list(tmp_path.iterdir()) == []
