@@ -29,6 +29,20 @@ int local_rank(MPI_Comm comm) {
   return local;
 }
 
+std::string first_nonempty(const std::string& text, MPI_Comm comm) {
+  int rank = 0, size = 1;
+  MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  MPI_CHECK(MPI_Comm_size(comm, &size));
+  int mine = text.empty() ? size : rank, first = size;
+  MPI_CHECK(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm));
+  if (first == size) return "";
+  int length = rank == first ? static_cast<int>(text.size()) : 0;
+  MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, first, comm));
+  std::string result = rank == first ? text : std::string(static_cast<std::size_t>(length), '\0');
+  MPI_CHECK(MPI_Bcast(result.data(), length, MPI_CHAR, first, comm));
+  return result;
+}
+
 std::vector<std::string> gather_strings(const std::string& text, MPI_Comm comm, int root) {
   int rank = 0, size = 1;
   MPI_CHECK(MPI_Comm_rank(comm, &rank));

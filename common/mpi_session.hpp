@@ -28,6 +28,10 @@ class MpiSession {
 // This process's rank among the ranks of its node (MPI_COMM_TYPE_SHARED): its GPU index.
 int local_rank(MPI_Comm comm);
 
+// The lowest rank's non-empty `text`, on every rank ("" when every rank's is empty): a detail only the rank that
+// found a failure knows (the wrong element), for the message rank 0 prints.
+std::string first_nonempty(const std::string& text, MPI_Comm comm);
+
 // Every rank's `text` on `root`, in rank order (other ranks get an empty list).
 std::vector<std::string> gather_strings(const std::string& text, MPI_Comm comm, int root = 0);
 

@@ -58,4 +58,9 @@ void write_run_outputs(const OutputPaths& paths, const std::string& phase, const
   write_file_atomic(paths.summary_csv, summary.to_string());
 }
 
+std::string outputs_line(const OutputPaths& paths, bool written) {
+  if (!written) return "# nothing written: a check failed";
+  return "# summary: " + paths.summary_csv + "\n# timeline: " + paths.timeline_csv;
+}
+
 }  // namespace ob

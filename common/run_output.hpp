@@ -31,4 +31,8 @@ void write_run_outputs(const OutputPaths& paths, const std::string& phase, const
                        nlohmann::json meta, const std::vector<TimelineEvent>& timeline,
                        const CsvTable* power = nullptr);
 
+// The console's last line about files: "# summary: <csv>" (with the timeline beside it), or, after a failed check,
+// "# nothing written: a check failed" (a failed run leaves no file; README, "Failure behaviour").
+std::string outputs_line(const OutputPaths& paths, bool written);
+
 }  // namespace ob

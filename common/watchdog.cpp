@@ -24,13 +24,14 @@ void add_fault_options(CLI::App& app, FaultOptions& options) {
       ->check(finite_in(1, 86400))
       ->capture_default_str();
   app.add_option("--inject-fault", options.inject_fault,
-                 "For tests: RANK:STEP:KIND makes RANK exit or hang (KIND exit|hang) when it starts step STEP");
+                 "For tests: RANK:STEP:KIND makes RANK exit or hang (KIND exit|hang) when it starts step STEP, or "
+                 "(KIND corrupt, phase 3) corrupts the result its next exact check reads");
 }
 
 FaultInjection parse_fault(const std::string& text) {
   FaultInjection fault;
   if (text.empty()) return fault;
-  const std::string allowed = "RANK:STEP:KIND with RANK and STEP whole numbers >= 0 and KIND exit or hang";
+  const std::string allowed = "RANK:STEP:KIND with RANK and STEP whole numbers >= 0 and KIND exit, hang or corrupt";
   const auto parts = split_list(text, ':');
   require(parts.size() == 3 && text.find("::") == std::string::npos, "--inject-fault", text, allowed);
   auto whole = [&](const std::string& item) {
@@ -47,7 +48,7 @@ FaultInjection parse_fault(const std::string& text) {
   fault.rank = static_cast<int>(whole(parts[0]));
   fault.step = whole(parts[1]);
   fault.kind = parts[2];
-  require(fault.kind == "exit" || fault.kind == "hang", "--inject-fault", text, allowed);
+  require(fault.kind == "exit" || fault.kind == "hang" || fault.kind == "corrupt", "--inject-fault", text, allowed);
   return fault;
 }
 
@@ -80,15 +81,30 @@ void Watchdog::progress(const std::string& where, bool counts_as_step) {
     if (counts_as_step) step = step_++;
   }
   if (step < 0 || fault_.rank != rank_ || fault_.step != step) return;
+  if (fault_.kind == "corrupt") {  // taken by the next exact check (take_injected_corruption)
+    corrupt_pending_ = true;
+    return;
+  }
   say(program_ + ": rank " + std::to_string(rank_) + ": injected fault: " + fault_.kind + " at step " +
       std::to_string(step) + " (" + where + ")");
   if (fault_.kind == "exit") std::_Exit(kExitRuntime);
   for (;;) std::this_thread::sleep_for(std::chrono::hours(1));  // hang: this rank stops taking part
 }
 
+bool Watchdog::take_corruption() {
+  if (!corrupt_pending_.exchange(false)) return false;
+  corrupted_ = true;
+  return true;
+}
+
 std::string Watchdog::unfired_fault() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (fault_.rank != rank_ || fault_.step < step_) return "";
+  if (fault_.rank != rank_) return "";
+  if (fault_.kind == "corrupt" && fault_.step < step_ && !corrupted_) {
+    return "--inject-fault: no exact check read a result after step " + std::to_string(fault_.step) +
+           " to corrupt (phase 3's comm-only steps are checked with --check)";
+  }
+  if (fault_.step < step_) return "";
   return "--inject-fault: step " + std::to_string(fault_.step) + " never came: the run's steps were 0 to " +
          std::to_string(step_ - 1) + " (warm-up, timed and check iterations of every mode)";
 }
@@ -119,6 +135,8 @@ void Watchdog::watch() {
 void step_started(const std::string& where) {
   if (active) active->progress(where, true);
 }
+
+bool take_injected_corruption() { return active && active->take_corruption(); }
 
 void progress_note(const std::string& where) {
   if (active) active->progress(where, false);

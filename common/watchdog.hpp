@@ -1,12 +1,14 @@
 // A rank that stalls must not hold a cluster allocation. The watchdog is a thread that ends the whole job when the
 // main thread reports no progress for --timeout-s seconds: it names this rank and the step it stalled in, gives the
 // other ranks' watchdogs a moment to say where they are, then runs the phase's abort (ncclCommAbort, MPI_Abort).
-// --inject-fault RANK:STEP:KIND makes one rank exit or hang at the start of a step, to prove that this works.
+// --inject-fault RANK:STEP:KIND makes one rank exit or hang at the start of a step, to prove that this works, or
+// (KIND corrupt) corrupts what that rank's next exact check reads, to prove a failed check reaches the exit code.
 // Steps count every training iteration a rank starts (warm-up and checks included), from 0, over all modes.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -18,7 +20,7 @@ namespace ob {
 
 struct FaultOptions {
   double timeout_s = 300;    // no progress for this long aborts the job
-  std::string inject_fault;  // "RANK:STEP:KIND" (KIND exit or hang); empty: none
+  std::string inject_fault;  // "RANK:STEP:KIND" (KIND exit, hang or corrupt); empty: none
 };
 
 // Adds --timeout-s and --inject-fault.
@@ -27,7 +29,7 @@ void add_fault_options(CLI::App& app, FaultOptions& options);
 struct FaultInjection {
   int rank = -1;
   long step = -1;
-  std::string kind;  // exit | hang
+  std::string kind;  // exit | hang | corrupt
 };
 
 // Parses --inject-fault's value; an empty text is no fault. Throws UsageError naming the option.
@@ -50,6 +52,8 @@ class Watchdog {
   // "" unless --inject-fault named this rank and a step it never reached: then what went wrong, for a usage error
   // (a fault that never fires proves nothing). Called once the run's steps are done.
   std::string unfired_fault();
+  // True once after a corrupt fault's step: the check that asks corrupts what it read.
+  bool take_corruption();
 
  private:
   void watch();
@@ -65,12 +69,16 @@ class Watchdog {
   std::chrono::steady_clock::time_point last_;
   long step_ = 0;
   bool stop_ = false;
+  std::atomic<bool> corrupt_pending_{false};
+  std::atomic<bool> corrupted_{false};
   std::thread thread_;
 };
 
 // Progress reports for the active watchdog (nothing happens without one, as in tests).
 void step_started(const std::string& where);   // a training iteration begins
 void progress_note(const std::string& where);  // anything else long enough to matter (set-up, checks)
+// True once after a corrupt fault fired on this rank (false without a watchdog): the caller corrupts what it checks.
+bool take_injected_corruption();
 // "seq warm-up 2" for i < warmup, else "seq iteration 4" (i - warmup): what step_started() is told.
 std::string iteration_name(const std::string& mode, int i, int warmup);
 

@@ -46,13 +46,13 @@ int main(int argc, char** argv) {
     auto meta = ob::base_metadata("phase1", argc, argv);
     meta["clock"] = "cuda_event";
     meta["gpus"] = nlohmann::json::array({ob::cuda_metadata(config.device)});
-    write_run_outputs(paths, "phase1", rows, meta, events);
+    const std::string failure = phase1::first_check_failure(results, trainer);
+    if (failure.empty()) write_run_outputs(paths, "phase1", rows, meta, events);
 
     std::cout << "# phase1_cuda_baseline: y = x·W with x " << config.batch << "x" << config.in << ", W " << config.in
               << "x" << config.out << " on " << meta["gpus"][0]["gpu_name"].get<std::string>() << ", median of "
               << config.common.iters << " steps (CUDA events)\n"
-              << phase1::console_table(rows) << "# summary: " << paths.summary_csv << "\n";
-    const std::string failure = phase1::first_check_failure(results, trainer);
+              << phase1::console_table(rows) << ob::outputs_line(paths, failure.empty()) << "\n";
     if (!failure.empty()) throw ob::CheckFailure(failure);
     return ob::kExitOk;
   });

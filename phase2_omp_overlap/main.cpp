@@ -25,7 +25,8 @@ int main(int argc, char** argv) {
     meta["clock"] = "std::chrono::steady_clock";
     meta["workload"] = config.workload;
     meta["compute_threads"] = config.compute_threads();
-    write_run_outputs(paths, "phase2", result.rows, meta, result.events);
+    const bool passed = result.wrong == 0;
+    if (passed) write_run_outputs(paths, "phase2", result.rows, meta, result.events);
 
     std::cout << "# phase2_omp_overlap: " << config.workload << " workload, " << config.chunks << " chunks, "
               << config.compute_threads() << " compute thread(s) + 1 comm thread, median of " << config.common.iters
@@ -34,7 +35,7 @@ int main(int argc, char** argv) {
     if (const auto* bound = ob::find_row(result.rows, ob::Mode::kBound)) {
       std::cout << "# model (bound row): " << bound->time_ms.p50 << " ms\n";
     }
-    std::cout << "# summary: " << paths.summary_csv << "\n# timeline: " << paths.timeline_csv << "\n";
+    std::cout << ob::outputs_line(paths, passed) << "\n";
     if (result.wrong > 0) throw ob::CheckFailure(std::to_string(result.wrong) + " wrong elements; first: " + result.first_wrong);
     return ob::kExitOk;
   });

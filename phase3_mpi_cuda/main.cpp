@@ -101,12 +101,12 @@ int main(int argc, char** argv) {
       meta["mpi_thread_level"] = mpi->provided();
       meta["device"] = backend->description();
       if (!gpu_meta.empty()) meta["gpus"] = gpu_meta;
-      write_run_outputs(paths, "phase3", result.rows, meta, result.events);
+      if (result.failure.empty()) write_run_outputs(paths, "phase3", result.rows, meta, result.events);
       std::cout << "# phase3_mpi_cuda: " << mpi->size() << " ranks, global batch " << config.batch << ", W "
                 << config.in << "x" << config.out << " in " << config.chunks << " chunks on " << device
                 << ", median of " << config.common.iters << " steps, slowest rank (steady_clock)\n"
-                << ob::render_summary(result.rows, phase3::console_columns()) << "# summary: " << paths.summary_csv
-                << "\n";
+                << ob::render_summary(result.rows, phase3::console_columns())
+                << ob::outputs_line(paths, result.failure.empty()) << "\n";
     }
     if (!result.failure.empty()) {
       if (root) throw ob::CheckFailure(result.failure);

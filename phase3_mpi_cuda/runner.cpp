@@ -8,6 +8,7 @@
 #include "common/metrics.hpp"
 #include "common/overlap_rows.hpp"
 #include "common/mpi_check.hpp"
+#include "common/mpi_session.hpp"
 #include "common/stats.hpp"
 #include "common/verify.hpp"
 #include "phase3_mpi_cuda/reference.hpp"
@@ -99,7 +100,8 @@ Result run(const Config& config, Backend& backend, const std::string& device_nam
     const auto& run = runs.back();
     const std::uint64_t wrong = ob::total_across_ranks(run.wrong, comm);
     checks.mode_checks(mode, run.ranks_agree, wrong,
-                       run.first_wrong.empty() ? "" : "rank " + std::to_string(rank) + ": " + run.first_wrong);
+                       ob::first_nonempty(run.first_wrong.empty() ? "" : "rank " + std::to_string(rank) + ": " +
+                                                                             run.first_wrong, comm));
     if (mode == ob::Mode::kCompute) compute_run = &run;
     if (mode == ob::Mode::kComm) comm_run = &run;
     ob::SummaryRow row = base;

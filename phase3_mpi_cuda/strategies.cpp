@@ -212,7 +212,8 @@ ModeRun run_mode(ob::Mode mode, Backend& backend, const Config& config, MPI_Comm
   hooks.step = [&](const ob::Iteration&) { step->run(); };
   hooks.check = [&](const ob::Iteration& it) {
     if (check && is_comm) {
-      const auto got = backend.read_comm();
+      auto got = backend.read_comm();
+      if (ob::take_injected_corruption() && !got.empty()) got[got.size() / 2] += 1.0f;  // --inject-fault R:S:corrupt
       const auto result = ob::compare_exact(got.data(), expected.data(), got.size());
       if (result.wrong > 0 && run.wrong == 0) run.first_wrong = "iteration " + std::to_string(it.iter) + ", " + result.first;
       run.wrong = std::max(run.wrong, result.wrong);

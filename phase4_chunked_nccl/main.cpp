@@ -107,12 +107,13 @@ int main(int argc, char** argv) {
       meta["nccl_nvls_enable"] = std::getenv("NCCL_NVLS_ENABLE") ? std::getenv("NCCL_NVLS_ENABLE") : "unset";
       meta["power"] = power ? "nvml, every 20 ms" : asked_for_power ? "unavailable" : "off";
       const auto power_table = ob::power_csv(samples);
-      write_run_outputs(paths, "phase4", rows, meta, events, power ? &power_table : nullptr);
+      if (failure.empty()) write_run_outputs(paths, "phase4", rows, meta, events, power ? &power_table : nullptr);
       std::cout << "# phase4_chunked_nccl: " << mpi->size() << " rank(s), MLP H=" << config.hidden << " L="
                 << config.layers << " B=" << config.batch << " per rank, " << (config.tf32 ? "TF32" : "fp32")
                 << " GEMMs, median of " << config.common.iters << " steps, slowest rank (CUDA events)\n";
-      std::cout << ob::render_summary(rows, phase4::console_columns()) << "# summary: " << paths.summary_csv << "\n";
-      if (power) std::cout << "# power: " << paths.power_csv << " (" << samples.size() << " samples)\n";
+      std::cout << ob::render_summary(rows, phase4::console_columns()) << ob::outputs_line(paths, failure.empty())
+                << "\n";
+      if (power && failure.empty()) std::cout << "# power: " << paths.power_csv << " (" << samples.size() << " samples)\n";
     }
     if (!failure.empty()) {
       if (root) throw ob::CheckFailure(failure);
