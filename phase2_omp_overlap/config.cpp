@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <thread>
 
 namespace phase2 {
 
@@ -41,9 +42,21 @@ void add_options(CLI::App& app, Config& config) {
   app.add_option("--mode", config.mode, "seq|overlap|compute|comm|all")
       ->check(CLI::IsMember({"seq", "overlap", "compute", "comm", "all"}))
       ->capture_default_str();
+  ob::add_fault_options(app, config.fault);
 }
 
 void validate(const Config& config) {
+  ob::parse_fault(config.fault.inject_fault);
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  const int wanted = config.compute_threads() + 1;
+  const std::string source = config.threads > 0 ? "--threads" : "OMP_NUM_THREADS";
+  ob::require(wanted <= kMostThreadsPerCore * cores, source, std::to_string(wanted),
+              "at most " + std::to_string(kMostThreadsPerCore) + " x this machine's " + std::to_string(cores) +
+                  " hardware threads");
+  const auto modes = config.modes();
+  const bool overlaps = std::find(modes.begin(), modes.end(), ob::Mode::kOverlap) != modes.end();
+  ob::require(!overlaps || omp_get_thread_limit() >= 2, "OMP_THREAD_LIMIT", std::to_string(omp_get_thread_limit()),
+              "the overlapped mode needs 2 OpenMP threads (a compute and a communication thread)");
   if (config.workload == "real") {
     const double elements = static_cast<double>(config.chunks) * config.chunk_rows * config.hidden;
     const double bytes = elements * 4.0 * (config.virtual_ranks + 2) + 8.0 * config.hidden * config.hidden;

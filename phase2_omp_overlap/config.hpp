@@ -7,11 +7,13 @@
 
 #include "common/modes.hpp"
 #include "common/options.hpp"
+#include "common/watchdog.hpp"
 
 namespace phase2 {
 
 struct Config {
   ob::CommonOptions common;
+  ob::FaultOptions fault;
   std::string workload = "synthetic";  // synthetic | real
   int chunks = 10;
   double compute_ms = 4.0;  // synthetic: duration of one chunk's compute task
@@ -30,7 +32,12 @@ struct Config {
 // Adds phase 2's options (and the common ones) to `app`, bound to `config`.
 void add_options(CLI::App& app, Config& config);
 
-// Cross-option checks CLI11 cannot express; throws ob::UsageError.
+// The most OpenMP threads phase 2 runs (compute team + comm thread): more than this many per hardware thread only
+// oversubscribes the machine (and a hundred thousand exhausts it).
+constexpr int kMostThreadsPerCore = 4;
+
+// Cross-option checks CLI11 cannot express, and the OpenMP threads this run can have (OMP_NUM_THREADS,
+// OMP_THREAD_LIMIT); throws ob::UsageError.
 void validate(const Config& config);
 
 }  // namespace phase2

@@ -6,6 +6,7 @@
 #include "common/main_guard.hpp"
 #include "common/metadata.hpp"
 #include "common/run_output.hpp"
+#include "common/watchdog.hpp"
 #include "phase2_omp_overlap/config.hpp"
 #include "phase2_omp_overlap/runner.hpp"
 
@@ -18,13 +19,18 @@ int main(int argc, char** argv) {
     if (auto code = ob::parse_options(app, argc, argv, true)) return *code;
     phase2::validate(config);
     const auto paths = ob::resolve_output_paths("phase2", config.common);
+    // A step that makes no progress for --timeout-s ends the run (exit 3), naming where it stalled.
+    ob::Watchdog watchdog("phase2_omp_overlap", 0, 1, config.fault, nullptr);
 
     const auto result = phase2::run(config, config.common.quiet ? nullptr : &std::cerr);
 
+    const std::string unfired = watchdog.unfired_fault();  // a fault whose step never came proved nothing
+    if (!unfired.empty()) throw ob::UsageError(unfired);
     auto meta = ob::base_metadata("phase2", argc, argv);
     meta["clock"] = "std::chrono::steady_clock";
     meta["workload"] = config.workload;
     meta["compute_threads"] = config.compute_threads();
+    meta["omp_threads"] = config.compute_threads() + 1;  // the threads used, whatever OMP_NUM_THREADS said
     const bool passed = result.wrong == 0;
     if (passed) write_run_outputs(paths, "phase2", result.rows, meta, result.events);
 

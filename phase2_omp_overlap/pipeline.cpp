@@ -2,6 +2,7 @@
 
 #include "common/handoff.hpp"
 #include "common/iteration.hpp"
+#include "common/options.hpp"
 
 #include <omp.h>
 
@@ -35,27 +36,39 @@ class Iteration {
                           iter_, chunk, ob::micros_since(origin_, start), ob::micros_since(origin_, end)});
   }
 
+  // Throws ob::UsageError when OpenMP grants fewer than the 2 threads the two sections need (OMP_DYNAMIC under load,
+  // OMP_THREAD_LIMIT): one thread would run them one after the other, the first waiting for the second for ever.
   void overlapped(int chunks, TaskLog& compute_log, TaskLog& comm_log) {
     std::atomic<int> computed{0}, communicated{0};
-#pragma omp parallel sections num_threads(2)
+    int granted = 2;
+#pragma omp parallel num_threads(2)
     {
+#pragma omp single
+      granted = omp_get_num_threads();  // the implicit barrier publishes it before the sections
+      if (granted == 2) {
+#pragma omp sections
+        {
 #pragma omp section
-      {
-        for (int k = 0; k < chunks; ++k) {
-          task(true, k, compute_log);
-          computed.store(k + 1, std::memory_order_release);
-        }
-        ob::wait_above(communicated, chunks - 1);
-      }
+          {
+            for (int k = 0; k < chunks; ++k) {
+              task(true, k, compute_log);
+              computed.store(k + 1, std::memory_order_release);
+            }
+            ob::wait_above(communicated, chunks - 1);
+          }
 #pragma omp section
-      {
-        for (int k = 0; k < chunks; ++k) {
-          ob::wait_above(computed, k);
-          task(false, k, comm_log);
-          communicated.store(k + 1, std::memory_order_release);
+          {
+            for (int k = 0; k < chunks; ++k) {
+              ob::wait_above(computed, k);
+              task(false, k, comm_log);
+              communicated.store(k + 1, std::memory_order_release);
+            }
+          }
         }
       }
     }
+    ob::require(granted == 2, "OMP_DYNAMIC", std::to_string(granted) + " thread(s) granted",
+                "the overlapped mode needs 2 OpenMP threads at once; set OMP_DYNAMIC=false or free a core");
   }
 
  private:

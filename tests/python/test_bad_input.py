@@ -35,7 +35,8 @@ BINARIES = {
         (["--timeline", f"{NO_DIR}/t.csv"], "--timeline"),
         (["--workload", "real", "--chunk-rows", "16M", "--hidden", "65536"], "--chunk-rows"),
         (["--chunks", "010"], "--chunks"), (["--chunks", "0x10"], "--chunks"), (["--chunks", "5 "], "--chunks"),
-        (["--seed", "-1"], "--seed"), (["--iters=+3"], "--iters"),
+        (["--seed", "-1"], "--seed"), (["--iters=+3"], "--iters"), (["--threads", "4096"], "--threads"),
+        (["--inject-fault", "1:0:exit"], "--inject-fault"), (["--timeout-s", "0"], "--timeout-s"),
     ],
     "phase3_mpi_cuda": [
         (["--chunks", "0"], "--chunks"), (["--chunks", "x"], "--chunks"), (["--strategy", "fast"], "--strategy"),

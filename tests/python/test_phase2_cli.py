@@ -1,5 +1,8 @@
 """phase2_omp_overlap as a user runs it: outputs, exit codes, bad invocations."""
 import json
+import os
+import subprocess
+import time
 
 import pandas as pd
 import pytest
@@ -30,3 +33,45 @@ def test_help_exits_0(phase2):
     result = run(phase2, "--help")
     assert result.returncode == 0
     assert "--compute-ms" in result.stdout and "--workload" in result.stdout
+
+
+QUICK_RUN = ["--iters", "2", "--warmup", "0", "--chunks", "3", "--compute-ms", "1", "--comm-ms", "1", "-q"]
+
+
+@pytest.mark.parametrize("env, named", [
+    ({"OMP_THREAD_LIMIT": "1"}, "OMP_THREAD_LIMIT: '1' is invalid: the overlapped mode needs 2 OpenMP threads"),
+    ({"OMP_NUM_THREADS": "100000"}, "OMP_NUM_THREADS: '100000' is invalid: at most 4 x this machine's"),
+])
+def test_openmp_thread_settings_that_cannot_work_are_refused(phase2, tmp_path, env, named):
+    """One thread would run the two overlapped sections one after the other and wait for ever; a hundred thousand
+    threads exhausted the machine (segfault). Both are refused before any work, nothing written."""
+    for workload in ("synthetic", "real"):
+        result = subprocess.run([str(phase2), *QUICK_RUN, "--workload", workload, "--csv", str(tmp_path / "x.csv")],
+                                capture_output=True, text=True, timeout=60, env=dict(os.environ, **env))
+        assert result.returncode == 2, result.stderr
+        assert named in result.stderr
+        assert list(tmp_path.iterdir()) == []
+
+
+def test_one_thread_is_enough_without_the_overlapped_mode(phase2, tmp_path):
+    result = subprocess.run([str(phase2), *QUICK_RUN, "--mode", "seq", "--csv", str(tmp_path / "x.csv")],
+                            capture_output=True, text=True, timeout=60, env=dict(os.environ, OMP_THREAD_LIMIT="1"))
+    assert result.returncode == 0, result.stderr
+
+
+def test_phase2_has_the_watchdog(phase2, tmp_path):
+    start = time.monotonic()
+    result = subprocess.run([str(phase2), *QUICK_RUN, "--inject-fault", "0:2:hang", "--timeout-s", "2",
+                             "--csv", str(tmp_path / "x.csv")], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 3
+    assert "no progress for 2 s (--timeout-s 2) in comm iteration 0 (step 2)" in result.stderr
+    assert time.monotonic() - start < 20
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_metadata_records_the_threads_used(phase2, tmp_path):
+    result = subprocess.run([str(phase2), *QUICK_RUN, "--threads", "3", "--csv", str(tmp_path / "x.csv")],
+                            capture_output=True, text=True, timeout=60, env=dict(os.environ, OMP_NUM_THREADS="7"))
+    assert result.returncode == 0, result.stderr
+    meta = json.loads((tmp_path / "x.meta.json").read_text())
+    assert meta["omp_threads"] == 3 and meta["compute_threads"] == 2
