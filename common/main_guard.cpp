@@ -5,6 +5,7 @@
 #include <exception>
 #include <iostream>
 
+#include "common/atomic_file.hpp"
 #include "common/errors.hpp"
 
 namespace ob {
@@ -22,6 +23,7 @@ int fail(const std::string& program, const std::string& kind, const std::string&
 }  // namespace
 
 int guarded_main(const std::string& program, const std::function<int()>& body, bool abort_job) {
+  install_signal_cleanup();  // SIGINT/SIGTERM/SIGHUP: temporaries removed, exit 130/143/129
   try {
     return body();
   } catch (const UsageError& error) {

@@ -16,6 +16,19 @@ std::string stem_of(const std::string& path) {
   return path;
 }
 
+bool is_valid_utf8(const std::string& text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    const std::size_t length = byte < 0x80 ? 1 : (byte >> 5) == 0x6 ? 2 : (byte >> 4) == 0xE ? 3 : (byte >> 3) == 0x1E ? 4 : 0;
+    if (length == 0 || i + length > text.size()) return false;
+    for (std::size_t k = 1; k < length; ++k) {
+      if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) return false;
+    }
+    i += length;
+  }
+  return true;
+}
+
 std::string default_summary_path(const std::string& phase) {
   const std::time_t now = std::time(nullptr);
   std::tm local{};
@@ -41,6 +54,25 @@ OutputPaths resolve_output_paths(const std::string& phase, const CommonOptions& 
   paths.timeline_csv = options.timeline.empty() ? stem_of(paths.summary_csv) + ".timeline.csv" : options.timeline;
   paths.trace_json = stem_of(paths.timeline_csv) + ".trace.json";
   paths.power_csv = stem_of(paths.summary_csv) + ".power.csv";
+  // Each output a regular file (or none yet), each on its own path, each name writable into the metadata.
+  const std::vector<std::pair<std::string, std::string>> outputs = {
+      {"--csv", paths.summary_csv}, {"--csv (its metadata)", paths.meta_json}, {"--timeline", paths.timeline_csv},
+      {"--timeline (its trace)", paths.trace_json}, {"--csv (its power CSV)", paths.power_csv}};
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const auto& [option, path] = outputs[i];
+    require(is_valid_utf8(path), option.substr(0, option.find(' ')), path, "a path in UTF-8");
+    std::error_code error;
+    const auto status = std::filesystem::status(path, error);
+    require(!std::filesystem::exists(status) || std::filesystem::is_regular_file(status),
+            option.substr(0, option.find(' ')), path,
+            "a regular file (it is a directory, device, FIFO or socket): " + option + " would write " + path);
+    for (std::size_t j = 0; j < i; ++j) {
+      require(std::filesystem::weakly_canonical(path, error) !=
+                  std::filesystem::weakly_canonical(outputs[j].second, error),
+              option.substr(0, option.find(' ')), path,
+              "a path of its own: " + option + " and " + outputs[j].first + " would both write it");
+    }
+  }
   return paths;
 }
 
@@ -50,12 +82,15 @@ void write_run_outputs(const OutputPaths& paths, const std::string& phase, const
   meta["config_columns"] = config_columns(rows);
   create_parent(paths.summary_csv);
   create_parent(paths.timeline_csv);
-  write_file_atomic(paths.timeline_csv, timeline_csv(timeline).to_string());
-  write_file_atomic(paths.trace_json, chrome_trace(timeline).dump());
-  write_file_atomic(paths.meta_json, meta.dump(2) + "\n");
-  if (power) write_file_atomic(paths.power_csv, power->to_string());
-  // The summary goes last: a summary on disk means the whole run's files are there.
-  write_file_atomic(paths.summary_csv, summary.to_string());
+  // Every file staged first, then all renamed, the summary last: a summary on disk means the whole set is there.
+  // Text that is not UTF-8 (an argument) is written with replacement characters rather than failing the run.
+  FileSet set;
+  set.stage(paths.timeline_csv, timeline_csv(timeline).to_string());
+  set.stage(paths.trace_json, chrome_trace(timeline).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  set.stage(paths.meta_json, meta.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  if (power) set.stage(paths.power_csv, power->to_string());
+  set.stage(paths.summary_csv, summary.to_string());
+  set.commit();
 }
 
 std::string outputs_line(const OutputPaths& paths, bool written) {

@@ -11,6 +11,7 @@ import json
 import math
 import os
 import pathlib
+import signal
 import sys
 
 import matplotlib
@@ -199,10 +200,37 @@ def kind_of(path):
     return None
 
 
+def write_text_atomic(path, text):
+    """Writes text under a temporary name beside `path`, then renames it: whole or not at all (the temporary is
+    removed on any failure, a full disk or a signal included)."""
+    path = pathlib.Path(path)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(text)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _end_on_signal(number, _frame):
+    raise SystemExit(128 + number)  # unwinds through the `finally` blocks that remove temporaries
+
+
 def main_guard(function):
-    """Runs a script's main: UsageError -> one line on stderr and exit 2."""
+    """Runs a script's main: UsageError -> one line on stderr and exit 2; an I/O failure (a full disk, an output
+    that cannot be written) -> one line naming the file and exit 3; SIGINT/SIGTERM/SIGHUP -> temporaries removed,
+    exit 130/143/129. Never a traceback."""
+    name = pathlib.Path(sys.argv[0]).name
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, _end_on_signal)
     try:
         return function()
     except UsageError as error:
-        print(f"{pathlib.Path(sys.argv[0]).name}: error: {error}", file=sys.stderr)
+        print(f"{name}: error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        return 128 + signal.SIGINT
+    except OSError as error:
+        where = error.filename or ""
+        print(f"{name}: error: {where}{': ' if where else ''}{error.strerror or error}", file=sys.stderr)
+        return 3

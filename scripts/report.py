@@ -111,9 +111,7 @@ def write_report(directory):
             plot_power.plot(ob_csv.load_power(path), power, spans)
             lines += [f"## {path.stem}", "", f"![{power.name}](figures/{power.name})", ""]
     report = directory / "report.md"
-    temporary = report.with_suffix(".md.tmp")
-    temporary.write_text("\n".join(lines) + "\n")
-    temporary.replace(report)  # whole or not at all
+    ob_csv.write_text_atomic(report, "\n".join(lines) + "\n")  # whole or not at all
     return report
 
 

@@ -37,6 +37,8 @@ BINARIES = {
         (["--chunks", "010"], "--chunks"), (["--chunks", "0x10"], "--chunks"), (["--chunks", "5 "], "--chunks"),
         (["--seed", "-1"], "--seed"), (["--iters=+3"], "--iters"), (["--threads", "4096"], "--threads"),
         (["--inject-fault", "1:0:exit"], "--inject-fault"), (["--timeout-s", "0"], "--timeout-s"),
+        (["--csv", "/dev/null"], "--csv"), (["--csv", "x.csv", "--timeline", "x.csv"], "--timeline"),
+        (["--csv", "x.csv", "--timeline", "x.meta.json"], "--timeline"),
     ],
     "phase3_mpi_cuda": [
         (["--chunks", "0"], "--chunks"), (["--chunks", "x"], "--chunks"), (["--strategy", "fast"], "--strategy"),

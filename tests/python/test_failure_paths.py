@@ -4,9 +4,14 @@ of what phase 3's exact comm check reads (--inject-fault RANK:STEP:corrupt); a c
 usage error."""
 import os
 import shutil
+import signal
 import subprocess
+import sys
+import time
 
 import pytest
+
+from conftest import REPO
 
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 # With --check, --iters 2, --warmup 0: steps 0-8 are the three strategies' reference checks, 9-10 compute-only,
@@ -53,3 +58,64 @@ def test_a_corruption_no_check_reads_is_a_usage_error(phase3, tmp_path):
     assert result.returncode == 2, result.stderr
     assert "--inject-fault: no exact check read a result after step 3" in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("signal_number, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 129)])
+def test_a_signal_ends_the_run_with_128_plus_it_and_no_file(phase2, tmp_path, signal_number, code):
+    """SIGINT/SIGTERM/SIGHUP: the temporaries being written are removed, the exit code is 128 + the signal (never 1,
+    which means a check failed), and no file of the run is left."""
+    process = subprocess.Popen([str(phase2), "--chunks", "10", "--compute-ms", "50", "--comm-ms", "20", "--iters", "20",
+                                "-q", "--csv", str(tmp_path / "x.csv")], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(1.0)
+    process.send_signal(signal_number)
+    process.communicate(timeout=30)
+    assert process.returncode == code
+    assert list(tmp_path.iterdir()) == []
+
+
+def _limit_file_size():
+    import resource
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG instead
+    resource.setrlimit(resource.RLIMIT_FSIZE, (2000, resource.RLIM_INFINITY))
+
+
+@pytest.fixture(scope="module")
+def small_run(phase2, tmp_path_factory):
+    out = tmp_path_factory.mktemp("small")
+    result = subprocess.run([str(phase2), "--chunks", "3", "--compute-ms", "1", "--comm-ms", "1", "--iters", "2", "-q",
+                             "--csv", str(out / "run.csv")], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+@pytest.mark.parametrize("script, args", [("plot_summary.py", ["run.csv", "-o", "{out}/fig.png"]),
+                                          ("report.py", ["{out}"])])
+def test_scripts_on_a_full_disk_exit_3_naming_the_file_and_leave_no_temporary(small_run, tmp_path, script, args):
+    """A full disk (RLIMIT_FSIZE: writes past 2000 bytes fail) while a figure or report.md is written: one line,
+    exit 3, no traceback, no temporary, and an older report untouched."""
+    out = tmp_path / "out"
+    shutil.copytree(small_run, out)
+    (out / "report.md").write_text("older report\n")
+    before = sorted(p.name for p in out.iterdir())
+    command = [sys.executable, str(REPO / "scripts" / script), *[a.format(out=out) for a in args]]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=out, preexec_fn=_limit_file_size)
+    assert result.returncode == 3, result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "error:" in result.stderr
+    leftovers = [p.name for p in out.rglob("*") if ".tmp" in p.name]
+    assert leftovers == []
+    assert (out / "report.md").read_text() == "older report\n"
+    assert sorted(p.name for p in out.iterdir() if p.name != "figures") == [b for b in before if b != "figures"]
+
+
+def test_a_script_interrupted_exits_128_plus_the_signal(small_run, tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(small_run, out)
+    process = subprocess.Popen([sys.executable, str(REPO / "scripts" / "report.py"), str(out)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)  # importing matplotlib and drawing
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode in (143, 0), err  # 0: it finished first
+    assert "Traceback" not in err
+    assert [p.name for p in out.rglob("*") if ".tmp" in p.name] == []

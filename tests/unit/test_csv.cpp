@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -96,4 +99,59 @@ TEST_F(AtomicFileTest, ReadOnlyDirectoryThrowsAndLeavesNothing) {
   EXPECT_THROW(ob::write_file_atomic((dir_ / "out.csv").string(), "x"), ob::CallFailure);
   fs::permissions(dir_, fs::perms::owner_all);
   EXPECT_EQ(files_in_dir(), 0u);
+}
+
+namespace {
+std::string read_all(const fs::path& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+}  // namespace
+
+// A full disk while a set is staged (simulated with RLIMIT_FSIZE: writes past the limit fail with EFBIG): the old
+// set stays whole, no temporary is left.
+TEST_F(AtomicFileTest, AFullDiskWhileStagingLeavesTheOldSetWhole) {
+  const auto summary = dir_ / "run.csv", timeline = dir_ / "run.timeline.csv";
+  {
+    ob::FileSet old;
+    old.stage(timeline.string(), "old timeline");
+    old.stage(summary.string(), "old summary");
+    old.commit();
+  }
+  struct rlimit saved {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  const auto previous = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = saved;
+  small.rlim_cur = 1 << 16;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  bool threw = false;
+  {
+    ob::FileSet set;
+    set.stage(timeline.string(), "new timeline");
+    try {
+      set.stage(summary.string(), std::string(1 << 20, 'x'));  // past the limit
+    } catch (const ob::CallFailure&) {
+      threw = true;
+    }
+  }  // the uncommitted set removes its temporaries
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, previous);
+  EXPECT_TRUE(threw);
+  EXPECT_EQ(read_all(timeline), "old timeline");
+  EXPECT_EQ(read_all(summary), "old summary");
+  EXPECT_EQ(files_in_dir(), 2u);
+}
+
+TEST_F(AtomicFileTest, ACommittedSetReplacesEveryFile) {
+  const auto a = dir_ / "a.csv", b = dir_ / "b.csv";
+  ob::write_file_atomic(a.string(), "old a");
+  ob::FileSet set;
+  set.stage(a.string(), "new a");
+  set.stage(b.string(), "new b");
+  EXPECT_EQ(read_all(a), "old a");  // nothing is visible before the commit
+  EXPECT_FALSE(fs::exists(b));
+  set.commit();
+  EXPECT_EQ(read_all(a), "new a");
+  EXPECT_EQ(read_all(b), "new b");
+  EXPECT_EQ(files_in_dir(), 2u);
 }

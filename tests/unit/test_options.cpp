@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -148,4 +149,32 @@ TEST(RankAgreement, FirstDifferenceNamesTheOptionAndBothValues) {
             "--lr: rank 0 has 0.01, rank 3 has 0.02");
   EXPECT_EQ(ob::first_difference(a, 0, "iters=20\nlr=0.01\ncsv=\"x.csv\"\ncommit=def\n", 1),
             "the binary's commit: rank 0 has abc, rank 1 has def");
+}
+
+TEST(OutputPaths, EveryOutputARegularFileOnAPathOfItsOwn) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("ob_paths_" + std::to_string(::getpid()));
+  fs::create_directories(dir / "adir.csv");
+  ::mkfifo((dir / "fifo.csv").c_str(), 0600);
+  auto resolve = [&](const std::string& csv, const std::string& timeline) {
+    ob::CommonOptions options;
+    options.csv = csv;
+    options.timeline = timeline;
+    return ob::resolve_output_paths("phase2", options);
+  };
+  EXPECT_NO_THROW(resolve((dir / "run.csv").string(), ""));
+  EXPECT_THROW(resolve("/dev/null", ""), ob::UsageError);                                  // a device
+  EXPECT_THROW(resolve((dir / "fifo.csv").string(), ""), ob::UsageError);                  // a FIFO
+  EXPECT_THROW(resolve((dir / "adir.csv").string(), ""), ob::UsageError);                  // a directory
+  EXPECT_THROW(resolve((dir / "run.csv").string(), (dir / "run.csv").string()), ob::UsageError);  // one path twice
+  EXPECT_THROW(resolve((dir / "run.csv").string(), (dir / "run.meta.json").string()), ob::UsageError);
+  EXPECT_THROW(resolve((dir / "run\xff.csv").string(), ""), ob::UsageError);               // not UTF-8
+  try {
+    resolve((dir / "run.csv").string(), (dir / "." / "run.csv").string());
+    FAIL();
+  } catch (const ob::UsageError& error) {
+    EXPECT_NE(std::string(error.what()).find("--timeline and --csv would both write it"), std::string::npos)
+        << error.what();
+  }
+  fs::remove_all(dir);
 }
