@@ -30,9 +30,10 @@ POWER_COLUMNS = ["rank", "gpu", "t_us", "power_w"]
 # ("config_columns", written by the binary that made the summary and by bench_ddp.py).
 
 
-# Required columns that must hold finite numbers.
+# Required columns that must hold finite numbers, and those that must hold a non-empty name.
 NUMERIC = {"summary": ["ranks", "chunks", "iters", "time_ms_p50"], "power": POWER_COLUMNS,
            "timeline": ["rank", "iter", "chunk", "start_us", "end_us"]}
+NAMES = {"summary": ["system", "phase", "mode"], "power": [], "timeline": ["lane", "name"]}
 
 
 class UsageError(Exception):
@@ -58,6 +59,8 @@ def output_path(text):
         raise argparse.ArgumentTypeError(f"'{text}' is invalid: its directory must be writable")
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"'{text}' is invalid: a file path, not a directory")
+    if path.exists() and not path.is_file():
+        raise argparse.ArgumentTypeError(f"'{text}' is invalid: a regular file (it is a device, FIFO or socket)")
     return path
 
 
@@ -97,7 +100,7 @@ def _load(path, required, kind):
     if not path.is_file():
         raise UsageError(f"{path}: no such file")
     try:
-        frame = pd.read_csv(path)
+        frame = pd.read_csv(path, index_col=False)  # a trailing comma on a row is no index column
     except pd.errors.EmptyDataError:
         raise UsageError(f"{path}: empty file (no header)") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as error:
@@ -108,6 +111,11 @@ def _load(path, required, kind):
     if frame.empty:
         raise UsageError(f"{path}: no rows")
     _check_numeric(path, frame, NUMERIC[kind])
+    for column in NAMES[kind]:
+        empty = frame.index[frame[column].isna() | (frame[column].astype(str).str.strip() == "")]
+        if len(empty):
+            raise UsageError(f"{path}: column '{column}', row {empty[0] + 1}: empty (a name is needed)")
+        frame[column] = frame[column].astype(str)
     return frame
 
 
@@ -198,6 +206,28 @@ def kind_of(path):
     if all(c in header for c in SUMMARY_COLUMNS):
         return "summary"
     return None
+
+
+def read_metadata(summary_path):
+    """The summary's metadata sidecar as a dict ({} when there is none); a sidecar that is not a JSON object is a
+    usage error naming it."""
+    path = meta_path(summary_path)
+    if not path.is_file():
+        return {}
+    try:
+        meta = json.loads(path.read_text())
+    except (OSError, ValueError, UnicodeDecodeError) as error:
+        raise UsageError(f"{path}: unreadable metadata ({str(error).splitlines()[0]})") from None
+    if not isinstance(meta, dict):
+        raise UsageError(f"{path}: metadata must be a JSON object")
+    return meta
+
+
+def markdown(text):
+    """Text safe inside a Markdown table cell or line: pipes escaped, HTML neutralised, one line."""
+    text = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("`", "'")
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return " ".join(text.split())
 
 
 def write_text_atomic(path, text):

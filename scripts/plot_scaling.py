@@ -7,6 +7,8 @@ Usage: plot_scaling.py SUMMARY.csv --x chunks|bucket_mb|buckets|nccl_max_ctas|ra
 
 import matplotlib.pyplot as plt
 
+import pandas as pd
+
 import ob_csv
 
 X_CHOICES = ["chunks", "bucket_mb", "buckets", "nccl_max_ctas", "nccl_min_ctas", "accum_steps", "ranks"]
@@ -17,6 +19,11 @@ def series(frame, x):
     """mode -> (x values, p50 times) sorted by x, for the modes that vary with x."""
     if x not in frame.columns:
         raise ob_csv.UsageError(f"the summary has no column '{x}'")
+    values = pd.to_numeric(frame[x], errors="coerce")
+    bad = frame.index[frame[x].notna() & ~values.apply(lambda v: v == v and abs(v) != float("inf"))]
+    if len(bad):
+        raise ob_csv.UsageError(f"column '{x}', row {bad[0] + 1}: '{frame[x].loc[bad[0]]}' is not a finite number")
+    frame = frame.assign(**{x: values})
     out = {}
     for mode, part in frame.groupby("mode"):
         part = part.dropna(subset=[x]).sort_values(x)
@@ -54,7 +61,11 @@ def main():
     parser = ob_csv.figure_parser(__doc__, "summary", "summary CSV of a sweep")
     parser.add_argument("--x", required=True, choices=X_CHOICES, help="the swept column")
     args = parser.parse_args()
-    plot(ob_csv.load_summary(args.summary), args.x, args.output)
+    try:
+        plot(ob_csv.load_summary(args.summary), args.x, args.output)
+    except ob_csv.UsageError as error:
+        message = str(error)
+        raise ob_csv.UsageError(message if message.startswith(str(args.summary)) else f"{args.summary}: {message}")
     return 0
 
 

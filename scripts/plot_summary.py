@@ -10,7 +10,7 @@ import pandas as pd
 
 import ob_csv
 
-ORDER = ["seq", "overlap", "thread", "nonblocking", "ideal", "bound", "compute", "comm"]
+ORDER = ["seq", "overlap", "thread", "nonblocking", "ideal", "bound", "bound_ref", "compute", "comm"]
 
 
 def bars(frame):
@@ -19,6 +19,8 @@ def bars(frame):
     frame = frame.copy()
     frame["config"] = frame.apply(lambda r: ob_csv.config_label(r, columns), axis=1)
     frame = frame[frame["mode"].isin(ORDER)]
+    if frame.empty:
+        raise ob_csv.UsageError(f"no row of a mode this chart draws ({', '.join(ORDER)})")
     frame["order"] = frame["mode"].map(ORDER.index)
     return frame.sort_values(["config", "system", "order"])
 
@@ -48,7 +50,11 @@ def main():
                                   nargs="+")
     args = parser.parse_args()
     frame = ob_csv.concat_summaries([ob_csv.load_summary(path) for path in args.summaries])
-    plot(bars(frame), args.output)
+    try:
+        drawn = bars(frame)
+    except ob_csv.UsageError as error:
+        raise ob_csv.UsageError(f"{', '.join(map(str, args.summaries))}: {error}") from None
+    plot(drawn, args.output)
     return 0
 
 

@@ -6,7 +6,6 @@ CSVs get a power-over-time chart.
 
 Usage: report.py RESULTS_DIR
 """
-import json
 import pathlib
 
 import ob_csv
@@ -27,7 +26,7 @@ def markdown_table(frame, columns):
     def cell(value):
         if isinstance(value, float):
             return "" if value != value else f"{value:.4g}"
-        return str(value)
+        return ob_csv.markdown(value)
 
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame[columns].itertuples(index=False)]
@@ -36,22 +35,27 @@ def markdown_table(frame, columns):
 
 def summary_section(path, figures):
     frame = ob_csv.load_summary(path)
-    lines = [f"## {path.stem}", ""]
-    meta = path.parent / (path.stem + ".meta.json")
-    if meta.is_file():
-        info = json.loads(meta.read_text())
-        gpu = info.get("gpus", [{}])[0].get("gpu_name", "no GPU")
-        lines += [f"`{' '.join(info.get('command_line', []))}`", "",
-                  f"commit {info.get('commit')}, {info.get('date_utc')}, host {info.get('host')}, {gpu}, "
-                  f"{info.get('ranks')} rank(s)", ""]
+    lines = [f"## {ob_csv.markdown(path.stem)}", ""]
+    info = ob_csv.read_metadata(path)
+    if info:
+        gpus = info.get("gpus") if isinstance(info.get("gpus"), list) else []
+        gpu = gpus[0].get("gpu_name", "no GPU") if gpus and isinstance(gpus[0], dict) else "no GPU"
+        command = info.get("command_line") if isinstance(info.get("command_line"), list) else []
+        lines += [f"`{ob_csv.markdown(' '.join(map(str, command)))}`", "",
+                  ob_csv.markdown(f"commit {info.get('commit')}, {info.get('date_utc')}, host {info.get('host')}, "
+                                  f"{gpu}, {info.get('ranks')} rank(s)"), ""]
     columns = ob_csv.config_columns(frame)
     for config, part in frame.groupby(columns, sort=False, dropna=False) if columns else [("", frame)]:
         label = ob_csv.config_label(part.iloc[0], columns)
         if label:
-            lines += [f"**{label}**", ""]
+            lines += [f"**{ob_csv.markdown(label)}**", ""]
         lines += [markdown_table(part, TABLE_COLUMNS + (["kernel", "variant"] if "variant" in part else [])), ""]
     bars = figures / f"{path.stem}.bars.png"
-    plot_summary.plot(plot_summary.bars(frame), bars)
+    try:
+        drawn = plot_summary.bars(frame)
+    except ob_csv.UsageError as error:
+        raise ob_csv.UsageError(f"{path}: {error}") from None
+    plot_summary.plot(drawn, bars)
     lines += [f"![{bars.name}](figures/{bars.name})", ""]
     for x in plot_scaling.X_CHOICES:
         if x in frame.columns and frame[x].nunique() > 1 and x != "ranks":
@@ -64,7 +68,7 @@ def summary_section(path, figures):
 
 def timeline_section(path, figures):
     frame = ob_csv.load_timeline(path)
-    lines = [f"## {path.stem}", ""]
+    lines = [f"## {ob_csv.markdown(path.stem)}", ""]
     first = [int(i) for i in sorted(frame["iter"].unique())[:2]]
     # One chart per mode (lanes are "<mode>:<lane>"): the sequential run and each overlapped strategy.
     modes = list(dict.fromkeys(lane.split(":")[0] for lane in frame["lane"]))
@@ -80,15 +84,27 @@ def timeline_section(path, figures):
     return lines
 
 
+def check_summary(path):
+    """Everything a summary section reads, checked before anything is written: the CSV, its metadata, its modes."""
+    frame = ob_csv.load_summary(path)
+    ob_csv.read_metadata(path)
+    try:
+        plot_summary.bars(frame)
+    except ob_csv.UsageError as error:
+        raise ob_csv.UsageError(f"{path}: {error}") from None
+
+
 def write_report(directory):
     directory = pathlib.Path(directory)
+    if directory.is_dir() and (directory / "figures").exists() and not (directory / "figures").is_dir():
+        raise ob_csv.UsageError(f"{directory / 'figures'}: not a directory (the report draws its figures there)")
     if not directory.is_dir():
         raise ob_csv.UsageError(f"{directory}: not a directory")
     csvs = sorted(directory.glob("*.csv"))
     kinds = {path: ob_csv.kind_of(path) for path in csvs}
     if not any(kinds.values()):
         raise ob_csv.UsageError(f"{directory}: no overlap-bench CSV (summary or timeline) in it")
-    loaders = {"summary": ob_csv.load_summary, "power": ob_csv.load_power,
+    loaders = {"summary": check_summary, "power": ob_csv.load_power,
                # A sweep writes its timeline header only: nothing to draw, nothing to check.
                "timeline": lambda path: len(path.read_text().splitlines()) > 1 and ob_csv.load_timeline(path)}
     for path, kind in kinds.items():  # every CSV checked before anything is written

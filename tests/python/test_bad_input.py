@@ -95,10 +95,13 @@ SUMMARY = ("system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms
            "overlap-bench,phase2,seq,1,8,5,10,11,9,12\noverlap-bench,phase2,overlap,1,8,5,6,7,5,8\n")
 TIMELINE = ("rank,lane,name,iter,chunk,start_us,end_us\n0,overlap:compute,compute,0,0,0,100\n"
             "0,overlap:comm,allreduce,0,0,100,180\n0,overlap:compute,compute,0,1,100,200\n")
+SUMMARY_SWEEP = "".join(line + (",bucket_mb\n" if i == 0 else f",{16 * 4 ** (i % 2 + 1)}\n")
+                        for i, line in enumerate(SUMMARY.splitlines()))
 POWER = "rank,gpu,t_us,power_w\n0,0,0,300\n0,0,20000,450\n0,0,40000,420\n"
 GOOD_TEXT = {"summary": SUMMARY, "timeline": TIMELINE, "power": POWER}
-# Per kind: a numeric column, and a value that is wrong for it beyond not being a number.
+# Per kind: a numeric column, and a value that is wrong for it beyond not being a number; a column that names.
 NUMERIC = {"summary": ("time_ms_p50", "-"), "timeline": ("end_us", "-50"), "power": ("power_w", "-3")}
+NAME_COLUMN = {"summary": "system", "timeline": "lane"}
 
 
 def replace_value(text, column, value):
@@ -133,7 +136,8 @@ def generic_cases(script):
         ("output type unknown", {}, {"{out}": "{work}/x.xyz"}, "--output"),
         ("no output", {}, {"drop": ["-o", "{out}"]}, "--output"),
         ("unknown option", {}, {"add": ["--no-such-option"]}, "--no-such-option"),
-    ]
+    ] + ([("empty name", {kind: replace_value(GOOD_TEXT[kind], NAME_COLUMN[kind], "")}, {}, NAME_COLUMN[kind])]
+         if kind in NAME_COLUMN else [])
 
 
 SPECIFIC = {
@@ -141,9 +145,15 @@ SPECIFIC = {
                       ("--ranks negative", {}, {"add": ["--ranks", "-1"]}, "--ranks"),
                       ("--lanes matching nothing", {}, {"add": ["--lanes", "nothing"]}, "--lanes")],
     "plot_chunks.py": [("--lanes matching nothing", {}, {"add": ["--lanes", "nothing"]}, "per-chunk")],
-    "plot_summary.py": [("second summary broken", {}, {"add": ["{input_dir}/missing.csv"]}, "missing.csv")],
+    "plot_summary.py": [("second summary broken", {}, {"add": ["{input_dir}/missing.csv"]}, "missing.csv"),
+                        ("only unknown modes", {"summary": SUMMARY.replace(",seq,", ",foo,").replace(",overlap,", ",bar,")},
+                         {}, "no row of a mode")],
     "plot_scaling.py": [("--x unknown", {}, {"replace": ("chunks", "colour")}, "--x"),
-                        ("--x absent from the CSV", {}, {"replace": ("chunks", "accum_steps")}, "accum_steps")],
+                        ("--x absent from the CSV", {}, {"replace": ("chunks", "accum_steps")}, "accum_steps"),
+                        ("sweep value inf", {"summary": SUMMARY_SWEEP.replace(",64\n", ",inf\n", 1)},
+                         {"replace": ("chunks", "bucket_mb")}, "bucket_mb"),
+                        ("sweep value text", {"summary": SUMMARY_SWEEP.replace(",64\n", ",big\n", 1)},
+                         {"replace": ("chunks", "bucket_mb")}, "bucket_mb")],
     "plot_power.py": [("--timeline missing", {}, {"add": ["--timeline", f"{NO_DIR}/t.csv"]}, "t.csv"),
                       ("--timeline broken", {"timeline": ""}, {"add": ["--timeline", "{timeline}"]}, "empty")],
 }
@@ -166,6 +176,14 @@ REPORT_CASES = [  # (case id, files in the results directory or a special marker
     ("good summary, broken timeline", {"s.csv": SUMMARY, "t.timeline.csv": replace_value(TIMELINE, "iter", "?")}, [],
      "iter"),
     ("unknown option", {"s.csv": SUMMARY}, ["--no-such-option"], "--no-such-option"),
+    ("metadata not JSON", {"s.csv": SUMMARY, "s.meta.json": "{not json"}, [], "s.meta.json"),
+    ("figures is a file", {"s.csv": SUMMARY, "figures": "not a folder"}, [], "figures"),
+    ("metadata not an object", {"s.csv": SUMMARY, "s.meta.json": "[1, 2]"}, [], "s.meta.json"),
+    ("summary with only unknown modes", {"s.csv": SUMMARY.replace(",seq,", ",foo,").replace(",overlap,", ",bar,")},
+     [], "s.csv"),
+    ("summary with an empty mode", {"s.csv": replace_value(SUMMARY, "mode", "")}, [], "mode"),
+    ("timeline with an empty lane", {"s.csv": SUMMARY, "t.timeline.csv": replace_value(TIMELINE, "lane", "")}, [],
+     "lane"),
     ("two directories", {"s.csv": SUMMARY}, ["{input_dir}"], "unrecognized"),
 ]
 

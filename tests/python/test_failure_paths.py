@@ -2,6 +2,7 @@
 value got and the value expected; the console still shows the table. Proven end to end with an injected corruption
 of what phase 3's exact comm check reads (--inject-fault RANK:STEP:corrupt); a corruption no check reads is a
 usage error."""
+import json
 import os
 import shutil
 import signal
@@ -119,3 +120,45 @@ def test_a_script_interrupted_exits_128_plus_the_signal(small_run, tmp_path):
     assert process.returncode in (143, 0), err  # 0: it finished first
     assert "Traceback" not in err
     assert [p.name for p in out.rglob("*") if ".tmp" in p.name] == []
+
+
+def test_a_figure_over_a_fifo_is_refused(small_run, tmp_path):
+    fifo = tmp_path / "fig.png"
+    os.mkfifo(fifo)
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / "plot_summary.py"), str(small_run / "run.csv"),
+                             "-o", str(fifo)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "a regular file" in result.stderr, result.stderr
+    assert fifo.is_fifo()
+
+
+def test_report_escapes_what_csv_fields_carry_into_markdown(small_run, tmp_path):
+    import pandas as pd
+    out = tmp_path / "out"
+    out.mkdir()
+    frame = pd.read_csv(small_run / "run.csv")
+    parts = []
+    for text in ("a|b", "<b>bold</b>\nnext"):
+        part = frame.copy()
+        part["workload"] = text
+        parts.append(part)
+    pd.concat(parts).to_csv(out / "odd.csv", index=False)
+    meta = json.loads((small_run / "run.meta.json").read_text())
+    meta["command_line"] = ["phase2", "--csv", "x|y<z>.csv"]
+    (out / "odd.meta.json").write_text(json.dumps(meta))
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / "report.py"), str(out)], capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    report = (out / "report.md").read_text()
+    assert "workload=a\\|b" in report
+    assert "&lt;b&gt;bold&lt;/b&gt; next" in report and "<b>" not in report
+    assert "x\\|y&lt;z&gt;.csv" in report
+
+
+@pytest.mark.parametrize("script, kind", [("plot_summary.py", "csv"), ("plot_gantt.py", "timeline.csv")])
+def test_rows_with_a_trailing_comma_are_read_as_they_are(small_run, tmp_path, script, kind):
+    lines = (small_run / f"run.{kind}" if kind != "csv" else small_run / "run.csv").read_text().splitlines()
+    (tmp_path / "t.csv").write_text("\n".join([lines[0]] + [line + "," for line in lines[1:]]) + "\n")
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / script), str(tmp_path / "t.csv"), "-o",
+                             str(tmp_path / "t.png")], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "t.png").is_file()
