@@ -1,6 +1,7 @@
 """Shared fixtures: where the built binaries are, and running them."""
 import os
 import pathlib
+import shutil
 import subprocess
 
 import pytest
@@ -22,6 +23,15 @@ def phase2(build_dir):
     if not binary.exists():
         pytest.skip("phase2_omp_overlap is not built")
     return binary
+
+
+@pytest.fixture(scope="session")
+def phase3(build_dir):
+    """phase3_mpi_cuda's path, for tests that launch it with mpirun."""
+    binary = build_dir / "phase3_mpi_cuda" / "phase3_mpi_cuda"
+    if not (binary.exists() and shutil.which("mpirun")):
+        pytest.skip("phase3_mpi_cuda or mpirun missing")
+    return str(binary)
 
 
 def run(binary, *args, cwd=None, timeout=120):

@@ -11,14 +11,6 @@ MPIRUN = shutil.which("mpirun")
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_NUM_THREADS="2")
 
 
-@pytest.fixture(scope="module")
-def phase3(build_dir):
-    binary = build_dir / "phase3_mpi_cuda" / "phase3_mpi_cuda"
-    if not binary.exists() or MPIRUN is None:
-        pytest.skip("phase3_mpi_cuda or mpirun is missing")
-    return binary
-
-
 def mpirun(binary, ranks, *args, cwd=None):
     command = [MPIRUN, "-np", str(ranks), "--oversubscribe", "--bind-to", "none", str(binary), *map(str, args)]
     return subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=ENV, timeout=300)

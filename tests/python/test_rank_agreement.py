@@ -2,7 +2,6 @@
 stop within seconds with exit 2, the message naming the option and both values; a usage error on one rank alone
 ends the whole job the same way, printed by that rank; nothing is written."""
 import os
-import shutil
 import subprocess
 import time
 
@@ -10,13 +9,6 @@ import pytest
 
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 
-
-@pytest.fixture(scope="module")
-def phase3(build_dir):
-    binary = build_dir / "phase3_mpi_cuda" / "phase3_mpi_cuda"
-    if not (binary.exists() and shutil.which("mpirun")):
-        pytest.skip("phase3_mpi_cuda or mpirun missing")
-    return str(binary)
 
 
 def mpmd(binary, rank0, rank1, csv):
