@@ -4,6 +4,7 @@ of what phase 3's exact comm check reads (--inject-fault RANK:STEP:corrupt); a c
 usage error."""
 import json
 import os
+import pathlib
 import shutil
 import signal
 import subprocess
@@ -157,3 +158,35 @@ def test_rows_with_a_trailing_comma_are_read_as_they_are(small_run, tmp_path, sc
                              str(tmp_path / "t.png")], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "t.png").is_file()
+
+
+def children_of(parent):
+    """Process ids whose parent is `parent` (from /proc: no pgrep needed)."""
+    children = []
+    for stat in pathlib.Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == parent:
+            children.append(int(stat.parent.name))
+    return children
+
+
+def test_signalled_ranks_end_the_job_with_143_and_no_file(phase3, tmp_path):
+    """SIGTERM to every rank (as a scheduler signals its tasks): each removes its temporaries and exits 143, mpirun
+    returns 143, no file is left."""
+    process = subprocess.Popen(["mpirun", "--oversubscribe", "--bind-to", "none", "-np", "2", phase3, "--device", "cpu",
+                                "--iters", "100000", "-q", "--csv", str(tmp_path / "x.csv")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    deadline = time.monotonic() + 60
+    ranks = []
+    while len(ranks) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+        ranks = children_of(process.pid)
+    time.sleep(1.0)  # inside the run
+    for pid in ranks:
+        os.kill(pid, signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 143, err
+    assert list(tmp_path.iterdir()) == []
