@@ -46,16 +46,12 @@ std::string decimal_error(const CLI::App& app, int argc, char** argv) {
     const std::string token = argv[i];
     if (token.rfind("--", 0) != 0 || token.size() < 3) continue;
     const auto equals = token.find('=');
-    const CLI::Option* option = integer_option(token.substr(2, equals == std::string::npos ? std::string::npos : equals - 2));
+    const bool inline_value = equals != std::string::npos;
+    const CLI::Option* option = integer_option(token.substr(2, inline_value ? equals - 2 : std::string::npos));
     if (!option) continue;
-    std::string value;
-    if (equals != std::string::npos) {
-      value = token.substr(equals + 1);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      continue;  // CLI11 reports the missing value
-    }
+    if (!inline_value && i + 1 >= argc) continue;  // CLI11 reports the missing value
+    const std::string given = inline_value ? token.substr(equals + 1) : argv[++i];
+    std::string value = given;
     const bool is_signed = option->get_type_name().rfind("INT", 0) == 0;
     std::size_t start = is_signed && !value.empty() && value[0] == '-' ? 1 : 0;
     while (option->get_type_name().find("SIZE") != std::string::npos && value.size() > start + 1 &&
@@ -63,10 +59,12 @@ std::string decimal_error(const CLI::App& app, int argc, char** argv) {
       value.pop_back();  // a K/M/G(B) suffix, read by parse_size
     }
     bool digits = value.size() > start;
-    for (std::size_t k = start; k < value.size(); ++k) digits = digits && std::isdigit(static_cast<unsigned char>(value[k]));
+    for (std::size_t k = start; k < value.size(); ++k) {
+      digits = digits && std::isdigit(static_cast<unsigned char>(value[k]));
+    }
     if (digits && !(value.size() > start + 1 && value[start] == '0')) continue;
-    return "--" + option->get_lnames().front() + ": '" + (equals != std::string::npos ? token.substr(equals + 1) : argv[i]) +
-           "' is not a decimal whole number" + (is_signed ? "" : " >= 0") + " (digits only: no leading zeros, spaces or hex)";
+    return "--" + option->get_lnames().front() + ": '" + given + "' is not a decimal whole number" +
+           (is_signed ? "" : " >= 0") + " (digits only: no leading zeros, spaces or hex)";
   }
   return "";
 }
