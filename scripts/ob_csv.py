@@ -72,16 +72,22 @@ def figure_parser(doc, source, source_help, **source_options):
     return parser
 
 
+# Temporaries being written: a signal removes them before the process ends (main_guard).
+_TEMPORARIES = set()
+
+
 def save_figure(fig, path):
     """Lays the figure out and saves it under a temporary name, then renames: it is there whole or not at all."""
     path = pathlib.Path(path)
     temporary = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
     fig.tight_layout()
+    _TEMPORARIES.add(temporary)
     try:
         fig.savefig(temporary, dpi=110)
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
+        _TEMPORARIES.discard(temporary)
         matplotlib.pyplot.close(fig)
 
 
@@ -235,15 +241,24 @@ def write_text_atomic(path, text):
     removed on any failure, a full disk or a signal included)."""
     path = pathlib.Path(path)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    _TEMPORARIES.add(temporary)
     try:
         temporary.write_text(text)
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
+        _TEMPORARIES.discard(temporary)
 
 
 def _end_on_signal(number, _frame):
-    raise SystemExit(128 + number)  # unwinds through the `finally` blocks that remove temporaries
+    """Removes the temporaries being written and ends the process at once with 128 + the signal. (Raising instead
+    would reach library code mid-import, which may wrap it and print a traceback.)"""
+    for temporary in list(_TEMPORARIES):
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+    os._exit(128 + number)
 
 
 def main_guard(function):
@@ -251,15 +266,13 @@ def main_guard(function):
     that cannot be written) -> one line naming the file and exit 3; SIGINT/SIGTERM/SIGHUP -> temporaries removed,
     exit 130/143/129. Never a traceback."""
     name = pathlib.Path(sys.argv[0]).name
-    for number in (signal.SIGTERM, signal.SIGHUP):
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(number, _end_on_signal)
     try:
         return function()
     except UsageError as error:
         print(f"{name}: error: {error}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        return 128 + signal.SIGINT
     except OSError as error:
         where = error.filename or ""
         print(f"{name}: error: {where}{': ' if where else ''}{error.strerror or error}", file=sys.stderr)
