@@ -76,7 +76,7 @@ std::optional<int> parse_on_every_rank(CLI::App& app, int argc, char** argv, MPI
   }
   // A usage error anywhere: the first rank that has one says it, every rank stops.
   if (auto code = stop_on_any_rank(app.get_name(), outcome.exit == kExitUsage ? problem : "", comm)) return code;
-  // --help on any rank: rank 0 prints its help (or the first asker's), every rank stops.
+  // --help on any rank: the first rank that asked prints it, every rank stops.
   const int first_help = min_over_ranks(outcome.exit == kExitOk ? rank : size, comm);
   if (first_help < size) {
     if (rank == first_help) std::cout << outcome.help << std::flush;

@@ -7,6 +7,7 @@ and turned into the exit code by `main_guard`). Unknown columns are ignored. Bad
 at all (`save_figure`).
 """
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -76,18 +77,28 @@ def figure_parser(doc, source, source_help, **source_options):
 _TEMPORARIES = set()
 
 
-def save_figure(fig, path):
-    """Lays the figure out and saves it under a temporary name, then renames: it is there whole or not at all."""
-    path = pathlib.Path(path)
-    temporary = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
-    fig.tight_layout()
+@contextlib.contextmanager
+def _staged(path, name):
+    """A temporary beside `path` (named `name`) to write; renamed over `path` when the block ends well, removed
+    whatever happens (a signal included: main_guard)."""
+    temporary = path.with_name(name)
     _TEMPORARIES.add(temporary)
     try:
-        fig.savefig(temporary, dpi=110)
+        yield temporary
         os.replace(temporary, path)
     finally:
         temporary.unlink(missing_ok=True)
         _TEMPORARIES.discard(temporary)
+
+
+def save_figure(fig, path):
+    """Lays the figure out and saves it under a temporary name, then renames: it is there whole or not at all."""
+    path = pathlib.Path(path)
+    fig.tight_layout()
+    try:
+        with _staged(path, f".{path.stem}.{os.getpid()}.tmp{path.suffix}") as temporary:
+            fig.savefig(temporary, dpi=110)
+    finally:
         matplotlib.pyplot.close(fig)
 
 
@@ -240,14 +251,8 @@ def write_text_atomic(path, text):
     """Writes text under a temporary name beside `path`, then renames it: whole or not at all (the temporary is
     removed on any failure, a full disk or a signal included)."""
     path = pathlib.Path(path)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    _TEMPORARIES.add(temporary)
-    try:
+    with _staged(path, f".{path.name}.{os.getpid()}.tmp") as temporary:
         temporary.write_text(text)
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-        _TEMPORARIES.discard(temporary)
 
 
 def _end_on_signal(number, _frame):
