@@ -36,8 +36,12 @@ double allreduce_busbw_GBps(double algbw, int ranks) {
   return ranks > 0 ? algbw * 2.0 * (ranks - 1) / ranks : kNaN;
 }
 
-double pipeline_bound_ms(const std::vector<double>& compute_ms, const std::vector<double>& comm_ms,
-                         const std::vector<int>& ready_after) {
+namespace {
+
+// The pipeline of pipeline_bound_ms() started with the compute clock at `compute_end` and the communication clock
+// at `comm_end`; both clocks advanced to the tasks' ends.
+void run_pipeline(const std::vector<double>& compute_ms, const std::vector<double>& comm_ms,
+                  const std::vector<int>& ready_after, double& compute_end, double& comm_end) {
   if (ready_after.size() != comm_ms.size()) {
     throw std::invalid_argument("pipeline_bound_ms: one ready index per communication task is needed");
   }
@@ -48,7 +52,6 @@ double pipeline_bound_ms(const std::vector<double>& compute_ms, const std::vecto
                                   std::to_string(k) + " is out of order or range");
     }
   }
-  double compute_end = 0.0, comm_end = 0.0;
   std::size_t next = 0;
   for (std::size_t i = 0; i < compute_ms.size(); ++i) {
     compute_end += compute_ms[i];
@@ -56,15 +59,55 @@ double pipeline_bound_ms(const std::vector<double>& compute_ms, const std::vecto
       comm_end = std::max(comm_end, compute_end) + comm_ms[next];
     }
   }
+}
+
+double sum(const std::vector<double>& values) {
+  double total = 0;
+  for (double v : values) total += v;
+  return total;
+}
+
+// A step's bound from its critical path `end` and its tasks' total: the iteration overhead the isolated tasks leave
+// out added back, never below T_comm.
+double step_bound(double end, double tasks, double t_comp, double t_comm) {
+  return std::max(end + std::max(0.0, t_comp - tasks), t_comm);
+}
+
+}  // namespace
+
+double pipeline_bound_ms(const std::vector<double>& compute_ms, const std::vector<double>& comm_ms,
+                         const std::vector<int>& ready_after) {
+  double compute_end = 0.0, comm_end = 0.0;
+  run_pipeline(compute_ms, comm_ms, ready_after, compute_end, comm_end);
   return std::max(compute_end, comm_end);
 }
 
 double schedule_bound_ms(double head_ms, const std::vector<double>& compute_ms, const std::vector<double>& comm_ms,
                          const std::vector<int>& ready_after, double tail_ms, double t_comp, double t_comm) {
-  double tasks = head_ms + tail_ms;
-  for (double c : compute_ms) tasks += c;
   const double bound = head_ms + pipeline_bound_ms(compute_ms, comm_ms, ready_after) + tail_ms;
-  return std::max(bound + std::max(0.0, t_comp - tasks), t_comm);
+  return step_bound(bound, head_ms + sum(compute_ms) + tail_ms, t_comp, t_comm);
+}
+
+double sharded_bound_ms(const ShardedStep& step, double t_comp, double t_comm) {
+  const std::size_t layers = step.layer_ms.size();
+  if (step.gather_ms.size() != layers || step.prefetch < 0) {
+    throw std::invalid_argument("sharded_bound_ms: one gather per forward layer and a prefetch >= 0 are needed");
+  }
+  std::vector<double> start(layers);
+  double comm_end = 0.0, compute_end = 0.0;
+  for (std::size_t l = 0; l < layers; ++l) {
+    double gather_start = comm_end;
+    const std::size_t ahead = static_cast<std::size_t>(step.prefetch);
+    if (ahead > 0 && l >= ahead) gather_start = std::max(gather_start, start[l - ahead]);
+    comm_end = gather_start + step.gather_ms[l];
+    start[l] = std::max(compute_end, comm_end);
+    compute_end = start[l] + step.layer_ms[l];
+  }
+  compute_end += step.forward_rest_ms;
+  run_pipeline(step.backward_ms, step.bucket_ms, step.ready_after, compute_end, comm_end);
+  const double end = std::max(compute_end, comm_end) + step.update_ms;
+  const double tasks = sum(step.layer_ms) + step.forward_rest_ms + sum(step.backward_ms) + step.update_ms;
+  return step_bound(end, tasks, t_comp, t_comm);
 }
 
 double equal_chunk_pipeline_ms(int chunks, double chunk_compute_ms, double chunk_comm_ms) {

@@ -63,12 +63,17 @@ void add_options(CLI::App& app, Config& config) {
                  "SMs the GEMMs leave free for communication (cuBLAS SM-count target: the SMs less this)")
       ->check(CLI::Range(0, 1024))
       ->capture_default_str();
+  app.add_option("--prefetch", config.prefetch,
+                 "Sharded strategies: all-gathers issued ahead of the forward layer that needs them, in layers "
+                 "(0: every layer's at the step's start)")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
   app.add_flag("--power", config.power, "Sample each GPU's power every 20 ms (NVML) and report energy per iteration");
   app.add_flag("--graph", config.graph, "Capture each mode's step in a CUDA graph and replay it");
   ob::add_fault_options(app, config.fault);
   app.add_option("--sweep", config.sweep,
                  "Run every point in one process: NAME=V1,V2,... with NAME chunks, bucket-mb, nccl-max-ctas, "
-                 "nccl-min-ctas, accum-steps, gemm-sm-margin or sync");
+                 "nccl-min-ctas, accum-steps, gemm-sm-margin, prefetch or sync");
 }
 
 namespace {
@@ -97,6 +102,7 @@ const std::vector<SweepParameter>& sweep_parameters() {
       {"nccl-min-ctas", P::kWhole, 1, 64, [](Config& c, const std::string& v) { c.nccl_min_ctas = whole(v); }},
       {"accum-steps", P::kWhole, 1, 1024, [](Config& c, const std::string& v) { c.accum_steps = whole(v); }},
       {"gemm-sm-margin", P::kWhole, 0, 1024, [](Config& c, const std::string& v) { c.gemm_sm_margin = whole(v); }},
+      {"prefetch", P::kWhole, 0, 4096, [](Config& c, const std::string& v) { c.prefetch = whole(v); }},
       {"sync", P::kStrategy, 0, 0, [](Config& c, const std::string& v) { c.sync = v; }},
   };
   return table;
@@ -124,7 +130,7 @@ Sweep parse_sweep(const std::string& text) {
   std::string names;
   for (const auto& name : sweep_names()) names += (names.empty() ? "" : ", ") + name;
   const std::string allowed = "NAME=V1,V2,... with NAME one of " + names +
-                              " (whole numbers >= 1, gemm-sm-margin >= 0; bucket-mb > 0; sync: strategy names)";
+                              " (whole numbers >= 1, gemm-sm-margin and prefetch >= 0; bucket-mb > 0; sync: strategy names)";
   const auto equals = text.find('=');
   ob::require(equals != std::string::npos, "--sweep", text, allowed);
   Sweep sweep;
@@ -173,6 +179,9 @@ void validate(const CLI::App& app, const Config& config) {
                                            [&](const SyncOption& o) { return o.name == point.sync; });
     ob::require(sync.bf16 || point.comm_dtype == "fp32", "--comm-dtype", point.comm_dtype,
                 "--sync " + sync.name + " moves fp32 only");
+    ob::require(!sync.sharded || point.accum_steps == 1, "--accum-steps", std::to_string(point.accum_steps),
+                "--sync " + sync.name + " runs one micro-step per step");
+    ob::require(!sync.sharded || !point.graph, "--graph", "on", "--sync " + sync.name + " does not run under --graph");
     ob::require(sync.cta_policy.empty() || point.nccl_cta_policy == "default" ||
                     point.nccl_cta_policy == sync.cta_policy,
                 "--nccl-cta-policy", point.nccl_cta_policy,
@@ -193,6 +202,12 @@ const std::vector<SyncOption>& sync_options() {
       {"ce", "zero-SM: copy-engine all-to-all + a small sum kernel + copy-engine all-gather on symmetric windows "
              "(CTA policy zero; fp32)",
        "zero", false},
+      {"sharded", "ZeRO-1 style: ncclReduceScatter per bucket in the backward, each rank updates its slices, "
+                  "ncclAllGather per layer during the next forward (buckets rounded to whole layers; fp32)",
+       "", false, true},
+      {"sharded-ce", "sharded on the copy engines: ncclAlltoAll per layer, the slices' sum fused into the update, "
+                     "ncclAllGather per layer, on symmetric windows (CTA policy zero; fp32)",
+       "zero", false, true},
   };
   return options;
 }
@@ -218,6 +233,8 @@ double Config::device_bytes() const {
   double floats = 3.0 * w + layers * act + 2.0 * accum_steps * act + 2.0 * act;
   if (comm_dtype == "bf16") floats += 0.5 * w + (common.check ? w : 0.0);  // --check: an fp32-reduced reference
   if (sync == "ce") floats += 2.0 * w;  // the received slices and the reduced gradient
+  if (sync == "sharded") floats += 1.5 * w;  // this rank's reduced slices (at most half), the gathered gradient
+  if (sync == "sharded-ce") floats += 2.0 * w;  // the received slices, the gathered gradient
   if (sync != "nccl") floats += w;      // bound_ref: the nccl strategy's gradient for its comm-only run
   double bytes = 4.0 * floats + (64 << 20);
   if (common.check && accum_steps > 1) bytes += accumulation_reference().device_bytes();
@@ -248,7 +265,17 @@ std::string Config::point_label() const {
   if (graph) label += ", graph";
   if (sync != "nccl") label += ", sync=" + sync;
   if (gemm_sm_margin > 0) label += ", gemm-sm-margin=" + std::to_string(gemm_sm_margin);
+  if (prefetch > 0) label += ", prefetch=" + std::to_string(prefetch);
   return label;
+}
+
+std::string Config::comm_reference() const { return sharded() ? "sharded" : "nccl"; }
+
+bool Config::sharded() const {
+  for (const auto& option : sync_options()) {
+    if (option.name == sync) return option.sharded;
+  }
+  return false;
 }
 
 Config Config::strategy_reference() const {

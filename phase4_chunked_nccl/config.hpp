@@ -43,6 +43,7 @@ struct Config {
   bool graph = false;   // replay each step as one captured CUDA graph
   std::string sync = "nccl";  // how buckets are synchronised: one of sync_options()
   int gemm_sm_margin = 0;     // SMs the GEMMs leave to communication (cublasSetSmCountTarget)
+  int prefetch = 0;           // sharded strategies: layers gathered ahead of the forward (0: all at the step's start)
   std::string sweep;  // NAME=V1,V2,...: one of sweep_names()
 
   std::vector<ob::Mode> modes() const;  // in the one run order (ob::in_run_order)
@@ -53,6 +54,10 @@ struct Config {
   std::string point_label() const;           // "chunks=20", "bucket-mb=25", with the other swept options when set
   Config accumulation_reference() const;     // one step on the K-times batch that K micro-steps must equal
   Config strategy_reference() const;         // the same with --sync nccl, whose weights every strategy must equal
+  // The strategy whose isolated communication bound_ref also takes (where faster): nccl, or for a sharded strategy
+  // sharded (the same collectives on NCCL's ring kernels).
+  std::string comm_reference() const;
+  bool sharded() const;  // --sync names a sharded strategy
   // What the communicator is made with; a strategy that needs a CTA policy (ce: zero) sets it.
   NcclSettings nccl_settings() const;
 };
@@ -61,7 +66,8 @@ struct Config {
 // policy its communicator needs ("" for any).
 struct SyncOption {
   std::string name, help, cta_policy;
-  bool bf16 = true;  // runs with --comm-dtype bf16
+  bool bf16 = true;      // runs with --comm-dtype bf16
+  bool sharded = false;  // each rank updates its slice of the weights; the forward gathers them
 };
 const std::vector<SyncOption>& sync_options();
 

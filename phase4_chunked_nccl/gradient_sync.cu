@@ -9,6 +9,8 @@ std::unique_ptr<GradientSync> make_sync(const std::string& name, const SyncConte
   if (name == "nccl") return make_nccl_allreduce(context);
   if (name == "nccl-sym") return make_nccl_symmetric(context);
   if (name == "ce") return make_copy_engine(context);
+  if (name == "sharded") return make_sharded(context, false);
+  if (name == "sharded-ce") return make_sharded(context, true);
   throw std::invalid_argument("--sync: no strategy '" + name + "' in this build");
 }
 

@@ -14,6 +14,9 @@
 //             NCCL_CTA_POLICY_ZERO): per bucket ncclAlltoAll, a kernel summing the ranks' slices, and an in-place
 //             ncclAllGather of the reduced slices; overlapped, the sum runs on the compute stream a backward step
 //             later, so the comm stream holds copy-engine work only
+//   sharded, sharded-ce   ZeRO-1/FSDP-style: each bucket reduce-scattered to the owners of its layers' slices, each
+//             rank updating its slices only, and every layer's weights all-gathered (gather()) ahead of the next
+//             forward's use of them (sync_sharded.cu)
 #pragma once
 
 #include <nccl.h>
@@ -58,6 +61,17 @@ class GradientSync {
   virtual const float* reduced(cudaStream_t stream) = 0;
   // Bytes one all-reduce of `elements` puts on the wire (for the bandwidth columns).
   virtual double wire_bytes(std::uint64_t elements) const { return 4.0 * static_cast<double>(elements); }
+  // The timeline's name of a bucket's communication.
+  virtual const char* bucket_op() const { return "allreduce"; }
+
+  // Sharded strategies: update() writes this rank's slices only, and gather() brings every rank's slices of forward
+  // layer `layer` (1-based) into `weights` on the comm stream; the trainer gathers each layer before the forward reads
+  // it (and all layers before the weights are read outside a step).
+  virtual bool sharded() const { return false; }
+  virtual void gather(int layer, float* weights, cudaStream_t comm) { (void)layer, (void)weights, (void)comm; }
+  // A weight buffer of the strategy's own (elements long, e.g. a symmetric window the gathers need), or null: the
+  // model allocates its own.
+  virtual float* weights() { return nullptr; }
 };
 
 struct SyncContext {
@@ -74,5 +88,6 @@ std::unique_ptr<GradientSync> make_sync(const std::string& name, const SyncConte
 std::unique_ptr<GradientSync> make_nccl_allreduce(const SyncContext& context);
 std::unique_ptr<GradientSync> make_nccl_symmetric(const SyncContext& context);
 std::unique_ptr<GradientSync> make_copy_engine(const SyncContext& context);
+std::unique_ptr<GradientSync> make_sharded(const SyncContext& context, bool copy_engine);
 
 }  // namespace phase4

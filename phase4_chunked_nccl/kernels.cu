@@ -131,6 +131,25 @@ __global__ void sum_slices_kernel(const float4* in, std::size_t stride4, int sli
   }
 }
 
+// Element i of the flattened rows: where it lies in a buffer of row stride `stride`, and the sum of its parts.
+__device__ std::size_t row_offset(const RowSlices& shape, std::size_t i, std::size_t stride) {
+  return i / shape.n * stride + i % shape.n;
+}
+__device__ float parts_sum(const float* in, const RowSlices& shape, std::size_t i) {
+  const float* p = in + row_offset(shape, i, shape.in_stride);
+  float acc = p[0];
+  for (int j = 1; j < shape.parts; ++j) acc += p[j * shape.part_stride];  // in part (rank) order
+  return acc;
+}
+
+__global__ void sum_rows_kernel(float* out, const float* in, RowSlices shape) {
+  GRID_STRIDE(i, shape.rows * shape.n) out[row_offset(shape, i, shape.out_stride)] = parts_sum(in, shape, i);
+}
+
+__global__ void sgd_rows_kernel(float* w, const float* g, float scale, RowSlices shape) {
+  GRID_STRIDE(i, shape.rows * shape.n) w[row_offset(shape, i, shape.out_stride)] -= scale * parts_sum(g, shape, i);
+}
+
 __global__ void fingerprint_kernel(const float* x, std::size_t n, unsigned long long* out) {
   unsigned long long local = 0;
   GRID_STRIDE(i, n) {
@@ -163,6 +182,16 @@ void sgd(float* w, const float* g, float scale, std::size_t n, cudaStream_t s) {
 }
 void sgd(float* w, const __nv_bfloat16* g, float scale, std::size_t n, cudaStream_t s) {
   sgd_kernel<<<blocks_for(n), kThreads, 0, s>>>(w, g, scale, n);
+  CUDA_CHECK_LAUNCH();
+}
+void sum_rows(float* out, const float* in, const RowSlices& shape, cudaStream_t s) {
+  if (shape.rows * shape.n == 0) return;
+  sum_rows_kernel<<<blocks_for(shape.rows * shape.n), kThreads, 0, s>>>(out, in, shape);
+  CUDA_CHECK_LAUNCH();
+}
+void sgd_rows(float* w, const float* g, float scale, const RowSlices& shape, cudaStream_t s) {
+  if (shape.rows * shape.n == 0) return;
+  sgd_rows_kernel<<<blocks_for(shape.rows * shape.n), kThreads, 0, s>>>(w, g, scale, shape);
   CUDA_CHECK_LAUNCH();
 }
 void fill_uniform(float* x, std::size_t n, std::uint64_t seed, float scale, cudaStream_t s) {

@@ -38,6 +38,16 @@ void diff_norms(const float* a, const float* ref, std::size_t n, double* out, cu
 // strategy's only kernel, kept small so it takes few SMs). n and stride multiples of 4, pointers 16-byte aligned.
 void sum_slices(const float* in, std::size_t stride, int slices, float* out, std::size_t n, int blocks,
                 cudaStream_t stream);
+// Row-strided slices (the sharded strategies: one row per layer). Row r's slice of `out`/`w` starts at r * out_stride,
+// its `parts` parts of `in`/`g` at r * in_stride + j * part_stride; each is n elements long, over `rows` rows.
+// sum_rows: out = the parts summed in part order. sgd_rows: w -= scale * (the same sum): with one part, the same
+// bits as sgd().
+struct RowSlices {
+  std::size_t rows = 0, n = 0, out_stride = 0, in_stride = 0, part_stride = 0;
+  int parts = 1;
+};
+void sum_rows(float* out, const float* in, const RowSlices& shape, cudaStream_t stream);
+void sgd_rows(float* w, const float* g, float scale, const RowSlices& shape, cudaStream_t stream);
 // Order-independent 64-bit fingerprint of the bits of x (added into *out, zeroed by the caller).
 void fingerprint(const float* x, std::size_t n, unsigned long long* out, cudaStream_t stream);
 

@@ -7,12 +7,14 @@
 
 namespace phase4 {
 
-Mlp::Mlp(const Config& config, int rank, cublasHandle_t cublas, float* grads)
+Mlp::Mlp(const Config& config, int rank, cublasHandle_t cublas, float* grads, float* weights)
     : config_(config), hidden_(config.hidden), layers_(config.layers), batch_(config.batch),
-      micro_steps_(config.accum_steps), cublas_(cublas), grads_(grads), weight_seed_(config.common.seed) {
-  const std::size_t w = static_cast<std::size_t>(layers_) * hidden_ * hidden_;
+      micro_steps_(config.accum_steps), cublas_(cublas),
+      elements_(static_cast<std::size_t>(layers_) * hidden_ * hidden_), grads_(grads),
+      own_weights_(weights ? 0 : elements_), weights_(weights ? weights : own_weights_.get()),
+      weight_seed_(config.common.seed) {
+  const std::size_t w = elements_;
   const std::size_t act = batch_elements(), data = act * micro_steps_;
-  weights_ = ob::DeviceBuffer<float>(w);
   inputs_ = ob::DeviceBuffer<float>(data);
   targets_ = ob::DeviceBuffer<float>(data);
   activations_ = ob::DeviceBuffer<float>(layers_ * act);
@@ -31,16 +33,18 @@ Mlp::Mlp(const Config& config, int rank, cublasHandle_t cublas, float* grads)
 
 void Mlp::reset_weights(cudaStream_t stream) {
   // He-style uniform init, U(-a, a) with a = sqrt(6 / H): activations keep their scale through the ReLUs.
-  fill_uniform(weights_.get(), weights_.size(), weight_seed_ + 99u, std::sqrt(6.0f / hidden_), stream);
+  fill_uniform(weights_, elements_, weight_seed_ + 99u, std::sqrt(6.0f / hidden_), stream);
 }
 
-void Mlp::forward(int micro, cudaStream_t stream) {
+void Mlp::forward(int micro, cudaStream_t stream, const LayerHook& before, const LayerHook& after) {
   micro_ = static_cast<std::size_t>(micro);
   const std::size_t act = batch_elements();
   for (int l = 1; l <= layers_; ++l) {
-    ob::cublas_gemm(cublas_, config_.tf32, {batch_, hidden_, hidden_}, activation(l - 1), slot(weights_.get(), layers_ - l),
+    if (before) before(l);
+    ob::cublas_gemm(cublas_, config_.tf32, {batch_, hidden_, hidden_}, activation(l - 1), slot(weights_, layers_ - l),
                     activation(l), stream);
     if (l < layers_) relu_inplace(activation(l), act, stream);
+    if (after) after(l);
   }
   CUDA_CHECK(cudaMemsetAsync(loss_.get(), 0, sizeof(double), stream));
   mse_grad(activation(layers_), targets_.get() + micro_ * act, dz_.get(), loss_.get(), act,
@@ -52,7 +56,7 @@ void Mlp::backward_step(int step, bool accumulate, cudaStream_t stream) {
   ob::cublas_gemm(cublas_, config_.tf32, {hidden_, hidden_, batch_, true, false}, activation(l - 1), dz_.get(),
                   slot(grads_, step), stream, accumulate ? 1.0f : 0.0f);
   if (l == 1) return;
-  ob::cublas_gemm(cublas_, config_.tf32, {batch_, hidden_, hidden_, false, true}, dz_.get(), slot(weights_.get(), step),
+  ob::cublas_gemm(cublas_, config_.tf32, {batch_, hidden_, hidden_, false, true}, dz_.get(), slot(weights_, step),
                   da_.get(), stream);
   relu_backward(da_.get(), activation(l - 1), batch_elements(), stream);
   std::swap(dz_, da_);

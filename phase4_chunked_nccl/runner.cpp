@@ -96,21 +96,51 @@ std::string check_point(const Config& config, Trainer& trainer, const BucketPlan
   return checks.first();
 }
 
-// The schedule bound from the compute run's per-step medians and per-bucket communication medians.
-double bound_from(const Config& config, const BucketPlan& plan, const ModeRun& compute,
-                  const std::vector<double>& bucket_ms, double t_comp, double t_comm, MPI_Comm comm) {
+// A run's communication as per-task medians (slowest rank): per bucket, and per forward layer's gather (sharded
+// strategies only).
+struct CommTasks {
+  std::vector<double> buckets, gathers;
+};
+
+CommTasks comm_medians(const ModeRun& run, MPI_Comm comm) {
+  CommTasks tasks;
+  for (const auto& samples : run.bucket_ms) tasks.buckets.push_back(ob::slowest_median(samples, comm));
+  for (const auto& samples : run.gather_ms) tasks.gathers.push_back(ob::slowest_median(samples, comm));
+  return tasks;
+}
+
+// Each task's faster time of the two.
+CommTasks fastest_of(CommTasks a, const CommTasks& b) {
+  for (std::size_t k = 0; k < a.buckets.size(); ++k) a.buckets[k] = std::min(a.buckets[k], b.buckets[k]);
+  for (std::size_t k = 0; k < a.gathers.size(); ++k) a.gathers[k] = std::min(a.gathers[k], b.gathers[k]);
+  return a;
+}
+
+// The schedule bound from the compute run's per-step medians and the communication's per-task medians: the
+// all-reduce schedule, or a sharded strategy's (gathers inside the forward; metrics.hpp).
+double bound_from(const Config& config, const BucketPlan& plan, const ModeRun& compute, const CommTasks& tasks,
+                  double t_comp, double t_comm, MPI_Comm comm) {
   std::vector<double> steps;
   std::vector<int> ready;
   for (int s = 0; s < config.layers; ++s) steps.push_back(ob::slowest_median(compute.step_ms[s], comm));
   for (const auto& bucket : plan.buckets) ready.push_back(bucket.ready_after);
-  return ob::schedule_bound_ms(ob::slowest_median(compute.forward_ms, comm), steps, bucket_ms, ready,
-                               ob::slowest_median(compute.update_ms, comm), t_comp, t_comm);
-}
-
-std::vector<double> bucket_medians(const ModeRun& run, MPI_Comm comm) {
-  std::vector<double> medians;
-  for (const auto& samples : run.bucket_ms) medians.push_back(ob::slowest_median(samples, comm));
-  return medians;
+  const double forward = ob::slowest_median(compute.forward_ms, comm);
+  const double update = ob::slowest_median(compute.update_ms, comm);
+  if (!config.sharded()) return ob::schedule_bound_ms(forward, steps, tasks.buckets, ready, update, t_comp, t_comm);
+  ob::ShardedStep step;
+  double layers = 0;
+  for (const auto& samples : compute.layer_ms) {
+    step.layer_ms.push_back(ob::slowest_median(samples, comm));
+    layers += step.layer_ms.back();
+  }
+  step.gather_ms = tasks.gathers;
+  step.prefetch = config.prefetch;
+  step.forward_rest_ms = std::max(0.0, forward - layers);
+  step.backward_ms = steps;
+  step.bucket_ms = tasks.buckets;
+  step.ready_after = ready;
+  step.update_ms = update;
+  return ob::sharded_bound_ms(step, t_comp, t_comm);
 }
 
 }  // namespace
@@ -142,7 +172,8 @@ PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob:
       .config("nccl_min_ctas", config.nccl_min_ctas).config("nccl_cta_policy", config.nccl_settings().cta_policy)
       .config("comm_dtype", config.comm_dtype)
       .config("accum_steps", config.accum_steps).config("graph", config.graph).config("sync", config.sync)
-      .config("gemm_sm_margin", config.gemm_sm_margin).config("clock", "cuda_event");
+      .config("gemm_sm_margin", config.gemm_sm_margin).config("prefetch", config.prefetch)
+      .config("clock", "cuda_event");
 
   ob::SummaryRow equivalence;
   ob::CheckLog checks;
@@ -198,16 +229,20 @@ PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob:
   if (compute && comm_run) {
     const double t_comp = ob::find_row(result.rows, ob::Mode::kCompute)->time_ms.p50;
     const double t_comm = ob::find_row(result.rows, ob::Mode::kComm)->time_ms.p50;
-    const auto own = bucket_medians(*comm_run, comm);
+    const auto own = comm_medians(*comm_run, comm);
     inputs.bound_ms = bound_from(config, plan, *compute, own, t_comp, t_comm, comm);
-    // bound_ref: the same schedule with each bucket's fastest isolated communication, this strategy's or nccl's.
+    // bound_ref: the same schedule with each task's fastest isolated communication, this strategy's or that of its
+    // reference on NCCL's kernels (nccl, or sharded for sharded-ce).
     auto fastest = own;
     double t_comm_ref = t_comm;
-    if (config.sync != "nccl") {
-      if (progress) *progress << "phase4: " << config.point_label() << ": comm of --sync nccl (bound_ref)" << std::endl;
-      const auto reference = trainer.run_comm_with("nccl", plan, origin);
-      const auto nccl = bucket_medians(reference, comm);
-      for (std::size_t b = 0; b < fastest.size(); ++b) fastest[b] = std::min(fastest[b], nccl[b]);
+    const std::string reference_sync = config.comm_reference();
+    if (config.sync != reference_sync) {
+      if (progress) {
+        *progress << "phase4: " << config.point_label() << ": comm of --sync " << reference_sync << " (bound_ref)"
+                  << std::endl;
+      }
+      const auto reference = trainer.run_comm_with(reference_sync, plan, origin);
+      fastest = fastest_of(own, comm_medians(reference, comm));
       t_comm_ref = std::min(t_comm, ob::summarize(ob::max_across_ranks(reference.iter_ms, comm)).p50);
     }
     inputs.bound_ref_ms = bound_from(config, plan, *compute, fastest, t_comp, t_comm_ref, comm);

@@ -18,6 +18,8 @@ struct StepMarks {
   int start = -1, forward_end = -1, update_start = -1, end = -1;
   std::vector<int> step_begin, step_end;      // per backward step, compute stream
   std::vector<int> bucket_begin, bucket_end;  // per bucket, comm stream
+  std::vector<int> gather_begin, gather_end;  // per forward layer, comm stream (sharded strategies)
+  std::vector<int> layer_end;                 // per forward layer, compute stream
   // Per bucket, the host clock around the strategy's communicate(): how long enqueuing it held the host thread
   // (a collective that blocks the host delays the compute launched after it). Only with a log.
   std::vector<ob::SteadyClock::time_point> enqueue_begin, enqueue_end;
@@ -33,6 +35,9 @@ StepMarks blank_marks(ob::EventLog* log, int layers, const BucketPlan& plan) {
   marks.step_end.assign(layers, -1);
   marks.bucket_begin.assign(plan.buckets.size(), -1);
   marks.bucket_end.assign(plan.buckets.size(), -1);
+  marks.gather_begin.assign(layers, -1);
+  marks.gather_end.assign(layers, -1);
+  marks.layer_end.assign(layers, -1);
   if (log) {
     marks.enqueue_begin.resize(plan.buckets.size());
     marks.enqueue_end.resize(plan.buckets.size());
@@ -43,7 +48,7 @@ StepMarks blank_marks(ob::EventLog* log, int layers, const BucketPlan& plan) {
 // The same step in milliseconds since the mode's origin event.
 struct StepTimes {
   double start = 0, forward_end = 0, update_start = 0, end = 0;
-  std::vector<double> step_begin, step_end, bucket_begin, bucket_end;
+  std::vector<double> step_begin, step_end, bucket_begin, bucket_end, gather_begin, gather_end, layer_end;
   std::vector<double> enqueue_begin, enqueue_end;  // host clock, ms on the same origin (eager only)
 };
 
@@ -55,7 +60,8 @@ StepTimes resolve(const StepMarks& m, const std::function<double(int)>& at) {
     return times;
   };
   return {one(m.start), one(m.forward_end), one(m.update_start), one(m.end),
-          all(m.step_begin), all(m.step_end), all(m.bucket_begin), all(m.bucket_end)};
+          all(m.step_begin), all(m.step_end), all(m.bucket_begin), all(m.bucket_end),
+          all(m.gather_begin), all(m.gather_end), all(m.layer_end)};
 }
 
 // One captured step, instantiated; destroyed with the run that made it.
@@ -109,7 +115,7 @@ Trainer::Trainer(const Config& config, int rank, int ranks, ncclComm_t nccl, MPI
   }
   const std::uint64_t elements = static_cast<std::uint64_t>(config.layers) * config.hidden * config.hidden;
   sync_ = make_sync(config.sync, {config, rank, ranks, nccl, elements});
-  model_ = std::make_unique<Mlp>(config, rank, cublas_, sync_->gradient());
+  model_ = std::make_unique<Mlp>(config, rank, cublas_, sync_->gradient(), sync_->weights());
 }
 
 Trainer::~Trainer() = default;
@@ -119,13 +125,27 @@ void Trainer::reset_weights() {
   CUDA_CHECK(cudaStreamSynchronize(compute_));
 }
 
+void Trainer::settle() {
+  if (!sync_->sharded()) return;
+  CUDA_CHECK(cudaStreamSynchronize(compute_));
+  for (int layer = 1; layer <= config_.layers; ++layer) sync_->gather(layer, model_->weights(), comm_stream_);
+  CUDA_CHECK(cudaStreamSynchronize(comm_stream_));
+}
+
+cudaEvent_t Trainer::layer_event(std::vector<ob::CudaEvent>& events, int layer) {
+  while (static_cast<int>(events.size()) < layer) events.push_back(ob::make_sync_event());
+  return events[layer - 1];
+}
+
 std::vector<float> Trainer::download_weights() {
+  settle();
   std::vector<float> w(model_->elements());
   CUDA_CHECK(cudaMemcpy(w.data(), model_->weights(), w.size() * sizeof(float), cudaMemcpyDeviceToHost));
   return w;
 }
 
 std::uint64_t Trainer::weight_fingerprint() {
+  settle();
   CUDA_CHECK(cudaMemsetAsync(scratch_.get(), 0, sizeof(unsigned long long), compute_));
   fingerprint(model_->weights(), model_->elements(), scratch_.get(), compute_);
   unsigned long long value = 0;
@@ -161,9 +181,17 @@ void Trainer::step(ob::Mode mode, const BucketPlan& plan, StepMarks* m) {
     CUDA_CHECK(cudaEventRecord(event, from));
     CUDA_CHECK(cudaStreamWaitEvent(to, event, 0));
   };
+  const bool gathers = sync_->sharded() && mode != ob::Mode::kCompute;
+  auto gather = [&](int layer) {  // forward layer `layer`'s weights from every rank's slices, on the comm stream
+    m->gather_begin[layer - 1] = m->mark(comm_stream_);
+    sync_->gather(layer, model_->weights(), comm_stream_);
+    m->gather_end[layer - 1] = m->mark(comm_stream_);
+    CUDA_CHECK(cudaEventRecord(layer_event(gathered_, layer), comm_stream_));
+  };
   if (mode == ob::Mode::kComm) {
     m->start = m->mark(comm_stream_);
     communicate(0, buckets.size(), true);
+    for (int layer = 1; gathers && layer <= layers; ++layer) gather(layer);
     m->end = m->mark(comm_stream_);
     return;
   }
@@ -172,7 +200,23 @@ void Trainer::step(ob::Mode mode, const BucketPlan& plan, StepMarks* m) {
     model_->forward(k, compute_);
     for (int s = 0; s < layers; ++s) model_->backward_step(s, k > 0, compute_);
   }
-  model_->forward(micro_steps - 1, compute_);
+  Mlp::LayerHook before;
+  const Mlp::LayerHook after = [&](int layer) { m->layer_end[layer - 1] = m->mark(compute_); };
+  if (gathers) hand_over(compute_, handoff_, comm_stream_);  // the previous update is done
+  if (gathers && mode == ob::Mode::kSeq) {
+    for (int layer = 1; layer <= layers; ++layer) gather(layer);
+    hand_over(comm_stream_, comm_done_, compute_);
+  } else if (gathers) {  // overlap: `ahead` layers' gathers queued before the forward, one more as each layer starts
+    const int ahead = config_.prefetch > 0 ? std::min(config_.prefetch, layers) : layers;
+    for (int layer = 1; layer <= ahead; ++layer) gather(layer);
+    before = [&, ahead](int layer) {
+      CUDA_CHECK(cudaStreamWaitEvent(compute_, layer_event(gathered_, layer), 0));
+      if (layer + ahead > layers) return;
+      hand_over(compute_, layer_event(reached_, layer), comm_stream_);
+      gather(layer + ahead);
+    };
+  }
+  model_->forward(micro_steps - 1, compute_, before, after);
   m->forward_end = m->mark(compute_);
   std::size_t next_bucket = 0;
   for (int s = 0; s < layers; ++s) {
@@ -239,6 +283,8 @@ ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::Stea
   const int layers = config_.layers, nb = static_cast<int>(plan.buckets.size());
   run.step_ms.assign(layers, {});
   run.bucket_ms.assign(nb, {});
+  run.layer_ms.assign(layers, {});
+  if (sync_->sharded() && mode != ob::Mode::kCompute) run.gather_ms.assign(layers, {});
   const bool timing = steps <= 0, graph = config_.graph && !eager, comm_only = mode == ob::Mode::kComm;
   const std::size_t n = model_->elements();
   cudaStream_t first_stream = comm_only ? comm_stream_.get() : compute_.get();
@@ -248,7 +294,7 @@ ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::Stea
   StepMarks captured = blank_marks(&graph_log, layers, plan);
   CapturedStep captured_step;
   if (graph) {
-    graph_log.reserve(4 + 2 * layers + 2 * nb);
+    graph_log.reserve(4 + 5 * layers + 2 * nb);
     if (mode != ob::Mode::kCompute) {  // NCCL sets up connections on a communicator's first collectives: not in a capture
       for (const auto& bucket : plan.buckets) sync_->synchronise(bucket, comm_stream_);
       CUDA_CHECK(cudaDeviceSynchronize());
@@ -301,7 +347,8 @@ ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::Stea
   hooks.check = [&](const ob::Iteration& it) {
     if (!check) return;
     if (comm_only) {
-      const float* reduced = sync_->reduced(nullptr);
+      const float* reduced = sync_->reduced(comm_stream_);
+      CUDA_CHECK(cudaStreamSynchronize(comm_stream_));
       CUDA_CHECK(cudaMemset(scratch_.get(), 0, sizeof(unsigned long long)));
       CUDA_CHECK(cudaMemset(scratch_.get() + 1, 0xff, sizeof(unsigned long long)));
       count_pattern_wrong(reduced, n, config_.common.seed, ranks_, scratch_.get(), scratch_.get() + 1, nullptr);
@@ -338,6 +385,7 @@ ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::Stea
     };
     if (!comm_only) {
       run.forward_ms.push_back(event(compute_lane, "forward", -1, t.start, t.forward_end));
+      for (int l = 0; l < layers; ++l) run.layer_ms[l].push_back(t.layer_end[l] - (l == 0 ? t.start : t.layer_end[l - 1]));
       double backward = 0;
       for (int s = 0; s < layers; ++s) {
         const double ms = event(compute_lane, "backward", layers - s, t.step_begin[s], t.step_end[s]);
@@ -349,7 +397,11 @@ ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::Stea
     }
     if (mode != ob::Mode::kCompute) {
       for (int b = 0; b < nb; ++b) {
-        run.bucket_ms[b].push_back(event(comm_lane, "allreduce", b, t.bucket_begin[b], t.bucket_end[b]));
+        run.bucket_ms[b].push_back(event(comm_lane, sync_->bucket_op(), b, t.bucket_begin[b], t.bucket_end[b]));
+      }
+      for (std::size_t l = 0; l < run.gather_ms.size(); ++l) {
+        run.gather_ms[l].push_back(event(comm_lane, "allgather", static_cast<int>(l) + 1, t.gather_begin[l],
+                                         t.gather_end[l]));
       }
       double enqueue = 0;
       for (std::size_t b = 0; b < t.enqueue_begin.size(); ++b) {

@@ -9,7 +9,11 @@
 // With --accum-steps K the first K - 1 micro-steps (forward and backward) only accumulate gradients; the last one
 // is timed and overlapped as above. The strategy's bucket_ready (e.g. the bf16 cast of --comm-dtype bf16) runs on
 // the compute stream right after the backward step that completes a bucket, in every mode (making the gradient is
-// compute). With --graph each mode's step is captured once as a CUDA graph (both streams, NCCL calls and timing
+// compute). A sharded strategy (--sync sharded, sharded-ce) also gathers every layer's weights from the ranks'
+// slices before the forward reads them: seq gathers them all on the comm stream first; overlap issues the gathers
+// at the step's start, each forward layer waiting for its own, at most --prefetch layers ahead of the forward (0: no
+// limit); comm runs the gathers after the buckets. A step thus starts with the gathers of the previous step's update:
+// back to back, steps follow one another exactly so (METRICS.md). With --graph each mode's step is captured once as a CUDA graph (both streams, NCCL calls and timing
 // events included) and replayed every iteration.
 #pragma once
 
@@ -42,6 +46,8 @@ struct ModeRun {
   std::vector<double> backward_total_ms;        // per iteration: sum of the backward steps' compute-stream times
   std::vector<std::vector<double>> step_ms;     // [backward step][iteration]
   std::vector<std::vector<double>> bucket_ms;   // [bucket][iteration]
+  std::vector<std::vector<double>> gather_ms;   // [forward layer][iteration]: sharded strategies' all-gathers
+  std::vector<std::vector<double>> layer_ms;    // [forward layer][iteration]: each layer's forward, compute stream
   std::vector<double> enqueue_ms;               // per iteration: host time inside the strategy's communicate()
                                                 // calls (eager runs only; empty with --graph)
   std::vector<ob::TimelineEvent> events;
@@ -83,6 +89,7 @@ class Trainer {
 
   // The synchronised gradient's bytes on the wire, for the bandwidth columns.
   double wire_bytes() const { return sync_->wire_bytes(model_->elements()); }
+  bool sharded() const { return sync_->sharded(); }
 
   ncclComm_t comm() const { return nccl_; }
   void reset_weights();
@@ -92,6 +99,10 @@ class Trainer {
  private:
   void step(ob::Mode mode, const BucketPlan& plan, struct StepMarks* marks);
   void update(cudaStream_t stream);  // SGD with the synchronised gradient averaged over ranks
+  // A sharded strategy's weights as every rank will see them: every layer gathered (before they are read outside a
+  // step). Nothing for the others.
+  void settle();
+  cudaEvent_t layer_event(std::vector<ob::CudaEvent>& events, int layer);  // made on first use
 
   const Config& config_;
   int rank_, ranks_;
@@ -101,6 +112,7 @@ class Trainer {
   // Declared in the order they are made; destroyed in reverse (the model and the strategy's buffers first).
   ob::CudaStream compute_, comm_stream_;
   ob::CudaEvent handoff_, comm_done_;
+  std::vector<ob::CudaEvent> gathered_, reached_;  // per forward layer: its gather done; the forward reached it
   ob::CublasHandle cublas_;
   ob::DeviceBuffer<char> cublas_workspace_;
   ob::DeviceBuffer<unsigned long long> scratch_;

@@ -9,8 +9,11 @@ Modes, timed with CUDA events after warm-up (median over iterations of the slowe
 compute-graph, the same step replayed from a CUDA graph: GPU-only compute time), overlap (DDP), seq (backward,
 then an all-reduce of each gradient), comm (those all-reduces alone), and the derived ideal. Each configuration
 runs with expert settings (system pytorch-ddp: gradient_as_bucket_view, static_graph, high-priority NCCL stream
-through TORCH_NCCL_HIGH_PRIORITY=1) unless --default (system pytorch-ddp-default). DDP's gradients are checked
-against a manual all-reduce of the same step's gradients. Writes phase 4's summary columns.
+through TORCH_NCCL_HIGH_PRIORITY=1, fused SGD, zero_grad(set_to_none=True)) unless --default (system
+pytorch-ddp-default). Several --bucket-mb values give one overlap row each (the best is the one to compare with).
+--fsdp runs PyTorch FSDP2 instead (system pytorch-fsdp2: fully_shard on every layer and the model, eager, with and
+without resharding after the forward; one overlap row each, column reshard_after_forward). DDP's and FSDP2's
+gradients are checked against a manual all-reduce of the same step's gradients. Writes phase 4's summary columns.
 """
 import argparse
 import json
@@ -34,15 +37,18 @@ except ImportError:  # the arguments are still checked; main() then says what is
 
 # The summary columns that describe a configuration (beside system, phase, ranks, chunks, iters), named in the
 # metadata as the binaries name theirs.
-CONFIG_KEYS = ["hidden", "layers", "batch", "bucket_mb", "first_bucket_mb", "grad_mb", "tf32", "clock"]
+CONFIG_KEYS = ["hidden", "layers", "batch", "bucket_mb", "first_bucket_mb", "grad_mb", "tf32", "clock",
+               "reshard_after_forward"]
 
 
 def parse_args():
     parser = ob_csv.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--configs", nargs="+", default=["4096,16,512"], help="hidden,layers,batch per rank")
-    parser.add_argument("--bucket-mb", type=float, default=25.0, help="DDP bucket_cap_mb")
+    parser.add_argument("--bucket-mb", type=float, nargs="+", default=[25.0],
+                        help="DDP bucket_cap_mb; several values: one overlap row each")
     parser.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--default", action="store_true", help="DDP's default settings instead of the expert ones")
+    parser.add_argument("--fsdp", action="store_true", help="PyTorch FSDP2 (fully_shard per layer) instead of DDP")
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--lr", type=float, default=0.01)
@@ -55,7 +61,9 @@ def parse_args():
             parser.error(f"--configs: '{text}' is invalid: hidden,layers,batch as positive whole numbers")
     checks = [("--iters", args.iters, args.iters >= 1, "at least 1"),
               ("--warmup", args.warmup, args.warmup >= 0, "at least 0"),
-              ("--bucket-mb", args.bucket_mb, math.isfinite(args.bucket_mb) and args.bucket_mb > 0, "a number > 0"),
+              ("--bucket-mb", " ".join(map(str, args.bucket_mb)),
+               all(math.isfinite(mb) and mb > 0 for mb in args.bucket_mb), "numbers > 0"),
+              ("--fsdp", "on", not (args.fsdp and args.default), "not with --default"),
               ("--lr", args.lr, math.isfinite(args.lr) and args.lr >= 0, "a number >= 0"),
               ("--seed", args.seed, args.seed >= 0, "at least 0")]
     for option, value, ok, allowed in checks:
@@ -162,36 +170,60 @@ def run_config(args, hidden, layers, batch, rank, world):
     if graph_times:
         rows["compute-graph"] = graph_times
 
-    # DDP. Check first: one DDP backward gives the same gradients as a manual all-reduce of the local ones (the
-    # manual ones computed before DDP wraps the model, so none of its hooks run).
-    torch.manual_seed(args.seed)  # fresh, identical weights on every rank
-    with torch.no_grad():
-        for p, fresh in zip(params, make_model(hidden, layers).cuda().parameters()):
-            p.copy_(fresh)
-    for p in params:
-        p.grad = None
-    loss_fn(model(x), target).backward()
-    manual = [p.grad.clone() for p in params]
+    # Check first: one DDP (or FSDP2) backward gives the same gradients as a manual all-reduce of the local ones
+    # (computed on a model no wrapper has touched, so none of their hooks run).
+    fresh = fresh_model(args, hidden, layers)
+    loss_fn(fresh(x), target).backward()
+    manual = [p.grad for p in fresh.parameters()]
     for g in manual:
         dist.all_reduce(g)
         g.div_(world)
-    for p in params:
-        p.grad = None
-    kwargs = {"bucket_cap_mb": args.bucket_mb}
-    if not args.default:
-        kwargs.update(gradient_as_bucket_view=True, static_graph=True)
-    ddp = nn.parallel.DistributedDataParallel(model, device_ids=[torch.cuda.current_device()], **kwargs)
-    loss_fn(ddp(x), target).backward()
-    worst = max(((p.grad - g).norm() / g.norm().clamp_min(1e-30)).item() for p, g in zip(params, manual))
-    ddp_optimizer = torch.optim.SGD(ddp.parameters(), lr=args.lr)  # DDP's own, over the same parameters
+    overlap, worst = {}, 0.0
 
-    def ddp_step():
-        ddp_optimizer.zero_grad(set_to_none=False)
-        loss_fn(ddp(x), target).backward()
-        ddp_optimizer.step()
+    def check(model, gradient):
+        """One backward of the wrapped `model`: its gradients against the manual ones (largest relative error)."""
+        loss_fn(model(x), target).backward()
+        return max(((gradient(p) - g).norm() / g.norm().clamp_min(1e-30)).item()
+                   for p, g in zip(model.parameters(), manual))
 
-    rows["overlap"] = timed(ddp_step, args.iters, args.warmup)
-    return {mode: stats(slowest(times)) for mode, times in rows.items()}, worst
+    def wrapped_step(model, optimizer):
+        def step():
+            optimizer.zero_grad(set_to_none=not args.default)
+            loss_fn(model(x), target).backward()
+            optimizer.step()
+        return step
+
+    if args.fsdp:
+        from torch.distributed.fsdp import fully_shard
+
+        for reshard in (False, True):
+            model = fresh_model(args, hidden, layers)
+            for module in model:
+                if isinstance(module, nn.Linear):
+                    fully_shard(module, reshard_after_forward=reshard)
+            fully_shard(model, reshard_after_forward=reshard)
+            worst = max(worst, check(model, lambda p: p.grad.full_tensor()))
+            optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, foreach=True)
+            overlap[("fsdp", int(reshard))] = timed(wrapped_step(model, optimizer), args.iters, args.warmup)
+    else:
+        for bucket_mb in args.bucket_mb:
+            kwargs = {"bucket_cap_mb": bucket_mb}
+            if not args.default:
+                kwargs.update(gradient_as_bucket_view=True, static_graph=True)
+            ddp = nn.parallel.DistributedDataParallel(fresh_model(args, hidden, layers),
+                                                      device_ids=[torch.cuda.current_device()], **kwargs)
+            worst = max(worst, check(ddp, lambda p: p.grad))
+            optimizer = torch.optim.SGD(ddp.parameters(), lr=args.lr, fused=not args.default)
+            overlap[("ddp", bucket_mb)] = timed(wrapped_step(ddp, optimizer), args.iters, args.warmup)
+    results = {mode: stats(slowest(times)) for mode, times in rows.items()}
+    return results, {key: stats(slowest(times)) for key, times in overlap.items()}, worst
+
+
+def fresh_model(args, hidden, layers):
+    """Phase 4's model with the seeded initial weights, the same on every rank."""
+    torch.manual_seed(args.seed)
+    return make_model(hidden, layers).cuda()
+
 
 
 def main():
@@ -209,25 +241,28 @@ def main():
     dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.backends.cuda.matmul.allow_tf32 = args.tf32
-    system = "pytorch-ddp-default" if args.default else "pytorch-ddp"
+    system = "pytorch-fsdp2" if args.fsdp else "pytorch-ddp-default" if args.default else "pytorch-ddp"
     lines, failures = [], []
     for text in args.configs:
         hidden, layers, batch = map(int, text.split(","))
         if rank == 0:
             print(f"bench_ddp: {system} {text}", file=sys.stderr, flush=True)
-        results, worst = run_config(args, hidden, layers, batch, rank, world)
+        results, overlaps, worst = run_config(args, hidden, layers, batch, rank, world)
         if not worst <= 1e-5:  # NaN fails too
-            failures.append(f"{text}: DDP gradients differ from a manual all-reduce by {worst:.3g} (relative)")
+            failures.append(f"{text}: {system} gradients differ from a manual all-reduce by {worst:.3g} (relative)")
         base = {"system": system, "phase": "phase4", "ranks": world, "chunks": 0, "iters": args.iters,
-                "hidden": hidden, "layers": layers, "batch": batch, "bucket_mb": args.bucket_mb,
-                "first_bucket_mb": 1.0, "grad_mb": 4.0 * layers * hidden * hidden / (1 << 20),
-                "tf32": int(args.tf32), "clock": "cuda_event", "ddp_grad_rel_error": worst}
+                "hidden": hidden, "layers": layers, "batch": batch, "bucket_mb": math.nan,
+                "first_bucket_mb": math.nan, "grad_mb": 4.0 * layers * hidden * hidden / (1 << 20),
+                "tf32": int(args.tf32), "clock": "cuda_event", "reshard_after_forward": math.nan,
+                "ddp_grad_rel_error": worst}
         t_seq, t_comp = results["seq"]["time_ms_p50"], results["compute"]["time_ms_p50"]
-        t_comm, t_ovl = results["comm"]["time_ms_p50"], results["overlap"]["time_ms_p50"]
+        t_comm = results["comm"]["time_ms_p50"]
+        for (kind, setting), values in overlaps.items():  # the formulas of METRICS.md, shared with the tests
+            knob = {"bucket_mb": setting, "first_bucket_mb": 1.0} if kind == "ddp" else {"reshard_after_forward": setting}
+            lines.append(dict(base, mode="overlap", **knob, **values,
+                              **ob_metrics.overlap_metrics(t_seq, t_comp, t_comm, values["time_ms_p50"])))
         for mode, values in results.items():
             row = dict(base, mode=mode, **values)
-            if mode == "overlap":  # the formulas of METRICS.md, shared with the tests (ob_metrics.py)
-                row.update(ob_metrics.overlap_metrics(t_seq, t_comp, t_comm, t_ovl))
             if mode == "comm":
                 row["algbw_GBps"] = ob_metrics.algbw_GBps(4.0 * layers * hidden * hidden, t_comm)
                 row["busbw_GBps"] = ob_metrics.allreduce_busbw_GBps(row["algbw_GBps"], world)
@@ -255,7 +290,8 @@ def main():
         meta_path.with_suffix(".tmp").write_text(json.dumps(meta, indent=2) + "\n")
         meta_path.with_suffix(".tmp").replace(meta_path)
         summary = frame[frame["mode"].isin(["compute", "seq", "overlap", "ideal"])]
-        print(summary.pivot_table(index=["hidden", "layers", "batch"], columns="mode", values="time_ms_p50").round(3))
+        print(summary.pivot_table(index=["hidden", "layers", "batch"], columns="mode", values="time_ms_p50",
+                                  aggfunc="min").round(3))  # overlap: the best bucket cap or arrangement
         for failure in failures:
             print(f"bench_ddp: check failed: {failure}", file=sys.stderr)
     dist.destroy_process_group()

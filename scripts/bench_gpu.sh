@@ -12,7 +12,10 @@
 #         --power, --accum-steps, --graph), phase4-sync (every --sync strategy on the six configurations, with
 #         --check), phase4-sync-buckets (every strategy over 25-256 MB buckets on 4096,16,512 and 2048,24,1024),
 #         phase4-sync-comm (each strategy's comm-only bus bandwidth over bucket sizes, and NCCL's own log
-#         of which path ran), phase4-sm-margin (--gemm-sm-margin with and without a CTA cap), ddp (PyTorch DDP, expert and default settings, on the six configurations), sanitize (compute-sanitizer
+#         of which path ran), phase4-sm-margin (--gemm-sm-margin with and without a CTA cap), phase4-sharded
+#         (sharded and sharded-ce on the six configurations with --check, and over bucket sizes and prefetch
+#         depths on 4096,16,512), ddp (PyTorch DDP, expert over four bucket caps and default settings, and FSDP2,
+#         on the six configurations), sanitize (compute-sanitizer
 #         memcheck and racecheck on phase 1's kernels and on phase 4 with one rank). Default: all parts.
 #   --out DIR  results folder (default results/runs/<host>-gpu-<date-time>)
 # Multi-GPU runs keep NVLink multicast off (NCCL_NVLS_ENABLE=0 and friends), as the lent machines require.
@@ -30,7 +33,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 all_parts=(test phase1 phase3 phase4 phase4-sweeps phase4-knobs phase4-bf16 phase4-policy phase4-more phase4-sync
-           phase4-sync-buckets phase4-sync-comm phase4-sm-margin ddp sanitize)
+           phase4-sync-buckets phase4-sync-comm phase4-sm-margin phase4-sharded ddp sanitize)
 [ "${#parts[@]}" -gt 0 ] || parts=("${all_parts[@]}")
 for p in "${parts[@]}"; do
   case " ${all_parts[*]} " in
@@ -216,11 +219,26 @@ for part in "${parts[@]}"; do
       done
       grep -H "ERROR SUMMARY\|RACECHECK SUMMARY" "$out"/sanitize-*.log >"$out/sanitize-summary.txt" || true
       ;;
+    phase4-sharded)
+      for c in "${configs[@]}"; do
+        IFS=, read -r h l b <<<"$c"
+        for sync in sharded sharded-ce; do
+          run "phase4-sharded-$sync-$h-$l-$b" "${mpi[@]}" -np "$gpus" "$p4" --check --hidden "$h" --layers "$l" \
+            --batch "$b" --sync "$sync" --csv "$out/phase4-sharded-$sync-$h-$l-$b.csv"
+        done
+      done
+      for sync in sharded sharded-ce; do
+        run "phase4-sharded-buckets-$sync" "${mpi[@]}" -np "$gpus" "$p4" --hidden 4096 --layers 16 --batch 512 \
+          --sync "$sync" --sweep bucket-mb=25,64,128,256 --csv "$out/phase4-sharded-buckets-$sync.csv"
+        run "phase4-sharded-prefetch-$sync" "${mpi[@]}" -np "$gpus" "$p4" --hidden 4096 --layers 16 --batch 512 \
+          --sync "$sync" --sweep prefetch=0,1,2,4 --csv "$out/phase4-sharded-prefetch-$sync.csv"
+      done
+      ;;
     ddp)
-      run ddp-expert python3 -m torch.distributed.run --nproc_per_node "$gpus" "$OB_ROOT/scripts/bench_ddp.py" \
-        --configs "${configs[@]}" --csv "$out/ddp-expert.csv"
-      run ddp-default python3 -m torch.distributed.run --nproc_per_node "$gpus" "$OB_ROOT/scripts/bench_ddp.py" \
-        --default --configs "${configs[@]}" --csv "$out/ddp-default.csv"
+      ddp=(python3 -m torch.distributed.run --nproc_per_node "$gpus" "$OB_ROOT/scripts/bench_ddp.py")
+      run ddp-expert "${ddp[@]}" --bucket-mb 25 64 128 256 --configs "${configs[@]}" --csv "$out/ddp-expert.csv"
+      run ddp-default "${ddp[@]}" --default --configs "${configs[@]}" --csv "$out/ddp-default.csv"
+      run ddp-fsdp2 "${ddp[@]}" --fsdp --configs "${configs[@]}" --csv "$out/ddp-fsdp2.csv"
       ;;
   esac
 done

@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <cmath>
+#include <map>
 #include <stdexcept>
 
 #include "common/cuda/cuda_check.hpp"
@@ -231,6 +232,60 @@ TEST_F(Phase4Gpu, EverySyncStrategyChecksOut) {
       EXPECT_LE(row_of(result, "overlap").number("sync_vs_nccl_rel_error"), phase4::kStrategyTolerance) << option.name;
     }
     EXPECT_LE(p50(result.rows, "bound_ref"), p50(result.rows, "bound") * (1 + 1e-12)) << option.name;
+  }
+}
+
+// The sharded strategies on layers the ranks do not divide (191^2 = 36,481 elements: every rank's slice plus a tail
+// of 1 on two ranks, of 65 for the copy engines' 64-element slices), a prefetch depth of one layer and buckets of
+// several layers: checked as every strategy (above), and the all-gathers of the overlapped step lie inside its forward,
+// the reductions inside its backward.
+TEST_F(Phase4Gpu, ShardedStrategiesTakeUnevenSlicesAndGatherInsideTheForward) {
+  for (const std::string name : {"sharded", "sharded-ce"}) {
+    auto config = small();
+    config.sync = name;
+    config.hidden = 191;
+    config.layers = 4;
+    config.prefetch = 1;
+    config.bucket_mb = config.first_bucket_mb = 0.3;  // 78,643 elements: rounded up to three whole layers, then one
+    std::unique_ptr<phase4::NcclComm> own;
+    if (!(config.nccl_settings() == nccl_->settings())) {
+      own = std::make_unique<phase4::NcclComm>(rank_, ranks_, MPI_COMM_WORLD, config.nccl_settings());
+    }
+    phase4::Trainer trainer(config, rank_, ranks_, own ? own->get() : nccl_->get(), MPI_COMM_WORLD);
+    ASSERT_TRUE(trainer.sharded());
+    EXPECT_EQ(trainer.adapt(config.plan()).buckets.size(), 2u) << name;
+    const auto result = phase4::run_point(config, trainer, MPI_COMM_WORLD, ob::SteadyClock::now(), nullptr);
+    EXPECT_EQ(result.failure, "") << name;
+    EXPECT_EQ(row_of(result, "comm").get("wrong"), "0") << name;
+    EXPECT_EQ(row_of(result, "overlap").get("overlap_vs_seq_bitwise"), "1") << name;
+    EXPECT_LE(row_of(result, "overlap").number("sync_vs_nccl_rel_error"), phase4::kStrategyTolerance) << name;
+    EXPECT_LE(p50(result.rows, "bound"), p50(result.rows, "seq") * 1.05) << name;
+    if (rank_ != 0) continue;
+    // Per iteration and rank: the forward's span, each all-gather's, each reduction's.
+    std::map<std::pair<int, int>, std::pair<double, double>> forward, backward;
+    for (const auto& e : result.events) {
+      const auto key = std::make_pair(e.rank, e.iter);
+      if (e.lane == "overlap:compute" && e.name == "forward") forward[key] = {e.start_us, e.end_us};
+      if (e.lane == "overlap:compute" && e.name == "backward") {
+        auto& span = backward.emplace(key, std::make_pair(e.start_us, e.end_us)).first->second;
+        span = {std::min(span.first, e.start_us), std::max(span.second, e.end_us)};
+      }
+    }
+    int gathers = 0, reductions = 0;
+    for (const auto& e : result.events) {
+      const auto key = std::make_pair(e.rank, e.iter);
+      if (e.lane != "overlap:comm") continue;
+      if (e.name == "allgather") {
+        ++gathers;
+        EXPECT_LE(e.end_us, forward.at(key).second + 1) << name << ": all-gather of layer " << e.chunk;
+      } else {
+        ++reductions;
+        EXPECT_GE(e.start_us, backward.at(key).first - 1) << name << ": bucket " << e.chunk;
+        EXPECT_EQ(e.name, name == "sharded" ? "reduce_scatter" : "alltoall");
+      }
+    }
+    EXPECT_EQ(gathers, config.common.iters * config.layers * ranks_) << name;
+    EXPECT_EQ(reductions, config.common.iters * 2 * ranks_) << name;
   }
 }
 

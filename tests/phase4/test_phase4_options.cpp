@@ -103,6 +103,29 @@ TEST(Phase4Options, SyncStrategiesAndTheirNeeds) {
   EXPECT_EQ(exit_code_of({"--sweep", "chunks=0x10"}), ob::kExitUsage);
 }
 
+// The sharded strategies: what they cannot honour is refused before any work, the prefetch depth is an option
+// and a sweep, and their communication reference is sharded.
+TEST(Phase4Options, ShardedStrategiesRefuseWhatTheyCannotHonour) {
+  phase4::Config config;
+  ASSERT_EQ(exit_code_of({"--sync", "sharded-ce", "--prefetch", "2"}, &config), -1);
+  EXPECT_TRUE(config.sharded());
+  EXPECT_EQ(config.nccl_settings().cta_policy, "zero");
+  EXPECT_EQ(config.comm_reference(), "sharded");
+  EXPECT_EQ(config.point_label(), "bucket-mb=25, sync=sharded-ce, prefetch=2");
+  config.sync = "ce";
+  EXPECT_FALSE(config.sharded());
+  EXPECT_EQ(config.comm_reference(), "nccl");
+  EXPECT_EQ(exit_code_of({"--sync", "sharded", "--accum-steps", "2"}), ob::kExitUsage);
+  EXPECT_EQ(exit_code_of({"--sync", "sharded", "--graph"}), ob::kExitUsage);
+  EXPECT_EQ(exit_code_of({"--sync", "sharded", "--comm-dtype", "bf16"}), ob::kExitUsage);
+  EXPECT_EQ(exit_code_of({"--sweep", "sync=nccl,sharded", "--accum-steps", "3"}), ob::kExitUsage);
+  EXPECT_EQ(exit_code_of({"--prefetch", "-1"}), ob::kExitUsage);
+  EXPECT_EQ(exit_code_of({"--prefetch", "two"}), ob::kExitUsage);
+  ASSERT_EQ(exit_code_of({"--sync", "sharded", "--sweep", "prefetch=0,1,4"}, &config), -1);
+  EXPECT_EQ(config.sweep_points()[1].prefetch, 1);
+  EXPECT_EQ(config.sweep_points()[2].point_label(), "bucket-mb=25, sync=sharded, prefetch=4");
+}
+
 TEST(Phase4Options, DeviceBytesCountTheStrategiesBuffers) {
   phase4::Config config;
   const double base = config.device_bytes(), w = 4.0 * config.layers * config.hidden * config.hidden;
@@ -112,4 +135,7 @@ TEST(Phase4Options, DeviceBytesCountTheStrategiesBuffers) {
   EXPECT_DOUBLE_EQ(config.device_bytes() - base, 3 * w);  // and the received slices and the reduced gradient
   config.common.check = true;  // and the nccl trainer the strategy's weights are checked against
   EXPECT_GT(config.device_bytes() - base, 3 * w + config.strategy_reference().device_bytes() - 1);
+  config.common.check = false;
+  config.sync = "sharded-ce";
+  EXPECT_DOUBLE_EQ(config.device_bytes() - base, 3 * w);  // the received slices, the gathered gradient, bound_ref's
 }

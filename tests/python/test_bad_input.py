@@ -195,6 +195,7 @@ BENCH_DDP = [
     (["--iters", "1.5"], "--iters"), (["--warmup", "-1"], "--warmup"), (["--lr", "inf"], "--lr"),
     (["--seed", "-3"], "--seed"), (["--csv", f"{NO_DIR}/x.csv"], "--csv"), (["--csv", "{work}"], "--csv"),
     (["--csv", "{work}/x.txt"], "--csv"), (["--no-such-option"], "--no-such-option"), ([], "--csv"),
+    (["--bucket-mb", "25", "-64"], "--bucket-mb"), (["--fsdp", "--default"], "--fsdp"),
 ]
 
 

@@ -1,0 +1,119 @@
+// Strategies sharded and sharded-ce (gradient_sync.hpp): ZeRO-1/FSDP-style data parallelism. Each layer's H*H
+// weights are cut into `ranks` slices of c elements (c = H*H / ranks rounded down to a multiple of `a`: 1, or 64
+// for the copy engines) and a tail of the H*H - ranks * c elements left (none when the ranks divide the layer);
+// rank r owns slice r of every layer, every rank the tails.
+//   backward, per bucket (comm stream; the plan is rounded to whole layers): each of its layers' gradient
+//     reduce-scattered to the slices' owners, the tail all-reduced:
+//       sharded:    ncclReduceScatter into `shard` (the bucket's layers in one NCCL group);
+//       sharded-ce: ncclAlltoAll on the copy engines (symmetric windows, CTA policy zero): slice r of every rank
+//                   lands on rank r, in rank order; the update sums them (no kernel on the comm stream).
+//   update (compute stream): this rank's slices only (sharded-ce: the sum of the received slices fused into it), and
+//     the tails, the same on every rank.
+//   gather (comm stream, issued by the trainer ahead of the forward layer that reads them): an in-place
+//     ncclAllGather of the layer's updated slices into the weights (sharded-ce: on the copy engines, so the weights
+//     live in a symmetric window this strategy owns).
+// Summing in rank order, every owner computes its slice's bits once, so the ranks' weights agree bit for bit.
+#include "phase4_chunked_nccl/comm_buffer.hpp"
+#include "phase4_chunked_nccl/gradient_sync.hpp"
+#include "phase4_chunked_nccl/kernels.cuh"
+
+namespace phase4 {
+namespace {
+
+constexpr std::uint64_t kCopyEngineAlignment = 64;  // elements per slice a multiple of this (256 bytes)
+
+class ShardedSync final : public GradientSync {
+ public:
+  ShardedSync(const SyncContext& context, bool copy_engine)
+      : nccl_(context.nccl), rank_(context.rank), ranks_(context.ranks), layers_(context.config.layers),
+        hidden_(context.config.hidden), copy_engine_(copy_engine),
+        layer_(static_cast<std::uint64_t>(hidden_) * hidden_),
+        slice_(layer_ / (ranks_ * alignment()) * alignment()), tail_(layer_ - ranks_ * slice_),
+        grads_(context.elements, window()), received_(copy_engine ? context.elements : layers_ * slice_, window()),
+        weights_(copy_engine ? context.elements : 0, window()) {}
+
+  float* gradient() override { return grads_.get(); }
+  float* weights() override { return copy_engine_ ? weights_.get() : nullptr; }
+  bool sharded() const override { return true; }
+  const char* bucket_op() const override { return copy_engine_ ? "alltoall" : "reduce_scatter"; }
+
+  // Whole layers per bucket: a layer's slices are reduced in one collective, so no bucket boundary cuts a layer.
+  BucketPlan adapt(const BucketPlan& plan) const override { return align_plan(plan, hidden_, layer_); }
+
+  void communicate(const Bucket& bucket, cudaStream_t comm) override {
+    if (!copy_engine_) NCCL_CHECK(ncclGroupStart());
+    for (std::uint64_t at = bucket.begin; at < bucket.end; at += layer_) {
+      const std::uint64_t slot = at / layer_;
+      if (slice_ > 0 && copy_engine_) {
+        NCCL_CHECK(ncclAlltoAll(grads_.get() + at, received_.get() + at, slice_, ncclFloat, nccl_, comm));
+      } else if (slice_ > 0) {
+        NCCL_CHECK(ncclReduceScatter(grads_.get() + at, received_.get() + slot * slice_, slice_, ncclFloat, ncclSum,
+                                     nccl_, comm));
+      }
+      float* tail = grads_.get() + at + ranks_ * slice_;
+      if (tail_ > 0) NCCL_CHECK(ncclAllReduce(tail, tail, tail_, ncclFloat, ncclSum, nccl_, comm));
+    }
+    if (!copy_engine_) NCCL_CHECK(ncclGroupEnd());
+  }
+
+  void update(float* weights, float scale, std::size_t, cudaStream_t compute) override {
+    sgd_rows(weights + rank_ * slice_, received_.get(), scale, received(), compute);
+    sgd_rows(weights + ranks_ * slice_, grads_.get() + ranks_ * slice_, scale, tails(), compute);
+  }
+
+  void gather(int layer, float* weights, cudaStream_t comm) override {
+    if (slice_ == 0) return;  // a layer smaller than the ranks: all tail, already the same everywhere
+    float* at = weights + static_cast<std::uint64_t>(layers_ - layer) * layer_;
+    NCCL_CHECK(ncclAllGather(at + rank_ * slice_, at, slice_, ncclFloat, nccl_, comm));
+  }
+
+  // Every rank's reduced slices gathered into one full gradient (the checks; allocated on first use).
+  const float* reduced(cudaStream_t stream) override {
+    if (!full_.get()) full_ = CommBuffer<float>(grads_.size(), window());
+    sum_rows(full_.get() + rank_ * slice_, received_.get(), received(), stream);
+    for (int slot = 0; slot < layers_ && slice_ > 0; ++slot) {
+      float* at = full_.get() + slot * layer_;
+      NCCL_CHECK(ncclAllGather(at + rank_ * slice_, at, slice_, ncclFloat, nccl_, stream));
+    }
+    const std::size_t pitch = layer_ * sizeof(float);
+    if (tail_ > 0) {
+      CUDA_CHECK(cudaMemcpy2DAsync(full_.get() + ranks_ * slice_, pitch, grads_.get() + ranks_ * slice_, pitch,
+                                   tail_ * sizeof(float), layers_, cudaMemcpyDeviceToDevice, stream));
+    }
+    return full_.get();
+  }
+
+ private:
+  std::uint64_t alignment() const { return copy_engine_ ? kCopyEngineAlignment : 1; }
+  ncclComm_t window() const { return copy_engine_ ? nccl_ : nullptr; }
+  // This rank's slices as the reduction left them: one per layer in `shard` (sharded), or every rank's part of
+  // them at the layer's offset of the received buffer, to be summed (sharded-ce). Rows are layers.
+  RowSlices received() const {
+    RowSlices shape;
+    shape.rows = layers_, shape.n = slice_, shape.out_stride = layer_;
+    shape.in_stride = copy_engine_ ? layer_ : slice_;
+    shape.parts = copy_engine_ ? ranks_ : 1;
+    shape.part_stride = slice_;
+    return shape;
+  }
+  RowSlices tails() const {
+    RowSlices shape;
+    shape.rows = layers_, shape.n = tail_, shape.out_stride = layer_, shape.in_stride = layer_;
+    return shape;
+  }
+
+  ncclComm_t nccl_;
+  int rank_, ranks_, layers_, hidden_;
+  bool copy_engine_;
+  std::uint64_t layer_, slice_, tail_;
+  CommBuffer<float> grads_, received_, weights_, full_;
+};
+
+}  // namespace
+
+std::unique_ptr<GradientSync> make_sharded(const SyncContext& context, bool copy_engine) {
+  if (context.config.comm_dtype != "fp32") throw std::invalid_argument("--sync sharded moves fp32 only");
+  return std::make_unique<ShardedSync>(context, copy_engine);
+}
+
+}  // namespace phase4
