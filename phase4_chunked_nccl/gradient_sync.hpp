@@ -79,7 +79,6 @@ struct SyncContext {
   int rank = 0, ranks = 1;
   ncclComm_t nccl = nullptr;
   std::uint64_t elements = 0;  // the gradient's length
-  float scale = 0;             // the update's: w -= scale * (gradient summed over ranks)
 };
 
 // The strategy the config's --sync names (sync_options() lists them).

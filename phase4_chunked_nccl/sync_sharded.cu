@@ -7,16 +7,12 @@
 //       sharded:    ncclReduceScatter into `shard` (the bucket's layers in one NCCL group);
 //       sharded-ce: ncclAlltoAll on the copy engines (symmetric windows, CTA policy zero): slice r of every rank
 //                   lands on rank r, in rank order; the update sums them (no kernel on the comm stream).
-//   update: this rank's slices only (sharded-ce: the sum of the received slices fused into it), and the tails, the
-//     same on every rank. Overlapped (after_step), a bucket's layers are updated as soon as its reduction lands, on
-//     a stream of the strategy's own beside the backward's GEMMs (the backward has read those layers' weights
-//     already); update() does the layers left, on the compute stream, and waits for that stream. Seen without it:
-//     the update, 0.5-0.7 ms of memory traffic on 4096,16, ran after the last reduction with both streams idle.
+//   update (compute stream): this rank's slices only (sharded-ce: the sum of the received slices fused into it), and
+//     the tails, the same on every rank.
 //   gather (comm stream, issued by the trainer ahead of the forward layer that reads them): an in-place
-//     ncclAllGather of the layer's updated slices into the weights, which this strategy owns (sharded-ce: in a
-//     symmetric window, for the copy engines).
+//     ncclAllGather of the layer's updated slices into the weights (sharded-ce: on the copy engines, so the weights
+//     live in a symmetric window this strategy owns).
 // Summing in rank order, every owner computes its slice's bits once, so the ranks' weights agree bit for bit.
-#include "common/cuda/handles.hpp"
 #include "phase4_chunked_nccl/comm_buffer.hpp"
 #include "phase4_chunked_nccl/gradient_sync.hpp"
 #include "phase4_chunked_nccl/kernels.cuh"
@@ -30,15 +26,14 @@ class ShardedSync final : public GradientSync {
  public:
   ShardedSync(const SyncContext& context, bool copy_engine)
       : nccl_(context.nccl), rank_(context.rank), ranks_(context.ranks), layers_(context.config.layers),
-        hidden_(context.config.hidden), scale_(context.scale), copy_engine_(copy_engine),
+        hidden_(context.config.hidden), copy_engine_(copy_engine),
         layer_(static_cast<std::uint64_t>(hidden_) * hidden_),
         slice_(layer_ / (ranks_ * alignment()) * alignment()), tail_(layer_ - ranks_ * slice_),
         grads_(context.elements, window()), received_(copy_engine ? context.elements : layers_ * slice_, window()),
-        weights_(context.elements, window()), side_(ob::make_stream()), reduced_(ob::make_sync_event()),
-        side_done_(ob::make_sync_event()) {}
+        weights_(copy_engine ? context.elements : 0, window()) {}
 
   float* gradient() override { return grads_.get(); }
-  float* weights() override { return weights_.get(); }
+  float* weights() override { return copy_engine_ ? weights_.get() : nullptr; }
   bool sharded() const override { return true; }
   const char* bucket_op() const override { return copy_engine_ ? "alltoall" : "reduce_scatter"; }
 
@@ -59,26 +54,11 @@ class ShardedSync final : public GradientSync {
       if (tail_ > 0) NCCL_CHECK(ncclAllReduce(tail, tail, tail_, ncclFloat, ncclSum, nccl_, comm));
     }
     if (!copy_engine_) NCCL_CHECK(ncclGroupEnd());
-    CUDA_CHECK(cudaEventRecord(reduced_, comm));
-    communicated_ = bucket.end / layer_;
   }
 
-  void after_step(int, cudaStream_t, cudaStream_t) override {
-    if (communicated_ <= updated_) return;
-    CUDA_CHECK(cudaStreamWaitEvent(side_, reduced_, 0));
-    update_layers(updated_, communicated_, scale_, side_);
-    updated_ = communicated_;
-    side_used_ = true;
-  }
-
-  void update(float*, float scale, std::size_t, cudaStream_t compute) override {
-    update_layers(updated_, layers_, scale, compute);
-    if (side_used_) {
-      CUDA_CHECK(cudaEventRecord(side_done_, side_));
-      CUDA_CHECK(cudaStreamWaitEvent(compute, side_done_, 0));
-    }
-    updated_ = communicated_ = 0;
-    side_used_ = false;
+  void update(float* weights, float scale, std::size_t, cudaStream_t compute) override {
+    sgd_rows(weights + rank_ * slice_, received_.get(), scale, received(), compute);
+    sgd_rows(weights + ranks_ * slice_, grads_.get() + ranks_ * slice_, scale, tails(), compute);
   }
 
   void gather(int layer, float* weights, cudaStream_t comm) override {
@@ -104,15 +84,6 @@ class ShardedSync final : public GradientSync {
   }
 
  private:
-  // Layers (gradient slots) [from, to): this rank's slices and the tails.
-  void update_layers(std::uint64_t from, std::uint64_t to, float scale, cudaStream_t stream) {
-    if (to <= from) return;
-    RowSlices mine = received(), tail = tails();
-    mine.rows = tail.rows = to - from;
-    float* w = weights_.get() + from * layer_;
-    sgd_rows(w + rank_ * slice_, received_.get() + from * mine.in_stride, scale, mine, stream);
-    sgd_rows(w + ranks_ * slice_, grads_.get() + from * layer_ + ranks_ * slice_, scale, tail, stream);
-  }
   std::uint64_t alignment() const { return copy_engine_ ? kCopyEngineAlignment : 1; }
   ncclComm_t window() const { return copy_engine_ ? nccl_ : nullptr; }
   // This rank's slices as the reduction left them: one per layer in `shard` (sharded), or every rank's part of
@@ -133,14 +104,9 @@ class ShardedSync final : public GradientSync {
 
   ncclComm_t nccl_;
   int rank_, ranks_, layers_, hidden_;
-  float scale_;
   bool copy_engine_;
   std::uint64_t layer_, slice_, tail_;
   CommBuffer<float> grads_, received_, weights_, full_;
-  ob::CudaStream side_;                     // overlapped runs: the updates of buckets already reduced
-  ob::CudaEvent reduced_, side_done_;       // the last communicated bucket reduced; the side stream's work done
-  std::uint64_t communicated_ = 0, updated_ = 0;  // this step: layers communicated; updated on the side stream
-  bool side_used_ = false;
 };
 
 }  // namespace

@@ -114,7 +114,7 @@ Trainer::Trainer(const Config& config, int rank, int ranks, ncclComm_t nccl, MPI
     CUBLAS_CHECK(cublasSetSmCountTarget(cublas_, sms - config.gemm_sm_margin));
   }
   const std::uint64_t elements = static_cast<std::uint64_t>(config.layers) * config.hidden * config.hidden;
-  sync_ = make_sync(config.sync, sync_context(elements));
+  sync_ = make_sync(config.sync, {config, rank, ranks, nccl, elements});
   model_ = std::make_unique<Mlp>(config, rank, cublas_, sync_->gradient(), sync_->weights());
 }
 
@@ -154,13 +154,9 @@ std::uint64_t Trainer::weight_fingerprint() {
   return value;
 }
 
-SyncContext Trainer::sync_context(std::uint64_t elements) const {
-  const float scale = config_.lr / static_cast<float>(ranks_);  // the gradient averaged over ranks
-  return {config_, rank_, ranks_, nccl_, elements, scale};
-}
-
 void Trainer::update(cudaStream_t stream) {
-  sync_->update(model_->weights(), sync_context(0).scale, model_->elements(), stream);
+  const float scale = config_.lr / static_cast<float>(ranks_);  // the gradient averaged over ranks
+  sync_->update(model_->weights(), scale, model_->elements(), stream);
 }
 
 void Trainer::step(ob::Mode mode, const BucketPlan& plan, StepMarks* m) {
@@ -268,7 +264,7 @@ double Trainer::comm_gradient_error(const BucketPlan& plan) {
 }
 
 ModeRun Trainer::run_comm_with(const std::string& sync, const BucketPlan& plan, ob::SteadyClock::time_point origin) {
-  std::unique_ptr<GradientSync> other = make_sync(sync, sync_context(model_->elements()));
+  std::unique_ptr<GradientSync> other = make_sync(sync, {config_, rank_, ranks_, nccl_, model_->elements()});
   std::swap(sync_, other);
   struct Restore {  // the trainer's own strategy comes back, also when the run throws
     std::unique_ptr<GradientSync>& a;

@@ -99,7 +99,6 @@ class Trainer {
  private:
   void step(ob::Mode mode, const BucketPlan& plan, struct StepMarks* marks);
   void update(cudaStream_t stream);  // SGD with the synchronised gradient averaged over ranks
-  SyncContext sync_context(std::uint64_t elements) const;  // what a strategy is made with
   // A sharded strategy's weights as every rank will see them: every layer gathered (before they are read outside a
   // step). Nothing for the others.
   void settle();
