@@ -90,24 +90,26 @@ double schedule_bound_ms(double head_ms, const std::vector<double>& compute_ms, 
 
 double sharded_bound_ms(const ShardedStep& step, double t_comp, double t_comm) {
   const std::size_t layers = step.layer_ms.size();
-  if (step.gather_ms.size() != layers || step.prefetch < 0) {
-    throw std::invalid_argument("sharded_bound_ms: one gather per forward layer and a prefetch >= 0 are needed");
+  if (step.gather_ms.size() != layers || step.update_ms.size() != layers || step.prefetch < 0) {
+    throw std::invalid_argument("sharded_bound_ms: one gather and one update per forward layer, and a prefetch >= 0");
   }
-  std::vector<double> start(layers);
+  const std::size_t ahead = step.prefetch > 0 ? std::min<std::size_t>(step.prefetch, layers) : layers;
+  std::vector<double> gathered(layers);
   double comm_end = 0.0, compute_end = 0.0;
+  auto prepare = [&](std::size_t l) {  // the update of layer l, then its gather
+    compute_end += step.update_ms[l];
+    comm_end = std::max(comm_end, compute_end) + step.gather_ms[l];
+    gathered[l] = comm_end;
+  };
+  for (std::size_t l = 0; l < ahead; ++l) prepare(l);
   for (std::size_t l = 0; l < layers; ++l) {
-    double gather_start = comm_end;
-    const std::size_t ahead = static_cast<std::size_t>(step.prefetch);
-    if (ahead > 0 && l >= ahead) gather_start = std::max(gather_start, start[l - ahead]);
-    comm_end = gather_start + step.gather_ms[l];
-    start[l] = std::max(compute_end, comm_end);
-    compute_end = start[l] + step.layer_ms[l];
+    if (l + ahead < layers) prepare(l + ahead);
+    compute_end = std::max(compute_end, gathered[l]) + step.layer_ms[l];
   }
   compute_end += step.forward_rest_ms;
   run_pipeline(step.backward_ms, step.bucket_ms, step.ready_after, compute_end, comm_end);
-  const double end = std::max(compute_end, comm_end) + step.update_ms;
-  const double tasks = sum(step.layer_ms) + step.forward_rest_ms + sum(step.backward_ms) + step.update_ms;
-  return step_bound(end, tasks, t_comp, t_comm);
+  const double tasks = sum(step.layer_ms) + step.forward_rest_ms + sum(step.backward_ms) + sum(step.update_ms);
+  return step_bound(std::max(compute_end, comm_end), tasks, t_comp, t_comm);
 }
 
 double equal_chunk_pipeline_ms(int chunks, double chunk_compute_ms, double chunk_comm_ms) {

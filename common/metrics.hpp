@@ -42,19 +42,19 @@ double pipeline_bound_ms(const std::vector<double>& compute_ms, const std::vecto
 double schedule_bound_ms(double head_ms, const std::vector<double>& compute_ms, const std::vector<double>& comm_ms,
                          const std::vector<int>& ready_after, double tail_ms, double t_comp, double t_comm);
 
-// The schedule bound of a sharded step (phase 4's --sync sharded): the all-gathers of the forward layers' weights
-// (`gather_ms`, forward order) run one after another from the step's start on the communication stream, gather l
-// not before forward layer l - prefetch starts (prefetch 0: no such limit); forward layer l starts once layer l - 1
-// is done and its gather has landed; `forward_rest_ms` (the loss) follows the last layer. Then the backward pipeline
-// of pipeline_bound_ms() with the per-bucket reductions (`bucket_ms`), which queue behind the gathers on the same
-// stream, then `update_ms`. Overhead and T_comm as in schedule_bound_ms().
+// The schedule bound of a sharded step (phase 4's overlapped --sync sharded): per forward layer l, the previous
+// step's update of its slices (`update_ms`, compute stream), then its all-gather (`gather_ms`, communication stream,
+// one after another in forward order), then its forward (`layer_ms`), which waits for the gather. The first `prefetch`
+// layers (0: all) are updated and gathered before the first forward layer; layer l + prefetch just before forward
+// layer l. `forward_rest_ms` (the loss) follows the last layer; then the backward pipeline of pipeline_bound_ms()
+// with the per-bucket reductions (`bucket_ms`) queued behind the gathers. Nothing follows the last reduction (the
+// update is the next step's). Overhead and T_comm as in schedule_bound_ms().
 struct ShardedStep {
-  std::vector<double> layer_ms, gather_ms;  // per forward layer
+  std::vector<double> layer_ms, gather_ms, update_ms;  // per forward layer
   int prefetch = 0;
   double forward_rest_ms = 0;
   std::vector<double> backward_ms, bucket_ms;
   std::vector<int> ready_after;
-  double update_ms = 0;
 };
 double sharded_bound_ms(const ShardedStep& step, double t_comp, double t_comm);
 

@@ -69,6 +69,15 @@ class GradientSync {
   // it (and all layers before the weights are read outside a step).
   virtual bool sharded() const { return false; }
   virtual void gather(int layer, float* weights, cudaStream_t comm) { (void)layer, (void)weights, (void)comm; }
+  // Overlapped runs of a sharded strategy defer the step's update (defer_update() at the step's end instead of
+  // update()) into the next step's forward: apply_deferred() updates one forward layer's slices on the compute stream
+  // right before the trainer gathers that layer, while the forward waits for gathers anyway (ZeRO's optimizer
+  // overlap). drop_deferred() forgets a deferred update (the weights were reset).
+  virtual void defer_update(float scale) { (void)scale; }
+  virtual void apply_deferred(int layer, float* weights, cudaStream_t compute) {
+    (void)layer, (void)weights, (void)compute;
+  }
+  virtual void drop_deferred() {}
   // A weight buffer of the strategy's own (elements long, e.g. a symmetric window the gathers need), or null: the
   // model allocates its own.
   virtual float* weights() { return nullptr; }

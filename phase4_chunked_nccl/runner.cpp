@@ -117,7 +117,7 @@ CommTasks fastest_of(CommTasks a, const CommTasks& b) {
 }
 
 // The schedule bound from the compute run's per-step medians and the communication's per-task medians: the
-// all-reduce schedule, or a sharded strategy's (gathers inside the forward; metrics.hpp).
+// all-reduce schedule, or a sharded strategy's (updates and gathers inside the forward; metrics.hpp).
 double bound_from(const Config& config, const BucketPlan& plan, const ModeRun& compute, const CommTasks& tasks,
                   double t_comp, double t_comm, MPI_Comm comm) {
   std::vector<double> steps;
@@ -134,12 +134,12 @@ double bound_from(const Config& config, const BucketPlan& plan, const ModeRun& c
     layers += step.layer_ms.back();
   }
   step.gather_ms = tasks.gathers;
+  step.update_ms.assign(config.layers, update / config.layers);  // layers of one shape: equal shares
   step.prefetch = config.prefetch;
   step.forward_rest_ms = std::max(0.0, forward - layers);
   step.backward_ms = steps;
   step.bucket_ms = tasks.buckets;
   step.ready_after = ready;
-  step.update_ms = update;
   return ob::sharded_bound_ms(step, t_comp, t_comm);
 }
 

@@ -121,12 +121,14 @@ Trainer::Trainer(const Config& config, int rank, int ranks, ncclComm_t nccl, MPI
 Trainer::~Trainer() = default;
 
 void Trainer::reset_weights() {
+  sync_->drop_deferred();
   model_->reset_weights(compute_);
   CUDA_CHECK(cudaStreamSynchronize(compute_));
 }
 
 void Trainer::settle() {
   if (!sync_->sharded()) return;
+  for (int layer = 1; layer <= config_.layers; ++layer) sync_->apply_deferred(layer, model_->weights(), compute_);
   CUDA_CHECK(cudaStreamSynchronize(compute_));
   for (int layer = 1; layer <= config_.layers; ++layer) sync_->gather(layer, model_->weights(), comm_stream_);
   CUDA_CHECK(cudaStreamSynchronize(comm_stream_));
@@ -154,10 +156,9 @@ std::uint64_t Trainer::weight_fingerprint() {
   return value;
 }
 
-void Trainer::update(cudaStream_t stream) {
-  const float scale = config_.lr / static_cast<float>(ranks_);  // the gradient averaged over ranks
-  sync_->update(model_->weights(), scale, model_->elements(), stream);
-}
+float Trainer::update_scale() const { return config_.lr / static_cast<float>(ranks_); }  // the average over ranks
+
+void Trainer::update(cudaStream_t stream) { sync_->update(model_->weights(), update_scale(), model_->elements(), stream); }
 
 void Trainer::step(ob::Mode mode, const BucketPlan& plan, StepMarks* m) {
   const int layers = config_.layers, micro_steps = config_.accum_steps;
@@ -206,14 +207,18 @@ void Trainer::step(ob::Mode mode, const BucketPlan& plan, StepMarks* m) {
   if (gathers && mode == ob::Mode::kSeq) {
     for (int layer = 1; layer <= layers; ++layer) gather(layer);
     hand_over(comm_stream_, comm_done_, compute_);
-  } else if (gathers) {  // overlap: `ahead` layers' gathers queued before the forward, one more as each layer starts
+  } else if (gathers) {  // overlap: `ahead` layers updated (the deferred update) and gathered before the forward,
+                         // one more as each layer starts
     const int ahead = config_.prefetch > 0 ? std::min(config_.prefetch, layers) : layers;
-    for (int layer = 1; layer <= ahead; ++layer) gather(layer);
-    before = [&, ahead](int layer) {
-      CUDA_CHECK(cudaStreamWaitEvent(compute_, layer_event(gathered_, layer), 0));
-      if (layer + ahead > layers) return;
+    auto prepare = [&](int layer) {
+      sync_->apply_deferred(layer, model_->weights(), compute_);
       hand_over(compute_, layer_event(reached_, layer), comm_stream_);
-      gather(layer + ahead);
+      gather(layer);
+    };
+    for (int layer = 1; layer <= ahead; ++layer) prepare(layer);
+    before = [&, ahead, prepare](int layer) {
+      if (layer + ahead <= layers) prepare(layer + ahead);
+      CUDA_CHECK(cudaStreamWaitEvent(compute_, layer_event(gathered_, layer), 0));
     };
   }
   model_->forward(micro_steps - 1, compute_, before, after);
@@ -241,7 +246,11 @@ void Trainer::step(ob::Mode mode, const BucketPlan& plan, StepMarks* m) {
   }
   if (mode == ob::Mode::kSeq || mode == ob::Mode::kOverlap) hand_over(comm_stream_, comm_done_, compute_);
   m->update_start = m->mark(compute_);
-  update(compute_);
+  if (gathers && mode == ob::Mode::kOverlap) {
+    sync_->defer_update(update_scale());  // into the next step's forward
+  } else {
+    update(compute_);
+  }
   m->end = m->mark(compute_);
 }
 

@@ -12,8 +12,9 @@
 // compute). A sharded strategy (--sync sharded, sharded-ce) also gathers every layer's weights from the ranks'
 // slices before the forward reads them: seq gathers them all on the comm stream first; overlap issues the gathers
 // at the step's start, each forward layer waiting for its own, at most --prefetch layers ahead of the forward (0: no
-// limit); comm runs the gathers after the buckets. A step thus starts with the gathers of the previous step's update:
-// back to back, steps follow one another exactly so (METRICS.md). With --graph each mode's step is captured once as a CUDA graph (both streams, NCCL calls and timing
+// limit), each layer's update of the previous step deferred to right before its gather; comm runs the gathers after
+// the buckets. A step thus starts with the update and gathers of the previous step: back to back, steps follow one
+// another exactly so (METRICS.md). With --graph each mode's step is captured once as a CUDA graph (both streams, NCCL calls and timing
 // events included) and replayed every iteration.
 #pragma once
 
@@ -99,6 +100,7 @@ class Trainer {
  private:
   void step(ob::Mode mode, const BucketPlan& plan, struct StepMarks* marks);
   void update(cudaStream_t stream);  // SGD with the synchronised gradient averaged over ranks
+  float update_scale() const;
   // A sharded strategy's weights as every rank will see them: every layer gathered (before they are read outside a
   // step). Nothing for the others.
   void settle();
