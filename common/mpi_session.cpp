@@ -29,6 +29,38 @@ int local_rank(MPI_Comm comm) {
   return local;
 }
 
+int gpu_for_rank(int local_rank, int devices) { return devices > 0 ? local_rank % devices : -1; }
+
+std::string shared_gpu(const std::vector<std::string>& ids) {
+  for (std::size_t a = 0; a < ids.size(); ++a) {
+    for (std::size_t b = a + 1; b < ids.size(); ++b) {
+      if (ids[a] == ids[b]) {
+        return "local ranks " + std::to_string(a) + " and " + std::to_string(b) + " share GPU " + ids[a];
+      }
+    }
+  }
+  return "";
+}
+
+std::vector<std::string> gather_on_node(const std::string& text, MPI_Comm comm) {
+  MPI_Comm node;
+  int rank = 0, size = 1;
+  MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
+  MPI_CHECK(MPI_Comm_size(node, &size));
+  int length = static_cast<int>(text.size());
+  std::vector<int> lengths(size), offsets(size, 0);
+  MPI_CHECK(MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, node));
+  int total = 0;
+  for (int r = 0; r < size; ++r) offsets[r] = total, total += lengths[r];
+  std::string all(static_cast<std::size_t>(total), '\0');
+  MPI_CHECK(MPI_Allgatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, node));
+  MPI_CHECK(MPI_Comm_free(&node));
+  std::vector<std::string> texts;
+  for (int r = 0; r < size; ++r) texts.push_back(all.substr(offsets[r], lengths[r]));
+  return texts;
+}
+
 std::string first_nonempty(const std::string& text, MPI_Comm comm) {
   int rank = 0, size = 1;
   MPI_CHECK(MPI_Comm_rank(comm, &rank));

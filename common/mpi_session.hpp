@@ -25,8 +25,20 @@ class MpiSession {
   int rank_ = 0, size_ = 1, provided_ = MPI_THREAD_SINGLE;
 };
 
-// This process's rank among the ranks of its node (MPI_COMM_TYPE_SHARED): its GPU index.
+// This process's rank among the ranks of its node (MPI_COMM_TYPE_SHARED).
 int local_rank(MPI_Comm comm);
+
+// The GPU a rank takes among the `devices` it sees: its rank on the node modulo them. Both layouts sites use then give
+// each rank its own GPU: every task sees every GPU of the node (local rank r takes device r), or each task sees only
+// its own (Slurm's --gpus-per-task or --gpu-bind, CUDA_VISIBLE_DEVICES set per task: device 0).
+int gpu_for_rank(int local_rank, int devices);
+
+// Given the GPU each rank of a node took (its PCI bus id, in local rank order): "" when no two share one, else
+// "local ranks A and B share GPU <id>".
+std::string shared_gpu(const std::vector<std::string>& ids);
+
+// Every rank's `text` on every rank of its node (MPI_COMM_TYPE_SHARED), in local rank order. A collective.
+std::vector<std::string> gather_on_node(const std::string& text, MPI_Comm comm);
 
 // The lowest rank's non-empty `text`, on every rank ("" when every rank's is empty): a detail only the rank that
 // found a failure knows (the wrong element), for the message rank 0 prints.

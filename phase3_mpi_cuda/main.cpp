@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
       return ob::kExitSkipped;
     }
     if (device == "gpu") {
-      gpu = ob::local_rank(MPI_COMM_WORLD) % probe.devices;
+      gpu = ob::gpu_for_rank(ob::local_rank(MPI_COMM_WORLD), probe.devices);  // ranks may share one
       gpu_meta.push_back(ob::cuda_metadata(gpu));
     }
 #else

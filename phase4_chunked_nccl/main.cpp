@@ -54,18 +54,18 @@ int main(int argc, char** argv) {
       if (root) std::cerr << ob::no_device_message(program, probe) << std::endl;
       return ob::kExitSkipped;
     }
-    const int local = ob::local_rank(MPI_COMM_WORLD);
-    int local_ranks = 0;
-    MPI_CHECK(MPI_Allreduce(&local, &local_ranks, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
-    if (local_ranks + 1 > probe.devices) {  // NCCL refuses two ranks on one GPU
-      if (root) {
-        std::cerr << program << ": needs one GPU per rank: " << local_ranks + 1 << " ranks on a node with "
-                  << probe.devices << " GPU(s)" << std::endl;
-      }
+    // Every task sees every GPU of its node, or only its own: either way a GPU of its own, unless a node has more
+    // ranks than GPUs, which NCCL refuses (two ranks on one GPU).
+    const int device = ob::gpu_for_rank(ob::local_rank(MPI_COMM_WORLD), probe.devices);
+    CUDA_CHECK(cudaSetDevice(device));
+    char bus_id[32] = {};
+    CUDA_CHECK(cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, device));
+    const std::string shared = ob::first_nonempty(ob::shared_gpu(ob::gather_on_node(bus_id, MPI_COMM_WORLD)),
+                                                  MPI_COMM_WORLD);
+    if (!shared.empty()) {
+      if (root) std::cerr << program << ": needs one GPU per rank: " << shared << std::endl;
       return ob::kExitSkipped;
     }
-    const int device = local;
-    CUDA_CHECK(cudaSetDevice(device));
     auto points = config.sweep_points();
     for (const auto& point : points) {
       ob::require_fits_on_device("--batch", std::to_string(point.batch), point.device_bytes());

@@ -3,9 +3,14 @@
 #   OB_ROOT       the overlap-bench checkout        (default: the submit directory, $SLURM_SUBMIT_DIR)
 #   OB_BUILD_DIR  the build folder                  (default: $OB_ROOT/build/default)
 #   OB_OUT        where this job writes             (default: $OB_ROOT/results/slurm-<jobid>)
+#   OB_MPI        srun's MPI plugin for the MPI phases (default: pmix; `srun --mpi=list` shows the site's)
 OB_ROOT=${OB_ROOT:-${SLURM_SUBMIT_DIR:-$PWD}}
 OB_BUILD_DIR=${OB_BUILD_DIR:-$OB_ROOT/build/default}
 OB_OUT=${OB_OUT:-$OB_ROOT/results/slurm-${SLURM_JOB_ID:-local}}
+OB_MPI=${OB_MPI:-pmix}
+# Since Slurm 22.05 a job step no longer inherits the job's --cpus-per-task: without this every task of `srun` would
+# get one CPU, squeezing phase 2's OpenMP threads and the MPI phases' threads onto it.
+if [ -n "${SLURM_CPUS_PER_TASK:-}" ]; then export SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK; fi
 
 ob_require_binary() {  # ob_require_binary phaseN_dir/phaseN_binary
   if [ ! -x "$OB_BUILD_DIR/$1" ]; then

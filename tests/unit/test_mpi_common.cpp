@@ -4,6 +4,7 @@
 
 #include "common/errors.hpp"
 #include "common/mpi_check.hpp"
+#include "common/mpi_session.hpp"
 #include "common/stats.hpp"
 #include "common/timeline.hpp"
 #include "tests/support/test_support.hpp"
@@ -47,4 +48,25 @@ TEST(MpiCheck, DecodesTheErrorAndNamesTheRank) {
         << error.what();
     EXPECT_NE(error.message().find("count"), std::string::npos) << error.message();  // MPI_Error_string's text
   }
+}
+
+// The GPU of a rank in the two layouts sites use, and the check that stops two ranks sharing one (all ranks of this
+// test run on one node).
+TEST(GpuBinding, EachRankGetsItsOwnGpuInBothLayoutsAndSharingIsNamed) {
+  // Every task sees the node's 4 GPUs: local rank r takes device r. Each task sees only its own: device 0.
+  for (int local = 0; local < 4; ++local) {
+    EXPECT_EQ(ob::gpu_for_rank(local, 4), local);
+    EXPECT_EQ(ob::gpu_for_rank(local, 1), 0);
+  }
+  EXPECT_EQ(ob::gpu_for_rank(5, 4), 1);   // more ranks than GPUs: they wrap (and then share, named below)
+  EXPECT_EQ(ob::gpu_for_rank(0, 0), -1);  // no GPU
+  EXPECT_EQ(ob::shared_gpu({"0000:00:06.0", "0000:00:07.0"}), "");
+  EXPECT_EQ(ob::shared_gpu({"0000:00:06.0", "0000:00:07.0", "0000:00:06.0"}),
+            "local ranks 0 and 2 share GPU 0000:00:06.0");
+  // The ids travel over the node's ranks in local rank order.
+  const int rank = ob::testing::world_rank(), size = ob::testing::world_size();
+  const auto ids = ob::gather_on_node("gpu-" + std::to_string(rank % 2), MPI_COMM_WORLD);
+  ASSERT_EQ(static_cast<int>(ids.size()), size);
+  for (int r = 0; r < size; ++r) EXPECT_EQ(ids[r], "gpu-" + std::to_string(r % 2));
+  EXPECT_EQ(ob::shared_gpu(ids).empty(), size < 3);
 }
