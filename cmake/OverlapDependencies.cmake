@@ -1,22 +1,5 @@
-# Third-party packages every build needs. CLI11 and nlohmann-json are header-only: where a distribution ships the
-# headers without a CMake package, fall back to the headers alone.
-find_package(OpenMP REQUIRED COMPONENTS CXX)
-find_package(MPI REQUIRED COMPONENTS CXX)
-find_package(Threads REQUIRED)
-
-find_package(CLI11 CONFIG QUIET)
-if(NOT TARGET CLI11::CLI11)
-  find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)
-  add_library(CLI11::CLI11 INTERFACE IMPORTED)
-  target_include_directories(CLI11::CLI11 INTERFACE ${CLI11_INCLUDE_DIR})
-endif()
-
-find_package(nlohmann_json CONFIG QUIET)
-if(NOT TARGET nlohmann_json::nlohmann_json)
-  find_path(NLOHMANN_JSON_INCLUDE_DIR nlohmann/json.hpp REQUIRED)
-  add_library(nlohmann_json::nlohmann_json INTERFACE IMPORTED)
-  target_include_directories(nlohmann_json::nlohmann_json INTERFACE ${NLOHMANN_JSON_INCLUDE_DIR})
-endif()
+# Third-party packages every build needs (OverlapPackages.cmake), and GoogleTest for the tests.
+include(${CMAKE_CURRENT_LIST_DIR}/OverlapPackages.cmake)
 
 if(OVERLAP_BUILD_TESTS)
   find_package(GTest REQUIRED)
