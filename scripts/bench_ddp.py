@@ -298,5 +298,10 @@ def main():
     return 1 if failures else 0
 
 
-if __name__ == "__main__":
+def cli():
+    """The console command (pyproject.toml) and `python3 bench_ddp.py`."""
     raise SystemExit(main())
+
+
+if __name__ == "__main__":
+    cli()

@@ -58,5 +58,10 @@ def main():
     return 0
 
 
-if __name__ == "__main__":
+def cli():
+    """The console command (pyproject.toml) and `python3 plot_summary.py`."""
     raise SystemExit(ob_csv.main_guard(main))
+
+
+if __name__ == "__main__":
+    cli()
