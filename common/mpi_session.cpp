@@ -1,5 +1,7 @@
 #include "common/mpi_session.hpp"
 
+#include <unistd.h>
+
 #include <string>
 
 #include "common/errors.hpp"
@@ -102,6 +104,12 @@ MpiSession::~MpiSession() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();
+}
+
+std::vector<std::string> rank_hosts(MPI_Comm comm) {
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  return gather_strings(host, comm, 0);
 }
 
 }  // namespace ob

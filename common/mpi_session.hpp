@@ -47,4 +47,7 @@ std::string first_nonempty(const std::string& text, MPI_Comm comm);
 // Every rank's `text` on `root`, in rank order (other ranks get an empty list).
 std::vector<std::string> gather_strings(const std::string& text, MPI_Comm comm, int root = 0);
 
+// Every rank's host name on rank 0, in rank order (the metadata's "hosts"). A collective.
+std::vector<std::string> rank_hosts(MPI_Comm comm);
+
 }  // namespace ob

@@ -95,8 +95,10 @@ int main(int argc, char** argv) {
                                     root && !config.common.quiet ? &std::cerr : nullptr);
     // A fault injected at a step that never came proved nothing: a usage error, and nothing is written.
     if (auto code = ob::stop_on_any_rank(program, watchdog.unfired_fault(), MPI_COMM_WORLD)) return *code;
+    const auto hosts = ob::rank_hosts(MPI_COMM_WORLD);
     if (root) {
       auto meta = ob::base_metadata("phase3", argc, argv);
+      meta["hosts"] = hosts;
       meta["clock"] = "std::chrono::steady_clock";
       meta["mpi_thread_level"] = mpi->provided();
       meta["device"] = backend->description();

@@ -100,8 +100,10 @@ int main(int argc, char** argv) {
     // A fault injected at a step that never came proved nothing: a usage error, and nothing is written.
     if (auto code = ob::stop_on_any_rank(program, watchdog.unfired_fault(), MPI_COMM_WORLD)) return *code;
     const auto samples = power ? ob::gather_power(power->samples(), MPI_COMM_WORLD) : std::vector<ob::PowerSample>();
+    const auto hosts = ob::rank_hosts(MPI_COMM_WORLD);
     if (root) {
       auto meta = ob::base_metadata("phase4", argc, argv);
+      meta["hosts"] = hosts;
       meta["clock"] = "cuda_event";
       meta["gpus"] = nlohmann::json::array({ob::cuda_metadata(device)});
       meta["nccl_nvls_enable"] = std::getenv("NCCL_NVLS_ENABLE") ? std::getenv("NCCL_NVLS_ENABLE") : "unset";

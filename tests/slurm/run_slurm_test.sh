@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# The batch files against a real Slurm: a one-node cluster of this host (munged, slurmctld, slurmd) in a temporary
-# directory; phase2.sbatch and phase3.sbatch submitted with `sbatch --wait` must succeed and write valid CSVs; the
-# GPU batch files pass `bash -n` and `sbatch --test-only`. The daemons are stopped by the PIDs this script started
-# and the directory removed, also when a step fails. Without root or apt the test is skipped (exit 77).
+# The batch files against a real Slurm of two nodes on this machine. Each node is a network namespace (and a UTS
+# namespace, for its host name) joined to the other by a veth pair this script makes; munged, slurmctld (on node 1)
+# and one slurmd per node run from a temporary directory. phase2.sbatch runs on one node; phase3.sbatch runs with
+# --nodes=2 --ntasks-per-node=1, so its two ranks sit on different "nodes" and Open MPI talks TCP between the
+# namespaces, and its metadata must name both hosts. The GPU batch files pass `bash -n` and `sbatch --test-only`,
+# also against a two-node GPU partition that is defined but never started. The daemons are stopped by the PIDs this
+# script started, the namespaces and the directory removed, also when a step fails. Addresses exist only inside the
+# namespaces. Without root, namespaces or apt the test is skipped (exit 77).
 #
 # Usage: tests/slurm/run_slurm_test.sh [BUILD_DIR]
 set -euo pipefail
@@ -11,7 +15,9 @@ build=${1:-${OB_BUILD_DIR:-$root/build/default}}
 log() { printf '[slurm-test] %s\n' "$*" >&2; }
 skip() { log "skipped: $*"; exit 77; }
 
-[ "$(id -u)" -eq 0 ] || skip "needs root to run slurmctld and slurmd"
+[ "$(id -u)" -eq 0 ] || skip "needs root to run slurmctld, slurmd and network namespaces"
+command -v ip >/dev/null && command -v unshare >/dev/null && command -v nsenter >/dev/null ||
+  skip "needs ip (iproute2), unshare and nsenter for the two nodes"
 if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
   command -v apt-get >/dev/null || skip "slurm-wlm and munge are missing and there is no apt-get"
   log "installing slurm-wlm munge"
@@ -21,8 +27,13 @@ if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
 fi
 [ -x "$build/phase2_omp_overlap/phase2_omp_overlap" ] || { log "no build in $build"; exit 1; }
 
-tmp=$(mktemp -d /tmp/ob-slurm.XXXXXX)
+tmp=$(mktemp -d /var/tmp/ob-slurm.XXXXXX)  # not under /tmp: each node mounts a /tmp of its own
 chmod 755 "$tmp"
+tag=obs$$                           # namespace and link names of this run (link names: at most 15 characters)
+nodes=(ob-node1 ob-node2)
+namespaces=("${tag}a" "${tag}b")
+subnet=10.$((200 + RANDOM % 50)).$((RANDOM % 250))
+addresses=("$subnet.1" "$subnet.2")
 pids=()
 cleanup() {
   local status=$?
@@ -31,6 +42,7 @@ cleanup() {
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$pid" 2>/dev/null || true
   done
+  for ns in "${namespaces[@]}"; do ip netns del "$ns" 2>/dev/null || true; done  # their veth ends go with them
   if [ "$status" -ne 0 ] && [ "$status" -ne 77 ]; then
     for f in "$tmp"/*.log "$tmp"/out/*.err; do [ -f "$f" ] && { log "--- $f"; tail -n 20 "$f" >&2; }; done
   fi
@@ -39,9 +51,34 @@ cleanup() {
 }
 trap cleanup EXIT
 
-host=$(hostname -s)
-mkdir -p "$tmp"/{munge,state,spool,out}
-# munge: a key and a socket of our own, so a system munged (if any) is left alone.
+# The two nodes: a namespace each, one veth pair between them, an address on each end.
+ip netns add "${namespaces[0]}" 2>/dev/null || skip "cannot create network namespaces here"
+ip netns add "${namespaces[1]}"
+ip link add "${tag}x" type veth peer name "${tag}y"
+ip link set "${tag}x" netns "${namespaces[0]}"
+ip link set "${tag}y" netns "${namespaces[1]}"
+for k in 0 1; do
+  link=$([ "$k" -eq 0 ] && echo "${tag}x" || echo "${tag}y")
+  ip netns exec "${namespaces[k]}" ip addr add "${addresses[k]}/24" dev "$link"
+  ip netns exec "${namespaces[k]}" ip link set "$link" up
+  ip netns exec "${namespaces[k]}" ip link set lo up
+done
+# on_node K COMMAND...: COMMAND inside node K's network namespace, with a host name (UTS namespace) and a /tmp (mount
+# namespace, an empty tmpfs) of its own, as a real node has: the PMIx plugin makes per-step directories under /tmp
+# that would collide on a shared one. nsenter, not `ip netns exec`: that one remounts /sys, hiding the cgroup file
+# system slurmd needs.
+# It replaces the (sub)shell it runs in, so `on_node K daemon &` leaves $! the daemon's own PID.
+on_node() {
+  local k=$1; shift
+  exec nsenter --net="/run/netns/${namespaces[k]}" unshare --uts --mount --propagation private \
+    sh -c 'hostname "$0" && mount -t tmpfs ob-node-tmp /tmp && exec "$@"' "${nodes[k]}" "$@"
+}
+# client COMMAND...: a Slurm client (sbatch, sinfo) where it reaches slurmctld: on node 1's network.
+client() { nsenter --net="/run/netns/${namespaces[0]}" "$@"; }
+
+mkdir -p "$tmp"/{munge,state,out} "$tmp/spool-${nodes[0]}" "$tmp/spool-${nodes[1]}"
+# munge: a key and a socket of our own, so a system munged (if any) is left alone; the socket is a file, reached from
+# both namespaces.
 dd if=/dev/urandom of="$tmp/munge/munge.key" bs=1024 count=1 status=none
 chmod 400 "$tmp/munge/munge.key"
 munged --force --foreground --key-file="$tmp/munge/munge.key" --socket="$tmp/munge/munge.socket" \
@@ -49,11 +86,10 @@ munged --force --foreground --key-file="$tmp/munge/munge.key" --socket="$tmp/mun
   >"$tmp/munged.out" 2>&1 &
 pids+=($!)
 
-# Ports of our own (the defaults may be taken), one node with this host's cores.
 port=$((20000 + RANDOM % 20000))
 cat >"$tmp/slurm.conf" <<CONF
 ClusterName=obtest
-SlurmctldHost=$host(127.0.0.1)
+SlurmctldHost=${nodes[0]}(${addresses[0]})
 SlurmUser=root
 SlurmctldPort=$port
 SlurmdPort=$((port + 1))
@@ -61,11 +97,11 @@ AuthType=auth/munge
 AuthInfo=socket=$tmp/munge/munge.socket
 CredType=cred/munge
 StateSaveLocation=$tmp/state
-SlurmdSpoolDir=$tmp/spool
+SlurmdSpoolDir=$tmp/spool-%n
 SlurmctldPidFile=$tmp/slurmctld.pid
-SlurmdPidFile=$tmp/slurmd.pid
+SlurmdPidFile=$tmp/slurmd-%n.pid
 SlurmctldLogFile=$tmp/slurmctld.log
-SlurmdLogFile=$tmp/slurmd.log
+SlurmdLogFile=$tmp/slurmd-%n.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
@@ -77,41 +113,48 @@ SchedulerType=sched/builtin
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 GresTypes=gpu
-NodeName=$host NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=1024 State=UNKNOWN
-PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+SlurmdParameters=config_overrides
+NodeName=${nodes[0]} NodeAddr=${addresses[0]} CPUs=32 RealMemory=1024 Gres=gpu:2 State=UNKNOWN
+NodeName=${nodes[1]} NodeAddr=${addresses[1]} CPUs=32 RealMemory=1024 Gres=gpu:2 State=UNKNOWN
+PartitionName=debug Nodes=${nodes[0]},${nodes[1]} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 CONF
+# Each node declares 32 CPUs and 2 GPUs (config_overrides: slurmd takes the declared counts), the shape of a GPU node:
+# the GPU batch files are then checked against resources they fit. The GPUs are counts only (no device files).
+printf 'Name=gpu File=/dev/null\nName=gpu File=/dev/zero\n' >"$tmp/gres.conf"
 export SLURM_CONF="$tmp/slurm.conf"
 for _ in $(seq 50); do [ -S "$tmp/munge/munge.socket" ] && break; sleep 0.1; done
-slurmctld -D -i -f "$SLURM_CONF" >"$tmp/slurmctld.out" 2>&1 &
+on_node 0 slurmctld -D -i -f "$SLURM_CONF" >"$tmp/slurmctld.out" 2>&1 &
 pids+=($!)
-slurmd -D -N "$host" -f "$SLURM_CONF" >"$tmp/slurmd.out" 2>&1 &
-pids+=($!)
+for k in 0 1; do
+  on_node "$k" slurmd -D -N "${nodes[k]}" -f "$SLURM_CONF" >"$tmp/slurmd-$k.out" 2>&1 &
+  pids+=($!)
+done
 
-log "waiting for node $host to be idle"
-state=""
+log "waiting for ${nodes[*]} to be idle"
+states=""
 for _ in $(seq 120); do
-  state=$(sinfo -h -n "$host" -o %T 2>/dev/null || true)
-  [ "$state" = idle ] && break
+  states=$(client sinfo -h -p debug -N -o %T 2>/dev/null | sort -u | tr '\n' ' ' || true)
+  [ "$states" = "idle " ] && break
   sleep 0.5
 done
-[ "$state" = idle ] || { log "node state '$state' after 60 s"; exit 1; }
+[ "$states" = "idle " ] || { log "node states '$states' after 60 s: $(client sinfo -h -R 2>&1 | tr -s " ")"; exit 1; }
 
 # submit NAME SBATCH [sbatch options]: runs the job to its end; the job must succeed.
 submit() {
   local name=$1 file=$2; shift 2
   log "sbatch --wait $file $*"
-  (cd "$root" && OB_BUILD_DIR="$build" OB_OUT="$tmp/out/$name" sbatch --wait --parsable \
+  (cd "$root" && OB_BUILD_DIR="$build" OB_OUT="$tmp/out/$name" client sbatch --wait --parsable \
      -o "$tmp/out/$name.out" -e "$tmp/out/$name.err" "$@" "scripts/slurm/$file") >"$tmp/out/$name.id" ||
     { log "$name: job failed"; cat "$tmp/out/$name.err" >&2 || true; exit 1; }
 }
 submit phase2 phase2.sbatch --export=ALL,OB_P2_ARGS=--check\ --iters\ 3\ --chunks\ 4\ --compute-ms\ 2\ --comm-ms\ 1
 submit phase3 phase3.sbatch --export=ALL,OB_P3_ARGS=--check\ --device\ cpu\ --iters\ 3\ --batch\ 128\ --in\ 32\ --out\ 16 \
-  --ntasks=2 --cpus-per-task=1 --overcommit
+  --nodes=2 --ntasks-per-node=1 --cpus-per-task=1 --overcommit
 
-python3 - "$tmp/out" <<'PY'
-import sys, pathlib
+python3 - "$tmp/out" "${nodes[@]}" <<'PY'
+import json, sys, pathlib
 import pandas as pd
-out = pathlib.Path(sys.argv[1])
+out, nodes = pathlib.Path(sys.argv[1]), sys.argv[2:]
 expected = {"phase2": ["compute", "comm", "seq", "overlap", "ideal", "bound"],
             "phase3": ["compute", "comm", "seq", "thread", "nonblocking", "ideal", "bound"]}
 for name, modes in expected.items():
@@ -120,22 +163,25 @@ for name, modes in expected.items():
     assert (summary["time_ms_p50"] > 0).all(), name
     timeline = pd.read_csv(out / name / f"{name}.timeline.csv")
     assert len(timeline) > 0, name
-ranks = pd.read_csv(out / "phase3" / "phase3.csv")["ranks"]
-assert (ranks == 2).all(), "phase3 ran on 2 Slurm tasks"
-assert (pd.read_csv(out / "phase3" / "phase3.csv").set_index("mode").loc["comm", "wrong"] == 0)
-print("[slurm-test] phase2 and phase3 jobs wrote valid CSVs")
+phase3 = pd.read_csv(out / "phase3" / "phase3.csv")
+assert (phase3["ranks"] == 2).all(), "phase3 ran on 2 Slurm tasks"
+assert phase3.set_index("mode").loc["comm", "wrong"] == 0
+hosts = json.loads((out / "phase3" / "phase3.meta.json").read_text())["hosts"]
+assert hosts == nodes, f"phase3's ranks ran on {hosts}, not one on each of {nodes}"
+assert json.loads((out / "phase2" / "phase2.meta.json").read_text())["host"] in nodes
+print(f"[slurm-test] phase2 and phase3 jobs wrote valid CSVs; phase3's ranks ran on {', '.join(hosts)}")
 PY
 
-# The GPU batch files: syntax, and Slurm's own reading of their directives. This node has no GPU and few cores, so
-# Slurm may refuse the resources, but a directive it cannot parse fails the test.
+# The GPU batch files: syntax, and Slurm's own reading of their directives against the two nodes' GPUs: each must be
+# accepted as it is and spread over both nodes (--nodes=2), with nothing started (--test-only).
 for file in phase1.sbatch phase4.sbatch sweep.sbatch; do
   bash -n "$root/scripts/slurm/$file"
-  message=$(cd "$root" && sbatch --test-only "scripts/slurm/$file" 2>&1 || true)
-  case "$message" in
-    *"to start at"*|*"Requested node configuration is not available"*|*"Invalid generic resource"*|\
-    *"More processors requested than permitted"*) ;;
-    *) log "$file: unexpected sbatch --test-only answer: $message"; exit 1 ;;
-  esac
-  log "$file: $message"
+  for nodes_asked in 1 2; do
+    message=$(cd "$root" && client sbatch --test-only --nodes="$nodes_asked" "scripts/slurm/$file" 2>&1 || true)
+    case "$message" in
+      *"to start at"*) log "$file on $nodes_asked node(s): $message" ;;
+      *) log "$file on $nodes_asked node(s): not accepted: $message"; exit 1 ;;
+    esac
+  done
 done
 log "1 passed, 0 failed"
