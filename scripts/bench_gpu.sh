@@ -49,7 +49,7 @@ status=0
 
 ob_log "configuring and building in $build ($gpus GPU(s))"
 {
-  cmake -S "$OB_ROOT" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" &&
+  (cd "$OB_ROOT" && cmake --preset gpu -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}") &&
     cmake --build "$build" -j "$(nproc)"
 } >"$out/build.log" 2>&1 || { tail -n 40 "$out/build.log"; ob_die "build failed (log: $out/build.log)" 3; }
 nvidia-smi >"$out/nvidia-smi.txt" 2>&1 || true

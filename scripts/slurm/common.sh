@@ -1,11 +1,15 @@
 # Sourced by every batch file: the build to use, the output folder, an early failure if the build is missing.
 # Settings (environment variables, all optional):
 #   OB_ROOT       the overlap-bench checkout        (default: the submit directory, $SLURM_SUBMIT_DIR)
-#   OB_BUILD_DIR  the build folder                  (default: $OB_ROOT/build/default)
+#   OB_BUILD_DIR  the build folder                  (default: $OB_ROOT/build/gpu, from `cmake --preset gpu`, where
+#                                                    it exists, else $OB_ROOT/build/default)
 #   OB_OUT        where this job writes             (default: $OB_ROOT/results/slurm-<jobid>)
 #   OB_MPI        srun's MPI plugin for the MPI phases (default: pmix; `srun --mpi=list` shows the site's)
 OB_ROOT=${OB_ROOT:-${SLURM_SUBMIT_DIR:-$PWD}}
-OB_BUILD_DIR=${OB_BUILD_DIR:-$OB_ROOT/build/default}
+if [ -z "${OB_BUILD_DIR:-}" ]; then
+  OB_BUILD_DIR=$OB_ROOT/build/default
+  [ -d "$OB_ROOT/build/gpu" ] && OB_BUILD_DIR=$OB_ROOT/build/gpu
+fi
 OB_OUT=${OB_OUT:-$OB_ROOT/results/slurm-${SLURM_JOB_ID:-local}}
 OB_MPI=${OB_MPI:-pmix}
 # Since Slurm 22.05 a job step no longer inherits the job's --cpus-per-task: without this every task of `srun` would
@@ -14,8 +18,8 @@ if [ -n "${SLURM_CPUS_PER_TASK:-}" ]; then export SRUN_CPUS_PER_TASK=$SLURM_CPUS
 
 ob_require_binary() {  # ob_require_binary phaseN_dir/phaseN_binary
   if [ ! -x "$OB_BUILD_DIR/$1" ]; then
-    echo "overlap-bench: $OB_BUILD_DIR/$1 is missing: build first (scripts/test.sh or cmake --preset default)," \
-         "or set OB_BUILD_DIR" >&2
+    echo "overlap-bench: $OB_BUILD_DIR/$1 is missing: build first (cmake --preset gpu on a GPU node," \
+         "cmake --preset default elsewhere), or set OB_BUILD_DIR" >&2
     exit 2
   fi
 }
