@@ -4,7 +4,7 @@
 // rank r owns slice r of every layer, every rank the tails.
 //   backward, per bucket (comm stream; the plan is rounded to whole layers): each of its layers' gradient
 //     reduce-scattered to the slices' owners, the tail all-reduced:
-//       sharded:    ncclReduceScatter into `shard` (the bucket's layers in one NCCL group);
+//       sharded:    ncclReduceScatter into `received_` (this rank's slices; the bucket's layers in one NCCL group);
 //       sharded-ce: ncclAlltoAll on the copy engines (symmetric windows, CTA policy zero): slice r of every rank
 //                   lands on rank r, in rank order; the update sums them (no kernel on the comm stream).
 //   update (compute stream): this rank's slices only (sharded-ce: the sum of the received slices fused into it), and

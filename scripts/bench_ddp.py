@@ -42,17 +42,18 @@ CONFIG_KEYS = ["hidden", "layers", "batch", "bucket_mb", "first_bucket_mb", "gra
 
 
 def parse_args():
-    parser = ob_csv.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ob_csv.ArgumentParser(description=ob_csv.describe(__doc__))
     parser.add_argument("--configs", nargs="+", default=["4096,16,512"], help="hidden,layers,batch per rank")
     parser.add_argument("--bucket-mb", type=float, nargs="+", default=[25.0],
                         help="DDP bucket_cap_mb; several values: one overlap row each")
-    parser.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=True,
+                        help="GEMMs on TF32 tensor cores, as phase 4's --tf32 (default: on)")
     parser.add_argument("--default", action="store_true", help="DDP's default settings instead of the expert ones")
     parser.add_argument("--fsdp", action="store_true", help="PyTorch FSDP2 (fully_shard per layer) instead of DDP")
-    parser.add_argument("--iters", type=int, default=20)
-    parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--lr", type=float, default=0.01)
-    parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--iters", type=int, default=20, help="timed iterations per mode (default: 20)")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed iterations before them (default: 5)")
+    parser.add_argument("--lr", type=float, default=0.01, help="SGD learning rate (default: 0.01)")
+    parser.add_argument("--seed", type=int, default=1234, help="seed of the weights and data (default: 1234)")
     parser.add_argument("--csv", required=True, help="summary CSV to write (rank 0)")
     args = parser.parse_args()
     for text in args.configs:

@@ -28,7 +28,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=${2:?--out needs a directory}; shift 2 ;;
     --part) parts+=("${2:?--part needs a name}"); shift 2 ;;
-    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    -h|--help) ob_usage "$0"; exit 0 ;;
     *) ob_die "unknown option '$1' (see --help)" 2 ;;
   esac
 done

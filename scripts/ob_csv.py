@@ -65,9 +65,14 @@ def output_path(text):
     return path
 
 
+def describe(doc):
+    """A script's --help description: the first paragraph of its docstring, whole."""
+    return " ".join(doc.strip().split("\n\n")[0].split())
+
+
 def figure_parser(doc, source, source_help, **source_options):
     """The command line every plotting script starts from: its input CSV(s) and -o/--output."""
-    parser = ArgumentParser(description=doc.splitlines()[0])
+    parser = ArgumentParser(description=describe(doc))
     parser.add_argument(source, help=source_help, **source_options)
     parser.add_argument("-o", "--output", required=True, type=output_path, help="figure to write (.png, .pdf or .svg)")
     return parser
@@ -282,3 +287,7 @@ def main_guard(function):
         where = error.filename or ""
         print(f"{name}: error: {where}{': ' if where else ''}{error.strerror or error}", file=sys.stderr)
         return 3
+
+
+if __name__ == "__main__":  # a library of the other scripts, not a command: say so
+    print(__doc__.strip() + "\n\nA module the plotting and report scripts import; it has no command line of its own.")

@@ -132,7 +132,7 @@ def write_report(directory):
 
 
 def main():
-    parser = ob_csv.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ob_csv.ArgumentParser(description=ob_csv.describe(__doc__))
     parser.add_argument("results_dir", help="folder holding the CSVs of a run")
     args = parser.parse_args()
     print(write_report(args.results_dir))

@@ -16,7 +16,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=1; shift ;;
     --out) out=${2:?--out needs a directory}; shift 2 ;;
     --list) list=1; shift ;;
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) ob_usage "$0"; exit 0 ;;
     *) ob_die "unknown option '$1' (see --help)" 2 ;;
   esac
 done

@@ -13,7 +13,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --preset) presets+=("${2:?--preset needs a value}"); shift 2 ;;
     -L) label=${2:?-L needs a label}; shift 2 ;;
-    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) ob_usage "$0"; exit 0 ;;
     *) ob_die "unknown option '$1' (see --help)" 2 ;;
   esac
 done

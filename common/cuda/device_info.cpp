@@ -3,6 +3,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
+#include <unistd.h>
 
 #include "common/csv_writer.hpp"
 #include "common/cuda/cuda_check.hpp"
@@ -16,7 +17,13 @@ CudaProbe probe_cuda() {
   const cudaError_t code = cudaGetDeviceCount(&probe.devices);
   if (code != cudaSuccess) {
     probe.devices = 0;
-    probe.error = std::string(cudaGetErrorName(code)) + ": " + cudaGetErrorString(code);
+    // Without an NVIDIA driver the runtime answers "CUDA driver version is insufficient", which reads like a broken
+    // driver: say what is missing instead (the kernel module publishes /proc/driver/nvidia when it is loaded).
+    const bool no_driver = (code == cudaErrorInsufficientDriver || code == cudaErrorNoDevice) &&
+                           access("/proc/driver/nvidia/version", F_OK) != 0;
+    probe.error = no_driver ? std::string("no NVIDIA driver or GPU found on this machine; CUDA said ") +
+                                  cudaGetErrorName(code)
+                            : std::string(cudaGetErrorName(code)) + ": " + cudaGetErrorString(code);
     cudaGetLastError();  // clear the sticky-free error so later calls start clean
   } else if (probe.devices == 0) {
     probe.error = "cudaGetDeviceCount returned 0 devices";

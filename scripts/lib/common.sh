@@ -7,6 +7,8 @@ OB_APT_PYTHON_PACKAGES="python3-pandas python3-matplotlib python3-pytest"
 
 ob_log() { printf '[overlap-bench] %s\n' "$*" >&2; }
 ob_die() { printf '[overlap-bench] error: %s\n' "$1" >&2; exit "${2:-1}"; }
+# ob_usage SCRIPT: the script's --help, its header comment (every "#" line after the first, up to the first other).
+ob_usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$1"; }
 
 # The CUDA toolkit is often installed without being on PATH.
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then

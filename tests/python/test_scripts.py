@@ -149,9 +149,23 @@ def test_summary_missing_column_and_report_of_nothing(tmp_path):
 
 
 def test_every_script_has_help():
-    for tool in ("plot_gantt.py", "plot_summary.py", "plot_scaling.py", "plot_chunks.py", "plot_power.py", "report.py"):
+    """Each --help runs, and its description is the docstring's first paragraph whole (not cut mid-sentence)."""
+    for tool in ("plot_gantt.py", "plot_summary.py", "plot_scaling.py", "plot_chunks.py", "plot_power.py", "report.py",
+                 "bench_ddp.py"):
         result = script(tool, "--help")
-        assert result.returncode == 0 and "usage:" in result.stdout
+        assert result.returncode == 0 and "usage:" in result.stdout, tool
+        description = " ".join(result.stdout.split("\n\n")[1].split())
+        assert description.endswith("."), (tool, description)
+    # ob_csv.py is a library: asked for help it says what it is instead of printing nothing.
+    library = script("ob_csv.py", "--help")
+    assert library.returncode == 0 and "no command line of its own" in library.stdout
+
+
+@pytest.mark.parametrize("tool", ["test.sh", "run_all.sh", "bench_gpu.sh"])
+def test_shell_script_help_is_its_header_only(tool):
+    result = subprocess.run([str(SCRIPTS / tool), "--help"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "Usage:" in result.stdout and "set -" not in result.stdout and "#" not in result.stdout, result.stdout
 
 
 def test_run_all_quick_end_to_end(tmp_path):

@@ -1,5 +1,6 @@
 // CUDA, cuBLAS and NCCL check macros (no device needed), and the event log (skips without a device).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -47,6 +48,10 @@ TEST(CudaProbe, ReportsAReasonWhenNoDevice) {
   } else {
     EXPECT_FALSE(probe.error.empty());
     EXPECT_EQ(ob::no_device_message("phaseX", probe).rfind("phaseX: no CUDA device available (", 0), 0u);
+    // Without the NVIDIA kernel module (machines with no GPU) the message says so, not "driver insufficient".
+    if (access("/proc/driver/nvidia/version", F_OK) != 0) {
+      EXPECT_EQ(probe.error.rfind("no NVIDIA driver or GPU found on this machine", 0), 0u) << probe.error;
+    }
   }
 }
 
