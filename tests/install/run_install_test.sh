@@ -3,10 +3,12 @@
 # script runs, and a fifth phase (tests/install/consumer) builds against the exported package overlap_bench and runs.
 # The prefix and the consumer's build are removed afterwards, also on failure.
 #
-# Usage: tests/install/run_install_test.sh BUILD_DIR
+# Usage: tests/install/run_install_test.sh BUILD_DIR [CXX_FLAGS [LINKER_FLAGS]]   (the flags the build used, for the
+# consumer: a sanitized library needs the sanitizer at link time too)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-build=${1:?usage: run_install_test.sh BUILD_DIR}
+build=${1:?usage: run_install_test.sh BUILD_DIR [CXX_FLAGS [LINKER_FLAGS]]}
+cxx_flags=${2:-} linker_flags=${3:-}
 tmp=$(mktemp -d /tmp/ob-install.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "install-test: $*" >&2; exit 1; }
@@ -15,7 +17,8 @@ cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log" || { cat "$t
 "$tmp/prefix/bin/phase2_omp_overlap" --help | grep -q -- "--chunks" || fail "the installed phase2_omp_overlap --help"
 python3 "$tmp/prefix/share/overlap_bench/scripts/plot_gantt.py" --help | grep -q "Gantt" || fail "the installed plot_gantt.py"
 [ -f "$tmp/prefix/share/overlap_bench/METRICS.md" ] || fail "METRICS.md not installed"
-cmake -S "$root/tests/install/consumer" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$tmp/prefix" >"$tmp/consumer.log" 2>&1 &&
+cmake -S "$root/tests/install/consumer" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$tmp/prefix" \
+  -DCMAKE_CXX_FLAGS="$cxx_flags" -DCMAKE_EXE_LINKER_FLAGS="$linker_flags" >"$tmp/consumer.log" 2>&1 &&
   cmake --build "$tmp/consumer" >>"$tmp/consumer.log" 2>&1 || { cat "$tmp/consumer.log"; fail "the consumer did not build"; }
 "$tmp/consumer/fifth_phase" | grep -qx "bound 13 p50 2" || fail "the consumer printed a wrong result"
 echo "install-test: installed binary, script and package work"
