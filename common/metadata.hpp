@@ -7,8 +7,22 @@
 
 namespace ob {
 
-// commit, host, date_utc, command_line, phase, omp_threads, and, when MPI is running, mpi_library and ranks.
+// schema_version, commit, host, date_utc, command_line, phase, omp_threads, build, environment, and, when MPI is
+// running, mpi_library and ranks.
 nlohmann::json base_metadata(const std::string& phase, int argc, char** argv);
+
+// How the binaries were built: type, compiler, CUDA architectures ("" without CUDA).
+nlohmann::json build_info();
+
+// The environment variables that change how a run behaves (prefixes NCCL_, OMPI_, UCX_, OMP_, CUDA_, SLURM_,
+// OVERLAP_, PMIX_ and CUDA_VISIBLE_DEVICES), name to value.
+nlohmann::json run_environment();
+
+// --version's text: "<program> (overlap-bench <version>) commit <c>, <build type> build, <compiler>[, CUDA <archs>]".
+std::string version_text(const std::string& program);
+
+// The metadata's layout version: readers check it before they rely on a key.
+inline constexpr int kMetadataSchemaVersion = 2;
 
 // "2026-11-22T11:30:00Z"
 std::string utc_timestamp();

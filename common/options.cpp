@@ -12,6 +12,7 @@
 
 #include "common/csv_writer.hpp"
 #include "common/errors.hpp"
+#include "common/metadata.hpp"
 
 namespace ob {
 
@@ -27,6 +28,7 @@ void add_common_options(CLI::App& app, CommonOptions& options) {
   app.add_option("--seed", options.seed, "Seed of every random input")->capture_default_str();
   app.add_flag("--check", options.check, "Verify every result (collectives exactly, kernels against a reference)");
   app.add_flag("-q,--quiet", options.quiet, "Print only errors and the summary table");
+  app.set_version_flag("--version", version_text(app.get_name()), "Print the version, commit and build, then exit");
 }
 
 namespace {
@@ -80,6 +82,8 @@ ParseOutcome parse_quietly(CLI::App& app, int argc, char** argv) {
     return {kExitOk, app.help(), ""};
   } catch (const CLI::CallForAllHelp&) {
     return {kExitOk, app.help("", CLI::AppFormatMode::All), ""};
+  } catch (const CLI::CallForVersion& version) {
+    return {kExitOk, std::string(version.what()) + "\n", ""};
   } catch (const CLI::ParseError& error) {
     return {kExitUsage, "", error.what()};
   } catch (const UsageError& error) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/errors.hpp"
+#include "common/metadata.hpp"
 #include "common/options.hpp"
 #include "common/rank_agreement.hpp"
 #include "common/run_output.hpp"
@@ -177,4 +178,33 @@ TEST(OutputPaths, EveryOutputARegularFileOnAPathOfItsOwn) {
         << error.what();
   }
   fs::remove_all(dir);
+}
+
+TEST(CommonOptions, VersionNamesTheCommitAndTheBuildAndExitsZero) {
+  CLI::App app("test", "prog");
+  ob::CommonOptions options;
+  ob::add_common_options(app, options);
+  std::vector<std::string> args = {"prog", "--version"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  const auto outcome = ob::parse_quietly(app, static_cast<int>(argv.size()), argv.data());
+  EXPECT_EQ(outcome.exit, 0);
+  EXPECT_EQ(outcome.help.rfind("prog (overlap-bench ", 0), 0u) << outcome.help;
+  EXPECT_NE(outcome.help.find("commit " + ob::build_commit()), std::string::npos) << outcome.help;
+  EXPECT_NE(outcome.help.find(" build, "), std::string::npos) << outcome.help;
+}
+
+TEST(Metadata, NamesTheBuildTheSchemaAndTheEnvironmentThatMatters) {
+  setenv("NCCL_TEST_SETTING", "on", 1);
+  setenv("OB_UNRELATED_SETTING", "x", 1);
+  char name[] = "prog";
+  char* argv[] = {name};
+  const auto meta = ob::base_metadata("phaseX", 1, argv);
+  EXPECT_EQ(meta["schema_version"], ob::kMetadataSchemaVersion);
+  EXPECT_FALSE(meta["build"]["type"].get<std::string>().empty());
+  EXPECT_FALSE(meta["build"]["compiler"].get<std::string>().empty());
+  EXPECT_EQ(meta["environment"]["NCCL_TEST_SETTING"], "on");
+  EXPECT_FALSE(meta["environment"].contains("OB_UNRELATED_SETTING"));
+  unsetenv("NCCL_TEST_SETTING");
+  unsetenv("OB_UNRELATED_SETTING");
 }
