@@ -5,8 +5,8 @@
 
 namespace ob {
 namespace {
-constexpr Mode kAll[] = {Mode::kCompute, Mode::kComm,  Mode::kSeq,   Mode::kOverlap,  Mode::kThread,
-                         Mode::kNonblocking, Mode::kIdeal, Mode::kBound, Mode::kBoundRef};
+constexpr Mode kAll[] = {Mode::kCompute,  Mode::kComm,  Mode::kSeq,   Mode::kOverlap,  Mode::kThread,
+                         Mode::kNonblocking, Mode::kProgress, Mode::kIdeal, Mode::kBound, Mode::kBoundRef};
 }  // namespace
 
 const char* mode_name(Mode mode) {
@@ -17,6 +17,7 @@ const char* mode_name(Mode mode) {
     case Mode::kOverlap: return "overlap";
     case Mode::kThread: return "thread";
     case Mode::kNonblocking: return "nonblocking";
+    case Mode::kProgress: return "progress";
     case Mode::kIdeal: return "ideal";
     case Mode::kBound: return "bound";
     case Mode::kBoundRef: return "bound_ref";
@@ -32,7 +33,8 @@ Mode parse_mode(const std::string& name) {
 }
 
 bool is_overlapped(Mode mode) {
-  return mode == Mode::kOverlap || mode == Mode::kThread || mode == Mode::kNonblocking;
+  return mode == Mode::kOverlap || mode == Mode::kThread || mode == Mode::kNonblocking ||
+         mode == Mode::kProgress;
 }
 
 bool is_derived(Mode mode) { return mode == Mode::kIdeal || mode == Mode::kBound || mode == Mode::kBoundRef; }

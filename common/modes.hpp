@@ -15,12 +15,13 @@ enum class Mode {
   kOverlap,      // communication overlapped with compute (T_ovl)
   kThread,       // phase 3's overlapped strategies
   kNonblocking,
+  kProgress,
   kIdeal,        // derived: max(T_comp, T_comm)
   kBound,        // derived: the schedule bound from the run's own isolated tasks
   kBoundRef,     // derived: the schedule bound from the fastest isolated communication (phase 4)
 };
 
-// "compute", "comm", "seq", "overlap", "thread", "nonblocking", "ideal", "bound", "bound_ref".
+// "compute", "comm", "seq", "overlap", "thread", "nonblocking", "progress", "ideal", "bound", "bound_ref".
 const char* mode_name(Mode mode);
 // The inverse of mode_name; throws std::invalid_argument naming the text.
 Mode parse_mode(const std::string& name);

@@ -53,6 +53,7 @@ std::string decimal_error(const CLI::App& app, int argc, char** argv) {
     if (!option) continue;
     if (!inline_value && i + 1 >= argc) continue;  // CLI11 reports the missing value
     const std::string given = inline_value ? token.substr(equals + 1) : argv[++i];
+    if (given == "auto" && option->get_type_name().find("|auto") != std::string::npos) continue;  // a word it takes
     std::string value = given;
     const bool is_signed = option->get_type_name().rfind("INT", 0) == 0;
     std::size_t start = is_signed && !value.empty() && value[0] == '-' ? 1 : 0;

@@ -3,8 +3,12 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 
+#include "common/csv_writer.hpp"
 #include "common/errors.hpp"
+#include "common/timer.hpp"
 
 namespace phase3 {
 
@@ -12,9 +16,19 @@ void add_options(CLI::App& app, Config& config) {
   config.common.iters = 10;
   ob::add_common_options(app, config.common);
   ob::add_fault_options(app, config.fault);
-  app.add_option("--batch", config.batch, "Global batch (rows of x), split over the ranks")
-      ->transform(ob::size_suffix())
-      ->check(CLI::Range(1, 1 << 24))
+  app.add_option("--batch", config.batch,
+                 "Global batch (rows of x), split over the ranks; auto: the rows that make the step's compute as long "
+                 "as its all-reduce (measured first)")
+      ->transform(CLI::Validator(
+          [](std::string& text) {
+            if (text == "auto") {
+              text = "0";
+              return std::string();
+            }
+            return ob::size_suffix()(text);
+          },
+          "SIZE[K|M|G]|auto", "batch"))
+      ->check(CLI::Range(0, 1 << 24))
       ->capture_default_str();
   app.add_option("--in", config.in, "Input features (rows of W and dW)")
       ->transform(ob::size_suffix())
@@ -28,9 +42,33 @@ void add_options(CLI::App& app, Config& config) {
   app.add_option("--chunks", config.chunks, "Row blocks of dW, each all-reduced as soon as it is computed")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
-  app.add_option("--strategy", config.strategy, "seq|thread|nonblocking|all (compute-only and comm-only always run)")
-      ->check(CLI::IsMember({"seq", "thread", "nonblocking", "all"}))
+  app.add_option("--strategy", config.strategy,
+                 "seq|thread|nonblocking|progress|all (compute-only and comm-only always run)")
+      ->check(CLI::IsMember({"seq", "thread", "nonblocking", "progress", "all"}))
       ->capture_default_str();
+  app.add_option("--compute", config.compute,
+                 "gemm: the model's GEMMs; busy: OSU's dummy compute, a wall-clock busy loop per chunk as long as "
+                 "the chunk's pure all-reduce (osu_iallreduce's sizing)")
+      ->check(CLI::IsMember({"gemm", "busy"}))
+      ->capture_default_str();
+  app.add_option("--probes", config.probes,
+                 "--compute busy: MPI_Test calls spread over each chunk's busy loop in the nonblocking strategy "
+                 "(osu_iallreduce -t)")
+      ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+  app.add_option("--busy-us", config.busy_us,
+                 "--compute busy: every chunk's target in microseconds instead of its measured all-reduce time")
+      ->check(ob::finite_in(0, 1e9))
+      ->capture_default_str();
+  app.add_option("--backoff-us", config.backoff_us,
+                 "progress strategy: the longest sleep (us) of its progress thread between MPI_Test rounds that "
+                 "completed nothing (0: spin)")
+      ->check(ob::finite_in(0, 1e6))
+      ->capture_default_str();
+  app.add_option("--grad-mb", config.grad_mb,
+                 "Gradient sizes to run one after another, MiB (e.g. 1,4,16): out = MiB * 2^20 / (4 * in)")
+      ->delimiter(',')
+      ->check(ob::finite_in(1e-6, 2048));
   app.add_option("--device", config.device, "Where gradients are computed: cpu|gpu|auto")
       ->check(CLI::IsMember({"cpu", "gpu", "auto"}))
       ->capture_default_str();
@@ -45,22 +83,73 @@ void add_options(CLI::App& app, Config& config) {
 
 void validate(const Config& config) {
   ob::parse_fault(config.fault.inject_fault);
+  if (config.busy()) {
+    ob::require(config.device != "gpu", "--device", config.device,
+                "--compute busy runs on the host (its busy loop computes nothing): use cpu or auto");
+    ob::require(config.batch != 0, "--batch", "auto", "--compute busy has no GEMM to size: leave --batch out");
+    ob::require(config.busy_us == 0 || config.busy_us / 1000 >= clock_resolution_ms(), "--busy-us",
+                ob::format_number(config.busy_us), "below steady_clock's resolution on this machine (" +
+                ob::format_number(clock_resolution_ms() * 1000, 3) + " us)");
+  } else {
+    ob::require(config.probes == 0, "--probes", std::to_string(config.probes), "needs --compute busy");
+    ob::require(config.busy_us == 0, "--busy-us", ob::format_number(config.busy_us), "needs --compute busy");
+  }
   ob::require(!config.cuda_aware || config.device != "cpu", "--cuda-aware", "--device cpu",
               "--cuda-aware needs GPU compute (--device gpu or auto)");
-  ob::require(1.0 * config.in * config.out < 2147483647.0, "--in", std::to_string(config.in),
-              "in * out must stay below 2^31 (MPI counts)");
-  const double floats = 1.0 * config.batch * (2.0 * config.in + 3.0 * config.out) + 4.0 * config.in * config.out;
-  ob::require_fits_in_host_memory("--batch", std::to_string(config.batch), 4.0 * floats);
+  for (const double mb : config.grad_mb) {
+    const double floats = mb * (1 << 20) / 4;
+    ob::require(floats == std::floor(floats) && std::fmod(floats, config.in) == 0, "--grad-mb", ob::format_number(mb),
+                "a gradient of whole rows: MiB * 2^20 / 4 must be a multiple of --in (" + std::to_string(config.in) +
+                    ")");
+  }
+  for (const auto& point : config.points()) {
+    ob::require(1.0 * point.in * point.out < 2147483647.0, point.grad_mb.empty() ? "--in" : "--grad-mb",
+                std::to_string(point.in) + "x" + std::to_string(point.out), "in * out must stay below 2^31 (MPI counts)");
+    ob::require_fits_in_host_memory("--batch", std::to_string(point.batch), point.host_bytes());
+  }
+}
+
+double Config::host_bytes() const {
+  const double floats = 1.0 * batch * (2.0 * in + 3.0 * out) + 4.0 * in * out;
+  return 4.0 * floats;
+}
+
+std::vector<Config> Config::points() const {
+  if (grad_mb.empty()) return {*this};
+  std::vector<Config> points;
+  for (const double mb : grad_mb) {
+    Config point = *this;
+    point.grad_mb = {mb};
+    point.out = static_cast<int>(std::llround(mb * (1 << 20) / 4 / in));
+    points.push_back(point);
+  }
+  return points;
+}
+
+double clock_resolution_ms() {
+  static const double resolution = [] {
+    auto smallest = ob::SteadyClock::duration::max();
+    for (int i = 0; i < 1000; ++i) {
+      const auto a = ob::SteadyClock::now();
+      auto b = ob::SteadyClock::now();
+      while (b == a) b = ob::SteadyClock::now();
+      smallest = std::min(smallest, b - a);
+    }
+    return std::chrono::duration<double, std::milli>(smallest).count();
+  }();
+  return resolution;
 }
 
 std::vector<ob::Mode> Config::modes() const {
   std::vector<ob::Mode> modes = {ob::Mode::kCompute, ob::Mode::kComm};
   if (strategy == "all") {
-    modes.insert(modes.end(), {ob::Mode::kSeq, ob::Mode::kThread, ob::Mode::kNonblocking});
+    modes.insert(modes.end(), {ob::Mode::kSeq, ob::Mode::kThread, ob::Mode::kNonblocking, ob::Mode::kProgress});
   } else {
     modes.push_back(ob::parse_mode(strategy));
   }
-  return ob::in_run_order(modes);
+  modes = ob::in_run_order(modes);
+  if (busy()) std::swap(modes[0], modes[1]);  // comm, compute, ...: the busy loop is sized from the comm run
+  return modes;
 }
 
 int Config::compute_threads() const {

@@ -47,7 +47,7 @@ class CpuBackend : public Backend {
     for (std::size_t i = 0; i < y_.size(); ++i) dy_[i] = scale_ * (y_[i] - t_[i]);
   }
 
-  void launch_chunk(Range rows) override {
+  void launch_chunk(int, Range rows) override {
     if (rows.size() == 0) return;  // more chunks than rows of dW
     float* dst = grad_.data() + static_cast<std::size_t>(rows.begin) * out_;
     if (rows_ == 0) {  // a rank without data contributes a zero gradient
@@ -57,8 +57,7 @@ class CpuBackend : public Backend {
     omp_set_num_threads(threads_);
     phase1::cpu_gemm({rows.size(), out_, rows_}, xt_.data() + static_cast<std::size_t>(rows.begin) * rows_, dy_.data(), dst);
   }
-  bool chunk_ready() override { return true; }
-  void finish_chunk(Range) override {}
+  void wait_chunk(int, const std::function<void()>&) override {}  // launch_chunk computed it
 
   float* comm_buffer() override { return grad_.data(); }
   void write_comm(const std::vector<float>& values) override { grad_ = values; }

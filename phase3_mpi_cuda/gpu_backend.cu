@@ -1,6 +1,8 @@
-// The GPU backend: phase 1's kernels on one stream. Each chunk's GEMM reads a row block of xᵀ (kept transposed
-// on the device, so the block is contiguous); the chunk then goes to pinned host memory for MPI, or stays on the
-// device with --cuda-aware.
+// The GPU backend: phase 1's kernels on a compute stream. Each chunk's GEMM reads a row block of xᵀ (kept
+// transposed on the device, so the block is contiguous). With host staging the chunk then goes to pinned host memory
+// on a download stream as soon as its GEMM is done (the next chunk's GEMM runs meanwhile), and comes back after its
+// all-reduce on an upload stream (the copy engines of both directions work beside the SMs); with --cuda-aware it
+// stays on the device.
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/device_buffer.hpp"
 #include "common/cuda/handles.hpp"
@@ -18,7 +20,13 @@ class GpuBackend : public Backend {
         cuda_aware_(config.cuda_aware), kernel_(phase1::parse_gemm_kernel(config.kernel)), device_(device) {
     CUDA_CHECK(cudaSetDevice(device));
     stream_ = ob::make_stream();
-    chunk_done_ = ob::make_sync_event();
+    down_ = ob::make_stream();
+    up_ = ob::make_stream();
+    returned_ = ob::make_sync_event();
+    for (int k = 0; k < config.chunks; ++k) {
+      computed_.push_back(ob::make_sync_event());
+      in_buffer_.push_back(ob::make_sync_event());
+    }
     cublas_ = ob::make_cublas();
     const std::size_t xs = static_cast<std::size_t>(rows_) * in_, ws = static_cast<std::size_t>(in_) * out_,
                       ys = static_cast<std::size_t>(rows_) * out_;
@@ -61,31 +69,54 @@ class GpuBackend : public Backend {
     CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
 
-  void launch_chunk(Range rows) override {
+  void launch_chunk(int k, Range rows) override {
     bind();
     float* dst = grad_.get() + static_cast<std::size_t>(rows.begin) * out_;
+    const std::size_t bytes = static_cast<std::size_t>(rows.size()) * out_ * sizeof(float);
     if (rows_ == 0) {
-      CUDA_CHECK(cudaMemsetAsync(dst, 0, static_cast<std::size_t>(rows.size()) * out_ * sizeof(float), stream_));
+      CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, stream_));
     } else if (rows.size() > 0) {
       phase1::gemm(kernel_, cublas_, false, {rows.size(), out_, rows_}, xt_.get() + static_cast<std::size_t>(rows.begin) * rows_,
                    dy_.get(), dst, stream_);
     }
-    if (!cuda_aware_ && rows.size() > 0) {
-      CUDA_CHECK(cudaMemcpyAsync(host_grad_.get() + static_cast<std::size_t>(rows.begin) * out_, dst,
-                                 static_cast<std::size_t>(rows.size()) * out_ * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+    CUDA_CHECK(cudaEventRecord(computed_[k], stream_));
+    if (cuda_aware_) {
+      CUDA_CHECK(cudaEventRecord(in_buffer_[k], stream_));
+      return;
     }
-    CUDA_CHECK(cudaEventRecord(chunk_done_, stream_));
+    CUDA_CHECK(cudaStreamWaitEvent(down_, computed_[k], 0));
+    if (bytes > 0) {
+      CUDA_CHECK(cudaMemcpyAsync(host_grad_.get() + static_cast<std::size_t>(rows.begin) * out_, dst, bytes,
+                                 cudaMemcpyDeviceToHost, down_));
+    }
+    CUDA_CHECK(cudaEventRecord(in_buffer_[k], down_));
   }
 
-  bool chunk_ready() override {
+  void wait_chunk(int k, const std::function<void()>& idle) override {
     bind();
-    const cudaError_t state = cudaEventQuery(chunk_done_);
-    if (state == cudaErrorNotReady) return false;
-    CUDA_CHECK(state);
-    return true;
+    if (!idle) {
+      CUDA_CHECK(cudaEventSynchronize(in_buffer_[k]));
+      return;
+    }
+    while (true) {
+      const cudaError_t state = cudaEventQuery(in_buffer_[k]);
+      if (state != cudaErrorNotReady) {
+        CUDA_CHECK(state);
+        return;
+      }
+      idle();
+    }
   }
 
-  void finish_chunk(Range) override { bind(); CUDA_CHECK(cudaEventSynchronize(chunk_done_)); }
+  bool queues_chunks() const override { return true; }
+
+  void return_chunk(int, Range rows) override {
+    if (cuda_aware_ || rows.size() == 0) return;
+    bind();
+    const std::size_t offset = static_cast<std::size_t>(rows.begin) * out_;
+    CUDA_CHECK(cudaMemcpyAsync(grad_.get() + offset, host_grad_.get() + offset,
+                               static_cast<std::size_t>(rows.size()) * out_ * sizeof(float), cudaMemcpyHostToDevice, up_));
+  }
 
   float* comm_buffer() override { return cuda_aware_ ? grad_.get() : host_grad_.get(); }
 
@@ -102,9 +133,8 @@ class GpuBackend : public Backend {
 
   void update() override {
     bind();
-    if (!cuda_aware_) {
-      CUDA_CHECK(cudaMemcpyAsync(grad_.get(), host_grad_.get(), grad_.bytes(), cudaMemcpyHostToDevice, stream_));
-    }
+    CUDA_CHECK(cudaEventRecord(returned_, up_));  // every returned chunk has landed before the update reads it
+    CUDA_CHECK(cudaStreamWaitEvent(stream_, returned_, 0));
     phase1::sgd_update(w_.get(), grad_.get(), lr_, grad_.size(), stream_);
     CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
@@ -129,8 +159,9 @@ class GpuBackend : public Backend {
   phase1::GemmKernel kernel_;
   int device_;
   std::size_t global_elements_ = 1;
-  ob::CudaStream stream_;
-  ob::CudaEvent chunk_done_;
+  ob::CudaStream stream_, down_, up_;
+  std::vector<ob::CudaEvent> computed_, in_buffer_;  // per chunk: its GEMM done; it is in the buffer MPI reads
+  ob::CudaEvent returned_;
   ob::CublasHandle cublas_;
   ob::DeviceBuffer<float> x_, xt_, w_, grad_, t_, y_, dy_;
   ob::DeviceBuffer<double> loss_;

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <memory>
 
+#include "common/csv_writer.hpp"
 #include "common/errors.hpp"
 #include "common/main_guard.hpp"
 #include "common/metadata.hpp"
@@ -36,6 +37,16 @@ bool mpi_supports_device_buffers() {
 }
 
 
+// "global batch 1024, W 512x512", or what the sweep and --batch auto leave open.
+std::string describe_shape(const phase3::Config& config) {
+  std::string text = config.busy() ? "" : "global batch " + (config.batch == 0 ? std::string("auto (compute ~ comm)")
+                                                                                : std::to_string(config.batch)) + ", ";
+  if (config.grad_mb.empty()) return text + "W " + std::to_string(config.in) + "x" + std::to_string(config.out);
+  std::string sizes;
+  for (const double mb : config.grad_mb) sizes += (sizes.empty() ? "" : ",") + ob::format_number(mb);
+  return text + "gradients " + sizes + " MiB";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -57,7 +68,7 @@ int main(int argc, char** argv) {
     ob::Watchdog watchdog(program, mpi->rank(), mpi->size(), config.fault,
                           [] { MPI_Abort(MPI_COMM_WORLD, ob::kExitRuntime); });
 
-    std::string device = config.device;
+    std::string device = config.busy() ? "cpu" : config.device;  // the busy loop runs on the host
     nlohmann::json gpu_meta = nlohmann::json::array();
     int gpu = -1;
 #ifdef OVERLAP_HAVE_CUDA
@@ -81,18 +92,33 @@ int main(int argc, char** argv) {
     ob::require(!config.cuda_aware || mpi_supports_device_buffers(), "--cuda-aware", "on",
                 "this MPI library does not report CUDA support (MPIX_Query_cuda_support)");
 
-    const auto shard = phase3::make_shard(config, phase3::shard(config.batch, mpi->rank(), mpi->size()));
-    std::unique_ptr<phase3::Backend> backend;
+    const phase3::BackendFactory make_backend = [&](const phase3::Config& c) -> std::unique_ptr<phase3::Backend> {
+      if (c.busy()) return phase3::make_busy_backend(c);
+      const auto shard = phase3::make_shard(c, phase3::shard(c.batch, mpi->rank(), mpi->size()));
 #ifdef OVERLAP_HAVE_CUDA
-    if (device == "gpu") backend = phase3::make_gpu_backend(config, shard, gpu);
+      if (device == "gpu") return phase3::make_gpu_backend(c, shard, gpu);
 #endif
-    if (!backend) backend = phase3::make_cpu_backend(config, shard);
-    if (root && !config.common.quiet) {
-      std::cerr << "phase3: " << mpi->size() << " rank(s), rank 0 computes on " << backend->description() << std::endl;
+      return phase3::make_cpu_backend(c, shard);
+    };
+    std::ostream* progress = root && !config.common.quiet ? &std::cerr : nullptr;
+    phase3::Result result;
+    std::string description;
+    for (auto point : config.points()) {
+      if (progress && !config.grad_mb.empty()) {
+        *progress << "phase3: gradient " << ob::format_number(point.grad_mb[0]) << " MiB (W " << point.in << "x"
+                  << point.out << ")" << std::endl;
+      }
+      if (point.batch == 0) point.batch = phase3::batch_for_comm(point, make_backend, MPI_COMM_WORLD, progress);
+      auto backend = make_backend(point);
+      if (description.empty() && progress) {
+        *progress << "phase3: " << mpi->size() << " rank(s), rank 0 computes on " << backend->description() << std::endl;
+      }
+      description = backend->description();
+      auto part = phase3::run(point, *backend, device, MPI_COMM_WORLD, progress);
+      result.rows.insert(result.rows.end(), part.rows.begin(), part.rows.end());
+      result.events.insert(result.events.end(), part.events.begin(), part.events.end());
+      if (result.failure.empty()) result.failure = part.failure;
     }
-
-    const auto result = phase3::run(config, *backend, device, MPI_COMM_WORLD,
-                                    root && !config.common.quiet ? &std::cerr : nullptr);
     // A fault injected at a step that never came proved nothing: a usage error, and nothing is written.
     if (auto code = ob::stop_on_any_rank(program, watchdog.unfired_fault(), MPI_COMM_WORLD)) return *code;
     const auto hosts = ob::rank_hosts(MPI_COMM_WORLD);
@@ -101,12 +127,12 @@ int main(int argc, char** argv) {
       meta["hosts"] = hosts;
       meta["clock"] = "std::chrono::steady_clock";
       meta["mpi_thread_level"] = mpi->provided();
-      meta["device"] = backend->description();
+      meta["device"] = description;
       if (!gpu_meta.empty()) meta["gpus"] = gpu_meta;
       if (result.failure.empty()) write_run_outputs(paths, "phase3", result.rows, meta, result.events);
-      std::cout << "# phase3_mpi_cuda: " << mpi->size() << " ranks, global batch " << config.batch << ", W "
-                << config.in << "x" << config.out << " in " << config.chunks << " chunks on " << device
-                << ", median of " << config.common.iters << " steps, slowest rank (steady_clock)\n"
+      std::cout << "# phase3_mpi_cuda: " << mpi->size() << " ranks, " << config.compute << " compute, "
+                << describe_shape(config) << " in " << config.chunks << " chunks on " << device << ", median of "
+                << config.common.iters << " steps, slowest rank (steady_clock)\n"
                 << ob::render_summary(result.rows, phase3::console_columns())
                 << ob::outputs_line(paths, result.failure.empty()) << "\n";
     }

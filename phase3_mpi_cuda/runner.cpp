@@ -3,8 +3,11 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
+#include "common/csv_writer.hpp"
+#include "common/options.hpp"
 #include "common/metrics.hpp"
 #include "common/overlap_rows.hpp"
 #include "common/mpi_check.hpp"
@@ -52,10 +55,55 @@ std::string check_against_reference(const Config& config, Backend& backend, MPI_
 }
 
 
+// The step's median wall time (slowest rank) in `mode` with `batch` rows, on a backend made for the purpose.
+double step_ms(const Config& config, int batch, ob::Mode mode, const BackendFactory& make, MPI_Comm comm) {
+  Config trial = config;
+  trial.batch = batch;
+  trial.common.warmup = 2;
+  trial.common.iters = 5;
+  auto backend = make(trial);
+  const auto run = run_mode(mode, *backend, trial, comm, ob::SteadyClock::now(), false);
+  return ob::summarize(ob::max_across_ranks(run.iter_ms, comm)).p50;
+}
+
 }  // namespace
 
+int rows_for_time(double target_ms, int b0, double t0, int b1, double t1) {
+  const double slope = (t1 - t0) / (b1 - b0);
+  const double rows = slope > 0 ? b1 + (target_ms - t1) / slope : b1 * target_ms / t1;
+  return static_cast<int>(std::min(std::max(std::ceil(rows), 1.0), 2147483647.0));
+}
+
+int batch_for_comm(const Config& config, const BackendFactory& make, MPI_Comm comm, std::ostream* progress) {
+  int ranks = 1;
+  MPI_CHECK(MPI_Comm_size(comm, &ranks));
+  const double comm_ms = step_ms(config, ranks, ob::Mode::kComm, make, comm);
+  // Secant steps on (rows, compute time) from two small batches, until the compute is within 10 % of comm.
+  int b0 = 64 * ranks, b1 = 512 * ranks;
+  double t0 = step_ms(config, b0, ob::Mode::kCompute, make, comm), t1 = step_ms(config, b1, ob::Mode::kCompute, make, comm);
+  for (int attempt = 0; attempt < 4 && std::abs(t1 - comm_ms) > 0.1 * comm_ms; ++attempt) {
+    const int rows = ranks * ((rows_for_time(comm_ms, b0, t0, b1, t1) + ranks - 1) / ranks);
+    Config sized = config;
+    sized.batch = rows;
+    ob::require(rows <= kMaxBatch, "--batch", "auto",
+                "compute as long as the all-reduce (" + ob::format_number(comm_ms, 3) + " ms) needs " +
+                    std::to_string(rows) + " rows; at most " + std::to_string(kMaxBatch));
+    ob::require_fits_in_host_memory("--batch", "auto (" + std::to_string(rows) + " rows)", sized.host_bytes());
+    if (rows == b1) break;
+    b0 = b1, t0 = t1;
+    b1 = rows, t1 = step_ms(config, rows, ob::Mode::kCompute, make, comm);
+  }
+  if (progress) {
+    *progress << "phase3: --batch auto: " << b1 << " rows: compute " << ob::format_number(t1, 3) << " ms, all-reduce "
+              << ob::format_number(comm_ms, 3) << " ms" << std::endl;
+  }
+  return b1;
+}
+
 std::vector<ob::ConsoleColumn> console_columns() {
-  return {{"chunk_compute", "ms", "chunk_compute_ms_p50"}, {"chunk_comm", "ms", "chunk_comm_ms_p50"},
+  return {{"grad", "MiB", "grad_mb"},
+          {"batch", "", "batch"},
+          {"chunk_compute", "ms", "chunk_compute_ms_p50"}, {"chunk_comm", "ms", "chunk_comm_ms_p50"},
           {"speedup", "x", "speedup"},                     {"efficiency", "", "overlap_efficiency"},
           {"overlap", "%", "overlap_pct"},                 {"slowdown", "", "compute_slowdown"},
           {"busbw", "GB/s", "busbw_GBps"},                 {"#wrong", "", "wrong"}};
@@ -71,7 +119,7 @@ Result run(const Config& config, Backend& backend, const std::string& device_nam
   MPI_CHECK(MPI_Barrier(comm));
   const auto origin = ob::SteadyClock::now();
 
-  if (config.common.check) {
+  if (config.common.check && backend.trains()) {
     if (progress) *progress << "phase3: checking every strategy against the single-process run" << std::endl;
     result.failure = check_against_reference(config, backend, comm, origin, rank);
   }
@@ -81,8 +129,11 @@ Result run(const Config& config, Backend& backend, const std::string& device_nam
   base.chunks = config.chunks;
   base.iters = config.common.iters;
   base.config("batch", config.batch).config("in", config.in).config("out", config.out).config("device", device_name)
-      .config("kernel", device_name == "cpu" ? "cpu_gemm" : config.kernel).config("cuda_aware", config.cuda_aware)
-      .config("compute_threads", config.compute_threads())
+      .config("compute", config.compute)
+      .config("kernel", config.busy() ? "busy_loop" : device_name == "cpu" ? "cpu_gemm" : config.kernel)
+      .config("cuda_aware", config.cuda_aware).config("compute_threads", config.compute_threads())
+      .config("probes", config.probes).config("backoff_us", config.backoff_us)
+      .config("progress_core", config.compute_threads() < rank_cores() ? "own" : "shared")
       .config("grad_mb", 4.0 * config.in * config.out / (1 << 20)).config("clock", "steady_clock");
 
   ob::CheckLog checks;
@@ -103,7 +154,12 @@ Result run(const Config& config, Backend& backend, const std::string& device_nam
                        ob::first_nonempty(run.first_wrong.empty() ? "" : "rank " + std::to_string(rank) + ": " +
                                                                              run.first_wrong, comm));
     if (mode == ob::Mode::kCompute) compute_run = &run;
-    if (mode == ob::Mode::kComm) comm_run = &run;
+    if (mode == ob::Mode::kComm) {
+      comm_run = &run;
+      std::vector<double> chunk_ms;
+      for (const auto& samples : run.chunk_comm_ms) chunk_ms.push_back(ob::slowest_median(samples, comm));
+      backend.size_to_comm(chunk_ms);
+    }
     ob::SummaryRow row = base;
     row.mode = mode;
     row.time_ms = ob::summarize(ob::max_across_ranks(run.iter_ms, comm));
@@ -118,8 +174,9 @@ Result run(const Config& config, Backend& backend, const std::string& device_nam
     if (mode == ob::Mode::kComm) {
       const double algbw = ob::algbw_GBps(4.0 * config.in * config.out, row.time_ms.p50);
       row.set("algbw_GBps", algbw).set("busbw_GBps", ob::allreduce_busbw_GBps(algbw, ranks));
-      if (config.common.check) row.set("wrong", wrong);
     }
+    const bool exact = (mode == ob::Mode::kComm || !backend.trains()) && mode != ob::Mode::kCompute;
+    if (config.common.check && exact) row.set("wrong", wrong);
     result.rows.push_back(row);
     auto merged = ob::gather_timeline(run.events, comm);
     result.events.insert(result.events.end(), merged.begin(), merged.end());

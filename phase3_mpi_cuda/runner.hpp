@@ -4,6 +4,8 @@
 
 #include <mpi.h>
 
+#include <functional>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -28,5 +30,18 @@ Result run(const Config& config, Backend& backend, const std::string& device_nam
            std::ostream* progress);
 
 std::vector<ob::ConsoleColumn> console_columns();
+
+// Makes this rank's backend for a configuration (its shard, on its device).
+using BackendFactory = std::function<std::unique_ptr<Backend>(const Config&)>;
+
+constexpr int kMaxBatch = 1 << 24;  // --batch's largest value
+
+// --batch auto: the global batch whose compute-only step lasts as long as the comm-only step, found by measuring
+// both (secant steps from 64 and 512 rows per rank). Throws ob::UsageError naming --batch when that many rows do not
+// fit in memory.
+int batch_for_comm(const Config& config, const BackendFactory& make, MPI_Comm comm, std::ostream* progress);
+
+// The rows at which a line through (b0, t0) and (b1, t1) reaches target_ms (proportional when it does not rise).
+int rows_for_time(double target_ms, int b0, double t0, int b1, double t1);
 
 }  // namespace phase3

@@ -1,11 +1,21 @@
 #include "phase3_mpi_cuda/strategies.hpp"
 
 #include <omp.h>
+#ifdef __linux__
+#include <sched.h>
+#include <sys/prctl.h>
+#endif
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
 
 #include "common/handoff.hpp"
 #include "common/iteration.hpp"
@@ -16,13 +26,103 @@
 namespace phase3 {
 namespace {
 
+// The progress strategy's second thread. It lives as long as the mode's run, so a step never waits for a thread to
+// be woken or scheduled: between jobs it sleeps 1 us doubling up to --backoff-us. At its start it takes a core of
+// its own where the rank has one spare, and a timer slack of 1 ns, so its sleeps last what they say. (SCHED_FIFO was
+// tried for a core shared with compute: each wake-up then costs the compute thread ~17 us on a VM, and a thread
+// that polls at real-time priority got throttled for whole seconds; README, "Phase 3 against OSU".)
+class ProgressWorker {
+ public:
+  ProgressWorker(bool own_core, double backoff_us) : backoff_us_(backoff_us) {
+    thread_ = std::thread([this, own_core] { loop(own_core); });
+    ob::wait_above(placed_, 0);
+  }
+  ~ProgressWorker() {
+    stop_.store(true);
+    thread_.join();
+  }
+  ProgressWorker(const ProgressWorker&) = delete;
+  ProgressWorker& operator=(const ProgressWorker&) = delete;
+
+  bool own_core() const { return own_core_; }
+
+  void start(std::function<void()> job) {
+    job_ = std::move(job);
+    posted_.fetch_add(1, std::memory_order_release);
+  }
+  // Waits for the job; rethrows what it threw.
+  void finish() {
+    ob::wait_above(done_, posted_.load() - 1);
+    if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
+  }
+
+  // Sleeps 1 us, doubling up to `max_us`, on each call after a call that moved nothing; `moved` resets it.
+  static void back_off(double& sleep_us, bool moved, double max_us) {
+    if (moved || max_us <= 0) {
+      sleep_us = 0;
+      return;
+    }
+    sleep_us = std::min(sleep_us == 0 ? 1.0 : 2 * sleep_us, max_us);
+    std::this_thread::sleep_for(std::chrono::duration<double, std::micro>(sleep_us));
+  }
+
+ private:
+  void loop(bool own_core) {
+    place(own_core);
+    placed_.store(1, std::memory_order_release);
+    double sleep_us = 0;
+    for (int done = 0; !stop_.load();) {
+      const bool posted = posted_.load(std::memory_order_acquire) > done;
+      if (posted) {
+        try {
+          job_();
+        } catch (...) {
+          failure_ = std::current_exception();
+        }
+        done_.store(++done, std::memory_order_release);
+      }
+      back_off(sleep_us, posted, backoff_us_ > 0 ? backoff_us_ : 1);
+    }
+  }
+
+  void place(bool own_core) {
+#ifdef __linux__
+    prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
+    cpu_set_t mask;
+    if (own_core && sched_getaffinity(0, sizeof(mask), &mask) == 0) {
+      cpu_set_t own;
+      CPU_ZERO(&own);
+      for (int cpu = CPU_SETSIZE - 1; cpu >= 0; --cpu) {
+        if (CPU_ISSET(cpu, &mask)) {
+          CPU_SET(cpu, &own);
+          break;
+        }
+      }
+      own_core_ = sched_setaffinity(0, sizeof(own), &own) == 0;
+    }
+#else
+    (void)own_core;
+#endif
+  }
+
+  double backoff_us_;
+  std::thread thread_;
+  std::atomic<int> placed_{0}, posted_{0}, done_{0};
+  std::atomic<bool> stop_{false};
+  std::function<void()> job_;
+  std::exception_ptr failure_;
+  bool own_core_ = false;
+};
+
 // One step of one mode: runs the tasks and logs each one's duration and timeline event.
 class Step {
  public:
   Step(ob::Mode mode, Backend& backend, const Config& config, MPI_Comm comm,
-       ob::SteadyClock::time_point origin, int iter, int rank)
-      : mode_(mode), lane_prefix_(std::string(ob::mode_name(mode)) + ":"), backend_(backend), config_(config), comm_(comm), origin_(origin), iter_(iter), rank_(rank),
-        compute_ms_(config.chunks, 0.0), comm_ms_(config.chunks, 0.0) {}
+       ob::SteadyClock::time_point origin, int iter, int rank, ProgressWorker* progress)
+      : progress_(progress), mode_(mode), lane_prefix_(std::string(ob::mode_name(mode)) + ":"), backend_(backend), config_(config),
+        comm_(comm), origin_(origin), iter_(iter), rank_(rank), compute_ms_(config.chunks, 0.0),
+        comm_ms_(config.chunks, 0.0), requests_(config.chunks, MPI_REQUEST_NULL), issued_(config.chunks),
+        done_(config.chunks, false) {}
 
   void run() {
     if (mode_ == ob::Mode::kComm) {
@@ -30,15 +130,36 @@ class Step {
       return;
     }
     timed("compute", "forward", -1, [&] { backend_.forward(); }, &forward_ms_);
-    if (mode_ == ob::Mode::kSeq || mode_ == ob::Mode::kCompute) {
-      for (int k = 0; k < config_.chunks; ++k) compute(k);
-      if (mode_ == ob::Mode::kSeq) {
-        for (int k = 0; k < config_.chunks; ++k) allreduce(k);
-      }
-    } else if (mode_ == ob::Mode::kThread) {
-      threaded();
-    } else {
-      nonblocking();
+    switch (mode_) {
+      case ob::Mode::kSeq:
+        produce({}, [](int) {});
+        for (int k = 0; k < config_.chunks; ++k) {
+          allreduce(k);
+          backend_.return_chunk(k, rows(k));
+        }
+        break;
+      case ob::Mode::kThread:
+        beside_compute([&](const std::atomic<int>& computed, const std::atomic<bool>& failed) {
+          for (int k = 0; k < config_.chunks; ++k) {
+            ob::wait_above(computed, k);
+            if (failed.load()) return;
+            allreduce(k);
+            backend_.return_chunk(k, rows(k));
+          }
+        });
+        break;
+      case ob::Mode::kNonblocking:
+        produce([&] { test_all(); }, [&](int k) {
+          issue(k);
+          test_all();
+        });
+        while (completed_ < config_.chunks) test_all();
+        break;
+      case ob::Mode::kProgress:
+        with_progress_worker();
+        break;
+      default:  // compute
+        produce({}, [](int) {});
     }
     timed("compute", "update", -1, [&] { backend_.update(); }, &update_ms_);
   }
@@ -63,16 +184,33 @@ class Step {
     log(lane, name, chunk, start, end);
   }
 
+  // Called from both threads of the thread and progress strategies: the event list is guarded.
   void log(const char* lane, const char* name, int chunk, ob::SteadyClock::time_point start,
            ob::SteadyClock::time_point end) {
-    // Called from both sections of the threaded mode: the event list is guarded.
-#pragma omp critical(phase3_events)
+    std::lock_guard<std::mutex> lock(events_mutex_);
     events_.push_back({rank_, lane_prefix_ + lane, name, iter_, chunk, ob::micros_since(origin_, start),
                        ob::micros_since(origin_, end)});
   }
 
-  void compute(int k) {
-    timed("compute", "dW", k, [&] { backend_.compute_chunk(rows(k)); }, &compute_ms_[k]);
+  // Computes every chunk in order (a backend that queues gets them all launched first, so its GEMMs run back to
+  // back), logs each one from when it could start to when it is in the buffer, and calls ready(k) then. `idle` runs
+  // while a chunk is awaited (see Backend::wait_chunk).
+  void produce(const std::function<void()>& idle, const std::function<void(int)>& ready) {
+    const bool queued = backend_.queues_chunks();
+    auto since = ob::SteadyClock::now();
+    for (int k = 0; queued && k < config_.chunks; ++k) backend_.launch_chunk(k, rows(k));
+    for (int k = 0; k < config_.chunks; ++k) {
+      if (!queued) {
+        since = ob::SteadyClock::now();
+        backend_.launch_chunk(k, rows(k));
+      }
+      backend_.wait_chunk(k, idle);
+      const auto now = ob::SteadyClock::now();
+      compute_ms_[k] = ob::micros_since(since, now) / 1000.0;
+      log("compute", "dW", k, since, now);
+      since = now;
+      ready(k);
+    }
   }
 
   void allreduce(int k) {
@@ -81,27 +219,76 @@ class Step {
     }, &comm_ms_[k]);
   }
 
-  void threaded() {
+  void issue(int k) {
+    issued_[k] = ob::SteadyClock::now();
+    MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, chunk_data(k), chunk_count(k), MPI_FLOAT, MPI_SUM, comm_, &requests_[k]));
+  }
+
+  // MPI_Test on every all-reduce in flight (which is what drives them); a finished chunk goes back to the backend.
+  // True when one finished.
+  bool test_all() {
+    bool finished = false;
+    for (int k = 0; k < config_.chunks; ++k) {
+      if (done_[k] || requests_[k] == MPI_REQUEST_NULL) continue;
+      int flag = 0;
+      MPI_CHECK(MPI_Test(&requests_[k], &flag, MPI_STATUS_IGNORE));
+      if (!flag) continue;
+      const auto now = ob::SteadyClock::now();
+      done_[k] = finished = true;
+      ++completed_;
+      comm_ms_[k] = ob::micros_since(issued_[k], now) / 1000.0;
+      log("comm", "iallreduce", k, issued_[k], now);
+      backend_.return_chunk(k, rows(k));
+    }
+    return finished;
+  }
+
+  // The progress strategy: this thread computes; the worker, the only thread that calls MPI meanwhile, starts each
+  // chunk's MPI_Iallreduce as soon as it is computed and tests every one in flight, backing off when nothing moves.
+  void with_progress_worker() {
     std::atomic<int> computed{0};
-    std::exception_ptr failure[2];  // an exception must not leave an OpenMP region: carried out, rethrown here
+    std::atomic<bool> failed{false};
+    progress_->start([&] {
+      int issued = 0;
+      double sleep_us = 0;
+      while (completed_ < config_.chunks && !failed.load()) {
+        bool moved = false;
+        for (const int ready = computed.load(std::memory_order_acquire); issued < ready; ++issued, moved = true) {
+          issue(issued);
+        }
+        moved = test_all() || moved;
+        ProgressWorker::back_off(sleep_us, moved, config_.backoff_us);
+      }
+    });
+    try {
+      produce({}, [&](int k) { computed.store(k + 1, std::memory_order_release); });
+    } catch (...) {
+      failed.store(true);
+      progress_->finish();
+      throw;
+    }
+    progress_->finish();
+  }
+
+  // Computes on one OpenMP thread (with its nested team) while `comm` runs on a second; chunk k is published by
+  // storing k + 1 in `computed`. An exception must not leave an OpenMP region: it is carried out and rethrown here.
+  void beside_compute(const std::function<void(const std::atomic<int>&, const std::atomic<bool>&)>& comm) {
+    std::atomic<int> computed{0};
+    std::atomic<bool> failed{false};
+    std::exception_ptr failure[2];
 #pragma omp parallel sections num_threads(2)
     {
 #pragma omp section
       try {
-        for (int k = 0; k < config_.chunks; ++k) {
-          compute(k);
-          computed.store(k + 1, std::memory_order_release);
-        }
+        produce({}, [&](int k) { computed.store(k + 1, std::memory_order_release); });
       } catch (...) {
         failure[0] = std::current_exception();
-        computed.store(config_.chunks, std::memory_order_release);  // let the comm thread finish its waits
+        failed.store(true);
+        computed.store(config_.chunks, std::memory_order_release);  // let the other thread finish its waits
       }
 #pragma omp section
       try {
-        for (int k = 0; k < config_.chunks; ++k) {
-          ob::wait_above(computed, k);
-          if (!failure[0]) allreduce(k);
-        }
+        comm(computed, failed);
       } catch (...) {
         failure[1] = std::current_exception();
       }
@@ -111,42 +298,7 @@ class Step {
     }
   }
 
-  void nonblocking() {
-    const int n = config_.chunks;
-    std::vector<MPI_Request> requests(n, MPI_REQUEST_NULL);
-    std::vector<ob::SteadyClock::time_point> issued(n);
-    std::vector<bool> done(n, false);
-    auto progress = [&] {
-      for (int k = 0; k < n; ++k) {
-        if (done[k] || requests[k] == MPI_REQUEST_NULL) continue;
-        int flag = 0;
-        MPI_CHECK(MPI_Test(&requests[k], &flag, MPI_STATUS_IGNORE));
-        if (flag) {
-          done[k] = true;
-          const auto now = ob::SteadyClock::now();
-          comm_ms_[k] = ob::micros_since(issued[k], now) / 1000.0;
-          log("comm", "iallreduce", k, issued[k], now);
-        }
-      }
-    };
-    for (int k = 0; k < n; ++k) {
-      timed("compute", "dW", k, [&] {
-        backend_.launch_chunk(rows(k));
-        while (!backend_.chunk_ready()) progress();
-        backend_.finish_chunk(rows(k));
-      }, &compute_ms_[k]);
-      issued[k] = ob::SteadyClock::now();
-      MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, chunk_data(k), chunk_count(k), MPI_FLOAT, MPI_SUM, comm_, &requests[k]));
-      progress();
-    }
-    while (true) {
-      progress();
-      bool all = true;
-      for (int k = 0; k < n; ++k) all = all && done[k];
-      if (all) break;
-    }
-  }
-
+  ProgressWorker* progress_;  // the progress strategy's
   ob::Mode mode_;
   std::string lane_prefix_;  // "<mode>:"
   Backend& backend_;
@@ -156,10 +308,23 @@ class Step {
   int iter_, rank_;
   double forward_ms_ = 0, update_ms_ = 0;
   std::vector<double> compute_ms_, comm_ms_;
+  std::vector<MPI_Request> requests_;  // non-blocking strategies: each chunk's all-reduce
+  std::vector<ob::SteadyClock::time_point> issued_;
+  std::vector<bool> done_;
+  int completed_ = 0;
+  std::mutex events_mutex_;
   std::vector<ob::TimelineEvent> events_;
 };
 
 }  // namespace
+
+int rank_cores() {
+#ifdef __linux__
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return CPU_COUNT(&set);
+#endif
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
 
 std::uint64_t weights_hash(const std::vector<float>& w) {
   std::uint64_t hash = 1469598103934665603ull;
@@ -199,25 +364,30 @@ ModeRun run_mode(ob::Mode mode, Backend& backend, const Config& config, MPI_Comm
   run.mode = mode;
   run.chunk_compute_ms.assign(config.chunks, {});
   run.chunk_comm_ms.assign(config.chunks, {});
-  const bool is_comm = mode == ob::Mode::kComm;
-  const std::vector<float> pattern = is_comm ? comm_pattern(config, rank) : std::vector<float>();
-  const std::vector<float> expected = is_comm && check ? comm_pattern_sum(config, ranks) : std::vector<float>();
+  // The comm-only mode, and every mode of a backend that computes nothing, all-reduce the exact pattern.
+  const bool exact = (mode == ob::Mode::kComm || !backend.trains()) && mode != ob::Mode::kCompute;
+  const std::vector<float> pattern = exact ? comm_pattern(config, rank) : std::vector<float>();
+  const std::vector<float> expected = exact && check ? comm_pattern_sum(config, ranks) : std::vector<float>();
   std::unique_ptr<Step> step;
+  std::unique_ptr<ProgressWorker> progress;
+  if (mode == ob::Mode::kProgress) {
+    progress = std::make_unique<ProgressWorker>(config.compute_threads() < rank_cores(), config.backoff_us);
+  }
   const ob::LoopPlan plan{mode, config.common.warmup, config.common.iters, steps, comm};
   ob::LoopHooks hooks;
   hooks.prepare = [&](const ob::Iteration& it) {
-    if (is_comm) backend.write_comm(pattern);
-    step = std::make_unique<Step>(mode, backend, config, comm, origin, it.iter, rank);
+    if (exact) backend.write_comm(pattern);
+    step = std::make_unique<Step>(mode, backend, config, comm, origin, it.iter, rank, progress.get());
   };
   hooks.step = [&](const ob::Iteration&) { step->run(); };
   hooks.check = [&](const ob::Iteration& it) {
-    if (check && is_comm) {
+    if (check && exact) {
       auto got = backend.read_comm();
       if (ob::take_injected_corruption() && !got.empty()) got[got.size() / 2] += 1.0f;  // --inject-fault R:S:corrupt
       const auto result = ob::compare_exact(got.data(), expected.data(), got.size());
       if (result.wrong > 0 && run.wrong == 0) run.first_wrong = "iteration " + std::to_string(it.iter) + ", " + result.first;
       run.wrong = std::max(run.wrong, result.wrong);
-    } else if (check && mode != ob::Mode::kCompute) {
+    } else if (check && mode != ob::Mode::kCompute && backend.trains()) {
       run.ranks_agree = same_on_every_rank(weights_hash(backend.weights()), comm) && run.ranks_agree;
     }
     if (!it.timed) return;

@@ -2,11 +2,16 @@
 // synchronised before MPI sees them, so the host clock covers the GPU work too).
 //  seq:          forward, every dW chunk, then MPI_Allreduce of every chunk, then the update.
 //  thread:       OpenMP sections: the compute section computes chunk after chunk; a dedicated communication
-//                thread all-reduces chunk k while chunk k+1 is computed (MPI_THREAD_SERIALIZED: only that
-//                thread calls MPI meanwhile).
+//                thread all-reduces chunk k (blocking) while chunk k+1 is computed (MPI_THREAD_SERIALIZED: only
+//                that thread calls MPI meanwhile).
+// A GPU backend queues every chunk's GEMM and download first; each all-reduced chunk goes back on its own stream.
 //  nonblocking:  one thread: MPI_Iallreduce per chunk as soon as it is computed, MPI_Test on every outstanding
-//                request between chunks (and while a GPU chunk runs) to drive progress, MPI_Waitall before the
-//                update.
+//                request between chunks (and while a GPU chunk runs, or --probes times in a busy loop) to drive
+//                progress, then MPI_Test until all are done before the update.
+//  progress:     a progress thread (one for the mode's whole run) starts each chunk's MPI_Iallreduce as it is
+//                computed and drives them with MPI_Test, sleeping with back-off when nothing moves; it takes a core
+//                of its own where the rank has one spare (compute threads fewer than the cores of its affinity
+//                mask).
 //  compute:      the step without communication. comm: the chunk all-reduces alone, on an integer pattern whose
 //                sum is checked exactly.
 #pragma once
@@ -41,6 +46,9 @@ struct ModeRun {
 // Runs `mode`; `steps` overrides warm-up + iterations (no timing kept) when positive.
 ModeRun run_mode(ob::Mode mode, Backend& backend, const Config& config, MPI_Comm comm,
                  ob::SteadyClock::time_point origin, bool check, int steps = 0);
+
+// The CPUs this rank may run on (its affinity mask).
+int rank_cores();
 
 // FNV-1a hash of the weights' bytes: equal on every rank iff the weights are bitwise identical (with overwhelming
 // probability); compared through MPI_Allreduce MIN and MAX.

@@ -3,6 +3,7 @@
 #include "common/errors.hpp"
 #include "common/run_output.hpp"
 #include "phase3_mpi_cuda/config.hpp"
+#include "phase3_mpi_cuda/runner.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace {
@@ -39,9 +40,34 @@ TEST(Phase3Ranges, ShardsCoverTheBatchExactlyOnceEvenWhenUneven) {
 
 TEST(Phase3Options, ModesAlwaysEndWithComputeAndComm) {
   phase3::Config config;
-  EXPECT_EQ(config.modes(), (std::vector<ob::Mode>{ob::Mode::kCompute, ob::Mode::kComm, ob::Mode::kSeq, ob::Mode::kThread, ob::Mode::kNonblocking}));
+  EXPECT_EQ(config.modes(), (std::vector<ob::Mode>{ob::Mode::kCompute, ob::Mode::kComm, ob::Mode::kSeq, ob::Mode::kThread,
+                                                   ob::Mode::kNonblocking, ob::Mode::kProgress}));
   config.strategy = "thread";
   EXPECT_EQ(config.modes(), (std::vector<ob::Mode>{ob::Mode::kCompute, ob::Mode::kComm, ob::Mode::kThread}));
+  config.compute = "busy";  // the comm-only run sizes the busy loop: it runs first
+  EXPECT_EQ(config.modes(), (std::vector<ob::Mode>{ob::Mode::kComm, ob::Mode::kCompute, ob::Mode::kThread}));
+}
+
+TEST(Phase3Options, GradientSweepSetsTheColumnsOfW) {
+  phase3::Config config;
+  config.in = 512;
+  config.grad_mb = {1, 4, 16};
+  const auto points = config.points();
+  ASSERT_EQ(points.size(), 3u);
+  EXPECT_EQ(points[0].out, 512);
+  EXPECT_EQ(points[2].out, 8192);
+  EXPECT_EQ(points[2].grad_mb, std::vector<double>{16});
+  EXPECT_EQ(exit_code_of({"--grad-mb", "1,4,16", "--compute", "busy", "--probes", "10"}), -1);
+  EXPECT_EQ(exit_code_of({"--grad-mb", "0.001"}), 2);  // 262.144 floats: not whole rows
+  EXPECT_EQ(exit_code_of({"--batch", "auto", "--strategy", "progress", "--backoff-us", "0"}), -1);
+}
+
+TEST(Phase3Options, RowsForTimeFollowsTheLineThroughTwoMeasurements) {
+  EXPECT_EQ(phase3::rows_for_time(3.0, 100, 1.0, 200, 2.0), 300);
+  EXPECT_EQ(phase3::rows_for_time(1.5, 100, 0.5, 200, 1.0), 300);  // the line starts at 0 here as well
+  EXPECT_EQ(phase3::rows_for_time(4.0, 100, 2.0, 200, 1.0), 800);  // falling: proportional to the larger batch
+  EXPECT_GT(phase3::clock_resolution_ms(), 0.0);
+  EXPECT_LT(phase3::clock_resolution_ms(), 0.01);
 }
 
 

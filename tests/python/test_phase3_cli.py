@@ -22,21 +22,57 @@ def test_two_ranks_write_one_merged_set_of_files(phase3, tmp_path):
                     "--chunks", "4", "--iters", "3", "--warmup", "1", "--csv", csv)
     assert result.returncode == 0, result.stderr
     summary = pd.read_csv(csv)
-    assert list(summary["mode"]) == ["compute", "comm", "seq", "thread", "nonblocking", "ideal", "bound"]
+    assert list(summary["mode"]) == ["compute", "comm", "seq", "thread", "nonblocking", "progress", "ideal", "bound"]
     assert (summary["ranks"] == 2).all()
     assert summary.set_index("mode").loc["comm", "wrong"] == 0
     rows = summary.set_index("mode")["time_ms_p50"]
     assert rows["ideal"] == pytest.approx(max(rows["compute"], rows["comm"]))
     timeline = pd.read_csv(tmp_path / "p3.timeline.csv")
     assert sorted(timeline["rank"].unique()) == [0, 1]
-    assert {"seq:compute", "seq:comm", "thread:comm", "nonblocking:comm"} <= set(timeline["lane"])
+    assert {"seq:compute", "seq:comm", "thread:comm", "nonblocking:comm", "progress:comm"} <= set(timeline["lane"])
     meta = json.loads((tmp_path / "p3.meta.json").read_text())
     assert meta["ranks"] == 2 and "mpi_library" in meta
     assert result.stdout.count("# phase3_mpi_cuda") == 1  # only rank 0 prints the table
 
 
+def test_busy_compute_sweeps_gradient_sizes_and_checks_every_all_reduce(phase3, tmp_path):
+    """OSU's way: a busy loop per chunk as long as the chunk's all-reduce; every mode's all-reduce checked exactly."""
+    csv = tmp_path / "busy.csv"
+    result = mpirun(phase3, 2, "--compute", "busy", "--grad-mb", "0.25,1", "--in", "256", "--chunks", "4",
+                    "--probes", "3", "--check", "--iters", "5", "--warmup", "1", "--csv", csv)
+    assert result.returncode == 0, result.stderr
+    summary = pd.read_csv(csv)
+    assert list(summary["grad_mb"].unique()) == [0.25, 1]
+    assert set(summary["out"]) == {256, 1024}  # 0.25 MiB and 1 MiB of fp32 over 256 rows
+    measured = summary[~summary["mode"].isin(["compute", "ideal", "bound"])]
+    assert (measured["wrong"] == 0).all()
+    for _, point in summary.groupby("grad_mb"):
+        rows = point.set_index("mode")
+        assert list(point["mode"])[:2] == ["comm", "compute"]  # the comm-only run sizes the loop: it runs first
+        assert rows.loc["compute", "time_ms_p50"] >= 0.8 * rows.loc["comm", "time_ms_p50"]
+        for mode in ("thread", "nonblocking", "progress"):
+            expected = 100 * (1 - (rows.loc[mode, "time_ms_p50"] - rows.loc["compute", "time_ms_p50"]) /
+                              rows.loc["comm", "time_ms_p50"])
+            assert rows.loc[mode, "overlap_pct"] == pytest.approx(min(100, max(0, expected)), abs=1e-6)
+    assert (summary["kernel"] == "busy_loop").all() and (summary["probes"] == 3).all()
+
+
+def test_batch_auto_sizes_the_gemm_to_the_all_reduce(phase3, tmp_path):
+    csv = tmp_path / "auto.csv"
+    result = mpirun(phase3, 2, "--device", "cpu", "--batch", "auto", "--in", "64", "--out", "1024", "--chunks", "4",
+                    "--strategy", "progress", "--iters", "5", "--warmup", "1", "--csv", csv)
+    assert result.returncode == 0, result.stderr
+    assert "--batch auto: " in result.stderr
+    rows = pd.read_csv(csv).set_index("mode")
+    assert rows.loc["compute", "batch"] % 2 == 0 and rows.loc["compute", "batch"] >= 2
+    # Sized to within a factor of 3 of the all-reduce (a 2-core machine is noisy; the sizing aims at 10 %).
+    assert rows.loc["comm", "time_ms_p50"] / 3 < rows.loc["compute", "time_ms_p50"] < 3 * rows.loc["comm", "time_ms_p50"]
+
+
 BAD = [["--chunks", "0"], ["--strategy", "fast"], ["--batch", "-1"], ["--device", "cpu", "--cuda-aware"],
-       ["--csv", "/nonexistent/x.csv"], ["--lr", "nan"]]
+       ["--csv", "/nonexistent/x.csv"], ["--lr", "nan"], ["--compute", "fast"], ["--probes", "3"],
+       ["--busy-us", "5"], ["--busy-us", "0.000001", "--compute", "busy"], ["--grad-mb", "0.001"],
+       ["--batch", "auto", "--compute", "busy"], ["--device", "gpu", "--compute", "busy"], ["--backoff-us", "-1"]]
 
 
 @pytest.mark.parametrize("args", BAD, ids=[" ".join(a) for a in BAD])

@@ -106,7 +106,7 @@ TEST(Summary, ConsoleShortensNumbersAndMarksAbsentFields) {
 
 TEST(Modes, NamesRoundTripAndRunOrderIsFixed) {
   for (auto mode : {ob::Mode::kCompute, ob::Mode::kComm, ob::Mode::kSeq, ob::Mode::kOverlap, ob::Mode::kThread,
-                    ob::Mode::kNonblocking, ob::Mode::kIdeal, ob::Mode::kBound, ob::Mode::kBoundRef}) {
+                    ob::Mode::kNonblocking, ob::Mode::kProgress, ob::Mode::kIdeal, ob::Mode::kBound, ob::Mode::kBoundRef}) {
     EXPECT_EQ(ob::parse_mode(ob::mode_name(mode)), mode);
   }
   EXPECT_THROW(ob::parse_mode("all"), std::invalid_argument);
