@@ -244,7 +244,8 @@ class Step {
   }
 
   // The progress strategy: this thread computes; the worker, the only thread that calls MPI meanwhile, starts each
-  // chunk's MPI_Iallreduce as soon as it is computed and tests every one in flight, backing off when nothing moves.
+  // chunk's MPI_Iallreduce as soon as it is computed and tests every one in flight, backing off when nothing moves
+  // (on a shared core, or while it waits for compute).
   void with_progress_worker() {
     std::atomic<int> computed{0};
     std::atomic<bool> failed{false};
@@ -257,7 +258,9 @@ class Step {
           issue(issued);
         }
         moved = test_all() || moved;
-        ProgressWorker::back_off(sleep_us, moved, config_.backoff_us);
+        // With a core of its own it polls without pause while anything is in flight: each MPI_Test drives a round.
+        const bool spin = progress_->own_core() && issued > completed_;
+        ProgressWorker::back_off(sleep_us, moved || spin, config_.backoff_us);
       }
     });
     try {
