@@ -17,8 +17,8 @@ void add_options(CLI::App& app, Config& config) {
   ob::add_common_options(app, config.common);
   ob::add_fault_options(app, config.fault);
   app.add_option("--batch", config.batch,
-                 "Global batch (rows of x), split over the ranks; auto: the rows that make the step's compute as long "
-                 "as its all-reduce (measured first)")
+                 "Global batch (rows of x), split over the ranks; auto: the rows that make the backward chunks as long "
+                 "as the all-reduce (measured first)")
       ->transform(CLI::Validator(
           [](std::string& text) {
             if (text == "auto") {

@@ -63,7 +63,9 @@ class CpuBackend : public Backend {
   void write_comm(const std::vector<float>& values) override { grad_ = values; }
   std::vector<float> read_comm() override { return grad_; }
   void update() override {
-    for (std::size_t i = 0; i < w_.size(); ++i) w_[i] -= lr_ * grad_[i];
+    const long n = static_cast<long>(w_.size());
+#pragma omp parallel for num_threads(threads_) schedule(static)
+    for (long i = 0; i < n; ++i) w_[i] -= lr_ * grad_[i];
   }
   std::vector<float> weights() override { return w_; }
   void set_weights(const std::vector<float>& w) override { w_ = w; }

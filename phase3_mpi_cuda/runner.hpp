@@ -36,8 +36,8 @@ using BackendFactory = std::function<std::unique_ptr<Backend>(const Config&)>;
 
 constexpr int kMaxBatch = 1 << 24;  // --batch's largest value
 
-// --batch auto: the global batch whose compute-only step lasts as long as the comm-only step, found by measuring
-// both (secant steps from 64 and 512 rows per rank). Throws ob::UsageError naming --batch when that many rows do not
+// --batch auto: the global batch whose backward chunks (what the all-reduces can hide behind, OSU's sizing) last as
+// long as the comm-only step, found by measuring both (secant steps from 64 and 512 rows per rank). Throws ob::UsageError naming --batch when that many rows do not
 // fit in memory.
 int batch_for_comm(const Config& config, const BackendFactory& make, MPI_Comm comm, std::ostream* progress);
 

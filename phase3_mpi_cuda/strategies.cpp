@@ -20,6 +20,7 @@
 #include "common/handoff.hpp"
 #include "common/iteration.hpp"
 #include "common/mpi_check.hpp"
+#include "common/mpi_session.hpp"
 #include "common/watchdog.hpp"
 #include "common/verify.hpp"
 
@@ -33,8 +34,10 @@ namespace {
 // that polls at real-time priority got throttled for whole seconds; README, "Phase 3 against OSU".)
 class ProgressWorker {
  public:
-  ProgressWorker(bool own_core, double backoff_us) : backoff_us_(backoff_us) {
-    thread_ = std::thread([this, own_core] { loop(own_core); });
+  // `own_core`: take one; `slot`: which, counted from the end of the affinity mask (the rank's index on its node,
+  // so ranks that share one mask, as under mpirun --bind-to none, take different cores).
+  ProgressWorker(bool own_core, int slot, double backoff_us) : backoff_us_(backoff_us) {
+    thread_ = std::thread([this, own_core, slot] { loop(own_core, slot); });
     ob::wait_above(placed_, 0);
   }
   ~ProgressWorker() {
@@ -67,8 +70,8 @@ class ProgressWorker {
   }
 
  private:
-  void loop(bool own_core) {
-    place(own_core);
+  void loop(bool own_core, int slot) {
+    place(own_core, slot);
     placed_.store(1, std::memory_order_release);
     double sleep_us = 0;
     for (int done = 0; !stop_.load();) {
@@ -85,15 +88,16 @@ class ProgressWorker {
     }
   }
 
-  void place(bool own_core) {
+  void place(bool own_core, int slot) {
 #ifdef __linux__
     prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
     cpu_set_t mask;
     if (own_core && sched_getaffinity(0, sizeof(mask), &mask) == 0) {
       cpu_set_t own;
       CPU_ZERO(&own);
-      for (int cpu = CPU_SETSIZE - 1; cpu >= 0; --cpu) {
-        if (CPU_ISSET(cpu, &mask)) {
+      const int count = CPU_COUNT(&mask);
+      for (int cpu = CPU_SETSIZE - 1, seen = 0; cpu >= 0; --cpu) {
+        if (CPU_ISSET(cpu, &mask) && seen++ == slot % count) {
           CPU_SET(cpu, &own);
           break;
         }
@@ -101,7 +105,7 @@ class ProgressWorker {
       own_core_ = sched_setaffinity(0, sizeof(own), &own) == 0;
     }
 #else
-    (void)own_core;
+    (void)own_core, (void)slot;
 #endif
   }
 
@@ -374,7 +378,8 @@ ModeRun run_mode(ob::Mode mode, Backend& backend, const Config& config, MPI_Comm
   std::unique_ptr<Step> step;
   std::unique_ptr<ProgressWorker> progress;
   if (mode == ob::Mode::kProgress) {
-    progress = std::make_unique<ProgressWorker>(config.compute_threads() < rank_cores(), config.backoff_us);
+    progress = std::make_unique<ProgressWorker>(config.compute_threads() < rank_cores(), ob::local_rank(comm),
+                                                config.backoff_us);
   }
   const ob::LoopPlan plan{mode, config.common.warmup, config.common.iters, steps, comm};
   ob::LoopHooks hooks;

@@ -65,8 +65,10 @@ def test_batch_auto_sizes_the_gemm_to_the_all_reduce(phase3, tmp_path):
     assert "--batch auto: " in result.stderr
     rows = pd.read_csv(csv).set_index("mode")
     assert rows.loc["compute", "batch"] % 2 == 0 and rows.loc["compute", "batch"] >= 2
-    # Sized to within a factor of 3 of the all-reduce (a 2-core machine is noisy; the sizing aims at 10 %).
-    assert rows.loc["comm", "time_ms_p50"] / 3 < rows.loc["compute", "time_ms_p50"] < 3 * rows.loc["comm", "time_ms_p50"]
+    # The backward chunks (what the all-reduces hide behind) sized to within a factor of 3 of the all-reduce: a
+    # 2-core machine is noisy; the sizing aims at 10 %.
+    backward = 4 * rows.loc["compute", "chunk_compute_ms_p50"]
+    assert rows.loc["comm", "time_ms_p50"] / 3 < backward < 3 * rows.loc["comm", "time_ms_p50"]
 
 
 BAD = [["--chunks", "0"], ["--strategy", "fast"], ["--batch", "-1"], ["--device", "cpu", "--cuda-aware"],
