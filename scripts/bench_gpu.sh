@@ -3,7 +3,8 @@
 # the benchmarks, and writes every CSV, log and the report under one folder. Exits non-zero if any check fails.
 #
 # Usage: scripts/bench_gpu.sh [--out DIR] [--part PART]...
-#   PART: test (ctest -L gpu, and -L mpi), phase1 (default size and 4096^3), phase3 (2 ranks on GPUs),
+#   PART: test (ctest -L gpu, and -L mpi), phase1 (default size and 4096^3), phase3 (2 ranks on GPUs: round 1's
+#         size, and --batch auto with the ring MPI_Iallreduce),
 #         phase4 (one rank per GPU: the six configurations), phase4-sweeps (chunk and bucket sweeps on
 #         4096,16,2048, comm-only bus bandwidth against a single all-reduce), phase4-knobs (nccl-max-ctas
 #         sweeps with normal and high comm-stream priority on 4096,16,8192 and 4096,16,512), phase4-bf16
@@ -90,6 +91,9 @@ for part in "${parts[@]}"; do
     phase3)
       run phase3-gpu "${mpi[@]}" -np 2 "$p3" --device gpu --check --batch 8192 --in 4096 --out 4096 --chunks 8 \
         --csv "$out/phase3-gpu.csv"
+      # Compute sized to the all-reduce, with Open MPI's ring MPI_Iallreduce (its default is 2x slower here).
+      run phase3-gpu-auto "${mpi[@]}" -x OMPI_MCA_coll_libnbc_iallreduce_algorithm=1 -np 2 "$p3" --device gpu --check \
+        --batch auto --in 4096 --out 4096 --chunks 8 --csv "$out/phase3-gpu-auto.csv"
       ;;
     phase4)
       for c in "${configs[@]}"; do
