@@ -156,7 +156,7 @@ import json, sys, pathlib
 import pandas as pd
 out, nodes = pathlib.Path(sys.argv[1]), sys.argv[2:]
 expected = {"phase2": ["compute", "comm", "seq", "overlap", "ideal", "bound"],
-            "phase3": ["compute", "comm", "seq", "thread", "nonblocking", "ideal", "bound"]}
+            "phase3": ["compute", "comm", "seq", "thread", "nonblocking", "progress", "ideal", "bound"]}
 for name, modes in expected.items():
     summary = pd.read_csv(out / name / f"{name}.csv")
     assert list(summary["mode"]) == modes, (name, list(summary["mode"]))
