@@ -1,12 +1,43 @@
-"""Shared fixtures: where the built binaries are, and running them."""
+"""Shared fixtures: where the built binaries are, and running them. Before any test module is imported, the scripts
+are installed from pyproject.toml with pip (into the build directory, or a temporary one) and imported from there, as
+a user who ran `pip install .` imports them: a module missing from the package fails the suite."""
 import os
 import pathlib
 import shutil
 import subprocess
+import sys
+import tempfile
 
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def install_scripts():
+    """pip-installs a copy of scripts/ and pyproject.toml (pip's build writes beside its sources) into a target folder
+    without the network (--no-index, --no-build-isolation: the system's setuptools builds it) and puts that folder
+    first on sys.path. Returns the folder."""
+    build = pathlib.Path(os.environ.get("OB_BUILD_DIR", REPO / "build" / "default"))
+    work = build / "python" if build.is_dir() else pathlib.Path(tempfile.mkdtemp(prefix="ob-python-"))
+    source, target = work / "source", work / "site"
+    for stale in (source, target):
+        shutil.rmtree(stale, ignore_errors=True)
+    shutil.copytree(REPO / "scripts", source / "scripts", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    shutil.copy(REPO / "pyproject.toml", source)
+    installed = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+                                "--no-build-isolation", "--target", str(target), str(source)],
+                               capture_output=True, text=True, timeout=300)
+    if installed.returncode:
+        pytest.exit(f"pip install of the scripts (pyproject.toml) failed:\n{installed.stderr.strip()}", returncode=1)
+    sys.path.insert(0, str(target))
+    return target
+
+
+SCRIPTS_SITE = install_scripts()
+
+
+def pytest_report_header():
+    return f"scripts: pip-installed into {SCRIPTS_SITE}"
 
 
 @pytest.fixture(scope="session")

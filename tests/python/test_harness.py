@@ -7,16 +7,13 @@ import math
 import os
 import shutil
 import subprocess
-import sys
 
+import ob_csv
+import ob_metrics
 import pandas as pd
 import pytest
 
 from conftest import REPO, run
-
-sys.path.insert(0, str(REPO / "scripts"))
-import ob_csv  # noqa: E402
-import ob_metrics  # noqa: E402
 
 GOLDEN = REPO / "tests" / "data" / "golden"
 TIMES = [c for c in ob_csv.SUMMARY_COLUMNS if c.startswith("time_ms")] + ["time_ms_mean", "time_ms_stddev"]

@@ -6,14 +6,13 @@ import struct
 import subprocess
 import sys
 
+import ob_csv
 import pandas as pd
 import pytest
 
 from conftest import REPO, run
 
 SCRIPTS = REPO / "scripts"
-sys.path.insert(0, str(SCRIPTS))
-import ob_csv  # noqa: E402
 
 
 def script(name, *args, cwd=None):
@@ -200,7 +199,6 @@ def test_power_plot_with_overlapped_spans_shaded(tmp_path):
     result = script("plot_power.py", power, "--timeline", timeline, "-o", output)
     assert result.returncode == 0, result.stderr
     assert png_size(output)[0] >= 600
-    sys.path.insert(0, str(SCRIPTS))
     import plot_power
     assert plot_power.mode_spans(ob_csv.load_timeline(timeline), "overlap") == [(0.0, 4.5), (4.0, 8.5)]
     bad = tmp_path / "bad.csv"
