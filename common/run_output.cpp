@@ -54,10 +54,12 @@ OutputPaths resolve_output_paths(const std::string& phase, const CommonOptions& 
   paths.timeline_csv = options.timeline.empty() ? stem_of(paths.summary_csv) + ".timeline.csv" : options.timeline;
   paths.trace_json = stem_of(paths.timeline_csv) + ".trace.json";
   paths.power_csv = stem_of(paths.summary_csv) + ".power.csv";
+  paths.calibration_json = stem_of(paths.summary_csv) + ".calibration.json";
   // Each output a regular file (or none yet), each on its own path, each name writable into the metadata.
   const std::vector<std::pair<std::string, std::string>> outputs = {
       {"--csv", paths.summary_csv}, {"--csv (its metadata)", paths.meta_json}, {"--timeline", paths.timeline_csv},
-      {"--timeline (its trace)", paths.trace_json}, {"--csv (its power CSV)", paths.power_csv}};
+      {"--timeline (its trace)", paths.trace_json}, {"--csv (its power CSV)", paths.power_csv},
+      {"--csv (its calibration)", paths.calibration_json}};
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const auto& [option, path] = outputs[i];
     require(is_valid_utf8(path), option.substr(0, option.find(' ')), path, "a path in UTF-8");
@@ -77,7 +79,8 @@ OutputPaths resolve_output_paths(const std::string& phase, const CommonOptions& 
 }
 
 void write_run_outputs(const OutputPaths& paths, const std::string& phase, const std::vector<SummaryRow>& rows,
-                       nlohmann::json meta, const std::vector<TimelineEvent>& timeline, const CsvTable* power) {
+                       nlohmann::json meta, const std::vector<TimelineEvent>& timeline, const CsvTable* power,
+                       const std::vector<std::pair<std::string, std::string>>& extra) {
   const CsvTable summary = summary_csv(phase, rows);
   meta["config_columns"] = config_columns(rows);
   create_parent(paths.summary_csv);
@@ -89,6 +92,7 @@ void write_run_outputs(const OutputPaths& paths, const std::string& phase, const
   set.stage(paths.trace_json, chrome_trace(timeline).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   set.stage(paths.meta_json, meta.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   if (power) set.stage(paths.power_csv, power->to_string());
+  for (const auto& [path, content] : extra) set.stage(path, content);
   set.stage(paths.summary_csv, summary.to_string());
   set.commit();
 }

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/csv_writer.hpp"
@@ -18,6 +19,7 @@ struct OutputPaths {
   std::string timeline_csv;  // --timeline, or <stem>.timeline.csv
   std::string trace_json;    // beside the timeline: <timeline stem>.trace.json
   std::string power_csv;     // beside the summary: <stem>.power.csv (phase 4 --power)
+  std::string calibration_json;  // beside the summary: <stem>.calibration.json (phase 4 --calibrate)
 };
 
 // Checks user-given paths (UsageError if a directory is missing or read-only) and fills in the defaults.
@@ -25,11 +27,12 @@ struct OutputPaths {
 OutputPaths resolve_output_paths(const std::string& phase, const CommonOptions& options);
 
 // Writes the summary of `rows`, the metadata (with "config_columns": the summary columns that describe the
-// configuration), the timeline CSV and Chrome trace (and the power CSV when given), each atomically and the summary
-// last; creates the default directory.
+// configuration), the timeline CSV and Chrome trace (and the power CSV when given, and `extra`: path and content),
+// each atomically and the summary last; creates the default directory.
 void write_run_outputs(const OutputPaths& paths, const std::string& phase, const std::vector<SummaryRow>& rows,
                        nlohmann::json meta, const std::vector<TimelineEvent>& timeline,
-                       const CsvTable* power = nullptr);
+                       const CsvTable* power = nullptr,
+                       const std::vector<std::pair<std::string, std::string>>& extra = {});
 
 // The console's last line about files: "# summary: <csv>" (with the timeline beside it), or, after a failed check,
 // "# nothing written: a check failed" (a failed run leaves no file; README, "Failure behaviour").

@@ -47,6 +47,19 @@ BucketPlan plan_by_chunks(int layers, int hidden, int chunks) {
   return plan;
 }
 
+BucketPlan plan_from_ends(int layers, int hidden, const std::vector<std::uint64_t>& ends) {
+  BucketPlan plan;
+  plan.elements = static_cast<std::uint64_t>(layers) * layer_elements(hidden);
+  std::uint64_t begin = 0;
+  for (const std::uint64_t end : ends) {
+    if (end <= begin || end > plan.elements) throw std::invalid_argument("plan_from_ends: ends must ascend");
+    plan.buckets.push_back({begin, end, ready_step(end, hidden)});
+    begin = end;
+  }
+  if (begin != plan.elements) throw std::invalid_argument("plan_from_ends: the last end must be the gradient's");
+  return plan;
+}
+
 BucketPlan align_plan(const BucketPlan& plan, int hidden, std::uint64_t multiple) {
   if (multiple < 1) throw std::invalid_argument("align_plan: the multiple must be positive");
   BucketPlan aligned;

@@ -31,6 +31,10 @@ BucketPlan plan_by_size(int layers, int hidden, double bucket_mb, double first_b
 // `chunks` equal pieces (sizes differ by at most one element); capped at one element each.
 BucketPlan plan_by_chunks(int layers, int hidden, int chunks);
 
+// Buckets ending at `ends` (elements, ascending, the last one layers * hidden^2); throws std::invalid_argument
+// otherwise.
+BucketPlan plan_from_ends(int layers, int hidden, const std::vector<std::uint64_t>& ends);
+
 // The same plan with every bucket boundary but the last moved up to a multiple of `multiple` elements (buckets that
 // vanish are dropped; ready steps follow the new ends): what a strategy that splits each bucket into equal per-rank
 // slices needs. Only the last bucket may end off the multiple.

@@ -68,12 +68,26 @@ void add_options(CLI::App& app, Config& config) {
                  "(0: every layer's at the step's start)")
       ->check(CLI::Range(0, 4096))
       ->capture_default_str();
+  app.add_option("--plan", config.plan_mode,
+                 "Bucket plan: caps (--bucket-mb, --first-bucket-mb or --chunks) or auto (the planner's: least "
+                 "predicted step from a calibration, --calibration or measured first)")
+      ->check(CLI::IsMember({"caps", "auto"}))
+      ->capture_default_str();
+  app.add_option("--plan-syncs", config.plan_syncs,
+                 "Strategies --plan auto chooses among and --calibrate measures, comma-separated (default: --sync)");
+  app.add_option("--calibration", config.calibration,
+                 "Calibration file (from --calibrate, same model, GPU, ranks and commit): adds predicted_ms")
+      ->check(CLI::ExistingFile);
+  app.add_flag("--calibrate", config.calibrate,
+               "Measure the planner's calibration first (compute, and each strategy's buckets alone and overlapped "
+               "over message sizes) and write it beside the summary as <stem>.calibration.json");
   app.add_flag("--power", config.power, "Sample each GPU's power every 20 ms (NVML) and report energy per iteration");
   app.add_flag("--graph", config.graph, "Capture each mode's step in a CUDA graph and replay it");
   ob::add_fault_options(app, config.fault);
   app.add_option("--sweep", config.sweep,
                  "Run every point in one process: NAME=V1,V2,... with NAME chunks, bucket-mb, nccl-max-ctas, "
-                 "nccl-min-ctas, accum-steps, gemm-sm-margin, prefetch or sync");
+                 "nccl-min-ctas, accum-steps, gemm-sm-margin, prefetch, sync or plan (auto, layer: a bucket per "
+                 "layer, or a bucket cap in MiB)");
 }
 
 namespace {
@@ -82,7 +96,7 @@ namespace {
 // name; and how a point takes its value.
 struct SweepParameter {
   std::string name;
-  enum Kind { kWhole, kNumber, kStrategy } kind;
+  enum Kind { kWhole, kNumber, kStrategy, kPlan } kind;
   double least, most;
   void (*apply)(Config&, const std::string&);
 };
@@ -104,6 +118,12 @@ const std::vector<SweepParameter>& sweep_parameters() {
       {"gemm-sm-margin", P::kWhole, 0, 1024, [](Config& c, const std::string& v) { c.gemm_sm_margin = whole(v); }},
       {"prefetch", P::kWhole, 0, 4096, [](Config& c, const std::string& v) { c.prefetch = whole(v); }},
       {"sync", P::kStrategy, 0, 0, [](Config& c, const std::string& v) { c.sync = v; }},
+      {"plan", P::kPlan, 0, 1e6,
+       [](Config& c, const std::string& v) {
+         c.plan_mode = v == "auto" ? "auto" : "caps";
+         c.chunks = v == "layer" ? c.layers : 0;
+         if (v != "auto" && v != "layer") c.bucket_mb = c.first_bucket_mb = *ob::parse_number(v);
+       }},
   };
   return table;
 }
@@ -120,9 +140,10 @@ bool valid_value(const SweepParameter& parameter, const std::string& item) {
     }
     return false;
   }
+  if (parameter.kind == SweepParameter::kPlan && (item == "auto" || item == "layer")) return true;
   const auto value = ob::parse_number(item);
   if (!value || *value > parameter.most) return false;
-  if (parameter.kind == SweepParameter::kNumber) return *value > parameter.least;
+  if (parameter.kind != SweepParameter::kWhole) return *value > parameter.least;
   return *value >= parameter.least && *value == std::floor(*value);
 }
 
@@ -130,7 +151,8 @@ Sweep parse_sweep(const std::string& text) {
   std::string names;
   for (const auto& name : sweep_names()) names += (names.empty() ? "" : ", ") + name;
   const std::string allowed = "NAME=V1,V2,... with NAME one of " + names +
-                              " (whole numbers >= 1, gemm-sm-margin and prefetch >= 0; bucket-mb > 0; sync: strategy names)";
+                              " (whole numbers >= 1, gemm-sm-margin and prefetch >= 0; bucket-mb > 0; sync: strategy names; plan: auto, "
+                              "layer or a bucket cap > 0)";
   const auto equals = text.find('=');
   ob::require(equals != std::string::npos, "--sweep", text, allowed);
   Sweep sweep;
@@ -161,9 +183,22 @@ void validate(const CLI::App& app, const Config& config) {
   ob::parse_fault(config.fault.inject_fault);
   if (!config.sweep.empty()) {
     const auto sweep = parse_sweep(config.sweep);
-    ob::require(!(sweep.parameter->name == "bucket-mb" && config.chunks > 0), "--sweep", config.sweep,
-                "a bucket-mb sweep cannot be combined with --chunks");
+    ob::require(!((sweep.parameter->name == "bucket-mb" || sweep.parameter->name == "plan") && config.chunks > 0),
+                "--sweep", config.sweep, "a bucket-mb or plan sweep cannot be combined with --chunks");
   }
+  ob::require(!(config.plan_mode == "auto" && config.chunks > 0), "--plan", config.plan_mode,
+              "--plan auto chooses the buckets: not with --chunks");
+  for (const auto& name : ob::split_list(config.plan_syncs)) {
+    const bool known = std::any_of(sync_options().begin(), sync_options().end(),
+                                   [&](const SyncOption& o) { return o.name == name; });
+    ob::require(known && !sharded_sync(name), "--plan-syncs", config.plan_syncs,
+                "comma-separated all-reduce strategies: nccl, nccl-sym, ce (sharded ones are not planned)");
+  }
+  ob::require(config.plan_syncs.empty() || config.plan_mode == "auto" || config.calibrate ||
+                  config.sweep.rfind("plan=", 0) == 0,
+              "--plan-syncs", config.plan_syncs, "needs --plan auto or --calibrate");
+  ob::require(!(config.calibrate && !config.calibration.empty()), "--calibrate", "on",
+              "measures a calibration: not with --calibration FILE");
   ob::require(1.0 * config.batch * config.hidden < 2147483647.0, "--batch", std::to_string(config.batch),
               "batch * hidden must stay below 2^31");
   for (const auto& point : config.sweep_points()) {
@@ -182,6 +217,8 @@ void validate(const CLI::App& app, const Config& config) {
     ob::require(!sync.sharded || point.accum_steps == 1, "--accum-steps", std::to_string(point.accum_steps),
                 "--sync " + sync.name + " runs one micro-step per step");
     ob::require(!sync.sharded || !point.graph, "--graph", "on", "--sync " + sync.name + " does not run under --graph");
+    ob::require(point.plan_mode != "auto" || !point.plan_syncs.empty() || !sync.sharded, "--plan", point.plan_mode,
+                "--plan auto plans the all-reduce strategies: not --sync " + sync.name);
     ob::require(sync.cta_policy.empty() || point.nccl_cta_policy == "default" ||
                     point.nccl_cta_policy == sync.cta_policy,
                 "--nccl-cta-policy", point.nccl_cta_policy,
@@ -221,6 +258,7 @@ NcclSettings Config::nccl_settings() const {
 }
 
 BucketPlan Config::plan() const {
+  if (!plan_ends.empty()) return plan_from_ends(layers, hidden, plan_ends);
   return chunks > 0 ? plan_by_chunks(layers, hidden, chunks) : plan_by_size(layers, hidden, bucket_mb, first_bucket_mb);
 }
 
@@ -256,7 +294,9 @@ std::vector<Config> Config::sweep_points() const {
 }
 
 std::string Config::point_label() const {
-  std::string label = chunks > 0 ? "chunks=" + std::to_string(chunks) : "bucket-mb=" + ob::format_number(bucket_mb);
+  std::string label = plan_mode == "auto"  ? std::string("plan=auto")
+                      : chunks > 0    ? "chunks=" + std::to_string(chunks)
+                                      : "bucket-mb=" + ob::format_number(bucket_mb);
   if (nccl_max_ctas > 0) label += ", nccl-max-ctas=" + std::to_string(nccl_max_ctas);
   if (nccl_min_ctas > 0) label += ", nccl-min-ctas=" + std::to_string(nccl_min_ctas);
   if (nccl_cta_policy != "default") label += ", nccl-cta-policy=" + nccl_cta_policy;
@@ -271,9 +311,23 @@ std::string Config::point_label() const {
 
 std::string Config::comm_reference() const { return sharded() ? "sharded" : "nccl"; }
 
-bool Config::sharded() const {
+bool sharded_sync(const std::string& name) {
   for (const auto& option : sync_options()) {
-    if (option.name == sync) return option.sharded;
+    if (option.name == name) return option.sharded;
+  }
+  return false;
+}
+
+bool Config::sharded() const { return sharded_sync(sync); }
+
+std::vector<std::string> Config::planned_syncs() const {
+  return plan_syncs.empty() ? std::vector<std::string>{sync} : ob::split_list(plan_syncs);
+}
+
+bool Config::needs_calibration() const {
+  if (calibrate || !calibration.empty()) return true;
+  for (const auto& point : sweep_points()) {
+    if (point.plan_mode == "auto") return true;
   }
   return false;
 }

@@ -44,6 +44,11 @@ struct Config {
   std::string sync = "nccl";  // how buckets are synchronised: one of sync_options()
   int gemm_sm_margin = 0;     // SMs the GEMMs leave to communication (cublasSetSmCountTarget)
   int prefetch = 0;           // sharded strategies: layers gathered ahead of the forward (0: all at the step's start)
+  std::string plan_mode = "caps";  // --plan: caps: --bucket-mb/--first-bucket-mb or --chunks; auto: the planner's choice
+  std::string plan_syncs;     // strategies --plan auto chooses among (comma-separated; empty: --sync alone)
+  std::string calibration;    // a calibration file to predict with (planner.hpp)
+  bool calibrate = false;     // measure the calibration first (written beside the summary)
+  std::vector<std::uint64_t> plan_ends;  // --plan auto, once chosen: the buckets' end elements
   std::string sweep;  // NAME=V1,V2,...: one of sweep_names()
 
   std::vector<ob::Mode> modes() const;  // in the one run order (ob::in_run_order)
@@ -58,6 +63,8 @@ struct Config {
   // sharded (the same collectives on NCCL's ring kernels).
   std::string comm_reference() const;
   bool sharded() const;  // --sync names a sharded strategy
+  std::vector<std::string> planned_syncs() const;  // --plan-syncs, or --sync alone
+  bool needs_calibration() const;                  // --plan auto, --calibrate or --calibration at some point
   // What the communicator is made with; a strategy that needs a CTA policy (ce: zero) sets it.
   NcclSettings nccl_settings() const;
 };
@@ -70,6 +77,9 @@ struct SyncOption {
   bool sharded = false;  // each rank updates its slice of the weights; the forward gathers them
 };
 const std::vector<SyncOption>& sync_options();
+
+// Whether --sync `name` is a sharded strategy (the planner plans the all-reduce ones only).
+bool sharded_sync(const std::string& name);
 
 // The options --sweep takes (phase 4's communication options).
 const std::vector<std::string>& sweep_names();

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/device_buffer.hpp"
@@ -68,7 +69,18 @@ int main(int argc, char** argv) {
     }
     auto points = config.sweep_points();
     for (const auto& point : points) {
-      ob::require_fits_on_device("--batch", std::to_string(point.batch), point.device_bytes());
+      for (const auto& sync : point.plan_mode == "auto" || config.calibrate ? point.planned_syncs()
+                                                                             : std::vector<std::string>{point.sync}) {
+        auto planned = point;
+        planned.sync = sync;
+        ob::require_fits_on_device("--batch", std::to_string(point.batch), planned.device_bytes());
+      }
+    }
+    cudaDeviceProp prop{};
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    std::optional<phase4::Calibration> calibration;
+    if (!config.calibration.empty()) {
+      calibration = phase4::load_calibration(config.calibration, config, mpi->size(), prop.name, MPI_COMM_WORLD);
     }
 
     phase4::require_sm_margin(points);
@@ -92,7 +104,8 @@ int main(int argc, char** argv) {
       std::cerr << "phase4: 1 rank: the all-reduces move no data (comm is a no-op)" << std::endl;
     }
     const auto result = phase4::run_sweep(points, mpi->rank(), mpi->size(), MPI_COMM_WORLD, origin, power.get(),
-                                          live_comm, root && !config.common.quiet ? &std::cerr : nullptr);
+                                          live_comm, root && !config.common.quiet ? &std::cerr : nullptr,
+                                          calibration ? &*calibration : nullptr, config.calibrate);
     const auto& rows = result.rows;
     const auto& events = result.events;
     const std::string& failure = result.failure;
@@ -109,12 +122,19 @@ int main(int argc, char** argv) {
       meta["nccl_nvls_enable"] = std::getenv("NCCL_NVLS_ENABLE") ? std::getenv("NCCL_NVLS_ENABLE") : "unset";
       meta["power"] = power ? "nvml, every 20 ms" : asked_for_power ? "unavailable" : "off";
       const auto power_table = ob::power_csv(samples);
-      if (failure.empty()) write_run_outputs(paths, "phase4", rows, meta, events, power ? &power_table : nullptr);
+      if (result.measured) meta["calibration"] = paths.calibration_json;
+      if (!config.calibration.empty()) meta["calibration"] = config.calibration;
+      std::vector<std::pair<std::string, std::string>> extra;
+      if (result.measured) extra.emplace_back(paths.calibration_json, result.measured->to_json().dump(2) + "\n");
+      if (failure.empty()) {
+        write_run_outputs(paths, "phase4", rows, meta, events, power ? &power_table : nullptr, extra);
+      }
       std::cout << "# phase4_chunked_nccl: " << mpi->size() << " rank(s), MLP H=" << config.hidden << " L="
                 << config.layers << " B=" << config.batch << " per rank, " << (config.tf32 ? "TF32" : "fp32")
                 << " GEMMs, median of " << config.common.iters << " steps, slowest rank (CUDA events)\n";
       std::cout << ob::render_summary(rows, phase4::console_columns()) << ob::outputs_line(paths, failure.empty())
                 << "\n";
+      if (result.measured && failure.empty()) std::cout << "# calibration: " << paths.calibration_json << "\n";
       if (power && failure.empty()) std::cout << "# power: " << paths.power_csv << " (" << samples.size() << " samples)\n";
     }
     if (!failure.empty()) {

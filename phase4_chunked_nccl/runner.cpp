@@ -148,11 +148,11 @@ double bound_from(const Config& config, const BucketPlan& plan, const ModeRun& c
 std::vector<ob::ConsoleColumn> console_columns() {
   return {{"buckets", "", "buckets"},     {"speedup", "x", "speedup"},          {"efficiency", "", "overlap_efficiency"},
           {"hidden", "%", "overlap_pct"}, {"slowdown", "", "compute_slowdown"}, {"busbw", "GB/s", "busbw_GBps"},
-          {"#wrong", "", "wrong"}};
+          {"predicted", "ms", "predicted_ms"}, {"#wrong", "", "wrong"}};
 }
 
 PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob::SteadyClock::time_point origin,
-                      std::ostream* progress) {
+                      std::ostream* progress, const Calibration* calibration) {
   int rank = 0, ranks = 1;
   MPI_CHECK(MPI_Comm_rank(comm, &rank));
   MPI_CHECK(MPI_Comm_size(comm, &ranks));
@@ -173,7 +173,8 @@ PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob:
       .config("comm_dtype", config.comm_dtype)
       .config("accum_steps", config.accum_steps).config("graph", config.graph).config("sync", config.sync)
       .config("gemm_sm_margin", config.gemm_sm_margin).config("prefetch", config.prefetch)
-      .config("clock", "cuda_event");
+      .config("plan", config.plan_mode).config("clock", "cuda_event");
+  const StrategyCalibration* calibrated = calibration ? calibration->strategy(config.sync) : nullptr;
 
   ob::SummaryRow equivalence;
   ob::CheckLog checks;
@@ -206,6 +207,10 @@ PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob:
       const double algbw = ob::algbw_GBps(trainer.wire_bytes(), row.time_ms.p50);
       row.set("algbw_GBps", algbw).set("busbw_GBps", ob::allreduce_busbw_GBps(algbw, ranks));
       if (config.common.check) row.set("wrong", wrong);
+    }
+    if (mode == ob::Mode::kOverlap && calibrated && !config.sharded()) {
+      const Prediction prediction = predict(*calibration, *calibrated, plan);
+      row.set("predicted_ms", prediction.step_ms).set("predicted_extrapolated", prediction.extrapolated);
     }
     // The checks' columns go on the overlap row, or on the only row when a single other mode runs.
     if (mode == ob::Mode::kOverlap || modes.size() == 1) {

@@ -8,6 +8,7 @@
 
 #include "common/summary.hpp"
 #include "common/timeline.hpp"
+#include "phase4_chunked_nccl/planner.hpp"
 #include "phase4_chunked_nccl/trainer.hpp"
 
 namespace phase4 {
@@ -27,8 +28,9 @@ constexpr double kBf16GradientTolerance = 0.02;
 // summation order changes the last bits of the gradient.
 constexpr double kStrategyTolerance = 1e-6;
 
+// `calibration` (may be null): the overlap row gets predicted_ms where it holds the point's strategy.
 PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob::SteadyClock::time_point origin,
-                      std::ostream* progress);
+                      std::ostream* progress, const Calibration* calibration = nullptr);
 
 std::vector<ob::ConsoleColumn> console_columns();
 

@@ -1,9 +1,15 @@
 #include "phase4_chunked_nccl/sweep.hpp"
 
+#include <algorithm>
+#include <fstream>
 #include <memory>
+#include <sstream>
 
 #include "common/cuda/cuda_check.hpp"
+#include "common/errors.hpp"
+#include "common/mpi_check.hpp"
 #include "common/options.hpp"
+#include "common/stats.hpp"
 #include "common/watchdog.hpp"
 #include "phase4_chunked_nccl/nccl_comm.hpp"
 #include "phase4_chunked_nccl/runner.hpp"
@@ -20,35 +26,180 @@ void require_sm_margin(const std::vector<Config>& points) {
   }
 }
 
+namespace {
+
+// The communicator a point or a calibration needs: the one in use, or a new one where its ncclConfig_t differs.
+class CommCache {
+ public:
+  CommCache(int rank, int ranks, MPI_Comm comm, std::atomic<ncclComm_t>& live) : rank_(rank), ranks_(ranks), comm_(comm), live_(live) {}
+  ~CommCache() { live_ = nullptr; }
+  ncclComm_t get(const NcclSettings& settings) {
+    if (!nccl_ || !(nccl_->settings() == settings)) {
+      live_ = nullptr;
+      nccl_.reset();
+      ob::progress_note("NCCL set-up");
+      nccl_ = std::make_unique<NcclComm>(rank_, ranks_, comm_, settings);
+      live_ = nccl_->get();
+    }
+    return nccl_->get();
+  }
+
+ private:
+  int rank_, ranks_;
+  MPI_Comm comm_;
+  std::atomic<ncclComm_t>& live_;
+  std::unique_ptr<NcclComm> nccl_;
+};
+
+// Per-task medians of the slowest rank, summed over `tasks`.
+double summed_medians(const std::vector<std::vector<double>>& tasks, MPI_Comm comm) {
+  double total = 0;
+  for (const auto& samples : tasks) total += ob::slowest_median(samples, comm);
+  return total;
+}
+
+// The planner's calibration (planner.hpp): the compute-only run once, then for each planned strategy and each size
+// of calibration_sizes() a plan of equal buckets run comm-only and overlapped.
+Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, int ranks, MPI_Comm comm,
+                      ob::SteadyClock::time_point origin, CommCache& comms, std::ostream* progress) {
+  Calibration calibration = describe_run(base, ranks, gpu);
+  const auto sizes = calibration_sizes(base);
+  bool compute_done = false;
+  for (const auto& sync : base.planned_syncs()) {
+    Config config = base;
+    config.sync = sync;
+    config.plan_mode = "caps";
+    config.chunks = 0;
+    config.plan_ends.clear();
+    config.common.check = false;
+    Trainer trainer(config, rank, ranks, comms.get(config.nccl_settings()), comm);
+    StrategyCalibration strategy;
+    strategy.sync = sync;
+    double compute_backward = 0;
+    for (const double bytes : sizes) {
+      const double mb = bytes / (1 << 20);
+      const BucketPlan plan = trainer.adapt(plan_by_size(config.layers, config.hidden, mb, mb));
+      if (progress) {
+        *progress << "phase4: calibration: --sync " << sync << ", " << plan.describe() << std::endl;
+      }
+      if (!compute_done || compute_backward == 0) {
+        trainer.reset_weights();
+        const ModeRun compute = trainer.run(ob::Mode::kCompute, plan, false, origin);
+        compute_backward = ob::slowest_median(compute.backward_total_ms, comm);
+        if (!compute_done) {
+          calibration.forward_ms = ob::slowest_median(compute.forward_ms, comm);
+          calibration.update_ms = ob::slowest_median(compute.update_ms, comm);
+          calibration.iteration_ms = ob::summarize(ob::max_across_ranks(compute.iter_ms, comm)).p50;
+          for (const auto& samples : compute.step_ms) calibration.step_ms.push_back(ob::slowest_median(samples, comm));
+          compute_done = true;
+        }
+      }
+      trainer.reset_weights();
+      const ModeRun alone = trainer.run(ob::Mode::kComm, plan, false, origin);
+      trainer.reset_weights();
+      const ModeRun overlapped = trainer.run(ob::Mode::kOverlap, plan, false, origin);
+      // One bucket's time: the median over the plan's full-size buckets (the last one may be smaller).
+      std::uint64_t largest = 0;
+      for (const auto& bucket : plan.buckets) largest = std::max(largest, bucket.size());
+      std::vector<double> full;
+      for (std::size_t b = 0; b < plan.buckets.size(); ++b) {
+        const double ms = ob::slowest_median(alone.bucket_ms[b], comm);
+        if (plan.buckets[b].size() == largest) full.push_back(ms);
+      }
+      const double bucket_bytes = largest * 4.0;
+      if (!strategy.bytes.empty() && bucket_bytes <= strategy.bytes.back()) continue;  // rounded onto the last size
+      strategy.bytes.push_back(bucket_bytes);
+      strategy.comm_ms.push_back(ob::summarize(full).p50);
+      strategy.stretch.push_back(summed_medians(overlapped.bucket_ms, comm) / summed_medians(alone.bucket_ms, comm));
+      strategy.slowdown.push_back(ob::slowest_median(overlapped.backward_total_ms, comm) / compute_backward - 1);
+    }
+    calibration.strategies.push_back(strategy);
+  }
+  return calibration;
+}
+
+// A --plan auto point with the plan (and strategy) of least predicted step.
+Config resolve_plan(const Config& point, const Calibration& calibration, std::ostream* progress) {
+  if (point.plan_mode != "auto") return point;
+  const auto choices = choose_plans(calibration, point.planned_syncs());
+  Config resolved = point;
+  resolved.sync = choices.front().sync;
+  for (const auto& bucket : choices.front().plan.buckets) resolved.plan_ends.push_back(bucket.end);
+  if (progress) {
+    *progress << "phase4: plan auto:";
+    for (const auto& choice : choices) {
+      *progress << " --sync " << choice.sync << " " << choice.plan.describe() << " predicted "
+                << ob::format_number(choice.prediction.step_ms, 4) << " ms;";
+    }
+    *progress << " running --sync " << resolved.sync << std::endl;
+  }
+  return resolved;
+}
+
+}  // namespace
+
+Calibration load_calibration(const std::string& path, const Config& config, int ranks, const std::string& gpu,
+                             MPI_Comm comm) {
+  int rank = 0;
+  MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  std::string text;
+  if (rank == 0) {
+    std::ifstream file(path);
+    std::stringstream content;
+    content << file.rdbuf();
+    text = content.str();
+  }
+  unsigned long long length = text.size();
+  MPI_CHECK(MPI_Bcast(&length, 1, MPI_UNSIGNED_LONG_LONG, 0, comm));
+  text.resize(length);
+  MPI_CHECK(MPI_Bcast(text.data(), static_cast<int>(length), MPI_CHAR, 0, comm));
+  const auto json = nlohmann::json::parse(text, nullptr, false);
+  ob::require(!json.is_discarded(), "--calibration", path, "not JSON");
+  Calibration calibration = Calibration::from_json(json, path);
+  const std::string differs = calibration.mismatch(describe_run(config, ranks, gpu));
+  ob::require(differs.empty(), "--calibration", path, differs);
+  for (const auto& point : config.sweep_points()) {
+    for (const auto& sync : point.planned_syncs()) {
+      if (point.plan_mode != "auto" && sync != point.sync) continue;
+      ob::require(point.plan_mode != "auto" || calibration.strategy(sync), "--calibration", path,
+                  "it holds no calibration of --sync " + sync + " (measure it with --calibrate --plan-syncs)");
+    }
+  }
+  return calibration;
+}
+
 SweepResult run_sweep(const std::vector<Config>& points, int rank, int ranks, MPI_Comm comm,
                       ob::SteadyClock::time_point origin, const ob::PowerMonitor* power,
-                      std::atomic<ncclComm_t>& live_comm, std::ostream* progress) {
+                      std::atomic<ncclComm_t>& live_comm, std::ostream* progress, const Calibration* calibration,
+                      bool calibrate) {
   SweepResult result;
-  std::unique_ptr<NcclComm> nccl;
+  CommCache comms(rank, ranks, comm, live_comm);
+  bool needs = calibrate;
+  for (const auto& point : points) needs = needs || point.plan_mode == "auto";
+  if (needs && !calibration) {
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    cudaDeviceProp prop{};
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    result.measured = calibrate_run(points.front(), prop.name, rank, ranks, comm, origin, comms, progress);
+    calibration = &*result.measured;
+  }
   for (std::size_t p = 0; p < points.size(); ++p) {
-    const Config& point = points[p];
-    if (!nccl || !(nccl->settings() == point.nccl_settings())) {  // the first point, or a sweep of an NCCL setting
-      live_comm = nullptr;
-      nccl.reset();
-      ob::progress_note("NCCL set-up");
-      nccl = std::make_unique<NcclComm>(rank, ranks, comm, point.nccl_settings());
-      live_comm = nccl->get();
-    }
+    const Config point = calibration ? resolve_plan(points[p], *calibration, progress) : points[p];
     // A trainer per point: an accum-steps sweep changes how many micro-batches the model holds, a sync sweep the
     // strategy's buffers.
-    Trainer trainer(point, rank, ranks, nccl->get(), comm, power);
+    Trainer trainer(point, rank, ranks, comms.get(point.nccl_settings()), comm, power);
     if (progress) {
       *progress << "phase4: [" << p + 1 << "/" << points.size() << "] " << point.point_label() << ", "
                 << trainer.adapt(point.plan()).describe() << std::endl;
     }
-    auto point_result = run_point(point, trainer, comm, origin, progress);
+    auto point_result = run_point(point, trainer, comm, origin, progress, calibration);
     result.rows.insert(result.rows.end(), point_result.rows.begin(), point_result.rows.end());
     if (points.size() == 1) result.events = std::move(point_result.events);
     if (result.failure.empty() && !point_result.failure.empty()) {
       result.failure = point.point_label() + ": " + point_result.failure;
     }
   }
-  live_comm = nullptr;
   return result;
 }
 

@@ -1,0 +1,102 @@
+// The planner (METRICS.md, "The planner"): a calibration measured once per model, hardware and commit, the overlapped
+// step it predicts for any bucket plan, and the plan (and strategy) that minimises that prediction.
+//
+// Model. Forward F, backward steps b_s (layer L first) and update U come from the compute-only run. Each strategy
+// has, per calibrated message size, its isolated time per bucket c(m) (piecewise alpha-beta between calibrated
+// sizes), the stretch r(m) of a bucket's time under overlap, and the slowdown sigma(m) of the backward under
+// overlap, both measured on plans of equal m-sized buckets. A plan's predicted step is the schedule of
+// schedule_bound_ms with every backward step b_s (1 + sigma_plan) and every bucket c(m) r(m), where sigma_plan is
+// sigma(m) averaged over the plan's buckets, weighted by their time: F + pipeline + U + the iteration's overhead.
+//
+// Choice. For a fixed sigma the predicted step is a pipeline whose bucket finish times compose monotonically, so a
+// dynamic programme over bucket boundaries (every layer cut into equal pieces) finds the plan of least predicted
+// step exactly. sigma_plan lies between the calibrated extremes: the programme runs at 17 values across them and
+// then at the best plan's own sigma_plan until the plan repeats; the best prediction wins. Exact where sigma does not
+// depend on size; otherwise the best of those programmes' plans and of the equal and DDP-style (1 MiB first bucket)
+// plans of kCandidateCapsMb (a slowdown that grows with size can favour small buckets that no single-sigma
+// programme picks).
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "phase4_chunked_nccl/bucket_plan.hpp"
+#include "phase4_chunked_nccl/config.hpp"
+
+namespace phase4 {
+
+// One strategy's communication as calibrated: per message size (ascending), the isolated time of one bucket, and
+// the stretch and slowdown under overlap.
+struct StrategyCalibration {
+  std::string sync;
+  std::vector<double> bytes, comm_ms, stretch, slowdown;
+
+  // c(m): linear between the two calibrated sizes around m (latency + bytes / bandwidth of that range); outside the
+  // range, the nearest range's line, and *extrapolated set.
+  double comm_ms_at(double bytes, bool* extrapolated = nullptr) const;
+  // r(m) and sigma(m): linear in log2(m) between calibrated sizes, the nearest value outside.
+  double stretch_at(double bytes) const;
+  double slowdown_at(double bytes) const;
+};
+
+struct Calibration {
+  // What it was measured on: a calibration predicts only the same model on the same hardware, build and ranks.
+  int hidden = 0, layers = 0, batch = 0, accum_steps = 1, ranks = 0;
+  bool tf32 = true;
+  std::string comm_dtype = "fp32", gpu, commit, host, date_utc;
+  // The compute-only run (slowest rank's medians).
+  double forward_ms = 0, update_ms = 0, iteration_ms = 0;
+  std::vector<double> step_ms;  // per backward step, layer L first
+  std::vector<StrategyCalibration> strategies;
+
+  const StrategyCalibration* strategy(const std::string& sync) const;  // nullptr if not calibrated
+  nlohmann::json to_json() const;
+  // Throws ob::UsageError naming `source` and the first missing or malformed key.
+  static Calibration from_json(const nlohmann::json& json, const std::string& source);
+  // "" when this calibration is of `other`'s model, ranks, GPU and commit; else the first difference, as
+  // "hidden is 2048 here but 4096 in the calibration".
+  std::string mismatch(const Calibration& other) const;
+};
+
+// A calibration's description of the run `config` makes on `ranks` ranks of `gpu` with this build (no measurements):
+// what mismatch() compares and what a measured calibration starts from.
+Calibration describe_run(const Config& config, int ranks, const std::string& gpu);
+
+// The sizes a calibration measures (bytes of fp32 gradient per bucket): from min(1 MiB, gradient / 8) by factors
+// of 4, and the whole gradient last.
+std::vector<double> calibration_sizes(const Config& config);
+
+// A bucket's time against its bytes, for predictions with another network (scripts/predict.py's what-if).
+using CommTime = std::function<double(double bytes)>;
+
+struct Prediction {
+  double step_ms = 0;
+  double slowdown = 0;        // sigma_plan
+  bool extrapolated = false;  // a bucket outside the calibrated sizes
+};
+
+// The predicted overlapped step of `plan` (buckets as the strategy runs them) with `strategy`'s calibration; `comm`
+// replaces its c(m) where given.
+Prediction predict(const Calibration& calibration, const StrategyCalibration& strategy, const BucketPlan& plan,
+                   const CommTime& comm = nullptr);
+
+struct PlanChoice {
+  std::string sync;
+  BucketPlan plan;
+  Prediction prediction;
+};
+
+// Bucket caps (MiB) whose plans the choice and the DDP recommendation also weigh.
+extern const std::vector<double> kCandidateCapsMb;
+
+// Pieces every layer is cut into for the programme: at most 8, at most 512 pieces in all.
+int pieces_per_layer(int layers);
+
+// The plan of least predicted step for each strategy in `syncs` (all calibrated ones when empty), the best of them
+// first. Boundaries fall on 1/pieces_per_layer() of a layer.
+std::vector<PlanChoice> choose_plans(const Calibration& calibration, const std::vector<std::string>& syncs = {},
+                                     const CommTime& comm = nullptr);
+
+}  // namespace phase4

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""The planner's what-if: from a phase 4 calibration (phase4_chunked_nccl --calibrate), the predicted overlapped step
+of the same model from 2 to 1024 GPUs, 8 per node on the calibrated link and nodes joined by each given network, with
+the best bucket plan at each point; writes the CSV (phase4_predict computes it) and a scaling plot labelled as a
+prediction with its inputs, and prints the PyTorch DDP bucket_cap_mb the model predicts best on the calibrated ranks.
+
+Usage: predict.py CALIBRATION.json --csv what-if.csv -o what-if.png [--links ib400,eth100] [--ranks 2,4,...]
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+import ob_csv
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+COLUMNS = ["link", "ranks", "nodes", "sync", "predicted_ms", "buckets", "first_bucket_mb", "largest_bucket_mb",
+           "slowdown", "extrapolated", "ddp_bucket_cap_mb", "ddp_predicted_ms", "calibrated_gpu", "calibrated_ranks",
+           "calibration_commit"]
+
+
+def find_predictor(given):
+    """phase4_predict: --predictor, else on PATH (cmake --install), else in this checkout's build folders."""
+    if given:
+        return given
+    found = shutil.which("phase4_predict")
+    if found:
+        return found
+    for build in sorted(REPO.glob("build/*/phase4_chunked_nccl/phase4_predict")):
+        if os.access(build, os.X_OK):
+            return str(build)
+    raise ob_csv.UsageError("phase4_predict not found: build it (scripts/test.sh), install it, or pass --predictor")
+
+
+def predict(args):
+    """Runs phase4_predict into the CSV; its own usage errors (a bad calibration) come back as ours."""
+    command = [args.predictor, "--calibration", str(args.calibration), "--csv", str(args.csv), "--ranks", args.ranks,
+               "--links", args.links, "--gpus-per-node", str(args.gpus_per_node)]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode == 2:
+        raise ob_csv.UsageError(result.stderr.strip().split(": error: ", 1)[-1])
+    if result.returncode != 0:
+        raise OSError(f"{args.predictor} exited {result.returncode}: {result.stderr.strip()}")
+    frame = pd.read_csv(args.csv)
+    missing = [c for c in COLUMNS if c not in frame.columns]
+    if missing:
+        raise ob_csv.UsageError(f"{args.csv}: missing columns {missing}")
+    return frame
+
+
+def plot(frame, calibration, output):
+    model = calibration["model"]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for link, part in frame.groupby("link", sort=False):
+        part = part.sort_values("ranks")
+        line, = axes[0].plot(part["ranks"], part["predicted_ms"], marker="o", label=f"{link}: best plan")
+        axes[0].plot(part["ranks"], part["ddp_predicted_ms"], ls="--", color=line.get_color(),
+                     label=f"{link}: best DDP cap")
+        extrapolated = part[part["extrapolated"] == 1]
+        axes[0].scatter(extrapolated["ranks"], extrapolated["predicted_ms"], s=90, facecolors="none",
+                        edgecolors="black", zorder=3)
+        axes[1].plot(part["ranks"], part["buckets"], marker="o", color=line.get_color(), label=link)
+    for ax in axes:
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("GPUs")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("predicted overlapped step (ms)")
+    axes[0].legend(fontsize=8)
+    axes[1].set_ylabel("buckets in the best plan")
+    axes[1].legend(fontsize=8)
+    fig.suptitle(f"PREDICTION, not a measurement: H={model['hidden']} L={model['layers']} B={model['batch']} per GPU, "
+                 f"calibrated on {calibration['ranks']}x {calibration['gpu']} (commit {calibration['commit']}); "
+                 "8 GPUs per node; circled: outside the calibrated sizes", fontsize=9)
+    ob_csv.save_figure(fig, output)
+
+
+def ranks_list(text):
+    items = text.split(",")
+    if not items or not all(i.isdigit() and int(i) >= 2 for i in items):
+        raise argparse.ArgumentTypeError(f"'{text}' is invalid: whole numbers >= 2, comma-separated")
+    return text
+
+
+def main():
+    parser = ob_csv.ArgumentParser(description=ob_csv.describe(__doc__))
+    parser.add_argument("calibration", type=pathlib.Path, help="calibration JSON written by phase4 --calibrate")
+    parser.add_argument("--csv", required=True, type=pathlib.Path, help="prediction CSV to write")
+    parser.add_argument("-o", "--output", type=ob_csv.output_path, help="scaling plot to write (.png, .pdf, .svg)")
+    parser.add_argument("--ranks", type=ranks_list, default="2,4,8,16,32,64,128,256,512,1024",
+                        help="GPU counts (default: 2 to 1024 by powers of 2)")
+    parser.add_argument("--links", default="ib400,eth100",
+                        help="networks between nodes: ib400, eth100 or NAME:GBPS:LATENCY_US (default: ib400,eth100)")
+    parser.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (default: 8)")
+    parser.add_argument("--predictor", help="the phase4_predict binary (default: on PATH, or in build/)")
+    args = parser.parse_args()
+    if not args.calibration.is_file():
+        raise ob_csv.UsageError(f"{args.calibration}: no such file")
+    if not args.csv.parent.is_dir():
+        raise ob_csv.UsageError(f"--csv: '{args.csv}' is invalid: its directory must exist")
+    args.predictor = find_predictor(args.predictor)
+    frame = predict(args)
+    calibration = json.loads(args.calibration.read_text())
+    if args.output:
+        plot(frame, calibration, args.output)
+    first = frame[frame["ranks"] == frame["ranks"].min()].iloc[0]
+    print(f"predict.py: {len(frame)} points in {args.csv}; at {first['ranks']} GPUs the best plan is "
+          f"{first['buckets']} buckets ({first['sync']}), {first['predicted_ms']:.3f} ms predicted; recommended "
+          f"PyTorch DDP bucket_cap_mb: {first['ddp_bucket_cap_mb']:g} ({first['ddp_predicted_ms']:.3f} ms predicted)")
+    return 0
+
+
+def cli():
+    """The console command (pyproject.toml) and `python3 predict.py`."""
+    raise SystemExit(ob_csv.main_guard(main))
+
+
+if __name__ == "__main__":
+    cli()

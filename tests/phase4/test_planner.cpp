@@ -1,0 +1,158 @@
+// The planner: the communication fit between and beyond calibrated sizes, the predicted step of a plan against a
+// hand-computed schedule, the dynamic programme against every plan of a small model, and the calibration file's
+// checks (a missing key, another model or commit: one line naming it).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "common/errors.hpp"
+#include "phase4_chunked_nccl/planner.hpp"
+
+namespace {
+
+constexpr double kMiB = 1 << 20;
+
+// A model of `layers` layers of hidden 512 (1 MiB of fp32 gradient each): forward 1 ms, every backward step
+// `step` ms, update 0.5 ms; one strategy with comm 0.1 ms + 0.2 ms per MiB, measured at 1, 4 and 16 MiB.
+phase4::Calibration calibration(int layers, double step = 1.0, double slowdown = 0.1, double stretch = 1.2) {
+  phase4::Calibration c;
+  c.hidden = 512;
+  c.layers = layers;
+  c.batch = 64;
+  c.ranks = 2;
+  c.gpu = "NVIDIA H200";
+  c.commit = "abc123";
+  c.forward_ms = 1.0;
+  c.update_ms = 0.5;
+  c.step_ms.assign(layers, step);
+  c.iteration_ms = 1.0 + 0.5 + layers * step + 0.25;  // 0.25 ms outside the tasks
+  phase4::StrategyCalibration s;
+  s.sync = "nccl";
+  for (double mib : {1.0, 4.0, 16.0}) {
+    s.bytes.push_back(mib * kMiB);
+    s.comm_ms.push_back(0.1 + 0.2 * mib);
+    s.stretch.push_back(stretch);
+    s.slowdown.push_back(slowdown);
+  }
+  c.strategies.push_back(s);
+  return c;
+}
+
+TEST(Planner, CommFitIsLinearBetweenSizesAndMarksExtrapolation) {
+  const auto c = calibration(4);
+  const auto& s = c.strategies[0];
+  bool extrapolated = true;
+  EXPECT_NEAR(s.comm_ms_at(2 * kMiB, &extrapolated), 0.5, 1e-12);
+  EXPECT_FALSE(extrapolated);
+  EXPECT_NEAR(s.comm_ms_at(64 * kMiB, &extrapolated), 0.1 + 0.2 * 64, 1e-9);  // the last range's line
+  EXPECT_TRUE(extrapolated);
+  EXPECT_NEAR(s.comm_ms_at(0.5 * kMiB, &extrapolated), 0.2, 1e-12);
+  EXPECT_TRUE(extrapolated);
+  phase4::StrategyCalibration varying = s;
+  varying.slowdown = {0.0, 0.2, 0.4};
+  EXPECT_NEAR(varying.slowdown_at(2 * kMiB), 0.1, 1e-12);  // halfway between 1 and 4 MiB in log2
+  EXPECT_NEAR(varying.slowdown_at(100 * kMiB), 0.4, 1e-12);
+}
+
+TEST(Planner, PredictionIsTheScheduleWithContention) {
+  const auto c = calibration(4);
+  // Two buckets of two layers (2 MiB each): ready after steps 1 and 3.
+  const auto plan = phase4::plan_by_size(4, 512, 2, 2);
+  ASSERT_EQ(plan.buckets.size(), 2u);
+  const auto p = phase4::predict(c, c.strategies[0], plan);
+  EXPECT_NEAR(p.slowdown, 0.1, 1e-12);
+  EXPECT_FALSE(p.extrapolated);
+  // Backward steps 1.1 ms from t = 1; buckets 0.5 ms * 1.2 = 0.6 ms: the first from 3.2 to 3.8, the second from
+  // 5.4 to 6.0; then the update (0.5) and the iteration's overhead (0.25).
+  EXPECT_NEAR(p.step_ms, 6.0 + 0.5 + 0.25, 1e-9);
+}
+
+// Every plan whose boundaries fall on the programme's pieces, as end lists.
+void every_plan(std::uint64_t pieces, std::uint64_t piece, const std::function<void(std::vector<std::uint64_t>)>& f) {
+  for (std::uint64_t mask = 0; mask < (1ull << (pieces - 1)); ++mask) {
+    std::vector<std::uint64_t> ends;
+    for (std::uint64_t p = 1; p < pieces; ++p) {
+      if (mask & (1ull << (p - 1))) ends.push_back(p * piece);
+    }
+    ends.push_back(pieces * piece);
+    f(ends);
+  }
+}
+
+TEST(Planner, ChoiceIsTheBestOfEveryPlan) {
+  // Two layers cut into 8 pieces each: 2^15 plans. With a slowdown that does not depend on size, the programme is
+  // exact: its prediction is the least of all.
+  for (double step : {0.2, 1.0, 3.0}) {
+    auto c = calibration(2, step, 0.15, 1.3);
+    ASSERT_EQ(phase4::pieces_per_layer(2), 8);
+    const auto choice = phase4::choose_plans(c).front();
+    phase4::validate_plan(choice.plan, 2, 512);
+    double best = std::numeric_limits<double>::infinity();
+    every_plan(16, 512 * 512 / 8, [&](std::vector<std::uint64_t> ends) {
+      best = std::min(best, phase4::predict(c, c.strategies[0], phase4::plan_from_ends(2, 512, ends)).step_ms);
+    });
+    EXPECT_NEAR(choice.prediction.step_ms, best, 1e-9) << "step " << step;
+    EXPECT_NEAR(phase4::predict(c, c.strategies[0], choice.plan).step_ms, choice.prediction.step_ms, 1e-12);
+  }
+}
+
+TEST(Planner, ChoosesTheFasterStrategyAndBeatsFixedCaps) {
+  auto c = calibration(16);
+  auto slow = c.strategies[0];
+  slow.sync = "slow";
+  for (double& ms : slow.comm_ms) ms *= 3;
+  c.strategies.push_back(slow);
+  const auto choices = phase4::choose_plans(c);
+  ASSERT_EQ(choices.size(), 2u);
+  EXPECT_EQ(choices[0].sync, "nccl");
+  EXPECT_LE(choices[0].prediction.step_ms, choices[1].prediction.step_ms);
+  for (double cap : {1.0, 2.0, 4.0, 8.0, 16.0}) {
+    const auto plan = phase4::plan_by_size(16, 512, cap, cap);
+    EXPECT_LE(choices[0].prediction.step_ms, phase4::predict(c, c.strategies[0], plan).step_ms + 1e-12) << cap;
+  }
+  EXPECT_EQ(phase4::choose_plans(c, {"slow"}).front().sync, "slow");
+}
+
+TEST(Planner, CalibrationFileRoundTripsAndNamesWhatIsWrong) {
+  const auto c = calibration(4);
+  const auto back = phase4::Calibration::from_json(c.to_json(), "cal.json");
+  EXPECT_EQ(back.mismatch(c), "");
+  EXPECT_EQ(back.step_ms, c.step_ms);
+  EXPECT_EQ(back.strategies[0].comm_ms, c.strategies[0].comm_ms);
+
+  auto other = c;
+  other.hidden = 1024;
+  EXPECT_EQ(back.mismatch(other), "hidden is 1024 here but 512 in the calibration");
+  other = c;
+  other.commit = "def456";
+  EXPECT_EQ(back.mismatch(other), "the commit is \"def456\" here but \"abc123\" in the calibration");
+
+  auto expect_usage = [](nlohmann::json json, const std::string& words) {
+    try {
+      phase4::Calibration::from_json(json, "cal.json");
+      ADD_FAILURE() << "accepted: " << words;
+    } catch (const ob::UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).rfind("--calibration: 'cal.json' is invalid: ", 0), 0u) << e.what();
+    }
+  };
+  auto json = c.to_json();
+  json["strategies"][0].erase("stretch");
+  expect_usage(json, "missing key 'strategies[0].stretch'");
+  json = c.to_json();
+  json["compute"]["step_ms"] = nlohmann::json::array({1.0});
+  expect_usage(json, "one time per layer");
+  json = c.to_json();
+  json["strategies"][0]["bytes"] = nlohmann::json::array({4.0, 1.0, 16.0});
+  expect_usage(json, "bytes must ascend");
+  json = c.to_json();
+  json["model"]["hidden"] = "wide";
+  expect_usage(json, "key 'model.hidden' has the wrong type");
+  json = c.to_json();
+  json["kind"] = "something else";
+  expect_usage(json, "not a phase 4 calibration");
+}
+
+}  // namespace

@@ -1,0 +1,99 @@
+"""The planner's what-if (scripts/predict.py running phase4_predict) on a hand-made calibration: the prediction at
+the calibrated ranks does not depend on the network, a slower network predicts slower steps across nodes, sizes
+outside the calibration are marked, the DDP recommendation is one of the caps tried; a bad calibration or option
+exits 2 with one line naming it."""
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from conftest import REPO
+
+MIB = 1 << 20
+
+
+def calibration(tmp_path, **changes):
+    """4 layers of 1024 (4 MiB of gradient each), calibrated on 2 GPUs at 1, 4 and 16 MiB."""
+    data = {
+        "kind": "overlap-bench phase4 calibration", "schema_version": 1, "commit": "abc123", "host": "node1",
+        "date_utc": "2026-11-23T00:00:00Z", "gpu": "NVIDIA H200", "ranks": 2,
+        "model": {"hidden": 1024, "layers": 4, "batch": 256, "tf32": True, "comm_dtype": "fp32", "accum_steps": 1},
+        "compute": {"forward_ms": 1.0, "update_ms": 0.2, "iteration_ms": 5.5, "step_ms": [1.0, 1.0, 1.0, 1.0]},
+        "strategies": [{"sync": "nccl", "bytes": [MIB, 4 * MIB, 16 * MIB], "comm_ms": [0.05, 0.1, 0.3],
+                        "stretch": [1.2, 1.15, 1.1], "slowdown": [0.2, 0.25, 0.3]}],
+    }
+    data.update(changes)
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.fixture(scope="session")
+def predictor(build_dir):
+    binary = build_dir / "phase4_chunked_nccl" / "phase4_predict"
+    if not binary.exists():
+        pytest.skip("phase4_predict is not built")
+    return binary
+
+
+def predict(predictor, *args, cwd=None):
+    return subprocess.run([sys.executable, str(REPO / "scripts" / "predict.py"), *map(str, args), "--predictor",
+                           str(predictor)], capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+def test_what_if_scales_with_the_network(predictor, tmp_path):
+    csv, png = tmp_path / "what-if.csv", tmp_path / "what-if.png"
+    result = predict(predictor, calibration(tmp_path), "--csv", csv, "-o", png, "--ranks", "2,8,16,64,1024")
+    assert result.returncode == 0, result.stderr
+    frame = pd.read_csv(csv)
+    assert len(frame) == 10 and set(frame["link"]) == {"ib400", "eth100"}
+    by = frame.set_index(["link", "ranks"])
+    # Within a node the calibrated link: the network does not matter.
+    for ranks in (2, 8):
+        assert by.loc[("ib400", ranks), "predicted_ms"] == pytest.approx(by.loc[("eth100", ranks), "predicted_ms"])
+    # Across nodes the slower network is slower, and more GPUs never make the step shorter.
+    for ranks in (16, 64, 1024):
+        assert by.loc[("eth100", ranks), "predicted_ms"] > by.loc[("ib400", ranks), "predicted_ms"]
+    for link in ("ib400", "eth100"):
+        steps = frame[frame["link"] == link].sort_values("ranks")["predicted_ms"].tolist()
+        assert steps == sorted(steps), (link, steps)
+    # The compute alone (forward 1 + backward 4 + update 0.2 + the 0.3 ms outside them) bounds every prediction.
+    assert (frame["predicted_ms"] >= 5.5 - 1e-9).all()
+    outside = (frame["largest_bucket_mb"] > 16 + 1e-9) | (frame["first_bucket_mb"] < 1 - 1e-9)
+    assert (frame["extrapolated"] == outside.astype(int)).all()
+    assert frame["ddp_bucket_cap_mb"].isin([1, 2, 5, 10, 25, 50, 64, 100, 128, 256, 512, 1024]).all()
+    assert (frame["predicted_ms"] <= frame["ddp_predicted_ms"] + 1e-9).all(), "the best plan lost to a DDP cap"
+    assert (frame["calibrated_gpu"] == "NVIDIA H200").all()
+    assert png.stat().st_size > 10000
+    assert "recommended PyTorch DDP bucket_cap_mb:" in result.stdout
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"strategies": []}, "'strategies' lists no strategy"),
+    ({"compute": {"forward_ms": 1.0, "update_ms": 0.2, "iteration_ms": 5.0}}, "missing key 'compute.step_ms'"),
+    ({"kind": "other"}, "not a phase 4 calibration"),
+])
+def test_bad_calibration_exits_2_naming_it(predictor, tmp_path, change, words):
+    result = predict(predictor, calibration(tmp_path, **change), "--csv", tmp_path / "w.csv")
+    assert result.returncode == 2, result.stderr
+    assert words in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert not (tmp_path / "w.csv").exists()
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--ranks", "1,2"], "--ranks"),
+    (["--links", "ib400,fast:0:1"], "--links"),
+])
+def test_bad_options_exit_2(predictor, tmp_path, args, words):
+    result = predict(predictor, calibration(tmp_path), "--csv", tmp_path / "w.csv", *args)
+    assert result.returncode == 2 and words in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_not_json_exits_2(predictor, tmp_path):
+    path = tmp_path / "cal.json"
+    path.write_text("{ not json")
+    result = predict(predictor, path, "--csv", tmp_path / "w.csv")
+    assert result.returncode == 2 and "not JSON" in result.stderr, result.stderr
