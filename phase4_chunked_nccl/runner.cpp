@@ -165,8 +165,8 @@ PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob:
   base.chunks = config.chunks;
   base.iters = config.common.iters;
   base.config("hidden", config.hidden).config("layers", config.layers).config("batch", config.batch)
-      .config("bucket_mb", config.chunks > 0 ? std::nan("") : config.bucket_mb)
-      .config("first_bucket_mb", config.chunks > 0 ? std::nan("") : config.first_bucket_mb)
+      .config("bucket_mb", config.chunks > 0 || !config.plan_ends.empty() ? std::nan("") : config.bucket_mb)
+      .config("first_bucket_mb", config.chunks > 0 || !config.plan_ends.empty() ? std::nan("") : config.first_bucket_mb)
       .config("buckets", plan.buckets.size()).config("grad_mb", config.grad_mb()).config("tf32", config.tf32)
       .config("comm_priority", config.comm_priority).config("nccl_max_ctas", config.nccl_max_ctas)
       .config("nccl_min_ctas", config.nccl_min_ctas).config("nccl_cta_policy", config.nccl_settings().cta_policy)

@@ -15,7 +15,8 @@
 #         phase4-sync-comm (each strategy's comm-only bus bandwidth over bucket sizes, and NCCL's own log
 #         of which path ran), phase4-sm-margin (--gemm-sm-margin with and without a CTA cap), phase4-sharded
 #         (sharded and sharded-ce on the six configurations with --check, and over bucket sizes and prefetch
-#         depths on 4096,16,512), ddp (PyTorch DDP, expert over four bucket caps and default settings, and FSDP2,
+#         depths on 4096,16,512), planner (on the six configurations: --calibrate, --plan auto against eight
+#         fixed plans with predicted_ms, the what-if of 4096,16,512 and DDP at its recommended cap), ddp (PyTorch DDP, expert over four bucket caps and default settings, and FSDP2,
 #         on the six configurations), sanitize (compute-sanitizer
 #         memcheck and racecheck on phase 1's kernels and on phase 4 with one rank). Default: all parts.
 #   --out DIR  results folder (default results/runs/<host>-gpu-<date-time>)
@@ -34,7 +35,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 all_parts=(test phase1 phase3 phase4 phase4-sweeps phase4-knobs phase4-bf16 phase4-policy phase4-more phase4-sync
-           phase4-sync-buckets phase4-sync-comm phase4-sm-margin phase4-sharded ddp sanitize)
+           phase4-sync-buckets phase4-sync-comm phase4-sm-margin phase4-sharded planner ddp sanitize)
 [ "${#parts[@]}" -gt 0 ] || parts=("${all_parts[@]}")
 for p in "${parts[@]}"; do
   case " ${all_parts[*]} " in
@@ -237,6 +238,20 @@ for part in "${parts[@]}"; do
         run "phase4-sharded-prefetch-$sync" "${mpi[@]}" -np "$gpus" "$p4" --hidden 4096 --layers 16 --batch 512 \
           --sync "$sync" --sweep prefetch=0,1,2,4 --csv "$out/phase4-sharded-prefetch-$sync.csv"
       done
+      ;;
+    planner)
+      for c in "${configs[@]}"; do
+        IFS=, read -r h l b <<<"$c"
+        run "planner-$h-$l-$b" "${mpi[@]}" -np "$gpus" "$p4" --hidden "$h" --layers "$l" --batch "$b" --iters 15 \
+          --warmup 3 --calibrate --plan-syncs nccl,nccl-sym,ce --sweep plan=auto,layer,1,5,25,64,128,256,1024 \
+          --csv "$out/planner-$h-$l-$b.csv"
+      done
+      run planner-what-if python3 "$OB_ROOT/scripts/predict.py" "$out/planner-4096-16-512.calibration.json" \
+        --predictor "$build/phase4_chunked_nccl/phase4_predict" --csv "$out/what-if-4096-16-512.csv" \
+        -o "$out/what-if-4096-16-512.png"
+      cap=$(sed -n 's/.*bucket_cap_mb: \([0-9.]*\).*/\1/p' "$out/planner-what-if.log")
+      run planner-ddp python3 -m torch.distributed.run --nproc_per_node "$gpus" "$OB_ROOT/scripts/bench_ddp.py" \
+        --configs 4096,16,512 --bucket-mb 25 "${cap:-25}" --csv "$out/planner-ddp.csv"
       ;;
     ddp)
       ddp=(python3 -m torch.distributed.run --nproc_per_node "$gpus" "$OB_ROOT/scripts/bench_ddp.py")

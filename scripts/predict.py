@@ -55,7 +55,7 @@ def predict(args):
     return frame
 
 
-def plot(frame, calibration, output):
+def plot(frame, calibration, gpus_per_node, output):
     model = calibration["model"]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for link, part in frame.groupby("link", sort=False):
@@ -76,8 +76,9 @@ def plot(frame, calibration, output):
     axes[1].set_ylabel("buckets in the best plan")
     axes[1].legend(fontsize=8)
     fig.suptitle(f"PREDICTION, not a measurement: H={model['hidden']} L={model['layers']} B={model['batch']} per GPU, "
-                 f"calibrated on {calibration['ranks']}x {calibration['gpu']} (commit {calibration['commit']}); "
-                 "8 GPUs per node; circled: outside the calibrated sizes", fontsize=9)
+                 f"calibrated on {calibration['ranks']}x {calibration['gpu']} (commit {calibration['commit']})\n"
+                 f"{gpus_per_node} GPUs per node on the calibrated link; circled: buckets outside the calibrated sizes",
+                 fontsize=9)
     ob_csv.save_figure(fig, output)
 
 
@@ -108,7 +109,7 @@ def main():
     frame = predict(args)
     calibration = json.loads(args.calibration.read_text())
     if args.output:
-        plot(frame, calibration, args.output)
+        plot(frame, calibration, args.gpus_per_node, args.output)
     first = frame[frame["ranks"] == frame["ranks"].min()].iloc[0]
     print(f"predict.py: {len(frame)} points in {args.csv}; at {first['ranks']} GPUs the best plan is "
           f"{first['buckets']} buckets ({first['sync']}), {first['predicted_ms']:.3f} ms predicted; recommended "
