@@ -22,12 +22,6 @@ std::size_t segment(const std::vector<double>& xs, double x) {
   return k;
 }
 
-double linear(const std::vector<double>& xs, const std::vector<double>& ys, double x) {
-  if (xs.size() == 1) return ys[0];
-  const std::size_t k = segment(xs, x);
-  return ys[k] + (ys[k + 1] - ys[k]) * (x - xs[k]) / (xs[k + 1] - xs[k]);
-}
-
 // Linear in log2(x), clamped to the calibrated range.
 double log_linear(const std::vector<double>& xs, const std::vector<double>& ys, double x) {
   if (xs.size() == 1 || x <= xs.front()) return ys.front();
@@ -162,9 +156,17 @@ void require_positive(const std::vector<double>& values, const std::string& key,
 
 const std::vector<double> kCandidateCapsMb = {1, 2, 5, 10, 25, 50, 64, 100, 128, 256, 512, 1024};
 
+std::pair<double, double> StrategyCalibration::comm_line_at(double m) const {
+  if (bytes.size() == 1) return {0.0, comm_ms[0] / bytes[0]};
+  const std::size_t k = segment(bytes, m);
+  const double slope = (comm_ms[k + 1] - comm_ms[k]) / (bytes[k + 1] - bytes[k]);
+  return {comm_ms[k] - slope * bytes[k], slope};
+}
+
 double StrategyCalibration::comm_ms_at(double m, bool* extrapolated) const {
   if (extrapolated) *extrapolated = m < bytes.front() || m > bytes.back();
-  return std::max(0.0, linear(bytes, comm_ms, m));
+  const auto [intercept, slope] = comm_line_at(m);
+  return std::max(0.0, intercept + slope * m);
 }
 
 double StrategyCalibration::stretch_at(double m) const { return log_linear(bytes, stretch, m); }

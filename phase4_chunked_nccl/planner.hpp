@@ -20,6 +20,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "phase4_chunked_nccl/bucket_plan.hpp"
@@ -36,6 +37,8 @@ struct StrategyCalibration {
   // c(m): linear between the two calibrated sizes around m (latency + bytes / bandwidth of that range); outside the
   // range, the nearest range's line, and *extrapolated set.
   double comm_ms_at(double bytes, bool* extrapolated = nullptr) const;
+  // That line at `bytes`: its intercept (ms) and slope (ms per byte); one size: through the origin.
+  std::pair<double, double> comm_line_at(double bytes) const;
   // r(m) and sigma(m): linear in log2(m) between calibrated sizes, the nearest value outside.
   double stretch_at(double bytes) const;
   double slowdown_at(double bytes) const;

@@ -53,14 +53,7 @@ Link parse_link(const std::string& text) {
 phase4::CommTime scaled_comm(const phase4::StrategyCalibration& s, int calibrated_ranks, int ranks, int per_node,
                              const Link& link) {
   return [&s, calibrated_ranks, ranks, per_node, link](double bytes) {
-    // The line through the calibrated range around `bytes`: slope (ms per byte) and intercept.
-    std::size_t k = 0;
-    while (k + 2 < s.bytes.size() && bytes > s.bytes[k + 1]) ++k;
-    double slope = s.comm_ms[0] / s.bytes[0], intercept = 0;
-    if (s.bytes.size() > 1) {
-      slope = (s.comm_ms[k + 1] - s.comm_ms[k]) / (s.bytes[k + 1] - s.bytes[k]);
-      intercept = s.comm_ms[k] - slope * s.bytes[k];
-    }
+    auto [intercept, slope] = s.comm_line_at(bytes);
     slope = std::max(slope, 1e-15);
     const double n0 = calibrated_ranks;
     // At the calibrated ranks a ring: t = (n0 - 1) alpha + 2 (n0 - 1) / n0 bytes / beta.
