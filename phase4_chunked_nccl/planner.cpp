@@ -59,7 +59,7 @@ struct Model {
   const CommTime& comm;
   double bucket_ms(double bytes) const {
     const double isolated = comm ? comm(bytes) : strategy.comm_ms_at(bytes);
-    return isolated * strategy.stretch_at(bytes);
+    return isolated * strategy.stretch_at(bytes) + strategy.gap_ms_at(bytes);
   }
   double isolated_ms(double bytes) const { return comm ? comm(bytes) : strategy.comm_ms_at(bytes); }
 };
@@ -169,6 +169,7 @@ double StrategyCalibration::comm_ms_at(double m, bool* extrapolated) const {
   return std::max(0.0, intercept + slope * m);
 }
 
+double StrategyCalibration::gap_ms_at(double m) const { return log_linear(bytes, gap_ms, m); }
 double StrategyCalibration::stretch_at(double m) const { return log_linear(bytes, stretch, m); }
 double StrategyCalibration::slowdown_at(double m) const { return log_linear(bytes, slowdown, m); }
 
@@ -182,7 +183,7 @@ const StrategyCalibration* Calibration::strategy(const std::string& sync) const 
 nlohmann::json Calibration::to_json() const {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& s : strategies) {
-    list.push_back({{"sync", s.sync}, {"bytes", s.bytes}, {"comm_ms", s.comm_ms}, {"stretch", s.stretch},
+    list.push_back({{"sync", s.sync}, {"bytes", s.bytes}, {"comm_ms", s.comm_ms}, {"gap_ms", s.gap_ms}, {"stretch", s.stretch},
                     {"slowdown", s.slowdown}});
   }
   return {{"kind", "overlap-bench phase4 calibration"},
@@ -238,17 +239,25 @@ Calibration Calibration::from_json(const nlohmann::json& json, const std::string
     s.bytes = field<std::vector<double>>(list[k], "bytes", where, source);
     s.comm_ms = field<std::vector<double>>(list[k], "comm_ms", where, source);
     s.stretch = field<std::vector<double>>(list[k], "stretch", where, source);
+    // Calibrations made before gap_ms was measured hold none: no gap.
+    s.gap_ms = list[k].contains("gap_ms") ? field<std::vector<double>>(list[k], "gap_ms", where, source)
+                                          : std::vector<double>(s.bytes.size(), 0.0);
     s.slowdown = field<std::vector<double>>(list[k], "slowdown", where, source);
     const std::size_t n = s.bytes.size();
-    if (n == 0 || s.comm_ms.size() != n || s.stretch.size() != n || s.slowdown.size() != n ||
+    if (n == 0 || s.comm_ms.size() != n || s.gap_ms.size() != n || s.stretch.size() != n || s.slowdown.size() != n ||
         !std::is_sorted(s.bytes.begin(), s.bytes.end()) ||
         std::adjacent_find(s.bytes.begin(), s.bytes.end()) != s.bytes.end()) {
       throw ob::UsageError("--calibration: '" + source + "' is invalid: " + where +
-                           "bytes must ascend, with one comm_ms, stretch and slowdown each");
+                           "bytes must ascend, with one comm_ms, gap_ms, stretch and slowdown each");
     }
     require_positive(s.bytes, where + "bytes", source);
     require_positive(s.comm_ms, where + "comm_ms", source);
     require_positive(s.stretch, where + "stretch", source);
+    for (double v : s.gap_ms) {
+      if (!(std::isfinite(v) && v >= 0)) {
+        throw ob::UsageError("--calibration: '" + source + "' is invalid: " + where + "gap_ms must be >= 0");
+      }
+    }
     for (double v : s.slowdown) {
       if (!(std::isfinite(v) && v > -1)) {
         throw ob::UsageError("--calibration: '" + source + "' is invalid: " + where + "slowdown must be > -1");

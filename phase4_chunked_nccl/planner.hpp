@@ -3,9 +3,10 @@
 //
 // Model. Forward F, backward steps b_s (layer L first) and update U come from the compute-only run. Each strategy
 // has, per calibrated message size, its isolated time per bucket c(m) (piecewise alpha-beta between calibrated
-// sizes), the stretch r(m) of a bucket's time under overlap, and the slowdown sigma(m) of the backward under
-// overlap, both measured on plans of equal m-sized buckets. A plan's predicted step is the schedule of
-// schedule_bound_ms with every backward step b_s (1 + sigma_plan) and every bucket c(m) r(m), where sigma_plan is
+// sizes), the gap g(m) the comm stream leaves between buckets of that size (launches, event waits), the stretch
+// r(m) of a bucket's time under overlap, and the slowdown sigma(m) of the backward under overlap, all measured on
+// plans of equal m-sized buckets. A plan's predicted step is the schedule of schedule_bound_ms with every backward
+// step b_s (1 + sigma_plan) and every bucket c(m) r(m) + g(m), where sigma_plan is
 // sigma(m) averaged over the plan's buckets, weighted by their time: F + pipeline + U + the iteration's overhead.
 //
 // Choice. For a fixed sigma the predicted step is a pipeline whose bucket finish times compose monotonically, so a
@@ -29,17 +30,18 @@
 namespace phase4 {
 
 // One strategy's communication as calibrated: per message size (ascending), the isolated time of one bucket, and
-// the stretch and slowdown under overlap.
+// the gap between buckets on the comm stream, the stretch and slowdown under overlap.
 struct StrategyCalibration {
   std::string sync;
-  std::vector<double> bytes, comm_ms, stretch, slowdown;
+  std::vector<double> bytes, comm_ms, gap_ms, stretch, slowdown;
 
   // c(m): linear between the two calibrated sizes around m (latency + bytes / bandwidth of that range); outside the
   // range, the nearest range's line, and *extrapolated set.
   double comm_ms_at(double bytes, bool* extrapolated = nullptr) const;
   // That line at `bytes`: its intercept (ms) and slope (ms per byte); one size: through the origin.
   std::pair<double, double> comm_line_at(double bytes) const;
-  // r(m) and sigma(m): linear in log2(m) between calibrated sizes, the nearest value outside.
+  // g(m), r(m) and sigma(m): linear in log2(m) between calibrated sizes, the nearest value outside.
+  double gap_ms_at(double bytes) const;
   double stretch_at(double bytes) const;
   double slowdown_at(double bytes) const;
 };

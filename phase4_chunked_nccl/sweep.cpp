@@ -1,6 +1,7 @@
 #include "phase4_chunked_nccl/sweep.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -58,13 +59,18 @@ double summed_medians(const std::vector<std::vector<double>>& tasks, MPI_Comm co
   return total;
 }
 
-// The planner's calibration (planner.hpp): the compute-only run once, then for each planned strategy and each size
-// of calibration_sizes() a plan of equal buckets run comm-only and overlapped.
+// Warm-up of every calibration run, at least: a step of a few milliseconds would otherwise be timed on clocks still
+// rising (seen: the first compute-only run of a process 25 % slower than later ones).
+constexpr double kCalibrationWarmupMs = 500;
+
+// The planner's calibration (planner.hpp): for each planned strategy a compute-only run (the fastest one's times are
+// kept), and for each size of calibration_sizes() a plan of equal buckets run comm-only and overlapped.
 Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, int ranks, MPI_Comm comm,
                       ob::SteadyClock::time_point origin, CommCache& comms, std::ostream* progress) {
   Calibration calibration = describe_run(base, ranks, gpu);
   const auto sizes = calibration_sizes(base);
   double best_iteration = 0;
+  int warmup = 0;
   for (const auto& sync : base.planned_syncs()) {
     Config config = base;
     config.sync = sync;
@@ -72,10 +78,14 @@ Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, 
     config.chunks = 0;
     config.plan_ends.clear();
     config.common.check = false;
-    // Enough iterations for steady clocks: a step of a few milliseconds warms the GPU in no time.
-    config.common.warmup = std::max(config.common.warmup, 10);
     config.common.iters = std::max(config.common.iters, 20);
     Trainer trainer(config, rank, ranks, comms.get(config.nccl_settings()), comm);
+    if (warmup == 0) {  // steady clocks: every run of the calibration warms up for at least kCalibrationWarmupMs
+      const ModeRun probe = trainer.run(ob::Mode::kCompute, trainer.adapt(base.plan()), false, origin);
+      const double step = std::max(1e-3, ob::summarize(ob::max_across_ranks(probe.iter_ms, comm)).p50);
+      warmup = std::max(config.common.warmup, static_cast<int>(std::ceil(kCalibrationWarmupMs / step)));
+    }
+    config.common.warmup = warmup;  // the trainer reads its config when it runs
     StrategyCalibration strategy;
     strategy.sync = sync;
     double compute_backward = 0;
@@ -106,14 +116,18 @@ Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, 
       std::uint64_t largest = 0;
       for (const auto& bucket : plan.buckets) largest = std::max(largest, bucket.size());
       std::vector<double> full;
+      double busy = 0;  // the comm stream's time in its buckets
       for (std::size_t b = 0; b < plan.buckets.size(); ++b) {
         const double ms = ob::slowest_median(alone.bucket_ms[b], comm);
+        busy += ms;
         if (plan.buckets[b].size() == largest) full.push_back(ms);
       }
+      const double alone_ms = ob::summarize(ob::max_across_ranks(alone.iter_ms, comm)).p50;
       const double bucket_bytes = largest * 4.0;
       if (!strategy.bytes.empty() && bucket_bytes <= strategy.bytes.back()) continue;  // rounded onto the last size
       strategy.bytes.push_back(bucket_bytes);
       strategy.comm_ms.push_back(ob::summarize(full).p50);
+      strategy.gap_ms.push_back(std::max(0.0, alone_ms - busy) / plan.buckets.size());
       strategy.stretch.push_back(summed_medians(overlapped.bucket_ms, comm) / summed_medians(alone.bucket_ms, comm));
       strategy.slowdown.push_back(ob::slowest_median(overlapped.backward_total_ms, comm) / compute_backward - 1);
     }

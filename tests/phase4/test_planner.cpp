@@ -15,7 +15,8 @@ namespace {
 constexpr double kMiB = 1 << 20;
 
 // A model of `layers` layers of hidden 512 (1 MiB of fp32 gradient each): forward 1 ms, every backward step
-// `step` ms, update 0.5 ms; one strategy with comm 0.1 ms + 0.2 ms per MiB, measured at 1, 4 and 16 MiB.
+// `step` ms, update 0.5 ms; one strategy with comm 0.1 ms + 0.2 ms per MiB and 0.01 ms between buckets, measured
+// at 1, 4 and 16 MiB.
 phase4::Calibration calibration(int layers, double step = 1.0, double slowdown = 0.1, double stretch = 1.2) {
   phase4::Calibration c;
   c.hidden = 512;
@@ -33,6 +34,7 @@ phase4::Calibration calibration(int layers, double step = 1.0, double slowdown =
   for (double mib : {1.0, 4.0, 16.0}) {
     s.bytes.push_back(mib * kMiB);
     s.comm_ms.push_back(0.1 + 0.2 * mib);
+    s.gap_ms.push_back(0.01);
     s.stretch.push_back(stretch);
     s.slowdown.push_back(slowdown);
   }
@@ -64,9 +66,9 @@ TEST(Planner, PredictionIsTheScheduleWithContention) {
   const auto p = phase4::predict(c, c.strategies[0], plan);
   EXPECT_NEAR(p.slowdown, 0.1, 1e-12);
   EXPECT_FALSE(p.extrapolated);
-  // Backward steps 1.1 ms from t = 1; buckets 0.5 ms * 1.2 = 0.6 ms: the first from 3.2 to 3.8, the second from
-  // 5.4 to 6.0; then the update (0.5) and the iteration's overhead (0.25).
-  EXPECT_NEAR(p.step_ms, 6.0 + 0.5 + 0.25, 1e-9);
+  // Backward steps 1.1 ms from t = 1; buckets 0.5 ms * 1.2 + 0.01 ms = 0.61 ms: the first from 3.2 to 3.81, the
+  // second from 5.4 to 6.01; then the update (0.5) and the iteration's overhead (0.25).
+  EXPECT_NEAR(p.step_ms, 6.01 + 0.5 + 0.25, 1e-9);
 }
 
 // Every plan whose boundaries fall on the programme's pieces, as end lists.
@@ -139,6 +141,11 @@ TEST(Planner, CalibrationFileRoundTripsAndNamesWhatIsWrong) {
     }
   };
   auto json = c.to_json();
+  json["strategies"][0].erase("gap_ms");  // a calibration made before gaps were measured: none
+  EXPECT_EQ(phase4::Calibration::from_json(json, "cal.json").strategies[0].gap_ms, std::vector<double>(3, 0.0));
+  json["strategies"][0]["gap_ms"] = nlohmann::json::array({0.0, -1.0, 0.0});
+  expect_usage(json, "gap_ms must be >= 0");
+  json = c.to_json();
   json["strategies"][0].erase("stretch");
   expect_usage(json, "missing key 'strategies[0].stretch'");
   json = c.to_json();
