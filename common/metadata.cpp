@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 extern char** environ;
 
@@ -52,6 +55,56 @@ std::string version_text(const std::string& program) {
   return text;
 }
 
+nlohmann::json launcher_info(pid_t parent) {
+  // The parent's argv: /proc/<pid>/cmdline holds it NUL-separated.
+  std::ifstream file("/proc/" + std::to_string(parent) + "/cmdline", std::ios::binary);
+  std::stringstream content;
+  content << file.rdbuf();
+  const std::string text = content.str();
+  nlohmann::json parent_command = nlohmann::json::array();
+  for (std::size_t begin = 0; begin < text.size();) {
+    const std::size_t end = std::min(text.find('\0', begin), text.size());
+    parent_command.push_back(text.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  // The launcher: the parent when it is one (mpirun and friends, torchrun), else Slurm's step as its environment
+  // describes it, else none (run directly, or from a shell or script).
+  std::string name = "none";
+  nlohmann::json command = nlohmann::json::array();
+  static const char* const launchers[] = {"mpirun", "mpiexec", "orterun", "prterun", "srun", "torchrun"};
+  for (std::size_t i = 0; i < parent_command.size() && i < 3 && name == "none"; ++i) {
+    const std::string word = std::filesystem::path(parent_command[i].get<std::string>()).filename().string();
+    for (const char* launcher : launchers) {
+      if (word == launcher || (word == "torch.distributed.run" && std::string(launcher) == "torchrun")) {
+        name = launcher;
+        command = nlohmann::json(std::vector<nlohmann::json>(parent_command.begin() + static_cast<long>(i),
+                                                              parent_command.end()));
+      }
+    }
+  }
+  if (name == "none" && std::getenv("SLURM_STEP_ID")) {
+    name = "srun";
+    command = {"srun"};
+    for (const char* variable : {"SLURM_STEP_NUM_NODES", "SLURM_STEP_NUM_TASKS"}) {
+      if (const char* value = std::getenv(variable)) {
+        command.push_back(std::string(variable) == "SLURM_STEP_NUM_NODES" ? "--nodes" : "--ntasks");
+        command.push_back(value);
+      }
+    }
+  }
+  return {{"name", name}, {"command_line", command}, {"parent_command_line", parent_command}};
+}
+
+std::string cpu_model() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+      return line.substr(line.find(':') + 2);
+    }
+  }
+  return "unknown";
+}
+
 nlohmann::json base_metadata(const std::string& phase, int argc, char** argv) {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
@@ -63,6 +116,9 @@ nlohmann::json base_metadata(const std::string& phase, int argc, char** argv) {
       {"host", host},             {"date_utc", utc_timestamp()},
       {"command_line", command},  {"omp_threads", omp_get_max_threads()},
       {"build", build_info()},    {"environment", run_environment()},
+      {"launcher", launcher_info(getppid())},
+      {"working_directory", std::filesystem::current_path().string()},
+      {"cpu_model", cpu_model()},
   };
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);

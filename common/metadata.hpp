@@ -3,13 +3,22 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <sys/types.h>
+
 #include <string>
 
 namespace ob {
 
-// schema_version, commit, host, date_utc, command_line, phase, omp_threads, build, environment, and, when MPI is
-// running, mpi_library and ranks.
+// schema_version, commit, host, date_utc, command_line, phase, omp_threads, build, environment, launcher,
+// working_directory, cpu_model, and, when MPI is running, mpi_library and ranks.
 nlohmann::json base_metadata(const std::string& phase, int argc, char** argv);
+
+// What started process `parent`'s child: {"name": mpirun|mpiexec|orterun|prterun|srun|torchrun|none,
+// "command_line": the launcher's argv (srun: as Slurm's step variables describe it), "parent_command_line"}.
+nlohmann::json launcher_info(pid_t parent);
+
+// /proc/cpuinfo's first "model name" ("unknown" without one).
+std::string cpu_model();
 
 // How the binaries were built: type, compiler, CUDA architectures ("" without CUDA).
 nlohmann::json build_info();

@@ -4,6 +4,7 @@
 
 #include <mpi.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,12 @@ std::string first_nonempty(const std::string& text, MPI_Comm comm);
 
 // Every rank's `text` on `root`, in rank order (other ranks get an empty list).
 std::vector<std::string> gather_strings(const std::string& text, MPI_Comm comm, int root = 0);
+
+// Every rank's `mine` on rank 0 as a JSON array, in rank order (others get an empty array). A collective.
+nlohmann::json gather_json(const nlohmann::json& mine, MPI_Comm comm);
+
+// Every rank's argv on rank 0, in rank order (the metadata's "rank_command_lines"). A collective.
+std::vector<std::vector<std::string>> rank_command_lines(int argc, char** argv, MPI_Comm comm);
 
 // Every rank's host name on rank 0, in rank order (the metadata's "hosts"). A collective.
 std::vector<std::string> rank_hosts(MPI_Comm comm);

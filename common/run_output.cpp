@@ -2,6 +2,7 @@
 
 #include <ctime>
 #include <filesystem>
+#include <set>
 
 #include "common/atomic_file.hpp"
 
@@ -47,6 +48,9 @@ void create_parent(const std::string& path) {
 
 OutputPaths resolve_output_paths(const std::string& phase, const CommonOptions& options) {
   OutputPaths paths;
+  require(options.csv != "-", "--csv", options.csv,
+          "a file path: the summary, its metadata and the timeline are written together, as files (not to stdout)");
+  require(options.timeline != "-", "--timeline", options.timeline, "a file path (not stdout)");
   if (!options.csv.empty()) require_writable_parent("--csv", options.csv);
   if (!options.timeline.empty()) require_writable_parent("--timeline", options.timeline);
   paths.summary_csv = options.csv.empty() ? default_summary_path(phase) : options.csv;
@@ -78,10 +82,34 @@ OutputPaths resolve_output_paths(const std::string& phase, const CommonOptions& 
   return paths;
 }
 
+CsvTable with_provenance(const CsvTable& summary, const nlohmann::json& meta) {
+  std::string hardware;
+  if (meta.contains("gpus") && meta["gpus"].is_array() && !meta["gpus"].empty()) {
+    std::set<std::string> names;
+    for (const auto& gpu : meta["gpus"]) {
+      if (gpu.is_object() && gpu.contains("gpu_name")) names.insert(gpu["gpu_name"].get<std::string>());
+    }
+    for (const auto& name : names) hardware += (hardware.empty() ? "" : " + ") + name;
+  }
+  if (hardware.empty()) hardware = meta.value("cpu_model", std::string("unknown"));
+  std::size_t hosts = 1;
+  if (meta.contains("hosts") && meta["hosts"].is_array()) {
+    hosts = std::set<std::string>(meta["hosts"].begin(), meta["hosts"].end()).size();
+  }
+  auto header = summary.header();
+  for (const char* column : kProvenanceColumns) header.push_back(column);
+  CsvTable table(header);
+  for (auto row : summary.rows()) {
+    row.insert(row.end(), {meta.value("commit", std::string("unknown")), hardware, std::to_string(hosts)});
+    table.add_row(std::move(row));
+  }
+  return table;
+}
+
 void write_run_outputs(const OutputPaths& paths, const std::string& phase, const std::vector<SummaryRow>& rows,
                        nlohmann::json meta, const std::vector<TimelineEvent>& timeline, const CsvTable* power,
                        const std::vector<std::pair<std::string, std::string>>& extra) {
-  const CsvTable summary = summary_csv(phase, rows);
+  const CsvTable summary = with_provenance(summary_csv(phase, rows), meta);
   meta["config_columns"] = config_columns(rows);
   create_parent(paths.summary_csv);
   create_parent(paths.timeline_csv);

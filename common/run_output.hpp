@@ -26,7 +26,14 @@ struct OutputPaths {
 // Creates nothing.
 OutputPaths resolve_output_paths(const std::string& phase, const CommonOptions& options);
 
-// Writes the summary of `rows`, the metadata (with "config_columns": the summary columns that describe the
+// The columns every summary ends with, from its metadata, so that merged tables keep where each row came from: the
+// commit, the hardware (the ranks' GPU names, or the CPU model) and how many hosts ran it.
+inline constexpr const char* kProvenanceColumns[] = {"commit", "hardware", "host_count"};
+
+// `summary` with the provenance columns filled from `meta`.
+CsvTable with_provenance(const CsvTable& summary, const nlohmann::json& meta);
+
+// Writes the summary of `rows` (with the provenance columns), the metadata (with "config_columns": the summary columns that describe the
 // configuration), the timeline CSV and Chrome trace (and the power CSV when given, and `extra`: path and content),
 // each atomically and the summary last; creates the default directory.
 void write_run_outputs(const OutputPaths& paths, const std::string& phase, const std::vector<SummaryRow>& rows,

@@ -122,13 +122,16 @@ int main(int argc, char** argv) {
     // A fault injected at a step that never came proved nothing: a usage error, and nothing is written.
     if (auto code = ob::stop_on_any_rank(program, watchdog.unfired_fault(), MPI_COMM_WORLD)) return *code;
     const auto hosts = ob::rank_hosts(MPI_COMM_WORLD);
+    const auto command_lines = ob::rank_command_lines(argc, argv, MPI_COMM_WORLD);
+    const auto gpus = ob::gather_json(gpu_meta.empty() ? nlohmann::json() : gpu_meta[0], MPI_COMM_WORLD);
     if (root) {
       auto meta = ob::base_metadata("phase3", argc, argv);
       meta["hosts"] = hosts;
+      meta["rank_command_lines"] = command_lines;
       meta["clock"] = "std::chrono::steady_clock";
       meta["mpi_thread_level"] = mpi->provided();
       meta["device"] = description;
-      if (!gpu_meta.empty()) meta["gpus"] = gpu_meta;
+      if (!gpu_meta.empty()) meta["gpus"] = gpus;  // every rank's GPU, in rank order
       if (result.failure.empty()) write_run_outputs(paths, "phase3", result.rows, meta, result.events);
       std::cout << "# phase3_mpi_cuda: " << mpi->size() << " ranks, " << config.compute << " compute, "
                 << describe_shape(config) << " in " << config.chunks << " chunks on " << device << ", median of "

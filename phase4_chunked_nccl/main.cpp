@@ -114,11 +114,14 @@ int main(int argc, char** argv) {
     if (auto code = ob::stop_on_any_rank(program, watchdog.unfired_fault(), MPI_COMM_WORLD)) return *code;
     const auto samples = power ? ob::gather_power(power->samples(), MPI_COMM_WORLD) : std::vector<ob::PowerSample>();
     const auto hosts = ob::rank_hosts(MPI_COMM_WORLD);
+    const auto command_lines = ob::rank_command_lines(argc, argv, MPI_COMM_WORLD);
+    const auto gpus = ob::gather_json(ob::cuda_metadata(device), MPI_COMM_WORLD);
     if (root) {
       auto meta = ob::base_metadata("phase4", argc, argv);
       meta["hosts"] = hosts;
+      meta["rank_command_lines"] = command_lines;
       meta["clock"] = "cuda_event";
-      meta["gpus"] = nlohmann::json::array({ob::cuda_metadata(device)});
+      meta["gpus"] = gpus;  // every rank's GPU, in rank order
       meta["nccl_nvls_enable"] = std::getenv("NCCL_NVLS_ENABLE") ? std::getenv("NCCL_NVLS_ENABLE") : "unset";
       meta["power"] = power ? "nvml, every 20 ms" : asked_for_power ? "unavailable" : "off";
       const auto power_table = ob::power_csv(samples);

@@ -5,6 +5,13 @@
 #include <nccl.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <fstream>
+
+#ifdef OVERLAP_HAVE_NVML
+#include <nvml.h>
+#endif
+
 #include "common/csv_writer.hpp"
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/device_buffer.hpp"
@@ -35,6 +42,41 @@ std::string no_device_message(const std::string& program, const CudaProbe& probe
   return program + ": no CUDA device available (" + probe.error + ")";
 }
 
+namespace {
+
+// The driver's own version ("580.95.05"): NVML where it is built, else the kernel module's /proc line, else unknown.
+// (cudaDriverGetVersion gives the CUDA API version the driver supports, not the driver.)
+std::string driver_version() {
+#ifdef OVERLAP_HAVE_NVML
+  if (nvmlInit_v2() == NVML_SUCCESS) {
+    char version[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = {0};
+    const bool ok = nvmlSystemGetDriverVersion(version, sizeof version) == NVML_SUCCESS;
+    nvmlShutdown();
+    if (ok) return version;
+  }
+#endif
+  std::ifstream file("/proc/driver/nvidia/version");
+  std::string line;
+  std::getline(file, line);  // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  ..."
+  const auto module = line.find("Kernel Module");
+  if (module != std::string::npos) {
+    std::string rest = line.substr(module + 13);
+    rest.erase(0, rest.find_first_not_of(' '));
+    return rest.substr(0, rest.find(' '));
+  }
+  return "unknown";
+}
+
+std::string uuid_text(const cudaUUID_t& uuid) {
+  char text[64];
+  const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
+  std::snprintf(text, sizeof text, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+                b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  return text;
+}
+
+}  // namespace
+
 nlohmann::json cuda_metadata(int device) {
   cudaDeviceProp prop{};
   CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
@@ -55,6 +97,8 @@ nlohmann::json cuda_metadata(int device) {
       {"sm_clock_max_MHz", clock_khz / 1000},
       {"memory_clock_max_MHz", mem_clock_khz / 1000},
       {"pci_bus_id", prop.pciBusID},
+      {"uuid", uuid_text(prop.uuid)},
+      {"driver_version", driver_version()},
       {"cuda_driver", version(driver)},
       {"cuda_runtime", version(runtime)},
       {"cublas", std::to_string(CUBLAS_VER_MAJOR) + "." + std::to_string(CUBLAS_VER_MINOR) + "." +

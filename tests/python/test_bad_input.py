@@ -38,6 +38,7 @@ BINARIES = {
         (["--seed", "-1"], "--seed"), (["--iters=+3"], "--iters"), (["--threads", "4096"], "--threads"),
         (["--inject-fault", "1:0:exit"], "--inject-fault"), (["--timeout-s", "0"], "--timeout-s"),
         (["--csv", "/dev/null"], "--csv"), (["--csv", "x.csv", "--timeline", "x.csv"], "--timeline"),
+        (["--csv", "-"], "--csv"), (["--timeline", "-"], "--timeline"),
         (["--csv", "x.csv", "--timeline", "x.meta.json"], "--timeline"),
     ],
     "phase3_mpi_cuda": [
@@ -58,6 +59,10 @@ BINARIES = {
         (["--first-bucket-mb", "-1"], "--first-bucket-mb"), (["--chunks", "5", "--bucket-mb", "10"], "--chunks"),
         (["--mode", "fast"], "--mode"), (["--sweep", "layers=1,2"], "--sweep"), (["--sweep", "chunks=2.5"], "--sweep"),
         (["--sweep", "accum-steps=0,2"], "--sweep"), (["--comm-priority", "urgent"], "--comm-priority"),
+        (["--plan", "best"], "--plan"), (["--plan", "auto", "--chunks", "4"], "--plan"),
+        (["--plan", "auto", "--plan-syncs", "nccl,sharded"], "--plan-syncs"), (["--plan-syncs", "ce"], "--plan-syncs"),
+        (["--plan", "auto", "--sync", "sharded"], "--plan"), (["--sweep", "plan=auto,0"], "--sweep"),
+        (["--sweep", "plan=auto", "--chunks", "3"], "--sweep"), (["--calibration", f"{NO_DIR}/c.json"], "--calibration"),
         (["--nccl-max-ctas", "65"], "--nccl-max-ctas"), (["--nccl-min-ctas", "2"], "--nccl-min-ctas"),
         (["--nccl-min-ctas", "8", "--sweep", "nccl-max-ctas=4,16"], "--nccl-min-ctas"),
         (["--comm-dtype", "fp8"], "--comm-dtype"), (["--accum-steps", "0"], "--accum-steps"),

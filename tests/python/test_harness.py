@@ -16,6 +16,7 @@ import pytest
 from conftest import REPO, run
 
 GOLDEN = REPO / "tests" / "data" / "golden"
+PROVENANCE = ["commit", "hardware", "host_count"]
 TIMES = [c for c in ob_csv.SUMMARY_COLUMNS if c.startswith("time_ms")] + ["time_ms_mean", "time_ms_stddev"]
 MEASURED = {"chunk_compute_ms_p50", "chunk_comm_ms_p50", "compute_total_ms_p50", "speedup", "overlap_efficiency",
             "overlap_pct", "compute_slowdown", "algbw_GBps", "busbw_GBps"}
@@ -52,6 +53,9 @@ def test_same_columns_modes_and_configuration_as_before(today):
     out, names = today
     for name in names:
         before, now = pd.read_csv(GOLDEN / f"{name}.csv"), pd.read_csv(out / f"{name}.csv")
+        # The provenance columns (commit, hardware, host count) came later, and name this run, not the golden one.
+        assert list(now.columns[-len(PROVENANCE):]) == PROVENANCE, name
+        now = now.drop(columns=[c for c in PROVENANCE if c not in before.columns])
         assert sorted(now.columns) == sorted(before.columns), name
         assert sorted(now["mode"]) == sorted(before["mode"]), name
         fixed = [c for c in before.columns if c not in MEASURED and c not in TIMES]

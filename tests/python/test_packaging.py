@@ -11,7 +11,7 @@ import plot_gantt
 from conftest import REPO, SCRIPTS_SITE
 
 COMMANDS = ["ob-report", "ob-plot-gantt", "ob-plot-chunks", "ob-plot-power", "ob-plot-scaling", "ob-plot-summary",
-            "ob-bench-ddp", "ob-predict"]
+            "ob-bench-ddp", "ob-predict", "ob-rerun"]
 
 
 def run(command, cwd, env):
