@@ -1,6 +1,7 @@
 """Shared fixtures: where the built binaries are, and running them. Before any test module is imported, the scripts
-are installed from pyproject.toml with pip (into the build directory, or a temporary one) and imported from there, as
+are installed from pyproject.toml with pip (into a folder of the session's own in the build directory) and imported from there, as
 a user who ran `pip install .` imports them: a module missing from the package fails the suite."""
+import atexit
 import os
 import pathlib
 import shutil
@@ -18,10 +19,10 @@ def install_scripts():
     without the network (--no-index, --no-build-isolation: the system's setuptools builds it) and puts that folder
     first on sys.path. Returns the folder."""
     build = pathlib.Path(os.environ.get("OB_BUILD_DIR", REPO / "build" / "default"))
-    work = build / "python" if build.is_dir() else pathlib.Path(tempfile.mkdtemp(prefix="ob-python-"))
+    # A folder of this session's own (CTest runs several test files at once), removed when the session ends.
+    work = pathlib.Path(tempfile.mkdtemp(prefix="ob-python-", dir=build if build.is_dir() else None))
+    atexit.register(shutil.rmtree, work, ignore_errors=True)
     source, target = work / "source", work / "site"
-    for stale in (source, target):
-        shutil.rmtree(stale, ignore_errors=True)
     shutil.copytree(REPO / "scripts", source / "scripts", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     shutil.copy(REPO / "pyproject.toml", source)
     installed = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
