@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <random>
 #include <stdexcept>
 #include <string>
+
+#include "common/stats.hpp"
 
 namespace ob {
 
@@ -115,6 +118,38 @@ double sharded_bound_ms(const ShardedStep& step, double t_comp, double t_comm) {
 double equal_chunk_pipeline_ms(int chunks, double chunk_compute_ms, double chunk_comm_ms) {
   if (chunks < 1) throw std::invalid_argument("equal_chunk_pipeline_ms: chunks must be >= 1");
   return chunk_compute_ms + (chunks - 1) * std::max(chunk_compute_ms, chunk_comm_ms) + chunk_comm_ms;
+}
+
+Interval bootstrap_interval(const std::vector<std::vector<double>>& samples,
+                            const std::function<double(const std::vector<double>& medians)>& metric, int resamples,
+                            std::uint64_t seed) {
+  std::mt19937_64 random(seed);
+  std::vector<double> values, medians(samples.size()), drawn;
+  for (int r = 0; r < resamples; ++r) {
+    for (std::size_t m = 0; m < samples.size(); ++m) {
+      const auto& from = samples[m];
+      if (from.empty()) throw std::invalid_argument("bootstrap_interval: a mode without samples");
+      std::uniform_int_distribution<std::size_t> pick(0, from.size() - 1);
+      drawn.assign(from.size(), 0.0);
+      for (auto& value : drawn) value = from[pick(random)];
+      medians[m] = percentile(drawn, 50);
+    }
+    const double value = metric(medians);
+    if (std::isfinite(value)) values.push_back(value);
+  }
+  if (values.empty()) return {NAN, NAN};
+  return {percentile(values, 2.5), percentile(values, 97.5)};
+}
+
+double no_effect_value(const std::string& metric) {
+  if (metric == "speedup") return 1.0;
+  if (metric == "overlap_efficiency" || metric == "overlap_pct") return 0.0;
+  return NAN;
+}
+
+bool in_meaningful_range(const std::string& metric, double value) {
+  if (metric == "overlap_efficiency") return value >= 0.0 && value <= 1.0;
+  return true;
 }
 
 }  // namespace ob

@@ -2,9 +2,29 @@
 // Times are in milliseconds; the caller passes per-iteration medians of the slowest rank.
 #pragma once
 
+#include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 namespace ob {
+
+// A 95 % confidence interval.
+struct Interval {
+  double lo, hi;
+};
+
+// Percentile bootstrap over iterations: each mode's samples resampled with replacement (modes ran apart: independent),
+// `metric` applied to the resamples' medians, `resamples` times with a fixed seed; the 2.5th and 97.5th percentiles.
+Interval bootstrap_interval(const std::vector<std::vector<double>>& samples,
+                            const std::function<double(const std::vector<double>& medians)>& metric,
+                            int resamples = 1000, std::uint64_t seed = 1234);
+
+// The value of a metric that means "no effect" (speedup 1, overlap_efficiency and overlap_pct 0), NaN for others:
+// a metric whose interval holds it is not resolved. And whether `value` lies in the metric's meaningful range
+// (overlap_efficiency in [0, 1]; every other metric: true).
+double no_effect_value(const std::string& metric);
+bool in_meaningful_range(const std::string& metric, double value);
 
 // T_ideal = max(T_comp, T_comm): perfect overlap with no contention.
 double ideal_ms(double t_comp, double t_comm);

@@ -21,6 +21,25 @@ void derive_overlap_rows(std::vector<SummaryRow>& rows, const SummaryRow& base, 
       row.set("speedup", speedup(t_seq, t_ovl))
           .set("overlap_efficiency", overlap_efficiency(t_comp, t_comm, t_ovl))
           .set("overlap_pct", overlap_pct(t_ovl, t_comp, t_comm));
+      // 95 % intervals over the iterations (bootstrap), where every row involved kept its samples: medians of
+      // compute, comm, overlapped and (speedup) seq, in that order.
+      if (!compute->samples.empty() && !comm->samples.empty() && !row.samples.empty()) {
+        const std::vector<std::vector<double>> three = {compute->samples, comm->samples, row.samples};
+        const auto efficiency = bootstrap_interval(three, [](const std::vector<double>& m) {
+          return overlap_efficiency(m[0], m[1], m[2]);
+        });
+        const auto hidden = bootstrap_interval(three, [](const std::vector<double>& m) {
+          return overlap_pct(m[2], m[0], m[1]);
+        });
+        row.set("overlap_efficiency_ci_lo", efficiency.lo).set("overlap_efficiency_ci_hi", efficiency.hi);
+        row.set("overlap_pct_ci_lo", hidden.lo).set("overlap_pct_ci_hi", hidden.hi);
+        if (seq && !seq->samples.empty()) {
+          const auto faster = bootstrap_interval({seq->samples, row.samples}, [](const std::vector<double>& m) {
+            return speedup(m[0], m[1]);
+          });
+          row.set("speedup_ci_lo", faster.lo).set("speedup_ci_hi", faster.hi);
+        }
+      }
       if (!inputs.compute_time_field.empty()) {
         row.set("compute_slowdown", compute_slowdown(row.number(inputs.compute_time_field), isolated));
       }

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "common/console_table.hpp"
+#include "common/metrics.hpp"
 
 namespace ob {
 
@@ -67,6 +68,12 @@ std::vector<std::string> header_of(const std::vector<SummaryRow>& rows, std::vec
 }
 }  // namespace
 
+SummaryRow& SummaryRow::set_times(std::vector<double> iteration_ms) {
+  time_ms = summarize(iteration_ms);
+  samples = std::move(iteration_ms);
+  return *this;
+}
+
 CsvTable summary_csv(const std::string& phase, const std::vector<SummaryRow>& rows) {
   const std::vector<std::string> header = header_of(rows, nullptr);
   CsvTable table(header);
@@ -124,18 +131,33 @@ std::string render_summary(const std::vector<SummaryRow>& rows, const std::vecto
   std::vector<std::pair<std::string, std::string>> columns = {{"mode", ""}, {"time_p50", "ms"}, {"time_p95", "ms"}};
   for (const auto& column : extra) columns.emplace_back(column.label, column.unit);
   ConsoleTable table(columns);
+  bool unresolved = false, out_of_range = false;
   for (const auto& row : rows) {
     std::vector<std::string> cells = {mode_name(row.mode), format_number(row.time_ms.p50, 5),
                                       format_number(row.time_ms.p95, 5)};
     for (const auto& column : extra) {
-      // Numbers shortened for the console; the CSV keeps full precision.
+      // Numbers shortened for the console; the CSV keeps full precision. A metric whose 95 % interval holds its
+      // "no effect" value is not resolved; one outside its meaningful range is flagged.
       const double number = row.number(column.field);
       const std::string text = row.get(column.field);
-      cells.push_back(text.empty() ? "-" : std::isnan(number) ? text : format_number(number, 4));
+      const double lo = row.number(column.field + "_ci_lo"), hi = row.number(column.field + "_ci_hi");
+      const double none = no_effect_value(column.field);
+      std::string cell = text.empty() ? "-" : std::isnan(number) ? text : format_number(number, 4);
+      if (!std::isnan(number) && lo <= none && none <= hi) {
+        cell = "n.r.";
+        unresolved = true;
+      } else if (!std::isnan(number) && !in_meaningful_range(column.field, number)) {
+        cell += "!";
+        out_of_range = true;
+      }
+      cells.push_back(cell);
     }
     table.add_row(std::move(cells));
   }
-  return table.render();
+  std::string text = table.render();
+  if (unresolved) text += "# n.r.: not resolved, its 95 % interval over the iterations holds \"no effect\"\n";
+  if (out_of_range) text += "# !: outside the metric's meaningful range (overlap_efficiency: 0 to 1)\n";
+  return text + "# the metrics and the ideal and bound rows: METRICS.md\n";
 }
 
 }  // namespace ob

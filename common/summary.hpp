@@ -38,7 +38,11 @@ struct SummaryRow {
   int chunks = 1;
   int iters = 0;
   Stats time_ms;
+  std::vector<double> samples;       // the per-iteration times time_ms summarises (slowest rank; empty if derived)
   std::vector<SummaryField> fields;  // configuration, then metrics
+
+  // time_ms and samples from the per-iteration times.
+  SummaryRow& set_times(std::vector<double> iteration_ms);
 
   // A measurement or derived metric.
   template <typename T>

@@ -67,7 +67,7 @@ Result run(const Config& config, std::ostream* progress) {
   for (const auto& run : result.runs) {
     ob::SummaryRow row = base;
     row.mode = run.mode;
-    row.time_ms = ob::summarize(run.iter_ms);
+    row.set_times(run.iter_ms);
     row.set("chunk_compute_ms_p50", median_or_nan(run.compute_task_ms))
         .set("chunk_comm_ms_p50", median_or_nan(run.comm_task_ms))
         .set("compute_total_ms_p50", median_or_nan(run.compute_total_ms));

@@ -166,7 +166,7 @@ Result run(const Config& config, Backend& backend, const std::string& device_nam
     }
     ob::SummaryRow row = base;
     row.mode = mode;
-    row.time_ms = ob::summarize(ob::max_across_ranks(run.iter_ms, comm));
+    row.set_times(ob::max_across_ranks(run.iter_ms, comm));
     std::vector<double> compute_tasks, comm_tasks;
     for (int k = 0; k < config.chunks; ++k) {
       compute_tasks.insert(compute_tasks.end(), run.chunk_compute_ms[k].begin(), run.chunk_compute_ms[k].end());

@@ -195,7 +195,7 @@ PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob:
     checks.mode_checks(mode, run.ranks_agree, wrong, run.first_wrong);
     ob::SummaryRow row = base;
     row.mode = mode;
-    row.time_ms = ob::summarize(ob::max_across_ranks(run.iter_ms, comm));
+    row.set_times(ob::max_across_ranks(run.iter_ms, comm));
     if (mode != ob::Mode::kComm) row.set("backward_ms_p50", ob::slowest_median(run.backward_total_ms, comm));
     if (mode != ob::Mode::kCompute) row.set("enqueue_ms_p50", ob::slowest_median(run.enqueue_ms, comm));
     if (config.power) {  // the job's energy (every GPU) per timed iteration, and the mean power of one GPU

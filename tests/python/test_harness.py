@@ -56,6 +56,8 @@ def test_same_columns_modes_and_configuration_as_before(today):
         # The provenance columns (commit, hardware, host count) came later, and name this run, not the golden one.
         assert list(now.columns[-len(PROVENANCE):]) == PROVENANCE, name
         now = now.drop(columns=[c for c in PROVENANCE if c not in before.columns])
+        # So did the confidence intervals of the metrics.
+        now = now.drop(columns=[c for c in now.columns if c.endswith(("_ci_lo", "_ci_hi")) and c not in before.columns])
         assert sorted(now.columns) == sorted(before.columns), name
         assert sorted(now["mode"]) == sorted(before["mode"]), name
         fixed = [c for c in before.columns if c not in MEASURED and c not in TIMES]
@@ -84,6 +86,19 @@ def test_overlap_metrics_are_the_documented_formulas(today):
             for column, value in want.items():
                 assert math.isclose(frame.loc[mode, column], value, rel_tol=1e-6, abs_tol=1e-9), (name, mode, column)
         assert math.isclose(t["ideal"], ob_metrics.ideal_ms(t["compute"], t["comm"]), rel_tol=1e-6)
+
+
+def test_every_metric_has_an_interval_around_it(today):
+    """speedup, overlap_efficiency and overlap_pct on every overlapped row lie inside their 95 % bootstrap
+    intervals over the iterations (METRICS.md, "Confidence")."""
+    out, names = today
+    for name in names:
+        summary = pd.read_csv(out / f"{name}.csv")
+        overlapped = summary[summary["speedup"].notna()]
+        assert not overlapped.empty, name
+        for metric in ("speedup", "overlap_efficiency", "overlap_pct"):
+            lo, hi, value = overlapped[f"{metric}_ci_lo"], overlapped[f"{metric}_ci_hi"], overlapped[metric]
+            assert (lo <= hi).all() and (lo <= value + 1e-9).all() and (value <= hi + 1e-9).all(), (name, metric)
 
 
 def test_metadata_declares_the_configuration_columns(today):

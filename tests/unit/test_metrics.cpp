@@ -120,3 +120,29 @@ TEST(ShardedBound, APrefetchDepthHoldsGathersBackUntilTheForwardGetsThere) {
   step.gather_ms = {1, 1};
   EXPECT_THROW(ob::sharded_bound_ms(step, 4, 0), std::invalid_argument);
 }
+
+TEST(Bootstrap, IntervalsHoldTheTruthAndShrinkWithLessNoise) {
+  // Two modes of 400 iterations around 10 and 5 ms: speedup 2.
+  std::vector<double> slow, fast, steady_slow(400, 10.0), steady_fast(400, 5.0);
+  for (int i = 0; i < 400; ++i) {
+    slow.push_back(10.0 + 0.5 * std::sin(i * 1.7));
+    fast.push_back(5.0 + 0.5 * std::cos(i * 2.3));
+  }
+  auto ratio = [](const std::vector<double>& m) { return m[0] / m[1]; };
+  const auto noisy = ob::bootstrap_interval({slow, fast}, ratio);
+  EXPECT_LT(noisy.lo, 2.0);
+  EXPECT_GT(noisy.hi, 2.0);
+  EXPECT_LT(noisy.hi - noisy.lo, 0.2);
+  const auto again = ob::bootstrap_interval({slow, fast}, ratio);  // a fixed seed: the same interval
+  EXPECT_EQ(again.lo, noisy.lo);
+  EXPECT_EQ(again.hi, noisy.hi);
+  const auto exact = ob::bootstrap_interval({steady_slow, steady_fast}, ratio);
+  EXPECT_DOUBLE_EQ(exact.lo, 2.0);
+  EXPECT_DOUBLE_EQ(exact.hi, 2.0);
+  EXPECT_THROW(ob::bootstrap_interval({slow, {}}, ratio), std::invalid_argument);
+  EXPECT_EQ(ob::no_effect_value("speedup"), 1.0);
+  EXPECT_EQ(ob::no_effect_value("overlap_pct"), 0.0);
+  EXPECT_TRUE(std::isnan(ob::no_effect_value("compute_slowdown")));
+  EXPECT_FALSE(ob::in_meaningful_range("overlap_efficiency", 5.41));
+  EXPECT_TRUE(ob::in_meaningful_range("overlap_efficiency", 0.7));
+}

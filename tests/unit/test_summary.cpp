@@ -104,6 +104,39 @@ TEST(Summary, ConsoleShortensNumbersAndMarksAbsentFields) {
   EXPECT_NE(text.find(" -"), std::string::npos) << text;
 }
 
+TEST(Summary, ConsoleSaysWhatIsNotResolvedOrOutOfRange) {
+  // Overlapped 100 ms against seq 101 ms: iterations noisy enough that the speedup's interval holds 1.
+  std::vector<double> seq, overlap, compute(20, 60.0), comm(20, 40.0);
+  for (int i = 0; i < 20; ++i) {
+    seq.push_back(101 + 8 * std::sin(i * 1.3));
+    overlap.push_back(100 + 8 * std::cos(i * 2.1));
+  }
+  std::vector<ob::SummaryRow> rows(4);
+  rows[0].mode = ob::Mode::kCompute;
+  rows[0].set_times(compute);
+  rows[1].mode = ob::Mode::kComm;
+  rows[1].set_times(comm);
+  rows[2].mode = ob::Mode::kSeq;
+  rows[2].set_times(seq);
+  rows[3].mode = ob::Mode::kOverlap;
+  rows[3].set_times(overlap);
+  EXPECT_EQ(rows[3].samples, overlap);
+  ob::derive_overlap_rows(rows, ob::SummaryRow{}, {});
+  EXPECT_LE(rows[3].number("speedup_ci_lo"), 1.0);
+  EXPECT_GE(rows[3].number("speedup_ci_hi"), 1.0);
+  std::string text = ob::render_summary(rows, {{"speedup", "x", "speedup"}});
+  EXPECT_NE(text.find("n.r."), std::string::npos) << text;
+  EXPECT_NE(text.find("# n.r.: not resolved"), std::string::npos) << text;
+  EXPECT_NE(text.find("METRICS.md"), std::string::npos) << text;
+  // Efficiency far above 1 (an isolated run much slower than its share of the overlapped one) is flagged.
+  ob::SummaryRow odd;
+  odd.mode = ob::Mode::kOverlap;
+  odd.set("overlap_efficiency", 5.41);
+  text = ob::render_summary({odd}, {{"efficiency", "", "overlap_efficiency"}});
+  EXPECT_NE(text.find("5.41!"), std::string::npos) << text;
+  EXPECT_NE(text.find("# !: outside"), std::string::npos) << text;
+}
+
 TEST(Modes, NamesRoundTripAndRunOrderIsFixed) {
   for (auto mode : {ob::Mode::kCompute, ob::Mode::kComm, ob::Mode::kSeq, ob::Mode::kOverlap, ob::Mode::kThread,
                     ob::Mode::kNonblocking, ob::Mode::kProgress, ob::Mode::kIdeal, ob::Mode::kBound, ob::Mode::kBoundRef}) {
