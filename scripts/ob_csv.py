@@ -230,6 +230,49 @@ def kind_of(path):
     return None
 
 
+# One colour per mode and per timeline task, the same in every figure (tab10/tab20 shades).
+MODE_COLOURS = {"seq": "#1f77b4", "overlap": "#ff7f0e", "thread": "#2ca02c", "nonblocking": "#d62728",
+                "progress": "#bcbd22", "ideal": "#9467bd", "bound": "#8c564b", "bound_ref": "#c49c94",
+                "compute": "#e377c2", "comm": "#7f7f7f", "compute-graph": "#f7b6d2"}
+TASK_COLOURS = {"forward": "#aec7e8", "backward": "#1f77b4", "update": "#9467bd", "compute": "#1f77b4",
+                "allreduce": "#ff7f0e", "iallreduce": "#ff7f0e", "reduce_scatter": "#ffbb78", "alltoall": "#ffbb78",
+                "allgather": "#2ca02c", "enqueue": "#c7c7c7", "download": "#17becf", "upload": "#9edae5",
+                "wait": "#d62728", "test": "#ff9896", "comm": "#ff7f0e"}
+
+
+def colour(name, table):
+    """`name`'s fixed colour in `table`, or a stable shade of its own (the same name gets the same one everywhere)."""
+    if name in table:
+        return table[name]
+    shades = matplotlib.pyplot.cm.tab20.colors
+    return shades[sum(name.encode()) % len(shades)]
+
+
+def hardware_line(meta):
+    """'2 x NVIDIA H200, commit 8707c0d3aa48' from a run's metadata ('' without one): what the figure was measured
+    on."""
+    if not meta:
+        return ""
+    gpus = meta.get("gpus") if isinstance(meta.get("gpus"), list) else []
+    names = sorted({g.get("gpu_name") for g in gpus if isinstance(g, dict) and g.get("gpu_name")})
+    ranks = meta.get("ranks", 1)
+    if names:
+        what = f"{ranks} x {' + '.join(names)}"
+    else:
+        what = f"{ranks} rank(s) on {meta.get('cpu_model', 'CPU')}"
+    hosts = meta.get("hosts") if isinstance(meta.get("hosts"), list) else []
+    if len(set(hosts)) > 1:
+        what += f", {len(set(hosts))} hosts"
+    return f"{what}, commit {meta.get('commit', 'unknown')}"
+
+
+def timeline_metadata(timeline_path):
+    """The metadata of the run that wrote `<stem>.timeline.csv` (its summary's sidecar, <stem>.meta.json)."""
+    path = pathlib.Path(timeline_path)
+    name = path.name[: -len(".timeline.csv")] if path.name.endswith(".timeline.csv") else path.stem
+    return read_metadata(path.with_name(name + ".csv"))
+
+
 def read_metadata(summary_path):
     """The summary's metadata sidecar as a dict ({} when there is none); a sidecar that is not a JSON object is a
     usage error naming it."""

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Gantt chart of a timeline CSV: one row per rank x lane, bars coloured by task, iteration boundaries marked.
+"""Gantt chart of a timeline CSV: one row per rank x lane, bars coloured by task (the same colour per task in every
+chart), each bucket or chunk outlined so that adjacent ones show their boundary, iteration boundaries marked.
 
 Usage: plot_gantt.py TIMELINE.csv -o gantt.png [--iter 0,1] [--ranks 0,1] [--lanes overlap]
 """
@@ -25,13 +26,14 @@ def select(frame, iters, ranks, lanes):
 def plot(frame, output, title):
     rows = sorted({(r, lane) for r, lane in zip(frame["rank"], frame["lane"])})
     names = sorted(frame["name"].unique())
-    colours = {name: plt.cm.tab10(i % 10) for i, name in enumerate(names)}
+    colours = {name: ob_csv.colour(name, ob_csv.TASK_COLOURS) for name in names}
     origin = frame["start_us"].min()
     fig, ax = plt.subplots(figsize=(12, 1.0 + 0.45 * len(rows)))
     for y, (rank, lane) in enumerate(rows):
         events = frame[(frame["rank"] == rank) & (frame["lane"] == lane)]
         spans = [((s - origin) / 1000.0, d / 1000.0) for s, d in zip(events["start_us"], events["duration_us"])]
-        ax.broken_barh(spans, (y - 0.4, 0.8), facecolors=[colours[n] for n in events["name"]], linewidth=0)
+        ax.broken_barh(spans, (y - 0.4, 0.8), facecolors=[colours[n] for n in events["name"]], edgecolor="white",
+                       linewidth=0.4)
     for start in frame.groupby("iter")["start_us"].min():  # iteration boundaries
         ax.axvline((start - origin) / 1000.0, color="grey", linestyle=":", linewidth=0.8)
     ax.set_yticks(range(len(rows)))
@@ -40,7 +42,7 @@ def plot(frame, output, title):
     ax.set_xlabel("time (ms)")
     ax.set_title(title)
     ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=colours[n]) for n in names], labels=names, fontsize=8,
-              loc="upper right", ncol=min(len(names), 6))
+              loc="upper left", bbox_to_anchor=(1.0, 1.0), borderaxespad=0.2)  # outside the data
     ob_csv.save_figure(fig, output)
 
 
@@ -59,7 +61,8 @@ def main():
     args = parser.parse_args()
     frame = select(ob_csv.load_timeline(args.timeline), parse_ints(args.iter), parse_ints(args.ranks),
                    [x for x in args.lanes.split(",") if x])
-    plot(frame, args.output, f"{args.timeline}")
+    hardware = ob_csv.hardware_line(ob_csv.timeline_metadata(args.timeline))
+    plot(frame, args.output, f"{args.timeline}" + (f"\n{hardware}" if hardware else ""))
     return 0
 
 

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """Bar chart of a summary CSV: per configuration, sequential, overlapped, ideal, bound, compute-only and comm-only
-iteration times (p50, with p95 as the error bar), the overlapped speedup over sequential annotated.
+iteration times (the bar: the median; the whisker: from the fastest iteration to the 95th percentile), each mode in
+its fixed colour, the overlapped speedup over sequential annotated, the hardware and commit in the title.
 
 Usage: plot_summary.py SUMMARY.csv [MORE.csv ...] -o bars.png
 """
+
+import pathlib
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -25,16 +28,18 @@ def bars(frame):
     return frame.sort_values(["config", "system", "order"])
 
 
-def plot(frame, output):
+def plot(frame, output, hardware="", name=""):
     configs = list(dict.fromkeys(frame["config"]))
-    fig, axes = plt.subplots(len(configs), 1, figsize=(10, 2.6 * len(configs)), squeeze=False)
+    fig, axes = plt.subplots(len(configs), 1, figsize=(10, 2.8 * len(configs) + 0.4), squeeze=False)
     for ax, config in zip(axes[:, 0], configs):
         part = frame[frame["config"] == config]
         labels = [m if s == "overlap-bench" else f"{s.replace('pytorch-', '')}\n{m}"
                   for s, m in zip(part["system"], part["mode"])]
-        errors = (part["time_ms_p95"] - part["time_ms_p50"]).clip(lower=0)
-        colours = [plt.cm.tab10(ORDER.index(m)) for m in part["mode"]]
-        ax.bar(range(len(part)), part["time_ms_p50"], yerr=errors, color=colours, capsize=3)
+        # Asymmetric whiskers from the data: down to the fastest iteration, up to the 95th percentile.
+        below = (part["time_ms_p50"] - part["time_ms_min"]).clip(lower=0)
+        above = (part["time_ms_p95"] - part["time_ms_p50"]).clip(lower=0)
+        colours = [ob_csv.colour(m, ob_csv.MODE_COLOURS) for m in part["mode"]]
+        ax.bar(range(len(part)), part["time_ms_p50"], yerr=[below, above], color=colours, capsize=3)
         ax.set_xticks(range(len(part)))
         ax.set_xticklabels(labels, fontsize=7, rotation=30, ha="right")
         ax.set_ylabel("iteration (ms)")
@@ -42,6 +47,10 @@ def plot(frame, output):
         for x, (mode, speedup) in enumerate(zip(part["mode"], part.get("speedup", pd.Series(index=part.index)))):
             if pd.notna(speedup) and mode not in ("seq", "ideal", "bound", "compute", "comm"):
                 ax.annotate(f"{speedup:.2f}x", (x, part["time_ms_p50"].iloc[x]), ha="center", va="bottom", fontsize=8)
+    iterations = int(frame["iters"].max()) if "iters" in frame else 0
+    fig.suptitle(" - ".join(t for t in (name, hardware) if t) + "\n" +
+                 f"bar: median of {iterations} iterations (slowest rank); whisker: fastest to 95th percentile",
+                 fontsize=9)
     ob_csv.save_figure(fig, output)
 
 
@@ -54,7 +63,8 @@ def main():
         drawn = bars(frame)
     except ob_csv.UsageError as error:
         raise ob_csv.UsageError(f"{', '.join(map(str, args.summaries))}: {error}") from None
-    plot(drawn, args.output)
+    plot(drawn, args.output, ob_csv.hardware_line(ob_csv.read_metadata(args.summaries[0])),
+         ", ".join(pathlib.Path(p).stem for p in args.summaries))
     return 0
 
 

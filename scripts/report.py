@@ -55,7 +55,7 @@ def summary_section(path, figures):
         drawn = plot_summary.bars(frame)
     except ob_csv.UsageError as error:
         raise ob_csv.UsageError(f"{path}: {error}") from None
-    plot_summary.plot(drawn, bars)
+    plot_summary.plot(drawn, bars, ob_csv.hardware_line(info), path.stem)
     lines += [f"![{bars.name}](figures/{bars.name})", ""]
     for x in plot_scaling.X_CHOICES:
         if x in frame.columns and frame[x].nunique() > 1 and x != "ranks":
@@ -75,13 +75,51 @@ def timeline_section(path, figures):
     for mode in [m for m in modes if m in ("seq", "overlap", "thread", "nonblocking")] or modes[:1]:
         part = frame[frame["lane"].str.startswith(mode + ":")]
         gantt = figures / f"{path.stem}.gantt-{mode}.png"
-        plot_gantt.plot(plot_gantt.select(part, first, [], []), gantt, f"{path.stem}: {mode}, iterations {first}")
+        hardware = ob_csv.hardware_line(ob_csv.timeline_metadata(path))
+        plot_gantt.plot(plot_gantt.select(part, first, [], []), gantt,
+                        f"{path.stem}: {mode}, iterations {first}" + (f"\n{hardware}" if hardware else ""))
         lines += [f"![{gantt.name}](figures/{gantt.name})", ""]
     if (frame["chunk"] >= 0).any():
         chunks = figures / f"{path.stem}.chunks.png"
         plot_chunks.plot(plot_chunks.per_chunk(frame, []), chunks)
         lines += [f"![{chunks.name}](figures/{chunks.name})", ""]
     return lines
+
+
+def ratio_section(summaries, figures):
+    """The headline figure where a folder holds phase 4 and PyTorch DDP summaries of the same configurations: per
+    configuration, phase 4's overlapped step over DDP's (each at its best: the fastest overlapped row), 1.0 marked."""
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    key = ["hidden", "layers", "batch"]
+    frames = [f for f in (ob_csv.load_summary(p) for p in summaries) if set(key) <= set(f.columns)]
+    if not frames:
+        return []
+    rows = pd.concat(frames, ignore_index=True)
+    overlap = rows[rows["mode"] == "overlap"]
+    ours = overlap[(overlap["system"] == "overlap-bench") & (overlap["phase"] == "phase4")].groupby(key)["time_ms_p50"].min()
+    ddp = overlap[overlap["system"] == "pytorch-ddp"].groupby(key)["time_ms_p50"].min()
+    ratio = (ours / ddp).dropna()
+    if ratio.empty:
+        return []
+    meta = next((ob_csv.read_metadata(p) for p in summaries if p.name.startswith("phase4")), {})
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    labels = [f"{h},{l},{b}" for h, l, b in ratio.index]
+    ax.bar(range(len(ratio)), ratio.values, color=[ob_csv.MODE_COLOURS["overlap"] if r <= 1 else "#d62728"
+                                                     for r in ratio.values])
+    ax.axhline(1.0, color="black", linewidth=1)
+    for x, r in enumerate(ratio.values):
+        ax.annotate(f"{r:.2f}", (x, r), ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(range(len(ratio)))
+    ax.set_xticklabels(labels, fontsize=8)
+    ax.set_xlabel("configuration (hidden, layers, batch per GPU)")
+    ax.set_ylabel("phase 4 / DDP overlapped step")
+    ax.set_title("phase 4 at its best over PyTorch DDP (expert settings) at its best: below 1.0, phase 4 is faster\n"
+                 + ob_csv.hardware_line(meta), fontsize=9)
+    output = figures / "phase4-over-ddp.png"
+    ob_csv.save_figure(fig, output)
+    return ["## phase 4 against PyTorch DDP", "", f"![{output.name}](figures/{output.name})", ""]
 
 
 def check_summary(path):
@@ -116,6 +154,7 @@ def write_report(directory):
     for path in csvs:
         if kinds[path] == "summary":
             lines += summary_section(path, figures)
+    lines += ratio_section([p for p in csvs if kinds[p] == "summary"], figures)
     for path in csvs:
         if kinds[path] == "timeline" and len(path.read_text().splitlines()) > 1:
             lines += timeline_section(path, figures)

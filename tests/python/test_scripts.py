@@ -214,3 +214,28 @@ def test_report_draws_power_csvs(real_csvs):
     assert result.returncode == 0, result.stderr
     assert "figures/phase4.power.png" in (real_csvs / "report.md").read_text()
     png_size(real_csvs / "figures" / "phase4.power.png")
+
+
+def test_figures_name_their_hardware_and_keep_colours(tmp_path):
+    """Figures stand alone: the title line names ranks x GPU (or the CPU) and the commit; a mode and a task have one
+    colour in every figure; a folder with phase 4 and DDP summaries of the same configurations gets the ratio figure
+    (phase 4 / DDP per configuration) in its report."""
+    meta = {"ranks": 2, "commit": "abc123", "gpus": [{"gpu_name": "NVIDIA H200"}, {"gpu_name": "NVIDIA H200"}],
+            "hosts": ["a", "b"]}
+    assert ob_csv.hardware_line(meta) == "2 x NVIDIA H200, 2 hosts, commit abc123"
+    assert ob_csv.hardware_line({"ranks": 1, "commit": "c", "cpu_model": "AMD EPYC"}) == "1 rank(s) on AMD EPYC, commit c"
+    assert ob_csv.colour("overlap", ob_csv.MODE_COLOURS) == ob_csv.MODE_COLOURS["overlap"]
+    assert ob_csv.colour("some_new_task", ob_csv.TASK_COLOURS) == ob_csv.colour("some_new_task", ob_csv.TASK_COLOURS)
+    time_columns = [c for c in ob_csv.SUMMARY_COLUMNS if c.startswith("time_ms")]
+    header = "system,phase,mode,ranks,chunks,iters," + ",".join(time_columns) + ",hidden,layers,batch"
+    times = lambda ms: ",".join([str(ms)] * len(time_columns))  # noqa: E731
+    ours = [f"overlap-bench,phase4,{m},2,0,20,{times(ms)},4096,16,512" for m, ms in
+            (("compute", 4.0), ("comm", 5.0), ("seq", 9.0), ("overlap", 6.0))]
+    ddp = [f"pytorch-ddp,phase4,{m},2,0,20,{times(ms)},4096,16,512" for m, ms in
+           (("compute", 4.0), ("comm", 5.0), ("seq", 9.0), ("overlap", 7.5), ("overlap", 8.0))]
+    (tmp_path / "phase4-a.csv").write_text(header + "\n" + "\n".join(ours) + "\n")
+    (tmp_path / "ddp.csv").write_text(header + "\n" + "\n".join(ddp) + "\n")
+    result = script("report.py", tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "![phase4-over-ddp.png](figures/phase4-over-ddp.png)" in (tmp_path / "report.md").read_text()
+    assert png_size(tmp_path / "figures" / "phase4-over-ddp.png")[0] >= 600
