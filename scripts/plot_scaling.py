@@ -6,6 +6,7 @@ Usage: plot_scaling.py SUMMARY.csv --x chunks|bucket_mb|buckets|nccl_max_ctas|ra
 """
 
 import matplotlib.pyplot as plt
+import matplotlib.ticker
 
 import pandas as pd
 
@@ -34,15 +35,20 @@ def series(frame, x):
     return out
 
 
-def plot(frame, x, output):
+def plot(frame, x, output, hardware=""):
     lines = series(frame, x)
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, ax = plt.subplots(figsize=(9, 4.5))
     for mode, (xs, ys) in sorted(lines.items()):
-        ax.plot(xs, ys, marker="o", label=mode, linestyle="--" if mode in ("ideal", "bound") else "-")
-    ax.set_xlabel(x)
+        ax.plot(xs, ys, marker="o", label=mode, linestyle="--" if mode in ("ideal", "bound") else "-",
+                color=ob_csv.colour(mode, ob_csv.MODE_COLOURS))
+    ax.set_xlabel(x + (" (MiB)" if x.endswith("_mb") else ""))
     ax.set_ylabel("iteration time p50 (ms)")
     if x in ("bucket_mb", "chunks", "buckets") and min(min(v[0]) for v in lines.values()) > 0:
         ax.set_xscale("log")
+        swept = sorted({v for xs, _ in lines.values() for v in xs})
+        ax.set_xticks(swept)  # ticked at the swept values, written plainly (not 6x10^0)
+        ax.set_xticklabels([f"{v:g}" for v in swept], fontsize=8)
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     if "overlap_efficiency" in frame.columns:
         ax2 = ax.twinx()
         for mode in OVERLAPPED:
@@ -51,9 +57,10 @@ def plot(frame, x, output):
                 ax2.plot(part[x], part["overlap_efficiency"], color="black", marker="x", linewidth=0.8,
                          label=f"{mode} efficiency")
         ax2.set_ylabel("overlap efficiency")
-        ax2.legend(loc="upper right", fontsize=8)
-    ax.legend(loc="upper left", fontsize=8)
-    ax.set_title(" ".join(sorted(set(frame["phase"]))) + f": time against {x}")
+        ax2.legend(loc="lower left", bbox_to_anchor=(1.08, 0.0), fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.08, 1.0), fontsize=8)  # outside the data
+    ax.set_title(" ".join(sorted(set(frame["phase"]))) + f": time against {x}" + (f"\n{hardware}" if hardware else ""),
+                 fontsize=9)
     ob_csv.save_figure(fig, output)
 
 
@@ -62,7 +69,8 @@ def main():
     parser.add_argument("--x", required=True, choices=X_CHOICES, help="the swept column")
     args = parser.parse_args()
     try:
-        plot(ob_csv.load_summary(args.summary), args.x, args.output)
+        plot(ob_csv.load_summary(args.summary), args.x, args.output,
+             ob_csv.hardware_line(ob_csv.read_metadata(args.summary)))
     except ob_csv.UsageError as error:
         message = str(error)
         raise ob_csv.UsageError(message if message.startswith(str(args.summary)) else f"{args.summary}: {message}")

@@ -60,7 +60,7 @@ def summary_section(path, figures):
     for x in plot_scaling.X_CHOICES:
         if x in frame.columns and frame[x].nunique() > 1 and x != "ranks":
             scaling = figures / f"{path.stem}.scaling-{x}.png"
-            plot_scaling.plot(frame, x, scaling)
+            plot_scaling.plot(frame, x, scaling, ob_csv.hardware_line(info))
             lines += [f"![{scaling.name}](figures/{scaling.name})", ""]
             break
     return lines
