@@ -26,6 +26,8 @@ std::string utc_timestamp() {
 
 std::string build_commit() { return kGitCommit; }
 
+std::string source_digest() { return kSourceDigest; }
+
 nlohmann::json build_info() {
   return {{"type", OVERLAP_BUILD_TYPE}, {"compiler", OVERLAP_CXX_COMPILER},
           {"cuda_architectures", OVERLAP_CUDA_ARCHITECTURES}};
@@ -113,6 +115,7 @@ nlohmann::json base_metadata(const std::string& phase, int argc, char** argv) {
   nlohmann::json meta = {
       {"suite", "overlap-bench"}, {"schema_version", kMetadataSchemaVersion},
       {"phase", phase},           {"commit", build_commit()},
+      {"source_digest", source_digest()},
       {"host", host},             {"date_utc", utc_timestamp()},
       {"command_line", command},  {"omp_threads", omp_get_max_threads()},
       {"build", build_info()},    {"environment", run_environment()},

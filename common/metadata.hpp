@@ -36,7 +36,11 @@ inline constexpr int kMetadataSchemaVersion = 2;
 // "2026-11-22T11:30:00Z"
 std::string utc_timestamp();
 
-// The commit the binaries were built from (short hash, or "unknown").
+// The commit the binaries were built from (short hash, or "unknown"; "-dirty" when the sources differ from it,
+// "-unverified" when the build could not check them: cmake/GitCommit.cmake).
 std::string build_commit();
+
+// The digest of the binaries' sources the build saw (cmake/GitCommit.cmake): equal digests, equal sources.
+std::string source_digest();
 
 }  // namespace ob
