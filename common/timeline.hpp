@@ -26,8 +26,17 @@ extern const std::vector<std::string> kTimelineColumns;  // rank, lane, name, it
 
 CsvTable timeline_csv(const std::vector<TimelineEvent>& events);
 
-// Complete ("X") events, pid = rank, one tid per lane, with process_name / thread_name metadata events.
-nlohmann::json chrome_trace(const std::vector<TimelineEvent>& events);
+// A power sample for the trace's counter track.
+struct PowerPoint {
+  int rank = 0, gpu = 0;
+  double t_us = 0, watts = 0;
+};
+
+// Complete ("X") events, pid = rank, one track (tid) per lane, with process_name / thread_name metadata events; a
+// lane's events that overlap in time without nesting (requests in flight at once) go on extra tracks "<lane> #2",
+// ...; flow arrows ("ready") from the compute event that ended last before each "<mode>:comm" event to it; power
+// samples as a counter track per rank.
+nlohmann::json chrome_trace(const std::vector<TimelineEvent>& events, const std::vector<PowerPoint>& power = {});
 
 // Collects every rank's events on `root` (others get an empty vector).
 std::vector<TimelineEvent> gather_timeline(const std::vector<TimelineEvent>& local, MPI_Comm comm, int root = 0);

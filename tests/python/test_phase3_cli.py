@@ -33,6 +33,32 @@ def test_two_ranks_write_one_merged_set_of_files(phase3, tmp_path):
     meta = json.loads((tmp_path / "p3.meta.json").read_text())
     assert meta["ranks"] == 2 and "mpi_library" in meta
     assert result.stdout.count("# phase3_mpi_cuda") == 1  # only rank 0 prints the table
+    check_trace(json.loads((tmp_path / "p3.timeline.trace.json").read_text()), timeline)
+
+
+def check_trace(trace, timeline):
+    """The Chrome trace follows the format's rules: complete events on one track nest (requests in flight at once
+    went on tracks of their own), every flow arrow has both ends on existing tracks, and every communication event
+    of an overlapped mode that followed some compute of its iteration has an arrow from it."""
+    events = trace["traceEvents"]
+    tracks = {}
+    for e in events:
+        if e["ph"] == "X":
+            tracks.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"]))
+    for key, slices in tracks.items():
+        open_ends = []
+        for start, end in sorted(slices):
+            while open_ends and open_ends[-1] <= start:
+                open_ends.pop()
+            assert not open_ends or end <= open_ends[-1], f"track {key}: slices overlap without nesting"
+            open_ends.append(end)
+    assert len(tracks) > len(timeline[["rank", "lane"]].drop_duplicates())  # non-blocking requests: extra tracks
+    named = {(e["pid"], e["tid"]) for e in events if e.get("name") == "thread_name"}
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    finishes = {e["id"]: e for e in events if e["ph"] == "f"}
+    assert starts and set(starts) == set(finishes)
+    assert all((e["pid"], e["tid"]) in named for e in list(starts.values()) + list(finishes.values()))
+    assert all(starts[i]["ts"] <= finishes[i]["ts"] for i in starts)
 
 
 def test_busy_compute_sweeps_gradient_sizes_and_checks_every_all_reduce(phase3, tmp_path):

@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "common/timeline.hpp"
 
@@ -60,4 +63,62 @@ TEST(Timeline, OverlapInTime) {
   const auto e = sample_events();
   EXPECT_TRUE(ob::overlaps_in_time(e[0], e[2]));
   EXPECT_FALSE(ob::overlaps_in_time(e[0], e[1]));  // touching is not overlapping
+}
+
+namespace {
+// Every track's complete events nest (disjoint, or one inside the other), as the trace format requires.
+bool tracks_nest(const nlohmann::json& trace) {
+  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> tracks;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "X") tracks[{e["pid"], e["tid"]}].emplace_back(e["ts"], e["ts"].get<double>() + e["dur"].get<double>());
+  }
+  for (auto& [key, slices] : tracks) {
+    std::sort(slices.begin(), slices.end());
+    std::vector<double> open;  // ends of the enclosing slices
+    for (const auto& [start, end] : slices) {
+      while (!open.empty() && open.back() <= start) open.pop_back();
+      if (!open.empty() && end > open.back()) return false;
+      open.push_back(end);
+    }
+  }
+  return true;
+}
+}  // namespace
+
+TEST(Timeline, RequestsInFlightAtOnceGetTracksOfTheirOwnAndFlowsLinkReadyToComm) {
+  // Three non-blocking requests overlapping without nesting on one lane; compute chunks before them.
+  const std::vector<ob::TimelineEvent> events = {
+      {0, "nonblocking:compute", "compute", 0, 0, 0.0, 10.0}, {0, "nonblocking:compute", "compute", 0, 1, 10.0, 20.0},
+      {0, "nonblocking:comm", "iallreduce", 0, 0, 10.0, 25.0}, {0, "nonblocking:comm", "iallreduce", 0, 1, 20.0, 35.0},
+      {0, "nonblocking:comm", "iallreduce", 0, 2, 22.0, 40.0}};
+  const auto naive = nlohmann::json::parse(ob::chrome_trace(events).dump());
+  EXPECT_TRUE(tracks_nest(naive));
+  std::set<std::string> names;
+  std::map<int, nlohmann::json> starts, finishes;
+  for (const auto& e : naive["traceEvents"]) {
+    if (e["name"] == "thread_name") names.insert(e["args"]["name"].get<std::string>());
+    if (e["ph"] == "s") starts[e["id"]] = e;
+    if (e["ph"] == "f") finishes[e["id"]] = e;
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"nonblocking:compute", "nonblocking:comm", "nonblocking:comm #2",
+                                           "nonblocking:comm #3"}));
+  ASSERT_EQ(starts.size(), 3u);  // one arrow per request
+  ASSERT_EQ(finishes.size(), 3u);
+  // Request 0 became ready when chunk 0's compute ended (10 us); requests 1 and 2 when chunk 1's did (20 us).
+  EXPECT_NEAR(starts[0]["ts"].get<double>(), 10.0, 0.01);
+  EXPECT_NEAR(starts[1]["ts"].get<double>(), 20.0, 0.01);
+  EXPECT_LT(starts[1]["ts"].get<double>(), 20.0);  // inside the compute slice it leaves
+  EXPECT_DOUBLE_EQ(finishes[2]["ts"].get<double>(), 22.0);
+  EXPECT_EQ(finishes[2]["bp"], "e");
+
+  const auto powered = nlohmann::json::parse(ob::chrome_trace(events, {{0, 0, 5.0, 300.0}, {0, 0, 25.0, 450.0}}).dump());
+  int counters = 0;
+  for (const auto& e : powered["traceEvents"]) {
+    if (e["ph"] == "C") {
+      ++counters;
+      EXPECT_EQ(e["name"], "power (W)");
+      EXPECT_TRUE(e["args"].contains("gpu 0"));
+    }
+  }
+  EXPECT_EQ(counters, 2);
 }
