@@ -86,12 +86,15 @@ int batch_for_comm(const Config& config, const BackendFactory& make, MPI_Comm co
   int b0 = 64 * ranks, b1 = 512 * ranks;
   double t0 = measured_ms(config, b0, ob::Mode::kCompute, make, comm), t1 = measured_ms(config, b1, ob::Mode::kCompute, make, comm);
   for (int attempt = 0; attempt < 4 && std::abs(t1 - comm_ms) > 0.1 * comm_ms; ++attempt) {
-    const int rows = ranks * ((rows_for_time(comm_ms, b0, t0, b1, t1) + ranks - 1) / ranks);
+    // Rounded up to whole rows per rank in 64 bits: rows_for_time may answer INT_MAX.
+    const long long wanted = rows_for_time(comm_ms, b0, t0, b1, t1);
+    const long long rounded = ranks * ((wanted + ranks - 1) / ranks);
+    ob::require(rounded <= kMaxBatch, "--batch", "auto",
+                "compute as long as the all-reduce (" + ob::format_number(comm_ms, 3) + " ms) needs " +
+                    std::to_string(rounded) + " rows; at most " + std::to_string(kMaxBatch));
+    const int rows = static_cast<int>(rounded);
     Config sized = config;
     sized.batch = rows;
-    ob::require(rows <= kMaxBatch, "--batch", "auto",
-                "compute as long as the all-reduce (" + ob::format_number(comm_ms, 3) + " ms) needs " +
-                    std::to_string(rows) + " rows; at most " + std::to_string(kMaxBatch));
     ob::require_fits_in_host_memory("--batch", "auto (" + std::to_string(rows) + " rows)", sized.host_bytes());
     if (rows == b1) break;
     b0 = b1, t0 = t1;
