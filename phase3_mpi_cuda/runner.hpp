@@ -39,7 +39,7 @@ constexpr int kMaxBatch = 1 << 24;  // --batch's largest value
 // --batch auto: the global batch whose backward chunks (what the all-reduces can hide behind, OSU's sizing) last as
 // long as the comm-only step, found by measuring both (secant steps from 64 and 512 rows per rank). Throws
 // ob::UsageError naming --batch when that many rows do not fit in memory, or when four steps leave the backward
-// further than 50 % from the all-reduce (a compute that does not grow with its rows).
+// under half the all-reduce (a compute that does not grow with its rows).
 int batch_for_comm(const Config& config, const BackendFactory& make, MPI_Comm comm, std::ostream* progress);
 
 // The rows at which a line through (b0, t0) and (b1, t1) reaches target_ms (proportional when it does not rise).
