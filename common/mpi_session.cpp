@@ -119,18 +119,8 @@ nlohmann::json gather_json(const nlohmann::json& mine, MPI_Comm comm) {
 }
 
 std::vector<std::vector<std::string>> rank_command_lines(int argc, char** argv, MPI_Comm comm) {
-  std::string mine;  // NUL-separated: argv holds no NUL
-  for (int i = 0; i < argc; ++i) mine += std::string(argv[i]) + '\0';
   std::vector<std::vector<std::string>> lines;
-  for (const auto& text : gather_strings(mine, comm, 0)) {
-    std::vector<std::string> args;
-    for (std::size_t begin = 0; begin < text.size();) {
-      const std::size_t end = text.find('\0', begin);
-      args.push_back(text.substr(begin, end - begin));
-      begin = end + 1;
-    }
-    lines.push_back(args);
-  }
+  for (const auto& line : gather_json(std::vector<std::string>(argv, argv + argc), comm)) lines.push_back(line);
   return lines;
 }
 

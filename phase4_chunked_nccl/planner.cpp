@@ -9,6 +9,7 @@
 #include "common/errors.hpp"
 #include "common/metadata.hpp"
 #include "common/metrics.hpp"
+#include "common/options.hpp"
 
 namespace phase4 {
 namespace {
@@ -57,11 +58,10 @@ struct Model {
   const Calibration& calibration;
   const StrategyCalibration& strategy;
   const CommTime& comm;
-  double bucket_ms(double bytes) const {
-    const double isolated = comm ? comm(bytes) : strategy.comm_ms_at(bytes);
-    return isolated * strategy.stretch_at(bytes) + strategy.gap_ms_at(bytes);
-  }
   double isolated_ms(double bytes) const { return comm ? comm(bytes) : strategy.comm_ms_at(bytes); }
+  double bucket_ms(double bytes) const {
+    return isolated_ms(bytes) * strategy.stretch_at(bytes) + strategy.gap_ms_at(bytes);
+  }
 };
 
 // The plan of least predicted step for a fixed backward slowdown: f[j], the least finish time of the bucket ending
@@ -266,6 +266,12 @@ Calibration Calibration::from_json(const nlohmann::json& json, const std::string
     c.strategies.push_back(s);
   }
   return c;
+}
+
+Calibration Calibration::parse(const std::string& text, const std::string& source) {
+  const auto json = nlohmann::json::parse(text, nullptr, false);
+  ob::require(!json.is_discarded(), "--calibration", source, "not JSON");
+  return from_json(json, source);
 }
 
 std::string Calibration::mismatch(const Calibration& other) const {

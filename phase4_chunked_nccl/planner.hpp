@@ -60,6 +60,8 @@ struct Calibration {
   nlohmann::json to_json() const;
   // Throws ob::UsageError naming `source` and the first missing or malformed key.
   static Calibration from_json(const nlohmann::json& json, const std::string& source);
+  // The same from a file's text: "not JSON" is a UsageError too.
+  static Calibration parse(const std::string& text, const std::string& source);
   // "" when this calibration is of `other`'s model, ranks, GPU and commit; else the first difference, as
   // "hidden is 2048 here but 4096 in the calibration".
   std::string mismatch(const Calibration& other) const;

@@ -109,13 +109,9 @@ int main(int argc, char** argv) {
 
     std::ifstream file(calibration_path);
     ob::require(file.good(), "--calibration", calibration_path, "a readable calibration file");
-    nlohmann::json json;
-    try {
-      json = nlohmann::json::parse(file);
-    } catch (const nlohmann::json::exception&) {
-      ob::require(false, "--calibration", calibration_path, "not JSON");
-    }
-    const auto calibration = phase4::Calibration::from_json(json, calibration_path);
+    std::stringstream text;
+    text << file.rdbuf();
+    const auto calibration = phase4::Calibration::parse(text.str(), calibration_path);
     std::vector<std::string> syncs;
     if (!sync.empty()) {
       ob::require(calibration.strategy(sync) != nullptr, "--sync", sync, "a strategy the calibration holds");

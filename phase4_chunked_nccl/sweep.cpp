@@ -9,6 +9,7 @@
 #include "common/cuda/cuda_check.hpp"
 #include "common/errors.hpp"
 #include "common/mpi_check.hpp"
+#include "common/mpi_session.hpp"
 #include "common/options.hpp"
 #include "common/stats.hpp"
 #include "common/watchdog.hpp"
@@ -160,20 +161,14 @@ Calibration load_calibration(const std::string& path, const Config& config, int 
                              MPI_Comm comm) {
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(comm, &rank));
-  std::string text;
+  std::string text;  // read by rank 0, the same text on every rank
   if (rank == 0) {
     std::ifstream file(path);
     std::stringstream content;
     content << file.rdbuf();
     text = content.str();
   }
-  unsigned long long length = text.size();
-  MPI_CHECK(MPI_Bcast(&length, 1, MPI_UNSIGNED_LONG_LONG, 0, comm));
-  text.resize(length);
-  MPI_CHECK(MPI_Bcast(text.data(), static_cast<int>(length), MPI_CHAR, 0, comm));
-  const auto json = nlohmann::json::parse(text, nullptr, false);
-  ob::require(!json.is_discarded(), "--calibration", path, "not JSON");
-  Calibration calibration = Calibration::from_json(json, path);
+  Calibration calibration = Calibration::parse(ob::first_nonempty(text, comm), path);
   const std::string differs = calibration.mismatch(describe_run(config, ranks, gpu));
   ob::require(differs.empty(), "--calibration", path, differs);
   for (const auto& point : config.sweep_points()) {

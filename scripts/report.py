@@ -8,6 +8,9 @@ Usage: report.py RESULTS_DIR
 """
 import pathlib
 
+import matplotlib.pyplot as plt
+import pandas as pd
+
 import ob_csv
 import plot_chunks
 import plot_gantt
@@ -89,9 +92,6 @@ def timeline_section(path, figures):
 def ratio_section(summaries, figures):
     """The headline figure where a folder holds phase 4 and PyTorch DDP summaries of the same configurations: per
     configuration, phase 4's overlapped step over DDP's (each at its best: the fastest overlapped row), 1.0 marked."""
-    import matplotlib.pyplot as plt
-    import pandas as pd
-
     key = ["hidden", "layers", "batch"]
     frames = [f for f in (ob_csv.load_summary(p) for p in summaries) if set(key) <= set(f.columns)]
     if not frames:
