@@ -6,7 +6,8 @@
 namespace ob {
 namespace {
 constexpr Mode kAll[] = {Mode::kCompute,  Mode::kComm,  Mode::kSeq,   Mode::kOverlap,  Mode::kThread,
-                         Mode::kNonblocking, Mode::kProgress, Mode::kIdeal, Mode::kBound, Mode::kBoundRef};
+                         Mode::kNonblocking, Mode::kProgress, Mode::kIdeal, Mode::kBound, Mode::kBoundRef,
+                         Mode::kInterference};
 }  // namespace
 
 const char* mode_name(Mode mode) {
@@ -21,6 +22,7 @@ const char* mode_name(Mode mode) {
     case Mode::kIdeal: return "ideal";
     case Mode::kBound: return "bound";
     case Mode::kBoundRef: return "bound_ref";
+    case Mode::kInterference: return "interference";
   }
   return "?";
 }

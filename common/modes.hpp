@@ -19,9 +19,11 @@ enum class Mode {
   kIdeal,        // derived: max(T_comp, T_comm)
   kBound,        // derived: the schedule bound from the run's own isolated tasks
   kBoundRef,     // derived: the schedule bound from the fastest isolated communication (phase 4)
+  kInterference, // phase 4's interference map: a GEMM and a collective, alone and at once, per message size
 };
 
-// "compute", "comm", "seq", "overlap", "thread", "nonblocking", "progress", "ideal", "bound", "bound_ref".
+// "compute", "comm", "seq", "overlap", "thread", "nonblocking", "progress", "ideal", "bound", "bound_ref",
+// "interference".
 const char* mode_name(Mode mode);
 // The inverse of mode_name; throws std::invalid_argument naming the text.
 Mode parse_mode(const std::string& name);

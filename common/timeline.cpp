@@ -1,22 +1,29 @@
 #include "common/timeline.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "common/mpi_session.hpp"
 
 namespace ob {
 
-const std::vector<std::string> kTimelineColumns = {"rank", "lane", "name", "iter", "chunk", "start_us", "end_us"};
+const std::vector<std::string> kTimelineColumns = {"rank",  "lane",     "name",   "iter",
+                                                   "chunk", "start_us", "end_us", "point"};
 
 CsvTable timeline_csv(const std::vector<TimelineEvent>& events) {
   CsvTable table(kTimelineColumns);
   for (const auto& e : events) {
     table.add_row({std::to_string(e.rank), e.lane, e.name, std::to_string(e.iter), std::to_string(e.chunk),
-                   format_number(e.start_us, 12), format_number(e.end_us, 12)});
+                   format_number(e.start_us, 12), format_number(e.end_us, 12), e.point});
   }
   return table;
+}
+
+void label_point(std::vector<TimelineEvent>& events, const std::string& label) {
+  for (auto& e : events) e.point = label;
 }
 
 namespace {
@@ -30,21 +37,28 @@ bool ends_with(const std::string& text, const std::string& tail) {
 nlohmann::json chrome_trace(const std::vector<TimelineEvent>& events, const std::vector<PowerPoint>& power) {
   using nlohmann::json;
   json trace_events = json::array();
-  std::map<int, bool> ranks_named;
-  auto name_rank = [&](int rank) {
-    if (ranks_named[rank]) return;
-    ranks_named[rank] = true;
-    trace_events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", rank},
-                            {"args", {{"name", "rank " + std::to_string(rank)}}}});
+  // One process per (sweep point, rank), numbered in order of first appearance; outside a sweep pid = rank.
+  const bool sweep = std::any_of(events.begin(), events.end(), [](const auto& e) { return !e.point.empty(); });
+  std::map<std::pair<std::string, int>, int> pids;
+  auto pid_of = [&](const std::string& point, int rank) {
+    const auto found = pids.find({point, rank});
+    if (found != pids.end()) return found->second;
+    const int pid = sweep ? static_cast<int>(pids.size()) : rank;
+    pids[{point, rank}] = pid;
+    const std::string name = point.empty() ? "rank " + std::to_string(rank) : point + " · rank " + std::to_string(rank);
+    trace_events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", name}}}});
+    trace_events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"args", {{"sort_index", pid}}}});
+    return pid;
   };
   // Events of one lane in start order; each goes on the lane's first track whose last event has ended (a track
   // of its own for work in flight at once, such as non-blocking requests: slices on one track must nest).
-  std::map<std::pair<int, std::string>, std::vector<std::size_t>> by_lane;
-  for (std::size_t i = 0; i < events.size(); ++i) by_lane[{events[i].rank, events[i].lane}].push_back(i);
-  std::vector<int> tid_of(events.size(), 0);
+  using LaneKey = std::tuple<std::string, int, std::string>;  // point, rank, lane
+  std::map<LaneKey, std::vector<std::size_t>> by_lane;
+  for (std::size_t i = 0; i < events.size(); ++i) by_lane[{events[i].point, events[i].rank, events[i].lane}].push_back(i);
+  std::vector<int> tid_of(events.size(), 0), pid_of_event(events.size(), 0);
   int next_tid = 0;
   for (auto& [key, indices] : by_lane) {
-    name_rank(key.first);
+    const int pid = pid_of(std::get<0>(key), std::get<1>(key));
     std::stable_sort(indices.begin(), indices.end(),
                      [&](std::size_t a, std::size_t b) { return events[a].start_us < events[b].start_us; });
     std::vector<std::pair<int, double>> tracks;  // tid, end of its last event
@@ -53,48 +67,59 @@ nlohmann::json chrome_trace(const std::vector<TimelineEvent>& events, const std:
                                 [&](const auto& t) { return t.second <= events[i].start_us; });
       if (track == tracks.end()) {
         const int tid = next_tid++;
-        const std::string name = tracks.empty() ? key.second : key.second + " #" + std::to_string(tracks.size() + 1);
-        trace_events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", key.first}, {"tid", tid},
+        const std::string& lane = std::get<2>(key);
+        const std::string name = tracks.empty() ? lane : lane + " #" + std::to_string(tracks.size() + 1);
+        trace_events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", tid},
                                 {"args", {{"name", name}}}});
         tracks.emplace_back(tid, 0.0);
         track = tracks.end() - 1;
       }
       track->second = events[i].end_us;
       tid_of[i] = track->first;
+      pid_of_event[i] = pid;
     }
   }
   for (std::size_t i = 0; i < events.size(); ++i) {
     const auto& e = events[i];
-    trace_events.push_back({{"name", e.name}, {"ph", "X"}, {"pid", e.rank}, {"tid", tid_of[i]},
+    trace_events.push_back({{"name", e.name}, {"ph", "X"}, {"pid", pid_of_event[i]}, {"tid", tid_of[i]},
                             {"ts", e.start_us}, {"dur", e.end_us - e.start_us},
                             {"args", {{"iter", e.iter}, {"chunk", e.chunk}}}});
   }
-  // Flow arrows: each communication event ("<mode>:comm" lane) from the compute event of the same rank, mode and
-  // iteration that ended last before it started (the work whose end made it ready).
+  // Flow arrows: each communication event ("<mode>:comm" lane) from the compute event of the same point, rank, mode
+  // and iteration that ended last before it started (the work whose end made it ready). Compute events are indexed
+  // by (point, rank, lane, iteration) in order of their ends, so a sweep of many events stays linear-logarithmic.
+  using IterKey = std::tuple<std::string, int, std::string, int>;
+  std::map<IterKey, std::vector<std::size_t>> ends;
+  for (std::size_t k = 0; k < events.size(); ++k) ends[{events[k].point, events[k].rank, events[k].lane, events[k].iter}].push_back(k);
+  for (auto& [key, indices] : ends) {
+    std::stable_sort(indices.begin(), indices.end(),
+                     [&](std::size_t a, std::size_t b) { return events[a].end_us < events[b].end_us; });
+  }
   int flow = 0;
   for (std::size_t c = 0; c < events.size(); ++c) {
     const auto& comm = events[c];
     if (!ends_with(comm.lane, ":comm")) continue;
     const std::string compute_lane = comm.lane.substr(0, comm.lane.size() - 4) + "compute";
-    std::size_t from = events.size();
-    for (std::size_t k = 0; k < events.size(); ++k) {
-      const auto& e = events[k];
-      if (e.rank != comm.rank || e.lane != compute_lane || e.iter != comm.iter || e.end_us > comm.start_us) continue;
-      if (from == events.size() || e.end_us > events[from].end_us) from = k;
-    }
-    if (from == events.size()) continue;
+    const auto found = ends.find({comm.point, comm.rank, compute_lane, comm.iter});
+    if (found == ends.end()) continue;
+    const auto& sorted = found->second;
+    const auto after = std::upper_bound(sorted.begin(), sorted.end(), comm.start_us,
+                                        [&](double t, std::size_t k) { return t < events[k].end_us; });
+    if (after == sorted.begin()) continue;
+    const std::size_t from = *std::prev(after);
     const auto& ready = events[from];
     const double inside = ready.end_us - std::min(0.001, (ready.end_us - ready.start_us) / 2);  // within the slice
-    trace_events.push_back({{"name", "ready"}, {"cat", "ready"}, {"ph", "s"}, {"id", flow}, {"pid", ready.rank},
+    trace_events.push_back({{"name", "ready"}, {"cat", "ready"}, {"ph", "s"}, {"id", flow}, {"pid", pid_of_event[from]},
                             {"tid", tid_of[from]}, {"ts", inside}});
     trace_events.push_back({{"name", "ready"}, {"cat", "ready"}, {"ph", "f"}, {"bp", "e"}, {"id", flow},
-                            {"pid", comm.rank}, {"tid", tid_of[c]}, {"ts", comm.start_us}});
+                            {"pid", pid_of_event[c]}, {"tid", tid_of[c]}, {"ts", comm.start_us}});
     ++flow;
   }
-  // Power as a counter track per rank, one series per GPU.
+  // Power as a counter track per rank, one series per GPU (on the rank's process outside a sweep, else on a
+  // process of its own per rank: samples run across every point).
   for (const auto& point : power) {
-    name_rank(point.rank);
-    trace_events.push_back({{"name", "power (W)"}, {"ph", "C"}, {"pid", point.rank}, {"ts", point.t_us},
+    const int pid = pid_of(sweep ? "power" : "", point.rank);
+    trace_events.push_back({{"name", "power (W)"}, {"ph", "C"}, {"pid", pid}, {"ts", point.t_us},
                             {"args", {{"gpu " + std::to_string(point.gpu), point.watts}}}});
   }
   return json{{"traceEvents", trace_events}, {"displayTimeUnit", "ms"}};
@@ -103,13 +128,14 @@ nlohmann::json chrome_trace(const std::vector<TimelineEvent>& events, const std:
 std::vector<TimelineEvent> gather_timeline(const std::vector<TimelineEvent>& local, MPI_Comm comm, int root) {
   nlohmann::json mine = nlohmann::json::array();
   for (const auto& e : local) {
-    mine.push_back({e.rank, e.lane, e.name, e.iter, e.chunk, e.start_us, e.end_us});
+    mine.push_back({e.rank, e.lane, e.name, e.iter, e.chunk, e.start_us, e.end_us, e.point});
   }
   std::vector<TimelineEvent> merged;
   for (const auto& text : gather_strings(mine.dump(), comm, root)) {
     for (const auto& item : nlohmann::json::parse(text)) {
       merged.push_back({item[0].get<int>(), item[1].get<std::string>(), item[2].get<std::string>(),
-                        item[3].get<int>(), item[4].get<int>(), item[5].get<double>(), item[6].get<double>()});
+                        item[3].get<int>(), item[4].get<int>(), item[5].get<double>(), item[6].get<double>(),
+                        item[7].get<std::string>()});
     }
   }
   return merged;

@@ -20,9 +20,14 @@ struct TimelineEvent {
   int chunk = -1;  // -1 when the event belongs to no chunk
   double start_us = 0;
   double end_us = 0;
+  std::string point = {};  // the sweep point it belongs to ("bucket_mb=25"); empty outside a sweep
 };
 
-extern const std::vector<std::string> kTimelineColumns;  // rank, lane, name, iter, chunk, start_us, end_us
+// rank, lane, name, iter, chunk, start_us, end_us, point
+extern const std::vector<std::string> kTimelineColumns;
+
+// Marks every event as belonging to sweep point `label`.
+void label_point(std::vector<TimelineEvent>& events, const std::string& label);
 
 CsvTable timeline_csv(const std::vector<TimelineEvent>& events);
 
@@ -32,7 +37,8 @@ struct PowerPoint {
   double t_us = 0, watts = 0;
 };
 
-// Complete ("X") events, pid = rank, one track (tid) per lane, with process_name / thread_name metadata events; a
+// Complete ("X") events, one process (pid) per rank, or per sweep point and rank ("bucket_mb=25 · rank 0"), one
+// track (tid) per lane, with process_name / thread_name metadata events; a
 // lane's events that overlap in time without nesting (requests in flight at once) go on extra tracks "<lane> #2",
 // ...; flow arrows ("ready") from the compute event that ended last before each "<mode>:comm" event to it; power
 // samples as a counter track per rank.

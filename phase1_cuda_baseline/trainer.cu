@@ -4,6 +4,7 @@
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/device_buffer.hpp"
 #include "common/cuda/event_timer.hpp"
+#include "common/nvtx.hpp"
 #include "common/iteration.hpp"
 #include "phase1_cuda_baseline/cpu_gemm.hpp"
 #include "phase1_cuda_baseline/elementwise.cuh"
@@ -23,6 +24,7 @@ Trainer::Trainer(const Config& config) : config_(config) {
   const std::size_t b = config.batch, i = config.in, o = config.out;
   const bool managed = config.memory == "managed";
   stream_ = ob::make_stream();
+  ob::name_stream(stream_, "phase1 stream");
   cublas_ = ob::make_cublas();
   buffers_.reset(new Buffers{ob::DeviceBuffer<float>(b * i, managed), ob::DeviceBuffer<float>(i * o, managed),
                          ob::DeviceBuffer<float>(i * o, managed), ob::DeviceBuffer<float>(i * o, managed),
@@ -62,13 +64,25 @@ VariantResult Trainer::run(GemmKernel kernel) {
       if (log) marks->push_back(log->record(stream_));
     };
     mark();
-    gemm(kernel, cublas_, result.tf32, forward, d.x.get(), d.w.get(), d.y.get(), stream_);
+    {
+      ob::NvtxRange range("forward");
+      gemm(kernel, cublas_, result.tf32, forward, d.x.get(), d.w.get(), d.y.get(), stream_);
+    }
     mark();
-    mse_loss_grad(d.y.get(), d.t.get(), d.dy.get(), d.loss.get(), n_out, stream_);
+    {
+      ob::NvtxRange range("loss_grad");
+      mse_loss_grad(d.y.get(), d.t.get(), d.dy.get(), d.loss.get(), n_out, stream_);
+    }
     mark();
-    gemm(kernel, cublas_, result.tf32, backward, d.x.get(), d.dy.get(), d.dw.get(), stream_);
+    {
+      ob::NvtxRange range("backward");
+      gemm(kernel, cublas_, result.tf32, backward, d.x.get(), d.dy.get(), d.dw.get(), stream_);
+    }
     mark();
-    sgd_update(d.w.get(), d.dw.get(), config_.lr, n_w, stream_);
+    {
+      ob::NvtxRange range("sgd");
+      sgd_update(d.w.get(), d.dw.get(), config_.lr, n_w, stream_);
+    }
     mark();
   };
 

@@ -2,12 +2,14 @@
 
 #include "common/handoff.hpp"
 #include "common/iteration.hpp"
+#include "common/nvtx.hpp"
 #include "common/options.hpp"
 
 #include <omp.h>
 
 #include <atomic>
 #include <numeric>
+#include <string>
 
 namespace phase2 {
 namespace {
@@ -23,6 +25,9 @@ class Iteration {
       : mode_(ob::mode_name(mode)), workload_(workload), origin_(origin), iter_(iter) {}
 
   void task(bool compute, int chunk, TaskLog& log) {
+    const std::string thread = "thread " + std::to_string(omp_get_thread_num());
+    ob::nvtx_name_thread("phase2 " + thread);
+    ob::NvtxRange range(mode_ + (compute ? ": compute chunk " : ": comm chunk ") + std::to_string(chunk));
     const auto start = ob::SteadyClock::now();
     if (compute) {
       workload_.compute(iter_, chunk);
@@ -32,7 +37,7 @@ class Iteration {
     const auto end = ob::SteadyClock::now();
     const double us = ob::micros_since(start, end);
     (compute ? log.compute_ms : log.comm_ms).push_back(us / 1000.0);
-    log.events.push_back({0, mode_ + ":thread " + std::to_string(omp_get_thread_num()), compute ? "compute" : "comm",
+    log.events.push_back({0, mode_ + ":" + thread, compute ? "compute" : "comm",
                           iter_, chunk, ob::micros_since(origin_, start), ob::micros_since(origin_, end)});
   }
 

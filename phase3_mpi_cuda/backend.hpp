@@ -34,6 +34,11 @@ class Backend {
   // `idle` (when given) while it waits: the GPU again and again, the busy loop --probes times, the CPU GEMM never.
   virtual void launch_chunk(int k, Range rows) = 0;
   virtual void wait_chunk(int k, const std::function<void()>& idle) = 0;
+  // The busy loop: the chunks of a step follow one another on the clock, chunk k due when chunk k - 1 was due plus
+  // its target, however late the thread came back to it. The progress strategy asks for it: its hand-off to the
+  // progress thread is a store and a wake-up, and the core the progress thread then takes is, as in osu_iallreduce's
+  // one loop, time the wall-clock compute does not notice. Real compute has no such clock.
+  virtual void run_back_to_back(bool /*on*/) {}
   // True when launch_chunk only queues work: a strategy then launches every chunk before waiting for the first.
   virtual bool queues_chunks() const { return false; }
   // Chunk k, all-reduced, back where the update reads it (the GPU with host staging: a copy on its own stream).

@@ -25,11 +25,13 @@ class BusyBackend : public Backend {
   std::string description() const override {
     return "busy loop (wall clock, " + std::to_string(probes_) + " MPI_Test probes per chunk)";
   }
-  void forward() override {}
-  void launch_chunk(int, Range) override { start_ = ob::SteadyClock::now(); }
+  void forward() override { chained_ = false; }
+  void run_back_to_back(bool on) override { back_to_back_ = on; }
+  void launch_chunk(int, Range) override { start_ = back_to_back_ && chained_ ? end_ : ob::SteadyClock::now(); }
   void wait_chunk(int k, const std::function<void()>& idle) override {
     const std::chrono::duration<double, std::milli> target(target_ms_.at(k));
-    const auto end = start_ + std::chrono::duration_cast<ob::SteadyClock::duration>(target);
+    const auto end = end_ = start_ + std::chrono::duration_cast<ob::SteadyClock::duration>(target);
+    chained_ = true;
     for (int p = 1; p <= probes_ && idle; ++p) {
       spin_until(start_ + std::chrono::duration_cast<ob::SteadyClock::duration>(target * p / (probes_ + 1)));
       idle();
@@ -52,7 +54,8 @@ class BusyBackend : public Backend {
   double fixed_ms_;  // --busy-us; 0: sized from the comm-only run
   std::vector<double> target_ms_;
   std::vector<float> grad_;
-  ob::SteadyClock::time_point start_;
+  ob::SteadyClock::time_point start_, end_;
+  bool back_to_back_ = false, chained_ = false;  // chained_: a chunk of this step has run
 };
 
 }  // namespace

@@ -61,8 +61,8 @@ void add_options(CLI::App& app, Config& config) {
       ->check(ob::finite_in(0, 1e9))
       ->capture_default_str();
   app.add_option("--backoff-us", config.backoff_us,
-                 "progress strategy: the longest sleep (us) of its progress thread between MPI_Test rounds that "
-                 "completed nothing (0: spin)")
+                 "progress strategy on a core it cannot run first on (no root): the longest sleep (us) of its "
+                 "progress thread between MPI_Test rounds that completed nothing (0: spin)")
       ->check(ob::finite_in(0, 1e6))
       ->capture_default_str();
   app.add_option("--grad-mb", config.grad_mb,

@@ -5,6 +5,7 @@
 // stays on the device.
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/device_buffer.hpp"
+#include "common/cuda/event_timer.hpp"
 #include "common/cuda/handles.hpp"
 #include "phase1_cuda_baseline/elementwise.cuh"
 #include "phase1_cuda_baseline/gemm.cuh"
@@ -22,6 +23,9 @@ class GpuBackend : public Backend {
     stream_ = ob::make_stream();
     down_ = ob::make_stream();
     up_ = ob::make_stream();
+    ob::name_stream(stream_, "phase3 compute");
+    ob::name_stream(down_, "phase3 download");
+    ob::name_stream(up_, "phase3 upload");
     returned_ = ob::make_sync_event();
     for (int k = 0; k < config.chunks; ++k) {
       computed_.push_back(ob::make_sync_event());

@@ -14,6 +14,7 @@
 #include "common/mpi_session.hpp"
 #include "common/rank_agreement.hpp"
 #include "common/run_output.hpp"
+#include "common/timeline.hpp"
 #include "common/watchdog.hpp"
 #include "phase3_mpi_cuda/backend.hpp"
 #include "phase3_mpi_cuda/config.hpp"
@@ -103,6 +104,8 @@ int main(int argc, char** argv) {
     std::ostream* progress = root && !config.common.quiet ? &std::cerr : nullptr;
     phase3::Result result;
     std::string description;
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    const auto origin = ob::SteadyClock::now();  // one time axis for every gradient size
     for (auto point : config.points()) {
       if (progress && !config.grad_mb.empty()) {
         *progress << "phase3: gradient " << ob::format_number(point.grad_mb[0]) << " MiB (W " << point.in << "x"
@@ -114,8 +117,9 @@ int main(int argc, char** argv) {
         *progress << "phase3: " << mpi->size() << " rank(s), rank 0 computes on " << backend->description() << std::endl;
       }
       description = backend->description();
-      auto part = phase3::run(point, *backend, device, MPI_COMM_WORLD, progress);
+      auto part = phase3::run(point, *backend, device, MPI_COMM_WORLD, progress, origin);
       result.rows.insert(result.rows.end(), part.rows.begin(), part.rows.end());
+      if (config.grad_mb.size() > 1) ob::label_point(part.events, "grad_mb=" + ob::format_number(point.grad_mb[0]));
       result.events.insert(result.events.end(), part.events.begin(), part.events.end());
       if (result.failure.empty()) result.failure = part.failure;
     }

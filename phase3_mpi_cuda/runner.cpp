@@ -124,14 +124,17 @@ std::vector<ob::ConsoleColumn> console_columns() {
 }
 
 Result run(const Config& config, Backend& backend, const std::string& device_name, MPI_Comm comm,
-           std::ostream* progress) {
+           std::ostream* progress, std::optional<ob::SteadyClock::time_point> start) {
   omp_set_max_active_levels(2);  // the thread strategy nests the compute team inside a section
   int rank = 0, ranks = 1;
   MPI_CHECK(MPI_Comm_rank(comm, &rank));
   MPI_CHECK(MPI_Comm_size(comm, &ranks));
   Result result;
-  MPI_CHECK(MPI_Barrier(comm));
-  const auto origin = ob::SteadyClock::now();
+  if (!start) {
+    MPI_CHECK(MPI_Barrier(comm));
+    start = ob::SteadyClock::now();
+  }
+  const auto origin = *start;
 
   if (config.common.check && backend.trains()) {
     if (progress) *progress << "phase3: checking every strategy against the single-process run" << std::endl;
@@ -147,7 +150,9 @@ Result run(const Config& config, Backend& backend, const std::string& device_nam
       .config("kernel", config.busy() ? "busy_loop" : device_name == "cpu" ? "cpu_gemm" : config.kernel)
       .config("cuda_aware", config.cuda_aware).config("compute_threads", config.compute_threads())
       .config("probes", config.probes).config("backoff_us", config.backoff_us)
-      .config("progress_core", config.compute_threads() < rank_cores() ? "own" : "shared")
+      .config("progress_core", config.compute_threads() < rank_cores() ? "own"
+                               : compute_can_yield()                 ? "shared-first"
+                                                                     : "shared")
       .config("grad_mb", 4.0 * config.in * config.out / (1 << 20)).config("clock", "steady_clock");
 
   ob::CheckLog checks;

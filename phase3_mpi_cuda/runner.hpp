@@ -6,12 +6,14 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "common/summary.hpp"
 #include "common/timeline.hpp"
+#include "common/timer.hpp"
 #include "phase3_mpi_cuda/backend.hpp"
 #include "phase3_mpi_cuda/config.hpp"
 
@@ -26,8 +28,9 @@ struct Result {
 // The number of steps each strategy runs before its weights are compared with the single-process reference.
 constexpr int kReferenceSteps = 3;
 
+// Timeline times count from `origin` (a list of gradient sizes shares one), else from a barrier at the start.
 Result run(const Config& config, Backend& backend, const std::string& device_name, MPI_Comm comm,
-           std::ostream* progress);
+           std::ostream* progress, std::optional<ob::SteadyClock::time_point> origin = std::nullopt);
 
 std::vector<ob::ConsoleColumn> console_columns();
 

@@ -2,6 +2,7 @@
 
 #include <omp.h>
 #ifdef __linux__
+#include <pthread.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #endif
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <exception>
 #include <functional>
@@ -21,27 +23,57 @@
 #include "common/iteration.hpp"
 #include "common/mpi_check.hpp"
 #include "common/mpi_session.hpp"
+#include "common/nvtx.hpp"
 #include "common/watchdog.hpp"
 #include "common/verify.hpp"
 
 namespace phase3 {
 namespace {
 
-// The progress strategy's second thread. It lives as long as the mode's run, so a step never waits for a thread to
-// be woken or scheduled: between jobs it sleeps 1 us doubling up to --backoff-us. At its start it takes a core of
-// its own where the rank has one spare, and a timer slack of 1 ns, so its sleeps last what they say. (SCHED_FIFO was
-// tried for a core shared with compute: each wake-up then costs the compute thread ~17 us on a VM, and a thread
-// that polls at real-time priority got throttled for whole seconds; README, "Phase 3 against OSU".)
+// The compute thread of the progress strategy on a core it shares with the progress thread: SCHED_IDLE for the
+// mode's steps, so the progress thread, woken or polling, always runs first (Linux pre-empts a SCHED_IDLE thread at
+// once for any other). Only where the thread can return to its policy afterwards: leaving SCHED_IDLE needs root or
+// an RLIMIT_NICE that allows nice 0, which a throwaway thread tries first (compute_can_yield).
+class YieldCore {
+ public:
+  explicit YieldCore(bool on) : on_(on) {
+    if (!on_) return;
+    sched_param idle{};
+    on_ = pthread_getschedparam(pthread_self(), &policy_, &param_) == 0 &&
+          pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle) == 0;
+  }
+  ~YieldCore() {
+    if (on_) pthread_setschedparam(pthread_self(), policy_, &param_);
+  }
+  YieldCore(const YieldCore&) = delete;
+  YieldCore& operator=(const YieldCore&) = delete;
+
+ private:
+  bool on_;
+  int policy_ = SCHED_OTHER;
+  sched_param param_{};
+};
+
+// The progress strategy's second thread. It lives as long as the mode's run and sleeps on a condition variable
+// between jobs. At its start it takes a core of its own where the rank has one spare (and then keeps the compute
+// team's threads off it), and a timer slack of 1 ns, so the back-off sleeps last what they say.
 class ProgressWorker {
  public:
   // `own_core`: take one; `slot`: which, counted from the end of the affinity mask (the rank's index on its node,
   // so ranks that share one mask, as under mpirun --bind-to none, take different cores).
-  ProgressWorker(bool own_core, int slot, double backoff_us) : backoff_us_(backoff_us) {
+  ProgressWorker(bool own_core, int slot, int compute_threads) : compute_threads_(compute_threads) {
     thread_ = std::thread([this, own_core, slot] { loop(own_core, slot); });
-    ob::wait_above(placed_, 0);
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [&] { return placed_; });
+    if (own_core_) keep_team_off(true);
   }
   ~ProgressWorker() {
-    stop_.store(true);
+    if (own_core_) keep_team_off(false);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_all();
     thread_.join();
   }
   ProgressWorker(const ProgressWorker&) = delete;
@@ -50,12 +82,17 @@ class ProgressWorker {
   bool own_core() const { return own_core_; }
 
   void start(std::function<void()> job) {
-    job_ = std::move(job);
-    posted_.fetch_add(1, std::memory_order_release);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      job_ = std::move(job);
+      ++posted_;
+    }
+    cv_.notify_all();
   }
   // Waits for the job; rethrows what it threw.
   void finish() {
-    ob::wait_above(done_, posted_.load() - 1);
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [&] { return done_ == posted_; });
     if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
   }
 
@@ -71,51 +108,70 @@ class ProgressWorker {
 
  private:
   void loop(bool own_core, int slot) {
+    ob::nvtx_name_thread("phase3 progress");
     place(own_core, slot);
-    placed_.store(1, std::memory_order_release);
-    double sleep_us = 0;
-    for (int done = 0; !stop_.load();) {
-      const bool posted = posted_.load(std::memory_order_acquire) > done;
-      if (posted) {
-        try {
-          job_();
-        } catch (...) {
-          failure_ = std::current_exception();
-        }
-        done_.store(++done, std::memory_order_release);
+    std::unique_lock<std::mutex> lock(mutex_);
+    placed_ = true;
+    cv_.notify_all();
+    for (;;) {
+      cv_.wait(lock, [&] { return stop_ || posted_ > done_; });
+      if (stop_) return;
+      lock.unlock();
+      try {
+        job_();
+      } catch (...) {
+        failure_ = std::current_exception();
       }
-      back_off(sleep_us, posted, backoff_us_ > 0 ? backoff_us_ : 1);
+      lock.lock();
+      ++done_;
+      cv_.notify_all();
     }
   }
 
   void place(bool own_core, int slot) {
 #ifdef __linux__
     prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
-    cpu_set_t mask;
-    if (own_core && sched_getaffinity(0, sizeof(mask), &mask) == 0) {
-      cpu_set_t own;
-      CPU_ZERO(&own);
-      const int count = CPU_COUNT(&mask);
+    if (own_core && sched_getaffinity(0, sizeof(mask_), &mask_) == 0) {
+      CPU_ZERO(&own_);
+      const int count = CPU_COUNT(&mask_);
       for (int cpu = CPU_SETSIZE - 1, seen = 0; cpu >= 0; --cpu) {
-        if (CPU_ISSET(cpu, &mask) && seen++ == slot % count) {
-          CPU_SET(cpu, &own);
+        if (CPU_ISSET(cpu, &mask_) && seen++ == slot % count) {
+          CPU_SET(cpu, &own_);
           break;
         }
       }
-      own_core_ = sched_setaffinity(0, sizeof(own), &own) == 0;
+      own_core_ = sched_setaffinity(0, sizeof(own_), &own_) == 0;
     }
 #else
     (void)own_core, (void)slot;
 #endif
   }
 
-  double backoff_us_;
+  // The OpenMP team that computes (its threads are kept between regions) runs on the rank's other cores while this
+  // thread holds its own, and on all of them again afterwards.
+  void keep_team_off(bool off) {
+#ifdef __linux__
+    cpu_set_t team = mask_;
+    if (off) CPU_XOR(&team, &mask_, &own_);
+#pragma omp parallel num_threads(compute_threads_)
+    sched_setaffinity(0, sizeof(team), &team);
+#else
+    (void)off;
+#endif
+  }
+
+  int compute_threads_;
   std::thread thread_;
-  std::atomic<int> placed_{0}, posted_{0}, done_{0};
-  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool placed_ = false, stop_ = false;
+  int posted_ = 0, done_ = 0;
   std::function<void()> job_;
   std::exception_ptr failure_;
   bool own_core_ = false;
+#ifdef __linux__
+  cpu_set_t mask_{}, own_{};
+#endif
 };
 
 // One step of one mode: runs the tasks and logs each one's duration and timeline event.
@@ -176,11 +232,15 @@ class Step {
 
  private:
   Range rows(int k) const { return chunk_rows(config_.in, k, config_.chunks); }
+  std::string nvtx_name(const char* what, int chunk) const {
+    return lane_prefix_ + " " + what + (chunk >= 0 ? " chunk " + std::to_string(chunk) : std::string());
+  }
   float* chunk_data(int k) { return backend_.comm_buffer() + static_cast<std::size_t>(rows(k).begin) * config_.out; }
   int chunk_count(int k) const { return rows(k).size() * config_.out; }
 
   template <typename F>
   void timed(const char* lane, const char* name, int chunk, F&& work, double* ms) {
+    ob::NvtxRange range(nvtx_name(name, chunk));
     const auto start = ob::SteadyClock::now();
     work();
     const auto end = ob::SteadyClock::now();
@@ -204,11 +264,14 @@ class Step {
     auto since = ob::SteadyClock::now();
     for (int k = 0; queued && k < config_.chunks; ++k) backend_.launch_chunk(k, rows(k));
     for (int k = 0; k < config_.chunks; ++k) {
-      if (!queued) {
-        since = ob::SteadyClock::now();
-        backend_.launch_chunk(k, rows(k));
+      {
+        ob::NvtxRange range(nvtx_name("dW", k));
+        if (!queued) {
+          since = ob::SteadyClock::now();
+          backend_.launch_chunk(k, rows(k));
+        }
+        backend_.wait_chunk(k, idle);
       }
-      backend_.wait_chunk(k, idle);
       const auto now = ob::SteadyClock::now();
       compute_ms_[k] = ob::micros_since(since, now) / 1000.0;
       log("compute", "dW", k, since, now);
@@ -224,6 +287,7 @@ class Step {
   }
 
   void issue(int k) {
+    ob::NvtxRange range(nvtx_name("MPI_Iallreduce", k));
     issued_[k] = ob::SteadyClock::now();
     MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, chunk_data(k), chunk_count(k), MPI_FLOAT, MPI_SUM, comm_, &requests_[k]));
   }
@@ -248,29 +312,43 @@ class Step {
   }
 
   // The progress strategy: this thread computes; the worker, the only thread that calls MPI meanwhile, starts each
-  // chunk's MPI_Iallreduce as soon as it is computed and tests every one in flight, backing off when nothing moves
-  // (on a shared core, or while it waits for compute).
+  // chunk's MPI_Iallreduce as soon as it is computed and tests every one in flight. It polls without pause while
+  // anything is in flight where it runs first (a core of its own, or a compute thread that yields the shared core),
+  // else it backs off; with nothing in flight it sleeps until the next chunk is published.
   void with_progress_worker() {
     std::atomic<int> computed{0};
     std::atomic<bool> failed{false};
+    std::mutex mutex;
+    std::condition_variable published;
+    const bool yields = !progress_->own_core() && compute_can_yield();
     progress_->start([&] {
       int issued = 0;
       double sleep_us = 0;
       while (completed_ < config_.chunks && !failed.load()) {
+        if (issued == completed_) {
+          std::unique_lock<std::mutex> lock(mutex);
+          published.wait(lock, [&] { return failed.load() || computed.load(std::memory_order_acquire) > issued; });
+        }
         bool moved = false;
         for (const int ready = computed.load(std::memory_order_acquire); issued < ready; ++issued, moved = true) {
           issue(issued);
         }
         moved = test_all() || moved;
-        // With a core of its own it polls without pause while anything is in flight: each MPI_Test drives a round.
-        const bool spin = progress_->own_core() && issued > completed_;
-        ProgressWorker::back_off(sleep_us, moved || spin, config_.backoff_us);
+        ProgressWorker::back_off(sleep_us, moved || progress_->own_core() || yields, config_.backoff_us);
       }
     });
+    const auto publish = [&](const std::function<void()>& change) {  // under the lock, so no wake-up is lost
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        change();
+      }
+      published.notify_one();
+    };
     try {
-      produce({}, [&](int k) { computed.store(k + 1, std::memory_order_release); });
+      YieldCore yield(yields);
+      produce({}, [&](int k) { publish([&] { computed.store(k + 1, std::memory_order_release); }); });
     } catch (...) {
-      failed.store(true);
+      publish([&] { failed.store(true); });
       progress_->finish();
       throw;
     }
@@ -295,6 +373,7 @@ class Step {
       }
 #pragma omp section
       try {
+        ob::nvtx_name_thread("phase3 comm thread");
         comm(computed, failed);
       } catch (...) {
         failure[1] = std::current_exception();
@@ -324,6 +403,26 @@ class Step {
 };
 
 }  // namespace
+
+bool compute_can_yield() {
+#ifdef __linux__
+  static const bool can = [] {
+    bool back = false;
+    std::thread probe([&] {
+      int policy = SCHED_OTHER;
+      sched_param param{}, idle{};
+      back = pthread_getschedparam(pthread_self(), &policy, &param) == 0 &&
+             pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle) == 0 &&
+             pthread_setschedparam(pthread_self(), policy, &param) == 0;
+    });
+    probe.join();
+    return back;
+  }();
+  return can;
+#else
+  return false;
+#endif
+}
 
 int rank_cores() {
 #ifdef __linux__
@@ -379,8 +478,9 @@ ModeRun run_mode(ob::Mode mode, Backend& backend, const Config& config, MPI_Comm
   std::unique_ptr<ProgressWorker> progress;
   if (mode == ob::Mode::kProgress) {
     progress = std::make_unique<ProgressWorker>(config.compute_threads() < rank_cores(), ob::local_rank(comm),
-                                                config.backoff_us);
+                                                config.compute_threads());
   }
+  backend.run_back_to_back(mode == ob::Mode::kProgress);
   const ob::LoopPlan plan{mode, config.common.warmup, config.common.iters, steps, comm};
   ob::LoopHooks hooks;
   hooks.prepare = [&](const ob::Iteration& it) {

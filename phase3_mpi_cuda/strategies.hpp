@@ -9,9 +9,11 @@
 //                request between chunks (and while a GPU chunk runs, or --probes times in a busy loop) to drive
 //                progress, then MPI_Test until all are done before the update.
 //  progress:     a progress thread (one for the mode's whole run) starts each chunk's MPI_Iallreduce as it is
-//                computed and drives them with MPI_Test, sleeping with back-off when nothing moves; it takes a core
-//                of its own where the rank has one spare (compute threads fewer than the cores of its affinity
-//                mask).
+//                computed and drives them with MPI_Test, polling while any is in flight and sleeping until the next
+//                chunk otherwise. It takes a core of its own where the rank has one spare (compute threads fewer
+//                than the cores of its affinity mask; the compute team keeps off it); on a shared core the compute
+//                thread runs at SCHED_IDLE meanwhile so progress comes first (compute_can_yield), and where it
+//                cannot, the progress thread backs off (sleeps of 1 us doubling to --backoff-us) while nothing moves.
 //  compute:      the step without communication. comm: the chunk all-reduces alone, on an integer pattern whose
 //                sum is checked exactly.
 #pragma once
@@ -46,6 +48,9 @@ struct ModeRun {
 // Runs `mode`; `steps` overrides warm-up + iterations (no timing kept) when positive.
 ModeRun run_mode(ob::Mode mode, Backend& backend, const Config& config, MPI_Comm comm,
                  ob::SteadyClock::time_point origin, bool check, int steps = 0);
+
+// True when a thread may drop to SCHED_IDLE and return to its policy (root, or an RLIMIT_NICE allowing nice 0).
+bool compute_can_yield();
 
 // The CPUs this rank may run on (its affinity mask).
 int rank_cores();

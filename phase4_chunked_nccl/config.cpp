@@ -29,8 +29,19 @@ void add_options(CLI::App& app, Config& config) {
       ->check(CLI::Range(1, 1 << 24));
   app.add_flag("--tf32,!--no-tf32", config.tf32, "GEMMs on TF32 tensor cores (default on)");
   app.add_option("--lr", config.lr, "SGD learning rate")->check(ob::finite_in(0, 1e6))->capture_default_str();
-  app.add_option("--mode", config.mode, "seq|overlap|compute|comm|all")
-      ->check(CLI::IsMember({"seq", "overlap", "compute", "comm", "all"}))
+  app.add_option("--mode", config.mode,
+                 "seq|overlap|compute|comm|all, or interference: instead of training, the interference map (a "
+                 "backward GEMM of the model's shape and the strategy's collective, alone and at once, per message "
+                 "size: the GEMM's slowdown and the collective's stretch)")
+      ->check(CLI::IsMember({"seq", "overlap", "compute", "comm", "all", "interference"}))
+      ->capture_default_str();
+  app.add_option("--interference-mb", config.interference_mb,
+                 "--mode interference: message sizes in MiB (default: 1, 2, 4, ... up to the gradient)")
+      ->delimiter(',')
+      ->check(ob::finite_in(1e-3, 1e6));
+  app.add_option("--interference-window-ms", config.interference_window_ms,
+                 "--mode interference: how long each loop runs alone (the covering loop 3 times as long)")
+      ->check(ob::finite_in(0.1, 10000))
       ->capture_default_str();
   app.add_option("--comm-priority", config.comm_priority, "Priority of the communication stream: normal|high")
       ->check(CLI::IsMember({"normal", "high"}))
@@ -201,6 +212,19 @@ void validate(const CLI::App& app, const Config& config) {
               "measures a calibration: not with --calibration FILE");
   ob::require(1.0 * config.batch * config.hidden < 2147483647.0, "--batch", std::to_string(config.batch),
               "batch * hidden must stay below 2^31");
+  const bool map = config.mode == "interference";
+  ob::require(map || config.interference_mb.empty(), "--interference-mb",
+              config.interference_mb.empty() ? "" : ob::format_number(config.interference_mb.front()),
+              "needs --mode interference");
+  ob::require(map || app.count("--interference-window-ms") == 0, "--interference-window-ms",
+              ob::format_number(config.interference_window_ms), "needs --mode interference");
+  for (const double mb : config.interference_mb) {
+    ob::require(mb <= config.grad_mb(), "--interference-mb", ob::format_number(mb),
+                "at most the gradient (" + ob::format_number(config.grad_mb()) + " MiB: --layers x --hidden^2 fp32)");
+  }
+  ob::require(!map || !(config.common.check || config.calibrate || config.plan_mode == "auto"), "--mode", config.mode,
+              "the interference map times loops of one GEMM and one collective: not with --check, --calibrate or "
+              "--plan auto");
   for (const auto& point : config.sweep_points()) {
     // NCCL rejects minCTAs without maxCTAs (seen with 2.28: "invalid argument").
     const std::string min_ctas = std::to_string(point.nccl_min_ctas);
@@ -224,6 +248,14 @@ void validate(const CLI::App& app, const Config& config) {
                 "--nccl-cta-policy", point.nccl_cta_policy,
                 "--sync " + sync.name + " needs CTA policy " + sync.cta_policy);
   }
+}
+
+std::vector<double> Config::interference_sizes() const {
+  if (!interference_mb.empty()) return interference_mb;
+  std::vector<double> sizes;
+  for (double mb = 1; mb <= grad_mb(); mb *= 2) sizes.push_back(mb);
+  if (sizes.empty()) sizes.push_back(grad_mb());
+  return sizes;
 }
 
 std::vector<ob::Mode> Config::modes() const {

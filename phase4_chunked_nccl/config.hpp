@@ -50,6 +50,8 @@ struct Config {
   bool calibrate = false;     // measure the calibration first (written beside the summary)
   std::vector<std::uint64_t> plan_ends;  // --plan auto, once chosen: the buckets' end elements
   std::string sweep;  // NAME=V1,V2,...: one of sweep_names()
+  std::vector<double> interference_mb;  // --mode interference: the message sizes (MiB; empty: 1, 2, 4, ... to the gradient)
+  double interference_window_ms = 20;   // --mode interference: each loop's length alone
 
   std::vector<ob::Mode> modes() const;  // in the one run order (ob::in_run_order)
   BucketPlan plan() const;
@@ -65,6 +67,7 @@ struct Config {
   bool sharded() const;  // --sync names a sharded strategy
   std::vector<std::string> planned_syncs() const;  // --plan-syncs, or --sync alone
   bool needs_calibration() const;                  // --plan auto, --calibrate or --calibration at some point
+  std::vector<double> interference_sizes() const;  // --interference-mb, or powers of 2 from 1 MiB to the gradient
   // What the communicator is made with; a strategy that needs a CTA policy (ce: zero) sets it.
   NcclSettings nccl_settings() const;
 };

@@ -234,4 +234,20 @@ void sum_slices(const float* in, std::size_t stride, int slices, float* out, std
   CUDA_CHECK_LAUNCH();
 }
 
+namespace {
+__global__ void sleep_kernel(unsigned long long ns) {
+  unsigned long long start = 0, now = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    __nanosleep(1000);
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+}  // namespace
+
+void gpu_sleep(double ms, cudaStream_t s) {
+  sleep_kernel<<<1, 1, 0, s>>>(static_cast<unsigned long long>(ms * 1e6));
+  CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace phase4

@@ -50,5 +50,8 @@ void sum_rows(float* out, const float* in, const RowSlices& shape, cudaStream_t 
 void sgd_rows(float* w, const float* g, float scale, const RowSlices& shape, cudaStream_t stream);
 // Order-independent 64-bit fingerprint of the bits of x (added into *out, zeroed by the caller).
 void fingerprint(const float* x, std::size_t n, unsigned long long* out, cudaStream_t stream);
+// One thread that waits `ms` of GPU time (the global timer) and ends: streams that wait on an event after it start
+// at the same instant, whatever the host needed to queue their work meanwhile.
+void gpu_sleep(double ms, cudaStream_t stream);
 
 }  // namespace phase4

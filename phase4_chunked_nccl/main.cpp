@@ -134,8 +134,9 @@ int main(int argc, char** argv) {
       }
       std::cout << "# phase4_chunked_nccl: " << mpi->size() << " rank(s), MLP H=" << config.hidden << " L="
                 << config.layers << " B=" << config.batch << " per rank, " << (config.tf32 ? "TF32" : "fp32")
-                << " GEMMs, median of " << config.common.iters << " steps, slowest rank (CUDA events)\n";
-      std::cout << ob::render_summary(rows, phase4::console_columns()) << ob::outputs_line(paths, failure.empty())
+                << " GEMMs, median of " << config.common.iters
+                << (config.mode == "interference" ? " passes" : " steps") << ", slowest rank (CUDA events)\n";
+      std::cout << ob::render_summary(rows, phase4::console_columns(config)) << ob::outputs_line(paths, failure.empty())
                 << "\n";
       if (result.measured && failure.empty()) std::cout << "# calibration: " << paths.calibration_json << "\n";
       if (power && failure.empty()) std::cout << "# power: " << paths.power_csv << " (" << samples.size() << " samples)\n";

@@ -1,7 +1,9 @@
 #include <cmath>
+#include <string>
 #include <utility>
 
 #include "common/cuda/cublas_gemm.hpp"
+#include "common/nvtx.hpp"
 #include "phase4_chunked_nccl/kernels.cuh"
 #include "phase4_chunked_nccl/model.hpp"
 
@@ -40,6 +42,7 @@ void Mlp::forward(int micro, cudaStream_t stream, const LayerHook& before, const
   micro_ = static_cast<std::size_t>(micro);
   const std::size_t act = batch_elements();
   for (int l = 1; l <= layers_; ++l) {
+    ob::NvtxRange range("forward layer " + std::to_string(l));
     if (before) before(l);
     ob::cublas_gemm(cublas_, config_.tf32, {batch_, hidden_, hidden_}, activation(l - 1), slot(weights_, layers_ - l),
                     activation(l), stream);
@@ -53,6 +56,7 @@ void Mlp::forward(int micro, cudaStream_t stream, const LayerHook& before, const
 
 void Mlp::backward_step(int step, bool accumulate, cudaStream_t stream) {
   const int l = layers_ - step;
+  ob::NvtxRange range("backward layer " + std::to_string(l));
   ob::cublas_gemm(cublas_, config_.tf32, {hidden_, hidden_, batch_, true, false}, activation(l - 1), dz_.get(),
                   slot(grads_, step), stream, accumulate ? 1.0f : 0.0f);
   if (l == 1) return;

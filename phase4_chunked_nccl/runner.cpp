@@ -143,9 +143,42 @@ double bound_from(const Config& config, const BucketPlan& plan, const ModeRun& c
   return ob::sharded_bound_ms(step, t_comp, t_comm);
 }
 
+// --mode interference: a row per message size, the slowest rank's medians over the passes (METRICS.md, "The
+// interference map"). time_ms is the GEMM's time inside the collective loop.
+PointResult interference_point(const Config& config, Trainer& trainer, const ob::SummaryRow& base, MPI_Comm comm,
+                               std::ostream* progress) {
+  int ranks = 1;
+  MPI_CHECK(MPI_Comm_size(comm, &ranks));
+  PointResult result;
+  for (const double mb : config.interference_sizes()) {
+    if (progress) *progress << "phase4: " << config.point_label() << ": interference at " << mb << " MiB" << std::endl;
+    const auto elements = static_cast<std::uint64_t>(std::llround(mb * (1 << 20) / sizeof(float)));
+    const Interference map = trainer.interference(std::max<std::uint64_t>(elements, 1),
+                                                  config.interference_window_ms, config.common.iters);
+    ob::SummaryRow row = base;
+    row.mode = ob::Mode::kInterference;
+    row.config("msg_mb", sizeof(float) * static_cast<double>(map.elements) / (1 << 20));
+    row.set_times(ob::max_across_ranks(map.gemm_overlap_ms, comm));
+    const double gemm = ob::slowest_median(map.gemm_ms, comm), gemm_overlap = row.time_ms.p50;
+    const double alone = ob::slowest_median(map.comm_ms, comm), stretched = ob::slowest_median(map.comm_overlap_ms, comm);
+    const double algbw = ob::algbw_GBps(trainer.wire_bytes(map.elements), alone);
+    row.set("gemm_ms", gemm).set("gemm_overlap_ms", gemm_overlap).set("compute_slowdown", gemm_overlap / gemm - 1)
+        .set("comm_ms", alone).set("comm_overlap_ms", stretched).set("comm_stretch", stretched / alone)
+        .set("algbw_GBps", algbw).set("busbw_GBps", ob::allreduce_busbw_GBps(algbw, ranks))
+        .set("covered", ob::total_across_ranks(map.covered ? 0 : 1, comm) == 0);
+    result.rows.push_back(row);
+  }
+  return result;
+}
+
 }  // namespace
 
-std::vector<ob::ConsoleColumn> console_columns() {
+std::vector<ob::ConsoleColumn> console_columns(const Config& config) {
+  if (config.mode == "interference") {
+    return {{"msg", "MiB", "msg_mb"},       {"gemm alone", "ms", "gemm_ms"},    {"slowdown", "", "compute_slowdown"},
+            {"comm alone", "ms", "comm_ms"}, {"stretch", "x", "comm_stretch"}, {"busbw", "GB/s", "busbw_GBps"},
+            {"covered", "", "covered"}};
+  }
   return {{"buckets", "", "buckets"},     {"speedup", "x", "speedup"},          {"efficiency", "", "overlap_efficiency"},
           {"hidden", "%", "overlap_pct"}, {"slowdown", "", "compute_slowdown"}, {"busbw", "GB/s", "busbw_GBps"},
           {"predicted", "ms", "predicted_ms"}, {"#wrong", "", "wrong"}};
@@ -174,6 +207,7 @@ PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob:
       .config("accum_steps", config.accum_steps).config("graph", config.graph).config("sync", config.sync)
       .config("gemm_sm_margin", config.gemm_sm_margin).config("prefetch", config.prefetch)
       .config("plan", config.plan_mode).config("clock", "cuda_event");
+  if (config.mode == "interference") return interference_point(config, trainer, base, comm, progress);
   const StrategyCalibration* calibrated = calibration ? calibration->strategy(config.sync) : nullptr;
 
   ob::SummaryRow equivalence;

@@ -32,6 +32,7 @@ constexpr double kStrategyTolerance = 1e-6;
 PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob::SteadyClock::time_point origin,
                       std::ostream* progress, const Calibration* calibration = nullptr);
 
-std::vector<ob::ConsoleColumn> console_columns();
+// The console's columns: the training modes', or the interference map's.
+std::vector<ob::ConsoleColumn> console_columns(const Config& config);
 
 }  // namespace phase4

@@ -208,7 +208,8 @@ SweepResult run_sweep(const std::vector<Config>& points, int rank, int ranks, MP
     }
     auto point_result = run_point(point, trainer, comm, origin, progress, calibration);
     result.rows.insert(result.rows.end(), point_result.rows.begin(), point_result.rows.end());
-    if (points.size() == 1) result.events = std::move(point_result.events);
+    if (points.size() > 1) ob::label_point(point_result.events, point.point_label());  // a process group each
+    result.events.insert(result.events.end(), point_result.events.begin(), point_result.events.end());
     if (result.failure.empty() && !point_result.failure.empty()) {
       result.failure = point.point_label() + ": " + point_result.failure;
     }

@@ -2,10 +2,12 @@
 #include <cmath>
 #include <functional>
 
+#include "common/cuda/cublas_gemm.hpp"
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/event_timer.hpp"
 #include "common/iteration.hpp"
 #include "common/mpi_check.hpp"
+#include "common/nvtx.hpp"
 #include "common/watchdog.hpp"
 #include "phase4_chunked_nccl/kernels.cuh"
 #include "phase4_chunked_nccl/trainer.hpp"
@@ -99,6 +101,8 @@ Trainer::Trainer(const Config& config, int rank, int ranks, ncclComm_t nccl, MPI
   CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   compute_ = ob::make_stream();
   comm_stream_ = ob::make_stream(config.comm_priority == "high" ? greatest : least);
+  ob::name_stream(compute_, "phase4 compute");
+  ob::name_stream(comm_stream_, "phase4 comm");
   handoff_ = ob::make_sync_event();
   comm_done_ = ob::make_sync_event();
   cublas_ = ob::make_cublas();
@@ -167,6 +171,7 @@ void Trainer::step(ob::Mode mode, const BucketPlan& plan, StepMarks* m) {
   // after_step() and finish() (ce: the slice sums, on the compute stream).
   auto communicate = [&](std::size_t from, std::size_t to, bool whole) {
     for (std::size_t b = from; b < to; ++b) {
+      ob::NvtxRange range("bucket " + std::to_string(b) + " " + config_.sync);
       m->bucket_begin[b] = m->mark(comm_stream_);
       if (m->log) m->enqueue_begin[b] = ob::SteadyClock::now();
       if (whole) {
@@ -184,6 +189,7 @@ void Trainer::step(ob::Mode mode, const BucketPlan& plan, StepMarks* m) {
   };
   const bool gathers = sync_->sharded() && mode != ob::Mode::kCompute;
   auto gather = [&](int layer) {  // forward layer `layer`'s weights from every rank's slices, on the comm stream
+    ob::NvtxRange range("gather layer " + std::to_string(layer));
     m->gather_begin[layer - 1] = m->mark(comm_stream_);
     sync_->gather(layer, model_->weights(), comm_stream_);
     m->gather_end[layer - 1] = m->mark(comm_stream_);
@@ -246,12 +252,81 @@ void Trainer::step(ob::Mode mode, const BucketPlan& plan, StepMarks* m) {
   }
   if (mode == ob::Mode::kSeq || mode == ob::Mode::kOverlap) hand_over(comm_stream_, comm_done_, compute_);
   m->update_start = m->mark(compute_);
+  ob::NvtxRange range("update");
   if (gathers && mode == ob::Mode::kOverlap) {
     sync_->defer_update(update_scale());  // into the next step's forward
   } else {
     update(compute_);
   }
   m->end = m->mark(compute_);
+}
+
+Interference Trainer::interference(std::uint64_t elements, double window_ms, int passes) {
+  Interference result;
+  BucketPlan one;
+  one.elements = model_->elements();
+  one.buckets = {{0, std::min(elements, one.elements), 0}};
+  const Bucket bucket = sync_->adapt(one).buckets.front();
+  result.elements = bucket.size();
+  // The GEMM's operands (uniform values, never zeros) and the bucket's data (the comm mode's rank pattern; summed in
+  // place pass after pass its values grow, which does not change what a sum costs).
+  const int h = config_.hidden, b = config_.batch;
+  ob::DeviceBuffer<float> a(static_cast<std::size_t>(b) * h), dz(a.size()), dw(static_cast<std::size_t>(h) * h);
+  fill_uniform(a.get(), a.size(), config_.common.seed + 11u, 1.0f, compute_);
+  fill_uniform(dz.get(), dz.size(), config_.common.seed + 12u, 1.0f, compute_);
+  fill_rank_pattern(sync_->gradient(), model_->elements(), config_.common.seed, rank_, comm_stream_);
+  sync_->bucket_ready(bucket, comm_stream_);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const auto gemm = [&] {
+    ob::cublas_gemm(cublas_, config_.tf32, {h, h, b, true, false}, a.get(), dz.get(), dw.get(), compute_);
+  };
+  const auto collective = [&] { sync_->synchronise(bucket, comm_stream_); };
+  // One pass: `gemms` GEMMs and `comms` collectives released together after the host has queued them all (the
+  // gate sleeps 1 ms and twice as long as queueing them took per operation in the latest pass, the same on every
+  // rank: the slowest's); ms per GEMM and per collective, and whether the GEMM loop ended first.
+  struct Pass {
+    double gemm_ms = 0, comm_ms = 0;
+    bool gemm_first = false;
+  };
+  ob::EventLog log;
+  double gemm_queue_ms = 0.05, comm_queue_ms = 0.05;  // host time to queue one, the latest pass's (the first: a guess)
+  const auto pass = [&](int gemms, int comms) {
+    double gate_ms = 2 * (gemms * gemm_queue_ms + comms * comm_queue_ms) + 1;
+    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &gate_ms, 1, MPI_DOUBLE, MPI_MAX, comm_));
+    log.clear();
+    gpu_sleep(gate_ms, compute_);
+    const int gate = log.record(compute_);
+    CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, log.event(gate), 0));
+    const auto start = ob::SteadyClock::now();
+    for (int i = 0; i < gemms; ++i) gemm();
+    const int gemm_end = log.record(compute_);
+    const auto between = ob::SteadyClock::now();
+    for (int i = 0; i < comms; ++i) collective();
+    const int comm_end = log.record(comm_stream_);
+    const auto end = ob::SteadyClock::now();
+    if (gemms > 0) gemm_queue_ms = std::max(0.002, ob::micros_since(start, between) / 1000.0 / gemms);
+    if (comms > 0) comm_queue_ms = std::max(0.002, ob::micros_since(between, end) / 1000.0 / comms);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return Pass{gemms > 0 ? log.ms_between(gate, gemm_end) / gemms : 0.0,
+                comms > 0 ? log.ms_between(gate, comm_end) / comms : 0.0, log.ms_between(gemm_end, comm_end) >= 0};
+  };
+  const auto count = [&](double per_op_ms, double factor) {
+    return static_cast<int>(std::clamp(std::ceil(factor * window_ms / std::max(per_op_ms, 1e-3)), 3.0, 100000.0));
+  };
+  // A first look at each alone sizes the loops (after a warm-up of clocks, NCCL's connections, cuBLAS's choice).
+  pass(3, 0);
+  pass(0, 3);
+  const double gemm_guess = pass(3, 0).gemm_ms, comm_guess = pass(0, 3).comm_ms;
+  for (int p = 0; p < passes; ++p) {
+    result.gemm_ms.push_back(pass(count(gemm_guess, 1), 0).gemm_ms);
+    result.comm_ms.push_back(pass(0, count(comm_guess, 1)).comm_ms);
+    const Pass inside_comm = pass(count(gemm_guess, 1), count(comm_guess, 3));
+    result.gemm_overlap_ms.push_back(inside_comm.gemm_ms);
+    const Pass inside_gemm = pass(count(gemm_guess, 3), count(comm_guess, 1));
+    result.comm_overlap_ms.push_back(inside_gemm.comm_ms);
+    result.covered = result.covered && inside_comm.gemm_first && !inside_gemm.gemm_first;
+  }
+  return result;
 }
 
 double Trainer::comm_gradient_error(const BucketPlan& plan) {

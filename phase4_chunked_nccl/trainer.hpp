@@ -60,6 +60,18 @@ struct ModeRun {
   double timed_s = 0;                           // host time of the timed iterations (the barriers between included)
 };
 
+// The interference map at one message size (--interference; METRICS.md, "The interference map"): a backward GEMM of
+// the model's shape (dW = aᵀ·dz, hidden x hidden x batch) in a loop on the compute stream, the strategy's collective
+// of one bucket in a loop on the comm stream, each alone, then both at once twice: the GEMM loop inside a
+// collective loop three times as long (the GEMM's slowdown), and the other way round (the collective's stretch).
+// Both loops of a pass start at one GPU instant (gpu_sleep). Times are per operation, one value per pass.
+struct Interference {
+  std::uint64_t elements = 0;  // the collective's elements (its bucket as the strategy runs it)
+  std::vector<double> gemm_ms, comm_ms;                  // alone
+  std::vector<double> gemm_overlap_ms, comm_overlap_ms;  // inside the other loop
+  bool covered = true;  // every loop meant to run inside the other did end first
+};
+
 // Timed iterations shorter than this in all get no energy figure: the energy counter's steps would dominate it.
 constexpr double kShortestEnergyWindowS = 0.5;
 
@@ -88,8 +100,13 @@ class Trainer {
   // fp32 ncclAllReduce. Leaves the weights one compute step further (reset them afterwards).
   double comm_gradient_error(const BucketPlan& plan);
 
+  // The interference map's passes at a message of `elements` (at most the gradient's), each loop `window_ms` long
+  // alone (the covering loop 3 times as long).
+  Interference interference(std::uint64_t elements, double window_ms, int passes);
+
   // The synchronised gradient's bytes on the wire, for the bandwidth columns.
-  double wire_bytes() const { return sync_->wire_bytes(model_->elements()); }
+  double wire_bytes() const { return wire_bytes(model_->elements()); }
+  double wire_bytes(std::uint64_t elements) const { return sync_->wire_bytes(elements); }
   bool sharded() const { return sync_->sharded(); }
 
   ncclComm_t comm() const { return nccl_; }

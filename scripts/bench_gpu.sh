@@ -16,7 +16,11 @@
 #         of which path ran), phase4-sm-margin (--gemm-sm-margin with and without a CTA cap), phase4-sharded
 #         (sharded and sharded-ce on the six configurations with --check, and over bucket sizes and prefetch
 #         depths on 4096,16,512), planner (on the six configurations: --calibrate, --plan auto against eight
-#         fixed plans with predicted_ms, the what-if of 4096,16,512 and DDP at its recommended cap), ddp (PyTorch DDP, expert over four bucket caps and default settings, and FSDP2,
+#         fixed plans with predicted_ms, the what-if of 4096,16,512 and DDP at its recommended cap), interference
+#         (the interference map of 4096,16,512 and 2048,24,1024: every all-reduce strategy, and nccl over CTA caps,
+#         1 MiB to the gradient), phase3-osu (phase 3 on the host's spare cores, 8 per rank, ring MPI_Iallreduce:
+#         busy and real compute, every strategy), nvtx (an Nsight Systems capture of phase 4 on 2 GPUs, or ncu's
+#         NVTX ranges per kernel where nsys is missing, with the range list), ddp (PyTorch DDP, expert over four bucket caps and default settings, and FSDP2,
 #         on the six configurations), sanitize (compute-sanitizer
 #         memcheck and racecheck on phase 1's kernels and on phase 4 with one rank). Default: all parts.
 #   --out DIR  results folder (default results/runs/<host>-gpu-<date-time>)
@@ -35,7 +39,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 all_parts=(test phase1 phase3 phase4 phase4-sweeps phase4-knobs phase4-bf16 phase4-policy phase4-more phase4-sync
-           phase4-sync-buckets phase4-sync-comm phase4-sm-margin phase4-sharded planner ddp sanitize)
+           phase4-sync-buckets phase4-sync-comm phase4-sm-margin phase4-sharded planner interference phase3-osu nvtx ddp
+           sanitize)
 [ "${#parts[@]}" -gt 0 ] || parts=("${all_parts[@]}")
 for p in "${parts[@]}"; do
   case " ${all_parts[*]} " in
@@ -252,6 +257,34 @@ for part in "${parts[@]}"; do
       cap=$(sed -n 's/.*bucket_cap_mb: \([0-9.]*\).*/\1/p' "$out/planner-what-if.log")
       run planner-ddp python3 -m torch.distributed.run --nproc_per_node "$gpus" "$OB_ROOT/scripts/bench_ddp.py" \
         --configs 4096,16,512 --bucket-mb 25 "${cap:-25}" --csv "$out/planner-ddp.csv"
+      ;;
+    interference)
+      for c in 4096,16,512 2048,24,1024; do
+        IFS=, read -r h l b <<<"$c"
+        run "interference-sync-$h-$l-$b" "${mpi[@]}" -np "$gpus" "$p4" --mode interference --hidden "$h" \
+          --layers "$l" --batch "$b" --iters 3 --sweep sync=nccl,nccl-sym,ce --csv "$out/interference-sync-$h-$l-$b.csv"
+        run "interference-ctas-$h-$l-$b" "${mpi[@]}" -np "$gpus" "$p4" --mode interference --hidden "$h" \
+          --layers "$l" --batch "$b" --iters 3 --sweep nccl-max-ctas=1,2,4,8,16,32 \
+          --csv "$out/interference-ctas-$h-$l-$b.csv"
+      done
+      ;;
+    phase3-osu)  # 2 ranks of 8 cores each; --threads 7: 6 compute threads, a spare core for the progress thread
+      spare=(mpirun --map-by slot:PE=8 --bind-to core -x OMPI_MCA_coll_libnbc_iallreduce_algorithm=1 -np 2 "$p3")
+      run phase3-busy-spare-ring "${spare[@]}" --compute busy --threads 2 --grad-mb 1,4,16 --chunks 16 --iters 30 \
+        --check --csv "$out/phase3-busy-spare-ring.csv"
+      run phase3-cpu-spare-gemm-ring "${spare[@]}" --device cpu --threads 7 --batch auto --in 1024 --grad-mb 4,16 \
+        --chunks 16 --iters 20 --check --csv "$out/phase3-cpu-spare-gemm-ring.csv"
+      ;;
+    nvtx)  # what Nsight shows: phase 4's NVTX ranges (per mode, layer, bucket) on 2 GPUs
+      capture=(--hidden 4096 --layers 16 --batch 512 --iters 3 --warmup 1 --mode overlap)
+      if command -v nsys >/dev/null; then
+        run nvtx-nsys nsys profile --trace cuda,nvtx --force-overwrite true -o "$out/nvtx-phase4" \
+          "${mpi[@]}" -np "$gpus" "$p4" "${capture[@]}" --csv "$out/nvtx-phase4.csv"
+        run nvtx-ranges nsys stats --report nvtx_sum --format csv --output "$out/nvtx-ranges" "$out/nvtx-phase4.nsys-rep"
+      else  # one rank: ncu serialises kernels; each kernel printed with the NVTX ranges it ran in
+        run nvtx-ncu ncu --nvtx --launch-count 60 --metrics gpu__time_duration.sum "$p4" "${capture[@]}" \
+          --csv "$out/nvtx-phase4.csv"
+      fi
       ;;
     ddp)
       ddp=(python3 -m torch.distributed.run --nproc_per_node "$gpus" "$OB_ROOT/scripts/bench_ddp.py")

@@ -176,13 +176,20 @@ def concat_summaries(frames):
 
 
 def load_timeline(path):
-    """A timeline CSV with its required columns checked; adds duration_us (never negative)."""
+    """A timeline CSV with its required columns checked; adds duration_us (never negative). `point` names the sweep
+    point of each event ("" outside a sweep, and in files written before sweeps kept their events)."""
     frame = _load(path, TIMELINE_COLUMNS, "timeline")
+    frame["point"] = frame["point"].fillna("").astype(str) if "point" in frame.columns else ""
     frame["duration_us"] = frame["end_us"] - frame["start_us"]
     backwards = frame.index[frame["duration_us"] < 0]
     if len(backwards):
         raise UsageError(f"{path}: row {backwards[0] + 1}: end_us is before start_us")
     return frame
+
+
+def timeline_points(frame):
+    """The sweep points of a timeline in the order they ran ([""] outside a sweep)."""
+    return list(dict.fromkeys(frame.sort_values("start_us")["point"])) if len(frame) else [""]
 
 
 def load_power(path):

@@ -2,7 +2,9 @@
 """Gantt chart of a timeline CSV: one row per rank x lane, bars coloured by task (the same colour per task in every
 chart), each bucket or chunk outlined so that adjacent ones show their boundary, iteration boundaries marked.
 
-Usage: plot_gantt.py TIMELINE.csv -o gantt.png [--iter 0,1] [--ranks 0,1] [--lanes overlap]
+Usage: plot_gantt.py TIMELINE.csv -o gantt.png [--iter 0,1] [--ranks 0,1] [--lanes overlap] [--point bucket_mb=25]
+
+A sweep's timeline holds every point's events: one point is drawn, the first unless --point names another.
 """
 
 import matplotlib.pyplot as plt
@@ -10,8 +12,13 @@ import matplotlib.pyplot as plt
 import ob_csv
 
 
-def select(frame, iters, ranks, lanes):
-    """The events to draw: the chosen iterations, ranks and lanes (substring match)."""
+def select(frame, iters, ranks, lanes, point=None):
+    """The events to draw: one sweep point (`point`, else the first), the chosen iterations, ranks and lanes
+    (substring match)."""
+    points = ob_csv.timeline_points(frame)
+    if point is not None and point not in points:
+        raise ob_csv.UsageError(f"--point '{point}' is not in this timeline (it has: {', '.join(points)})")
+    frame = frame[frame["point"] == (points[0] if point is None else point)]
     if iters:
         frame = frame[frame["iter"].isin(iters)]
     if ranks:
@@ -58,11 +65,14 @@ def main():
     parser.add_argument("--iter", default="", help="iterations to draw, e.g. 0,1 (default: all)")
     parser.add_argument("--ranks", default="", help="ranks to draw (default: all)")
     parser.add_argument("--lanes", default="", help="lanes containing any of these words, e.g. seq,overlap")
+    parser.add_argument("--point", default=None, help="the sweep point to draw, as the timeline's point column "
+                        "names it, e.g. bucket_mb=25 (default: the first)")
     args = parser.parse_args()
     frame = select(ob_csv.load_timeline(args.timeline), parse_ints(args.iter), parse_ints(args.ranks),
-                   [x for x in args.lanes.split(",") if x])
+                   [x for x in args.lanes.split(",") if x], args.point)
     hardware = ob_csv.hardware_line(ob_csv.timeline_metadata(args.timeline))
-    plot(frame, args.output, f"{args.timeline}" + (f"\n{hardware}" if hardware else ""))
+    point = frame["point"].iloc[0]
+    plot(frame, args.output, f"{args.timeline}" + (f" ({point})" if point else "") + (f"\n{hardware}" if hardware else ""))
     return 0
 
 

@@ -14,12 +14,15 @@ import pandas as pd
 import ob_csv
 import plot_chunks
 import plot_gantt
+import plot_interference
 import plot_power
 import plot_scaling
 import plot_summary
 
 TABLE_COLUMNS = ["mode", "time_ms_p50", "time_ms_p95", "speedup", "overlap_efficiency", "overlap_pct",
                  "compute_slowdown", "busbw_GBps", "wrong", "gflops"]
+INTERFERENCE_COLUMNS = ["msg_mb", "gemm_ms", "gemm_overlap_ms", "compute_slowdown", "comm_ms", "comm_overlap_ms",
+                        "comm_stretch", "busbw_GBps", "covered"]
 
 
 def markdown_table(frame, columns):
@@ -47,12 +50,18 @@ def summary_section(path, figures):
         lines += [f"`{ob_csv.markdown(' '.join(map(str, command)))}`", "",
                   ob_csv.markdown(f"commit {info.get('commit')}, {info.get('date_utc')}, host {info.get('host')}, "
                                   f"{gpu}, {info.get('ranks')} rank(s)"), ""]
-    columns = ob_csv.config_columns(frame)
+    is_map = (frame["mode"] == "interference").any()
+    columns = [c for c in ob_csv.config_columns(frame) if not (is_map and c == "msg_mb")]
     for config, part in frame.groupby(columns, sort=False, dropna=False) if columns else [("", frame)]:
         label = ob_csv.config_label(part.iloc[0], columns)
         if label:
             lines += [f"**{ob_csv.markdown(label)}**", ""]
-        lines += [markdown_table(part, TABLE_COLUMNS + (["kernel", "variant"] if "variant" in part else [])), ""]
+        table = INTERFERENCE_COLUMNS if is_map else TABLE_COLUMNS + (["kernel", "variant"] if "variant" in part else [])
+        lines += [markdown_table(part, table), ""]
+    if is_map:  # the interference map: its own figure, no bars
+        figure = figures / f"{path.stem}.interference.png"
+        plot_interference.plot(frame, figure, ob_csv.hardware_line(info))
+        return lines + [f"![{figure.name}](figures/{figure.name})", ""]
     bars = figures / f"{path.stem}.bars.png"
     try:
         drawn = plot_summary.bars(frame)
@@ -72,6 +81,11 @@ def summary_section(path, figures):
 def timeline_section(path, figures):
     frame = ob_csv.load_timeline(path)
     lines = [f"## {ob_csv.markdown(path.stem)}", ""]
+    points = ob_csv.timeline_points(frame)
+    if len(points) > 1:  # a sweep: its first point is drawn
+        lines += [f"A sweep of {len(points)} points; drawn: {ob_csv.markdown(points[0])} "
+                  f"(`plot_gantt.py --point` draws another).", ""]
+        frame = frame[frame["point"] == points[0]]
     first = [int(i) for i in sorted(frame["iter"].unique())[:2]]
     # One chart per mode (lanes are "<mode>:<lane>"): the sequential run and each overlapped strategy.
     modes = list(dict.fromkeys(lane.split(":")[0] for lane in frame["lane"]))
@@ -79,8 +93,9 @@ def timeline_section(path, figures):
         part = frame[frame["lane"].str.startswith(mode + ":")]
         gantt = figures / f"{path.stem}.gantt-{mode}.png"
         hardware = ob_csv.hardware_line(ob_csv.timeline_metadata(path))
+        where = f" ({points[0]})" if points[0] else ""
         plot_gantt.plot(plot_gantt.select(part, first, [], []), gantt,
-                        f"{path.stem}: {mode}, iterations {first}" + (f"\n{hardware}" if hardware else ""))
+                        f"{path.stem}{where}: {mode}, iterations {first}" + (f"\n{hardware}" if hardware else ""))
         lines += [f"![{gantt.name}](figures/{gantt.name})", ""]
     if (frame["chunk"] >= 0).any():
         chunks = figures / f"{path.stem}.chunks.png"
@@ -127,6 +142,9 @@ def check_summary(path):
     frame = ob_csv.load_summary(path)
     ob_csv.read_metadata(path)
     try:
+        if (frame["mode"] == "interference").any():
+            plot_interference.rows(frame)
+            return
         plot_summary.bars(frame)
     except ob_csv.UsageError as error:
         raise ob_csv.UsageError(f"{path}: {error}") from None
@@ -143,7 +161,7 @@ def write_report(directory):
     if not any(kinds.values()):
         raise ob_csv.UsageError(f"{directory}: no overlap-bench CSV (summary or timeline) in it")
     loaders = {"summary": check_summary, "power": ob_csv.load_power,
-               # A sweep writes its timeline header only: nothing to draw, nothing to check.
+               # A timeline with its header only (a sweep before sweeps kept their events): nothing to draw.
                "timeline": lambda path: len(path.read_text().splitlines()) > 1 and ob_csv.load_timeline(path)}
     for path, kind in kinds.items():  # every CSV checked before anything is written
         if kind:

@@ -1,5 +1,7 @@
 #include "common/cuda/event_timer.hpp"
 
+#include <nvtx3/nvToolsExtCudaRt.h>
+
 #include "common/cuda/cuda_check.hpp"
 
 namespace ob {
@@ -39,5 +41,7 @@ float ms_between(cudaEvent_t from, cudaEvent_t to) {
   CUDA_CHECK(cudaEventElapsedTime(&ms, from, to));
   return ms;
 }
+
+void name_stream(cudaStream_t stream, const char* name) { nvtxNameCudaStreamA(stream, name); }
 
 }  // namespace ob

@@ -1,10 +1,9 @@
 // GPU timing with CUDA events recorded on the stream that ran the work. An EventLog keeps every event of a run and
 // converts them to milliseconds after one origin event, so per-kernel durations and timeline positions come from
-// the same clock. NvtxRange marks the same regions for Nsight.
+// the same clock. name_stream labels a stream for Nsight (NVTX ranges: common/nvtx.hpp).
 #pragma once
 
 #include <cuda_runtime_api.h>
-#include <nvtx3/nvToolsExt.h>
 
 #include <vector>
 
@@ -41,12 +40,7 @@ class EventLog {
 // Milliseconds from `from` to `to`, two completed events (of any log).
 float ms_between(cudaEvent_t from, cudaEvent_t to);
 
-class NvtxRange {
- public:
-  explicit NvtxRange(const char* name) { nvtxRangePushA(name); }
-  ~NvtxRange() { nvtxRangePop(); }
-  NvtxRange(const NvtxRange&) = delete;
-  NvtxRange& operator=(const NvtxRange&) = delete;
-};
+// Names `stream` in Nsight's timeline ("phase4 compute", "phase4 comm").
+void name_stream(cudaStream_t stream, const char* name);
 
 }  // namespace ob

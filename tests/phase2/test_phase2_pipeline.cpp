@@ -49,7 +49,7 @@ TEST(Phase2Synthetic, OneChunkCannotOverlap) {
   const auto result = phase2::run(synthetic(1, 20, 10), nullptr);
   const double ratio = p50_of(result, "overlap") / p50_of(result, "seq");
   EXPECT_GT(ratio, 0.9);
-  EXPECT_LT(ratio, 1.3);
+  EXPECT_LT(ratio, 1.6);  // a hand-off to the comm thread can wait for a core on a loaded 2-core machine
   EXPECT_DOUBLE_EQ(p50_of(result, "bound"), 30.0);
 }
 

@@ -83,6 +83,38 @@ def test_busy_compute_sweeps_gradient_sizes_and_checks_every_all_reduce(phase3, 
                               rows.loc["comm", "time_ms_p50"])
             assert rows.loc[mode, "overlap_pct"] == pytest.approx(min(100, max(0, expected)), abs=1e-6)
     assert (summary["kernel"] == "busy_loop").all() and (summary["probes"] == 3).all()
+    # Every size's events are kept, each size a sweep point: a process group of its own in the trace.
+    timeline = pd.read_csv(tmp_path / "busy.timeline.csv")
+    assert list(dict.fromkeys(timeline.sort_values("start_us")["point"])) == ["grad_mb=0.25", "grad_mb=1"]
+    trace = json.loads((tmp_path / "busy.timeline.trace.json").read_text())
+    processes = {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"}
+    assert processes == {f"grad_mb={mb} · rank {r}" for mb in ("0.25", "1") for r in (0, 1)}
+
+
+def test_progress_on_a_shared_core_comes_first_and_the_busy_clock_keeps_running(phase3, tmp_path):
+    """No spare core (compute threads as many as the cores): the compute thread yields the core (SCHED_IDLE) to the
+    progress thread where it may (root here), and the busy loop's chunks stay due on one clock, as
+    osu_iallreduce's single loop does."""
+    csv = tmp_path / "p.csv"
+    threads = len(os.sched_getaffinity(0)) + 1  # compute threads = --threads - 1: every core
+    result = mpirun(phase3, 2, "--compute", "busy", "--busy-us", "200", "--grad-mb", "1", "--in", "256",
+                    "--chunks", "4", "--strategy", "progress", "--threads", threads, "--iters", "5", "--warmup", "1",
+                    "--check", "--csv", csv, "--timeline", tmp_path / "p.timeline.csv")
+    assert result.returncode == 0, result.stderr
+    summary = pd.read_csv(csv)
+    core = set(summary["progress_core"].dropna())
+    assert len(core) == 1 and core <= ({"shared-first"} if os.geteuid() == 0 else {"shared-first", "shared"})
+    timeline = pd.read_csv(tmp_path / "p.timeline.csv")
+    chunks = timeline[(timeline["lane"] == "progress:compute") & (timeline["name"] == "dW")]
+    for _, step in chunks.groupby(["rank", "iter"]):
+        step = step.sort_values("chunk")
+        first = step["start_us"].iloc[0]
+        # Chunk k is due 200 us after chunk k - 1 was, counted from the first: never earlier (a 1 us clock margin).
+        due = first + 200 * (step["chunk"] + 1)
+        assert (step["end_us"] >= due - 1).all()
+    comm = timeline[timeline["lane"] == "progress:comm"].set_index(["rank", "iter", "chunk"])
+    ready = chunks.set_index(["rank", "iter", "chunk"])["end_us"]
+    assert (comm["start_us"] >= ready.loc[comm.index] - 1).all()  # an all-reduce starts once its chunk is computed
 
 
 def test_batch_auto_sizes_the_gemm_to_the_all_reduce(phase3, tmp_path):

@@ -7,6 +7,9 @@ import subprocess
 import sys
 
 import ob_csv
+import plot_gantt
+import plot_interference
+import report
 import pandas as pd
 import pytest
 
@@ -112,6 +115,54 @@ def test_gantt_and_chunks_on_hand_made_timelines(tmp_path, ranks, chunks):
         png_size(output)
 
 
+def test_gantt_of_a_sweep_draws_one_point_and_the_report_says_which(tmp_path):
+    timeline = tmp_path / "sweep.timeline.csv"
+    hand_timeline(timeline, 2, 4)
+    frame = pd.read_csv(timeline)
+    second = frame.assign(point="bucket_mb=64", start_us=frame["start_us"] + 1e6, end_us=frame["end_us"] + 1e6)
+    pd.concat([frame.assign(point="bucket_mb=25"), second]).to_csv(timeline, index=False)
+    loaded = ob_csv.load_timeline(timeline)
+    assert ob_csv.timeline_points(loaded) == ["bucket_mb=25", "bucket_mb=64"]
+    assert set(plot_gantt.select(loaded, [], [], [])["point"]) == {"bucket_mb=25"}  # the first by default
+    assert set(plot_gantt.select(loaded, [], [], [], "bucket_mb=64")["start_us"]) == set(second["start_us"])
+    assert script("plot_gantt.py", timeline, "--point", "bucket_mb=64", "-o", tmp_path / "g.png").returncode == 0
+    wrong = script("plot_gantt.py", timeline, "--point", "bucket_mb=1", "-o", tmp_path / "x.png")
+    assert wrong.returncode == 2 and "--point 'bucket_mb=1' is not in this timeline" in wrong.stderr
+    lines = report.timeline_section(timeline, tmp_path)
+    assert "A sweep of 2 points; drawn: bucket_mb=25 (`plot_gantt.py --point` draws another)." in lines
+
+
+def interference_csv(path):
+    """A hand-made --mode interference summary: two strategies, three sizes, one point not covered."""
+    rows = []
+    for sync, slowdown in (("nccl", 0.3), ("ce", 0.02)):
+        for mb in (1, 4, 16):
+            rows.append(dict(system="overlap-bench", phase="phase4", mode="interference", ranks=2, chunks=0, iters=3,
+                             time_ms_p50=1 + slowdown, time_ms_p95=1.1 + slowdown, time_ms_min=1, time_ms_max=2,
+                             hidden=4096, layers=16, batch=512, sync=sync, nccl_max_ctas=0, msg_mb=mb, gemm_ms=1.0,
+                             gemm_overlap_ms=1 + slowdown, compute_slowdown=slowdown, comm_ms=0.05 * mb,
+                             comm_overlap_ms=0.06 * mb, comm_stretch=1.2, busbw_GBps=200, covered=int(mb != 16)))
+    pd.DataFrame(rows).to_csv(path, index=False)
+
+
+def test_interference_map_figure_and_report(tmp_path):
+    summary = tmp_path / "map.csv"
+    interference_csv(summary)
+    labelled = plot_interference.rows(ob_csv.load_summary(summary))
+    assert list(labelled["line"].unique()) == ["nccl", "ce"]  # one line per strategy
+    result = script("plot_interference.py", summary, "-o", tmp_path / "map.png")
+    assert result.returncode == 0, result.stderr
+    width, height = png_size(tmp_path / "map.png")
+    assert width > height > 300
+    report_md = report.write_report(tmp_path).read_text()
+    assert "map.interference.png" in report_md and "| msg_mb | gemm_ms |" in report_md
+    assert "map.bars.png" not in report_md
+    other = tmp_path / "other.csv"
+    pd.read_csv(summary).assign(mode="overlap").to_csv(other, index=False)
+    result = script("plot_interference.py", other, "-o", tmp_path / "x.png")
+    assert result.returncode == 2 and "no interference rows" in result.stderr
+
+
 def test_one_event_timeline(tmp_path):
     timeline = tmp_path / "one.csv"
     pd.DataFrame([(0, "seq:thread 0", "compute", 0, -1, 0.0, 5.0)], columns=ob_csv.TIMELINE_COLUMNS).to_csv(
@@ -150,7 +201,7 @@ def test_summary_missing_column_and_report_of_nothing(tmp_path):
 def test_every_script_has_help():
     """Each --help runs, and its description is the docstring's first paragraph whole (not cut mid-sentence)."""
     for tool in ("plot_gantt.py", "plot_summary.py", "plot_scaling.py", "plot_chunks.py", "plot_power.py", "report.py",
-                 "bench_ddp.py"):
+                 "bench_ddp.py", "plot_interference.py"):
         result = script(tool, "--help")
         assert result.returncode == 0 and "usage:" in result.stdout, tool
         description = " ".join(result.stdout.split("\n\n")[1].split())

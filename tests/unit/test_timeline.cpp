@@ -17,9 +17,10 @@ std::vector<ob::TimelineEvent> sample_events() {
 
 TEST(Timeline, CsvColumnsAndRows) {
   const auto table = ob::timeline_csv(sample_events());
-  EXPECT_EQ(table.header(), (std::vector<std::string>{"rank", "lane", "name", "iter", "chunk", "start_us", "end_us"}));
+  EXPECT_EQ(table.header(),
+            (std::vector<std::string>{"rank", "lane", "name", "iter", "chunk", "start_us", "end_us", "point"}));
   ASSERT_EQ(table.rows().size(), 3u);
-  EXPECT_EQ(table.rows()[1], (std::vector<std::string>{"0", "comm", "allreduce", "0", "0", "10", "15"}));
+  EXPECT_EQ(table.rows()[1], (std::vector<std::string>{"0", "comm", "allreduce", "0", "0", "10", "15", ""}));
   EXPECT_EQ(table.rows()[2][5], "2.5");
 }
 
@@ -121,4 +122,38 @@ TEST(Timeline, RequestsInFlightAtOnceGetTracksOfTheirOwnAndFlowsLinkReadyToComm)
     }
   }
   EXPECT_EQ(counters, 2);
+}
+
+TEST(Timeline, SweepPointsAreProcessGroupsOfTheirOwnAndFlowsStayInsideOne) {
+  // Two sweep points of the same rank, lane and iteration: point b's comm starts after point a's compute ended, but
+  // its arrow must come from point b's compute.
+  std::vector<ob::TimelineEvent> a = {{0, "overlap:compute", "dW", 0, 0, 0.0, 10.0},
+                                      {0, "overlap:comm", "allreduce", 0, 0, 10.0, 20.0}};
+  std::vector<ob::TimelineEvent> b = {{0, "overlap:compute", "dW", 0, 0, 30.0, 35.0},
+                                      {0, "overlap:comm", "allreduce", 0, 0, 40.0, 50.0},
+                                      {1, "overlap:compute", "dW", 0, 0, 30.0, 36.0}};
+  ob::label_point(a, "bucket_mb=25");
+  ob::label_point(b, "bucket_mb=64");
+  auto events = a;
+  events.insert(events.end(), b.begin(), b.end());
+  EXPECT_EQ(ob::timeline_csv(events).rows()[2].back(), "bucket_mb=64");
+  const auto trace = nlohmann::json::parse(ob::chrome_trace(events, {{0, 0, 5.0, 300.0}}).dump());
+  std::map<int, std::string> processes;
+  std::map<int, nlohmann::json> starts, finishes;
+  std::map<double, int> pid_at;  // complete events by start time
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["name"] == "process_name") processes[e["pid"]] = e["args"]["name"];
+    if (e["ph"] == "X") pid_at[e["ts"].get<double>() + 0.1 * e["pid"].get<int>()] = e["pid"];
+    if (e["ph"] == "s") starts[e["id"]] = e;
+    if (e["ph"] == "f") finishes[e["id"]] = e;
+  }
+  std::set<std::string> names;
+  for (const auto& [pid, name] : processes) names.insert(name);
+  EXPECT_EQ(names, (std::set<std::string>{"bucket_mb=25 · rank 0", "bucket_mb=64 · rank 0", "bucket_mb=64 · rank 1",
+                                           "power · rank 0"}));
+  ASSERT_EQ(starts.size(), 2u);
+  EXPECT_NEAR(starts[1]["ts"].get<double>(), 35.0, 0.01);  // point b's own compute, not point a's
+  EXPECT_EQ(starts[1]["pid"], finishes[1]["pid"]);
+  EXPECT_NE(starts[0]["pid"], starts[1]["pid"]);
+  EXPECT_TRUE(tracks_nest(trace));
 }
