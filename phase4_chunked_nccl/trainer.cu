@@ -261,6 +261,9 @@ void Trainer::step(ob::Mode mode, const BucketPlan& plan, StepMarks* m) {
   m->end = m->mark(compute_);
 }
 
+// The GPU sleep that releases both loops of an interference pass at once, and gives the host a head start.
+constexpr double kInterferenceGateMs = 2;
+
 Interference Trainer::interference(std::uint64_t elements, double window_ms, int passes) {
   Interference result;
   BucketPlan one;
@@ -281,31 +284,32 @@ Interference Trainer::interference(std::uint64_t elements, double window_ms, int
     ob::cublas_gemm(cublas_, config_.tf32, {h, h, b, true, false}, a.get(), dz.get(), dw.get(), compute_);
   };
   const auto collective = [&] { sync_->synchronise(bucket, comm_stream_); };
-  // One pass: `gemms` GEMMs and `comms` collectives released together after the host has queued them all (the
-  // gate sleeps 1 ms and twice as long as queueing them took per operation in the latest pass, the same on every
-  // rank: the slowest's); ms per GEMM and per collective, and whether the GEMM loop ended first.
+  // One pass: `gemms` GEMMs and `comms` collectives released together by a gate (2 ms of GPU sleep on the compute
+  // stream, the comm stream waiting for its end) and queued interleaved, each loop in step with its share of the
+  // pass, so the host keeps both streams fed (a launch queue holds only so much: queueing one loop whole first
+  // would block the host and starve the other); ms per GEMM and per collective, and whether the GEMM loop ended
+  // first.
   struct Pass {
     double gemm_ms = 0, comm_ms = 0;
     bool gemm_first = false;
   };
   ob::EventLog log;
-  double gemm_queue_ms = 0.05, comm_queue_ms = 0.05;  // host time to queue one, the latest pass's (the first: a guess)
   const auto pass = [&](int gemms, int comms) {
-    double gate_ms = 2 * (gemms * gemm_queue_ms + comms * comm_queue_ms) + 1;
-    MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &gate_ms, 1, MPI_DOUBLE, MPI_MAX, comm_));
+    MPI_CHECK(MPI_Barrier(comm_));
     log.clear();
-    gpu_sleep(gate_ms, compute_);
+    gpu_sleep(kInterferenceGateMs, compute_);
     const int gate = log.record(compute_);
     CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, log.event(gate), 0));
-    const auto start = ob::SteadyClock::now();
-    for (int i = 0; i < gemms; ++i) gemm();
-    const int gemm_end = log.record(compute_);
-    const auto between = ob::SteadyClock::now();
-    for (int i = 0; i < comms; ++i) collective();
-    const int comm_end = log.record(comm_stream_);
-    const auto end = ob::SteadyClock::now();
-    if (gemms > 0) gemm_queue_ms = std::max(0.002, ob::micros_since(start, between) / 1000.0 / gemms);
-    if (comms > 0) comm_queue_ms = std::max(0.002, ob::micros_since(between, end) / 1000.0 / comms);
+    for (int g = 0, c = 0; g < gemms || c < comms;) {
+      if (c >= comms || (g < gemms && static_cast<double>(g) * comms <= static_cast<double>(c) * gemms)) {
+        gemm();
+        ++g;
+      } else {
+        collective();
+        ++c;
+      }
+    }
+    const int gemm_end = log.record(compute_), comm_end = log.record(comm_stream_);
     CUDA_CHECK(cudaDeviceSynchronize());
     return Pass{gemms > 0 ? log.ms_between(gate, gemm_end) / gemms : 0.0,
                 comms > 0 ? log.ms_between(gate, comm_end) / comms : 0.0, log.ms_between(gemm_end, comm_end) >= 0};
