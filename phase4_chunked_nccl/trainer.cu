@@ -320,7 +320,10 @@ Interference Trainer::interference(std::uint64_t elements, double window_ms, int
   // A first look at each alone sizes the loops (after a warm-up of clocks, NCCL's connections, cuBLAS's choice).
   pass(3, 0);
   pass(0, 3);
-  const double gemm_guess = pass(3, 0).gemm_ms, comm_guess = pass(0, 3).comm_ms;
+  // Every rank queues as many collectives (the slowest rank's guesses), or NCCL would wait for ever.
+  double guesses[2] = {pass(3, 0).gemm_ms, pass(0, 3).comm_ms};
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, guesses, 2, MPI_DOUBLE, MPI_MAX, comm_));
+  const double gemm_guess = guesses[0], comm_guess = guesses[1];
   for (int p = 0; p < passes; ++p) {
     result.gemm_ms.push_back(pass(count(gemm_guess, 1), 0).gemm_ms);
     result.comm_ms.push_back(pass(0, count(comm_guess, 1)).comm_ms);
