@@ -14,6 +14,11 @@ std::string format_number(double value, int digits = 9);
 
 class CsvTable {
  public:
+  // The table `text` holds (RFC 4180: quoted fields, doubled quotes, CRLF or LF line ends). Throws
+  // std::invalid_argument naming the line of a row whose field count differs from the header's, or of an
+  // unterminated quote.
+  static CsvTable parse(const std::string& text);
+
   explicit CsvTable(std::vector<std::string> header);
   // Throws std::invalid_argument unless the row has as many fields as the header.
   void add_row(std::vector<std::string> row);

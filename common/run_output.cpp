@@ -117,14 +117,7 @@ void write_run_outputs(const OutputPaths& paths, const std::string& phase, const
   // Text that is not UTF-8 (an argument) is written with replacement characters rather than failing the run.
   FileSet set;
   set.stage(paths.timeline_csv, timeline_csv(timeline).to_string());
-  std::vector<PowerPoint> samples;  // the power CSV's rows: rank, gpu, t_us, power_w
-  if (power) {
-    for (const auto& row : power->rows()) {
-      samples.push_back({std::stoi(row[0]), std::stoi(row[1]), std::stod(row[2]), std::stod(row[3])});
-    }
-  }
-  set.stage(paths.trace_json,
-            chrome_trace(timeline, samples).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  set.stage(paths.trace_json, trace_text(timeline, power ? power_from_csv(*power) : std::vector<PowerPoint>()));
   set.stage(paths.meta_json, meta.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   if (power) set.stage(paths.power_csv, power->to_string());
   for (const auto& [path, content] : extra) set.stage(path, content);

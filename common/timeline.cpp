@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <iterator>
 #include <map>
+#include <stdexcept>
 #include <tuple>
 #include <utility>
 
 #include "common/mpi_session.hpp"
+#include "common/options.hpp"
 
 namespace ob {
 
@@ -20,6 +22,62 @@ CsvTable timeline_csv(const std::vector<TimelineEvent>& events) {
                    format_number(e.start_us, 12), format_number(e.end_us, 12), e.point});
   }
   return table;
+}
+
+namespace {
+
+// Reads `table`'s columns by name: the index of `name` (-1 when `optional` and absent), and row values as numbers.
+class ColumnReader {
+ public:
+  explicit ColumnReader(const CsvTable& table) : table_(table) {}
+  int index(const std::string& name, bool optional = false) const {
+    const auto& header = table_.header();
+    const auto found = std::find(header.begin(), header.end(), name);
+    if (found == header.end()) {
+      if (optional) return -1;
+      throw std::invalid_argument("no column '" + name + "'");
+    }
+    return static_cast<int>(found - header.begin());
+  }
+  double number(std::size_t row, int column) const {
+    const auto value = parse_number(table_.rows()[row][column]);
+    if (!value) {
+      throw std::invalid_argument("row " + std::to_string(row + 2) + ", column '" + table_.header()[column] +
+                                  "': '" + table_.rows()[row][column] + "' is not a number");
+    }
+    return *value;
+  }
+
+ private:
+  const CsvTable& table_;
+};
+
+}  // namespace
+
+std::vector<TimelineEvent> timeline_from_csv(const CsvTable& table) {
+  const ColumnReader read(table);
+  const int rank = read.index("rank"), lane = read.index("lane"), name = read.index("name"), iter = read.index("iter"),
+            chunk = read.index("chunk"), start = read.index("start_us"), end = read.index("end_us"),
+            point = read.index("point", true);
+  std::vector<TimelineEvent> events;
+  for (std::size_t r = 0; r < table.rows().size(); ++r) {
+    const auto& row = table.rows()[r];
+    events.push_back({static_cast<int>(read.number(r, rank)), row[lane], row[name], static_cast<int>(read.number(r, iter)),
+                      static_cast<int>(read.number(r, chunk)), read.number(r, start), read.number(r, end),
+                      point < 0 ? std::string() : row[point]});
+  }
+  return events;
+}
+
+std::vector<PowerPoint> power_from_csv(const CsvTable& table) {
+  const ColumnReader read(table);
+  const int rank = read.index("rank"), gpu = read.index("gpu"), t = read.index("t_us"), watts = read.index("power_w");
+  std::vector<PowerPoint> samples;
+  for (std::size_t r = 0; r < table.rows().size(); ++r) {
+    samples.push_back({static_cast<int>(read.number(r, rank)), static_cast<int>(read.number(r, gpu)),
+                       read.number(r, t), read.number(r, watts)});
+  }
+  return samples;
 }
 
 void label_point(std::vector<TimelineEvent>& events, const std::string& label) {
@@ -123,6 +181,10 @@ nlohmann::json chrome_trace(const std::vector<TimelineEvent>& events, const std:
                             {"args", {{"gpu " + std::to_string(point.gpu), point.watts}}}});
   }
   return json{{"traceEvents", trace_events}, {"displayTimeUnit", "ms"}};
+}
+
+std::string trace_text(const std::vector<TimelineEvent>& events, const std::vector<PowerPoint>& power) {
+  return chrome_trace(events, power).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::vector<TimelineEvent> gather_timeline(const std::vector<TimelineEvent>& local, MPI_Comm comm, int root) {

@@ -37,12 +37,21 @@ struct PowerPoint {
   double t_us = 0, watts = 0;
 };
 
+// The events and power samples of a timeline or power CSV as the binaries write them (the columns found by name;
+// `point` optional, for timelines written before it existed). Throws std::invalid_argument naming a missing column
+// or the row of a value that is not a number.
+std::vector<TimelineEvent> timeline_from_csv(const CsvTable& table);
+std::vector<PowerPoint> power_from_csv(const CsvTable& table);
+
 // Complete ("X") events, one process (pid) per rank, or per sweep point and rank ("bucket_mb=25 · rank 0"), one
 // track (tid) per lane, with process_name / thread_name metadata events; a
 // lane's events that overlap in time without nesting (requests in flight at once) go on extra tracks "<lane> #2",
 // ...; flow arrows ("ready") from the compute event that ended last before each "<mode>:comm" event to it; power
 // samples as a counter track per rank.
 nlohmann::json chrome_trace(const std::vector<TimelineEvent>& events, const std::vector<PowerPoint>& power = {});
+
+// chrome_trace() as the files hold it: compact JSON, text that is not UTF-8 replaced.
+std::string trace_text(const std::vector<TimelineEvent>& events, const std::vector<PowerPoint>& power = {});
 
 // Collects every rank's events on `root` (others get an empty vector).
 std::vector<TimelineEvent> gather_timeline(const std::vector<TimelineEvent>& local, MPI_Comm comm, int root = 0);

@@ -17,6 +17,10 @@ import ob_csv
 LINE_COLUMNS = [("sync", "{}"), ("nccl_max_ctas", "{:g} CTAs"), ("gemm_sm_margin", "margin {:g} SMs"),
                 ("comm_dtype", "{}"), ("comm_priority", "{} priority")]
 NEEDED = ["msg_mb", "compute_slowdown", "comm_stretch", "sync"]
+# A strategy's own line keeps its colour in every map; other lines (a CTA cap, a margin) take the next free one.
+SYNC_COLOURS = {"nccl": "#1f77b4", "nccl-sym": "#d62728", "ce": "#2ca02c", "sharded": "#9467bd",
+                "sharded-ce": "#8c564b"}
+OTHER_COLOURS = ["#ff7f0e", "#17becf", "#bcbd22", "#e377c2", "#7f7f7f", "#aec7e8", "#ffbb78", "#98df8a"]
 
 
 def rows(frame):
@@ -40,9 +44,10 @@ def rows(frame):
 def plot(frame, output, hardware=""):
     frame = rows(frame)
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    others = iter(OTHER_COLOURS * 4)
     for line, part in frame.groupby("line", sort=False):
         part = part.sort_values("msg_mb")
-        colour = ob_csv.colour(line, {})
+        colour = SYNC_COLOURS.get(line) or next(others)
         covered = part["covered"].astype(bool) if "covered" in part else [True] * len(part)
         for ax, y in ((left, 100 * part["compute_slowdown"]), (right, part["comm_stretch"])):
             ax.plot(part["msg_mb"], y, color=colour, marker="o", label=line)

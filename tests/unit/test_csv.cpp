@@ -155,3 +155,27 @@ TEST_F(AtomicFileTest, ACommittedSetReplacesEveryFile) {
   EXPECT_EQ(read_all(b), "new b");
   EXPECT_EQ(files_in_dir(), 2u);
 }
+
+TEST(CsvParse, ReadsBackWhatToStringWrites) {
+  ob::CsvTable table({"a", "b,c", "d"});
+  table.add_row({"1", "x \"quoted\", and, commas", "two\r\nlines"});
+  table.add_row({"", "2.5", "-"});
+  const auto back = ob::CsvTable::parse(table.to_string());
+  EXPECT_EQ(back.header(), table.header());
+  EXPECT_EQ(back.rows(), table.rows());
+  // LF line ends and no final line end read the same.
+  const auto lf = ob::CsvTable::parse("a,b\n1,2\n3,4");
+  ASSERT_EQ(lf.rows().size(), 2u);
+  EXPECT_EQ(lf.rows()[1], (std::vector<std::string>{"3", "4"}));
+}
+
+TEST(CsvParse, RefusesRaggedRowsAndOpenQuotesNamingTheLine) {
+  try {
+    ob::CsvTable::parse("a,b\n1,2\n3\n");
+    FAIL() << "a short row was read";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_STREQ(error.what(), "line 3: 1 fields, the header has 2");
+  }
+  EXPECT_THROW(ob::CsvTable::parse("a,b\n1,\"open\n"), std::invalid_argument);
+  EXPECT_THROW(ob::CsvTable::parse(""), std::invalid_argument);
+}

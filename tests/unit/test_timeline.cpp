@@ -157,3 +157,27 @@ TEST(Timeline, SweepPointsAreProcessGroupsOfTheirOwnAndFlowsStayInsideOne) {
   EXPECT_NE(starts[0]["pid"], starts[1]["pid"]);
   EXPECT_TRUE(tracks_nest(trace));
 }
+
+TEST(Timeline, CsvReadsBackIntoTheSameEventsAndNamesAMissingColumn) {
+  auto events = sample_events();
+  events[1].lane = "comm, \"odd\" lane";
+  ob::label_point(events, "bucket-mb=25");
+  const auto back = ob::timeline_from_csv(ob::CsvTable::parse(ob::timeline_csv(events).to_string()));
+  ASSERT_EQ(back.size(), events.size());
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    EXPECT_EQ(back[i].lane, events[i].lane);
+    EXPECT_EQ(back[i].point, "bucket-mb=25");
+    EXPECT_DOUBLE_EQ(back[i].end_us, events[i].end_us);
+  }
+  // A timeline written before the point column reads with empty points.
+  const auto old = ob::timeline_from_csv(ob::CsvTable::parse("rank,lane,name,iter,chunk,start_us,end_us\n0,a,b,0,-1,1,2\n"));
+  ASSERT_EQ(old.size(), 1u);
+  EXPECT_EQ(old[0].point, "");
+  EXPECT_THROW(ob::timeline_from_csv(ob::CsvTable::parse("rank,lane\n0,a\n")), std::invalid_argument);
+  EXPECT_THROW(ob::timeline_from_csv(ob::CsvTable::parse("rank,lane,name,iter,chunk,start_us,end_us\n0,a,b,0,-1,x,2\n")),
+               std::invalid_argument);
+  const auto power = ob::power_from_csv(ob::CsvTable::parse("rank,gpu,t_us,power_w\n1,0,20000,450.5\n"));
+  ASSERT_EQ(power.size(), 1u);
+  EXPECT_EQ(power[0].rank, 1);
+  EXPECT_DOUBLE_EQ(power[0].watts, 450.5);
+}
