@@ -49,12 +49,17 @@ def build_dir():
     return path
 
 
+def built(build_dir, relative, what=None):
+    """The path of a file the build makes (`relative` to the build directory); the test skips where it is not."""
+    path = build_dir / relative
+    if not path.exists():
+        pytest.skip(f"{what or path.name} is not built")
+    return path
+
+
 @pytest.fixture(scope="session")
 def phase2(build_dir):
-    binary = build_dir / "phase2_omp_overlap" / "phase2_omp_overlap"
-    if not binary.exists():
-        pytest.skip("phase2_omp_overlap is not built")
-    return binary
+    return built(build_dir, "phase2_omp_overlap/phase2_omp_overlap")
 
 
 @pytest.fixture(scope="session")

@@ -6,15 +6,14 @@ import subprocess
 
 import pytest
 
+from conftest import built
+
 MPI_ENV = dict(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_NUM_THREADS="2")
 
 
 @pytest.fixture(scope="module")
 def recorder(build_dir):
-    library = build_dir / "tests" / "libob_nvtx_recorder.so"
-    if not library.exists():
-        pytest.skip("no NVTX headers in this build (ob_nvtx_recorder not built)")
-    return library
+    return built(build_dir, "tests/libob_nvtx_recorder.so", "the NVTX recorder (no NVTX headers in this build)")
 
 
 def recorded(recorder, tmp_path, command, mpi=False):
@@ -57,17 +56,13 @@ def test_phase3_ranges_per_chunk_and_the_comm_and_progress_threads_named(phase3,
 
 
 def test_phase1_ranges_per_kernel(build_dir, recorder, tmp_path):
-    binary = build_dir / "phase1_cuda_baseline" / "phase1_cuda_baseline"
-    if not binary.exists():
-        pytest.skip("phase1_cuda_baseline is not built")
+    binary = built(build_dir, "phase1_cuda_baseline/phase1_cuda_baseline")
     pushed, _ = recorded(recorder, tmp_path, [binary, "--iters", "2", "--warmup", "1", "--csv", tmp_path / "p1.csv"])
     assert {"phase1 step", "forward", "loss_grad", "backward", "sgd"} <= pushed
 
 
 def test_phase4_ranges_per_layer_and_bucket(build_dir, recorder, tmp_path):
-    binary = build_dir / "phase4_chunked_nccl" / "phase4_chunked_nccl"
-    if not binary.exists():
-        pytest.skip("phase4_chunked_nccl is not built")
+    binary = built(build_dir, "phase4_chunked_nccl/phase4_chunked_nccl")
     pushed, _ = recorded(recorder, tmp_path, [binary, "--hidden", "256", "--layers", "4", "--batch", "64",
                                               "--chunks", "2", "--iters", "2", "--warmup", "1",
                                               "--csv", tmp_path / "p4.csv"])  # one rank: one GPU

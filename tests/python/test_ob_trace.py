@@ -6,15 +6,14 @@ import subprocess
 
 import pytest
 
+from conftest import built
+
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_NUM_THREADS="2")
 
 
 @pytest.fixture(scope="module")
 def ob_trace(build_dir):
-    binary = build_dir / "common" / "ob_trace"
-    if not binary.exists():
-        pytest.skip("ob_trace is not built")
-    return binary
+    return built(build_dir, "common/ob_trace")
 
 
 def run(*command, cwd=None):

@@ -9,7 +9,7 @@ import sys
 import pandas as pd
 import pytest
 
-from conftest import REPO
+from conftest import REPO, built
 
 MIB = 1 << 20
 
@@ -32,10 +32,7 @@ def calibration(tmp_path, **changes):
 
 @pytest.fixture(scope="session")
 def predictor(build_dir):
-    binary = build_dir / "phase4_chunked_nccl" / "phase4_predict"
-    if not binary.exists():
-        pytest.skip("phase4_predict is not built")
-    return binary
+    return built(build_dir, "phase4_chunked_nccl/phase4_predict")
 
 
 def predict(predictor, *args, cwd=None):
