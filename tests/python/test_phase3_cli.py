@@ -1,5 +1,6 @@
 """phase3_mpi_cuda under mpirun as a user runs it: outputs on rank 0, exit codes agreed by every rank."""
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -125,10 +126,13 @@ def test_batch_auto_sizes_the_gemm_to_the_all_reduce(phase3, tmp_path):
     assert "--batch auto: " in result.stderr
     rows = pd.read_csv(csv).set_index("mode")
     assert rows.loc["compute", "batch"] % 2 == 0 and rows.loc["compute", "batch"] >= 2
-    # The backward chunks (what the all-reduces hide behind) sized to within a factor of 3 of the all-reduce: a
-    # 2-core machine is noisy; the sizing aims at 10 %.
+    # The backward chunks (what the all-reduces hide behind) sized to within a factor of 3 of the all-reduce the
+    # sizing measured (it prints it): a 2-core machine is noisy (a rank descheduled mid all-reduce makes one take a
+    # scheduler slice), and the sizing aims at 10 %.
+    sized = re.search(r"--batch auto: \d+ rows: backward chunks [\d.e+-]+ ms, all-reduce ([\d.e+-]+) ms", result.stderr)
+    assert sized, result.stderr
     backward = 4 * rows.loc["compute", "chunk_compute_ms_p50"]
-    assert rows.loc["comm", "time_ms_p50"] / 3 < backward < 3 * rows.loc["comm", "time_ms_p50"]
+    assert float(sized.group(1)) / 3 < backward < 3 * float(sized.group(1))
 
 
 BAD = [["--chunks", "0"], ["--strategy", "fast"], ["--batch", "-1"], ["--device", "cpu", "--cuda-aware"],
