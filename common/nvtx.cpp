@@ -20,12 +20,10 @@ void nvtx_name_thread(const std::string& name) {
   (void)name;
 #endif
 }
-bool nvtx_compiled() { return true; }
 #else
 NvtxRange::NvtxRange(const char*) {}
 NvtxRange::~NvtxRange() {}
 void nvtx_name_thread(const std::string&) {}
-bool nvtx_compiled() { return false; }
 #endif
 
 }  // namespace ob

@@ -19,7 +19,4 @@ class NvtxRange {
 // Names the calling OS thread in the profiler's timeline ("phase3 progress", "phase2 thread 1").
 void nvtx_name_thread(const std::string& name);
 
-// True when the NVTX calls are compiled in.
-bool nvtx_compiled();
-
 }  // namespace ob

@@ -7,8 +7,6 @@
 #include "common/atomic_file.hpp"
 
 namespace ob {
-namespace {
-
 std::string stem_of(const std::string& path) {
   const std::string suffix = ".csv";
   if (path.size() > suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0) {
@@ -16,6 +14,8 @@ std::string stem_of(const std::string& path) {
   }
   return path;
 }
+
+namespace {
 
 bool is_valid_utf8(const std::string& text) {
   for (std::size_t i = 0; i < text.size();) {

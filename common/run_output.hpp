@@ -24,6 +24,9 @@ struct OutputPaths {
 
 // Checks user-given paths (UsageError if a directory is missing or read-only) and fills in the defaults.
 // Creates nothing.
+// `path` without its ".csv": the stem every file of a run is named from ("run.timeline.csv" -> "run.timeline").
+std::string stem_of(const std::string& path);
+
 OutputPaths resolve_output_paths(const std::string& phase, const CommonOptions& options);
 
 // The columns every summary ends with, from its metadata, so that merged tables keep where each row came from: the

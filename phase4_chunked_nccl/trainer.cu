@@ -263,6 +263,9 @@ void Trainer::step(ob::Mode mode, const BucketPlan& plan, StepMarks* m) {
 
 // The GPU sleep that releases both loops of an interference pass at once, and gives the host a head start.
 constexpr double kInterferenceGateMs = 2;
+// How many times its length alone a loop runs when it covers the other: a covered loop slowed down more than this
+// many times outlasts it (the row's `covered` is then 0).
+constexpr double kInterferenceCover = 3;
 
 Interference Trainer::interference(std::uint64_t elements, double window_ms, int passes) {
   Interference result;
@@ -327,9 +330,9 @@ Interference Trainer::interference(std::uint64_t elements, double window_ms, int
   for (int p = 0; p < passes; ++p) {
     result.gemm_ms.push_back(pass(count(gemm_guess, 1), 0).gemm_ms);
     result.comm_ms.push_back(pass(0, count(comm_guess, 1)).comm_ms);
-    const Pass inside_comm = pass(count(gemm_guess, 1), count(comm_guess, 3));
+    const Pass inside_comm = pass(count(gemm_guess, 1), count(comm_guess, kInterferenceCover));
     result.gemm_overlap_ms.push_back(inside_comm.gemm_ms);
-    const Pass inside_gemm = pass(count(gemm_guess, 3), count(comm_guess, 1));
+    const Pass inside_gemm = pass(count(gemm_guess, kInterferenceCover), count(comm_guess, 1));
     result.comm_overlap_ms.push_back(inside_gemm.comm_ms);
     result.covered = result.covered && inside_comm.gemm_first && !inside_gemm.gemm_first;
   }

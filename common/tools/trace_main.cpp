@@ -17,6 +17,7 @@
 #include "common/main_guard.hpp"
 #include "common/metadata.hpp"
 #include "common/options.hpp"
+#include "common/run_output.hpp"
 #include "common/timeline.hpp"
 
 namespace {
@@ -47,12 +48,7 @@ int main(int argc, char** argv) {
     app.add_option("-o,--output", output, "Where to write the trace (default: <timeline stem>.trace.json beside it)");
     app.set_version_flag("--version", ob::version_text(program), "Print the version, commit and build, then exit");
     if (auto code = ob::parse_options(app, argc, argv, true)) return *code;
-    if (output.empty()) {
-      const std::string csv = ".csv";
-      const bool has_suffix = timeline_path.size() > csv.size() &&
-                              timeline_path.compare(timeline_path.size() - csv.size(), csv.size(), csv) == 0;
-      output = (has_suffix ? timeline_path.substr(0, timeline_path.size() - csv.size()) : timeline_path) + ".trace.json";
-    }
+    if (output.empty()) output = ob::stem_of(timeline_path) + ".trace.json";  // where the binaries put it
     ob::require_writable_parent("--output", output);
     const auto events = read_csv("timeline", timeline_path, ob::timeline_from_csv);
     const auto power = power_path.empty() ? std::vector<ob::PowerPoint>()
