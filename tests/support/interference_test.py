@@ -45,9 +45,11 @@ def main():
         for column in ("gemm_ms", "gemm_overlap_ms", "comm_ms", "comm_overlap_ms", "busbw_GBps", "time_ms_p50"):
             assert (rows[column] > 0).all(), (column, rows[column])
         assert (rows["gemm_overlap_ms"] == rows["time_ms_p50"]).all()
+        # the CSV keeps 9 significant digits: the derived columns agree with their inputs to that precision
         slowdown = rows["gemm_overlap_ms"] / rows["gemm_ms"] - 1
-        assert ((rows["compute_slowdown"] - slowdown).abs() < 1e-9).all()
-        assert ((rows["comm_stretch"] - rows["comm_overlap_ms"] / rows["comm_ms"]).abs() < 1e-9).all()
+        assert ((rows["compute_slowdown"] - slowdown).abs() < 1e-6).all(), (rows["compute_slowdown"], slowdown)
+        stretch = rows["comm_overlap_ms"] / rows["comm_ms"]
+        assert ((rows["comm_stretch"] - stretch).abs() < 1e-6 * stretch).all(), (rows["comm_stretch"], stretch)
         assert rows["compute_slowdown"].between(-0.3, 10).all() and rows["comm_stretch"].between(0.5, 50).all()
         meta = json.loads((work / "map.meta.json").read_text())
         assert "msg_mb" in meta["config_columns"], meta["config_columns"]
