@@ -20,7 +20,7 @@ import plot_scaling
 import plot_summary
 
 TABLE_COLUMNS = ["mode", "time_ms_p50", "time_ms_p95", "speedup", "overlap_efficiency", "overlap_pct",
-                 "compute_slowdown", "busbw_GBps", "wrong", "gflops"]
+                 "compute_slowdown", "busbw_GBps", "wrong", "gflops", "predicted_ms", "prediction_error"]
 INTERFERENCE_COLUMNS = ["msg_mb", "gemm_ms", "gemm_overlap_ms", "compute_slowdown", "comm_ms", "comm_overlap_ms",
                         "comm_stretch", "busbw_GBps", "covered"]
 
@@ -41,6 +41,8 @@ def markdown_table(frame, columns):
 
 def summary_section(path, figures):
     frame = ob_csv.load_summary(path)
+    if "predicted_ms" in frame:  # the planner's rows: measured over predicted, less one
+        frame["prediction_error"] = frame["time_ms_p50"] / frame["predicted_ms"] - 1
     lines = [f"## {ob_csv.markdown(path.stem)}", ""]
     info = ob_csv.read_metadata(path)
     if info:

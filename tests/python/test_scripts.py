@@ -289,4 +289,10 @@ def test_figures_name_their_hardware_and_keep_colours(tmp_path):
     result = script("report.py", tmp_path)
     assert result.returncode == 0, result.stderr
     assert "![phase4-over-ddp.png](figures/phase4-over-ddp.png)" in (tmp_path / "report.md").read_text()
+    assert "prediction_error" not in (tmp_path / "report.md").read_text()  # no planner rows, no such column
+    # a planner's rows: predicted_ms beside the measured step, and their error (measured / predicted - 1)
+    planned = pd.read_csv(tmp_path / "phase4-a.csv").assign(predicted_ms=[None, None, None, 5.0])
+    planned.to_csv(tmp_path / "phase4-a.csv", index=False)
+    report_md = report.write_report(tmp_path).read_text()
+    assert "| predicted_ms | prediction_error |" in report_md and "| 5 | 0.2 |" in report_md
     assert png_size(tmp_path / "figures" / "phase4-over-ddp.png")[0] >= 600
