@@ -195,7 +195,7 @@ nlohmann::json Calibration::to_json() const {
           {"ranks", ranks},
           {"model",
            {{"hidden", hidden}, {"layers", layers}, {"batch", batch}, {"tf32", tf32}, {"comm_dtype", comm_dtype},
-            {"accum_steps", accum_steps}}},
+            {"accum_steps", accum_steps}, {"graph", graph}}},
           {"compute",
            {{"forward_ms", forward_ms}, {"update_ms", update_ms}, {"iteration_ms", iteration_ms},
             {"step_ms", step_ms}}},
@@ -219,6 +219,8 @@ Calibration Calibration::from_json(const nlohmann::json& json, const std::string
   c.tf32 = field<bool>(model, "tf32", "model.", source);
   c.comm_dtype = field<std::string>(model, "comm_dtype", "model.", source);
   c.accum_steps = field<int>(model, "accum_steps", "model.", source);
+  // Calibrations made before the graph flag was recorded were measured eagerly.
+  c.graph = model.contains("graph") ? field<bool>(model, "graph", "model.", source) : false;
   const auto compute = field<nlohmann::json>(json, "compute", "", source);
   c.forward_ms = field<double>(compute, "forward_ms", "compute.", source);
   c.update_ms = field<double>(compute, "update_ms", "compute.", source);
@@ -285,6 +287,7 @@ std::string Calibration::mismatch(const Calibration& other) const {
   if (tf32 != other.tf32) return differs("tf32", other.tf32, tf32);
   if (comm_dtype != other.comm_dtype) return differs("comm_dtype", other.comm_dtype, comm_dtype);
   if (accum_steps != other.accum_steps) return differs("accum_steps", other.accum_steps, accum_steps);
+  if (graph != other.graph) return differs("graph", other.graph, graph);
   if (ranks != other.ranks) return differs("the rank count", other.ranks, ranks);
   if (gpu != other.gpu) return differs("the GPU", other.gpu, gpu);
   if (commit != other.commit) return differs("the commit", other.commit, commit);
@@ -299,6 +302,7 @@ Calibration describe_run(const Config& config, int ranks, const std::string& gpu
   c.accum_steps = config.accum_steps;
   c.ranks = ranks;
   c.tf32 = config.tf32;
+  c.graph = config.graph;
   c.comm_dtype = config.comm_dtype;
   c.gpu = gpu;
   c.commit = ob::build_commit();

@@ -49,7 +49,7 @@ struct StrategyCalibration {
 struct Calibration {
   // What it was measured on: a calibration predicts only the same model on the same hardware, build and ranks.
   int hidden = 0, layers = 0, batch = 0, accum_steps = 1, ranks = 0;
-  bool tf32 = true;
+  bool tf32 = true, graph = false;  // graph: every step replayed from a CUDA graph (--graph)
   std::string comm_dtype = "fp32", gpu, commit, host, date_utc;
   // The compute-only run (slowest rank's medians).
   double forward_ms = 0, update_ms = 0, iteration_ms = 0;

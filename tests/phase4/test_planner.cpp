@@ -128,6 +128,9 @@ TEST(Planner, CalibrationFileRoundTripsAndNamesWhatIsWrong) {
   other.hidden = 1024;
   EXPECT_EQ(back.mismatch(other), "hidden is 1024 here but 512 in the calibration");
   other = c;
+  other.graph = true;  // replayed steps are not the eager steps the calibration timed
+  EXPECT_EQ(back.mismatch(other), "graph is true here but false in the calibration");
+  other = c;
   other.commit = "def456";
   EXPECT_EQ(back.mismatch(other), "the commit is \"def456\" here but \"abc123\" in the calibration");
 
@@ -141,6 +144,8 @@ TEST(Planner, CalibrationFileRoundTripsAndNamesWhatIsWrong) {
     }
   };
   auto json = c.to_json();
+  json["model"].erase("graph");  // a calibration made before the flag was recorded: eager
+  EXPECT_FALSE(phase4::Calibration::from_json(json, "cal.json").graph);
   json["strategies"][0].erase("gap_ms");  // a calibration made before gaps were measured: none
   EXPECT_EQ(phase4::Calibration::from_json(json, "cal.json").strategies[0].gap_ms, std::vector<double>(3, 0.0));
   json["strategies"][0]["gap_ms"] = nlohmann::json::array({0.0, -1.0, 0.0});
