@@ -59,8 +59,13 @@ struct Model {
   const StrategyCalibration& strategy;
   const CommTime& comm;
   double isolated_ms(double bytes) const { return comm ? comm(bytes) : strategy.comm_ms_at(bytes); }
-  double bucket_ms(double bytes) const {
-    return isolated_ms(bytes) * strategy.stretch_at(bytes) + strategy.gap_ms_at(bytes);
+  // A bucket's time in the overlapped step: its isolated time stretched as calibrated. The stretch is measured on
+  // the comm stream, which is the pipeline's throughput; a strategy whose buckets end on other streams (ce: the sum
+  // on the compute stream, the all-gather on its own) has a stretch below 1 there, but nothing follows the last
+  // bucket to hide its later stages behind: that one takes at least its isolated time.
+  double bucket_ms(double bytes, bool last) const {
+    const double stretch = strategy.stretch_at(bytes);
+    return isolated_ms(bytes) * (last ? std::max(1.0, stretch) : stretch) + strategy.gap_ms_at(bytes);
   }
 };
 
@@ -85,7 +90,7 @@ BucketPlan best_for_slowdown(const Model& model, double slowdown) {
     const double ready_j = ready[(end_of(j) - 1) / layer];
     for (std::size_t i = 0; i < j; ++i) {
       const double bytes = (end_of(j) - end_of(i)) * kBytesPerElement;
-      const double t = std::max(finish[i], ready_j) + model.bucket_ms(bytes);
+      const double t = std::max(finish[i], ready_j) + model.bucket_ms(bytes, j == n);
       const double slows = slowing[i] + model.isolated_ms(bytes) * model.strategy.slowdown_at(bytes);
       const double tie = 1e-9 * std::max(1.0, t);
       if (t < finish[j] - tie || (t <= finish[j] + tie && slows < slowing[j])) {
@@ -111,7 +116,7 @@ Prediction predict_with(const Model& model, const BucketPlan& plan) {
     const double isolated = model.isolated_ms(bytes);
     weighted += isolated * model.strategy.slowdown_at(bytes);
     total += isolated;
-    comm_ms.push_back(model.bucket_ms(bytes));
+    comm_ms.push_back(model.bucket_ms(bytes, &bucket == &plan.buckets.back()));
     ready.push_back(bucket.ready_after);
     prediction.extrapolated = prediction.extrapolated || bytes < low * (1 - 1e-9) || bytes > high * (1 + 1e-9);
   }

@@ -69,6 +69,12 @@ TEST(Planner, PredictionIsTheScheduleWithContention) {
   // Backward steps 1.1 ms from t = 1; buckets 0.5 ms * 1.2 + 0.01 ms = 0.61 ms: the first from 3.2 to 3.81, the
   // second from 5.4 to 6.01; then the update (0.5) and the iteration's overhead (0.25).
   EXPECT_NEAR(p.step_ms, 6.01 + 0.5 + 0.25, 1e-9);
+  // A stretch below 1 (ce: the comm stream holds only the all-to-alls) shortens the buckets another one follows;
+  // the last takes at least its isolated time: 0.5 * 0.5 + 0.01 ms from 3.2, then 0.5 + 0.01 ms from 5.4.
+  const auto piped = calibration(4, 1.0, 0.1, 0.5);
+  EXPECT_NEAR(phase4::predict(piped, piped.strategies[0], plan).step_ms, 5.91 + 0.5 + 0.25, 1e-9);
+  const auto one = phase4::plan_by_size(4, 512, 4, 4);  // one bucket after the backward: 1.1 ms isolated
+  EXPECT_NEAR(phase4::predict(piped, piped.strategies[0], one).step_ms, 5.4 + 0.9 + 0.01 + 0.5 + 0.25, 1e-9);
 }
 
 // Every plan whose boundaries fall on the programme's pieces, as end lists.
@@ -86,17 +92,20 @@ void every_plan(std::uint64_t pieces, std::uint64_t piece, const std::function<v
 TEST(Planner, ChoiceIsTheBestOfEveryPlan) {
   // Two layers cut into 8 pieces each: 2^15 plans. With a slowdown that does not depend on size, the programme is
   // exact: its prediction is the least of all.
-  for (double step : {0.2, 1.0, 3.0}) {
-    auto c = calibration(2, step, 0.15, 1.3);
-    ASSERT_EQ(phase4::pieces_per_layer(2), 8);
-    const auto choice = phase4::choose_plans(c).front();
-    phase4::validate_plan(choice.plan, 2, 512);
-    double best = std::numeric_limits<double>::infinity();
-    every_plan(16, 512 * 512 / 8, [&](std::vector<std::uint64_t> ends) {
-      best = std::min(best, phase4::predict(c, c.strategies[0], phase4::plan_from_ends(2, 512, ends)).step_ms);
-    });
-    EXPECT_NEAR(choice.prediction.step_ms, best, 1e-9) << "step " << step;
-    EXPECT_NEAR(phase4::predict(c, c.strategies[0], choice.plan).step_ms, choice.prediction.step_ms, 1e-12);
+  // 0.6: every bucket but the last shortened (the last-bucket rule must keep the programme exact).
+  for (double stretch : {1.3, 0.6}) {
+    for (double step : {0.2, 1.0, 3.0}) {
+      auto c = calibration(2, step, 0.15, stretch);
+      ASSERT_EQ(phase4::pieces_per_layer(2), 8);
+      const auto choice = phase4::choose_plans(c).front();
+      phase4::validate_plan(choice.plan, 2, 512);
+      double best = std::numeric_limits<double>::infinity();
+      every_plan(16, 512 * 512 / 8, [&](std::vector<std::uint64_t> ends) {
+        best = std::min(best, phase4::predict(c, c.strategies[0], phase4::plan_from_ends(2, 512, ends)).step_ms);
+      });
+      EXPECT_NEAR(choice.prediction.step_ms, best, 1e-9) << "step " << step << ", stretch " << stretch;
+      EXPECT_NEAR(phase4::predict(c, c.strategies[0], choice.plan).step_ms, choice.prediction.step_ms, 1e-12);
+    }
   }
 }
 
