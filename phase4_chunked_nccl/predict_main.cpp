@@ -79,6 +79,7 @@ int main(int argc, char** argv) {
     std::string calibration_path, csv, links_text = "ib400,eth100", ranks_text = "2,4,8,16,32,64,128,256,512,1024";
     std::string sync;
     int per_node = 8;
+    double bucket_mb = 0, first_bucket_mb = 1.0;
     app.add_option("--calibration", calibration_path, "A calibration written by phase4_chunked_nccl --calibrate")
         ->required();
     app.add_option("--ranks", ranks_text, "Rank counts, comma-separated (each >= 2)")->capture_default_str();
@@ -90,6 +91,12 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(1, 1024))
         ->capture_default_str();
     app.add_option("--sync", sync, "Predict this calibrated strategy only (default: the best at each point)");
+    auto* fixed = app.add_option("--bucket-mb", bucket_mb,
+                                 "Predict this plan instead of the best one: buckets of at most this many MiB, as "
+                                 "phase 4's --bucket-mb (to compare with a measured run of that plan)");
+    app.add_option("--first-bucket-mb", first_bucket_mb, "With --bucket-mb: the first bucket's cap, as phase 4's")
+        ->needs(fixed)
+        ->capture_default_str();
     app.add_option("--csv", csv, "Write the prediction here (default: stdout)");
     app.set_version_flag("--version", ob::version_text(program), "Print the version, commit and build, then exit");
     if (auto code = ob::parse_options(app, argc, argv, true)) return *code;
@@ -106,6 +113,10 @@ int main(int argc, char** argv) {
     for (const auto& item : ob::split_list(links_text)) links.push_back(parse_link(item));
     ob::require(!links.empty(), "--links", links_text, "ib400, eth100 or NAME:GBPS:LATENCY_US");
     if (!csv.empty()) ob::require_writable_parent("--csv", csv);
+    for (const auto& [name, value] : {std::pair{"--bucket-mb", bucket_mb}, {"--first-bucket-mb", first_bucket_mb}}) {
+      ob::require(!fixed->count() || (value > 0 && std::isfinite(value)), name, ob::format_number(value),
+                  "a size > 0 in MiB");
+    }
 
     std::ifstream file(calibration_path);
     ob::require(file.good(), "--calibration", calibration_path, "a readable calibration file");
@@ -145,7 +156,12 @@ int main(int argc, char** argv) {
         for (std::size_t k = 0; k < calibration.strategies.size(); ++k) {
           const auto& s = calibration.strategies[k];
           if (!syncs.empty() && s.sync != syncs[0]) continue;
-          kept.push_back(phase4::choose_plans(calibration, {s.sync}, comms[k]).front());
+          if (fixed->count()) {  // the given plan
+            const auto plan = phase4::plan_by_size(calibration.layers, calibration.hidden, bucket_mb, first_bucket_mb);
+            kept.push_back({s.sync, plan, phase4::predict(calibration, s, plan, comms[k])});
+          } else {
+            kept.push_back(phase4::choose_plans(calibration, {s.sync}, comms[k]).front());
+          }
         }
         for (const auto& choice : kept) {
           if (!best || choice.prediction.step_ms < best->prediction.step_ms) best = &choice;

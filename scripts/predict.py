@@ -5,6 +5,7 @@ the best bucket plan at each point; writes the CSV (phase4_predict computes it) 
 prediction with its inputs, and prints the PyTorch DDP bucket_cap_mb the model predicts best on the calibrated ranks.
 
 Usage: predict.py CALIBRATION.json --csv what-if.csv -o what-if.png [--links ib400,eth100] [--ranks 2,4,...]
+                  [--sync STRATEGY] [--bucket-mb CAP [--first-bucket-mb FIRST]]
 """
 
 import argparse
@@ -43,6 +44,10 @@ def predict(args):
     """Runs phase4_predict into the CSV; its own usage errors (a bad calibration) come back as ours."""
     command = [args.predictor, "--calibration", str(args.calibration), "--csv", str(args.csv), "--ranks", args.ranks,
                "--links", args.links, "--gpus-per-node", str(args.gpus_per_node)]
+    if args.sync:
+        command += ["--sync", args.sync]
+    if args.bucket_mb is not None:
+        command += ["--bucket-mb", str(args.bucket_mb), "--first-bucket-mb", str(args.first_bucket_mb)]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode == 2:
         raise ob_csv.UsageError(result.stderr.strip().split(": error: ", 1)[-1])
@@ -55,12 +60,12 @@ def predict(args):
     return frame
 
 
-def plot(frame, calibration, gpus_per_node, output):
+def plot(frame, calibration, gpus_per_node, output, plan="best plan"):
     model = calibration["model"]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for link, part in frame.groupby("link", sort=False):
         part = part.sort_values("ranks")
-        line, = axes[0].plot(part["ranks"], part["predicted_ms"], marker="o", label=f"{link}: best plan")
+        line, = axes[0].plot(part["ranks"], part["predicted_ms"], marker="o", label=f"{link}: {plan}")
         axes[0].plot(part["ranks"], part["ddp_predicted_ms"], ls="--", color=line.get_color(),
                      label=f"{link}: best DDP cap")
         extrapolated = part[part["extrapolated"] == 1]
@@ -73,7 +78,7 @@ def plot(frame, calibration, gpus_per_node, output):
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("predicted overlapped step (ms)")
     axes[0].legend(fontsize=8)
-    axes[1].set_ylabel("buckets in the best plan")
+    axes[1].set_ylabel(f"buckets in the {plan}")
     axes[1].legend(fontsize=8)
     fig.suptitle(f"PREDICTION, not a measurement: H={model['hidden']} L={model['layers']} B={model['batch']} per GPU, "
                  f"calibrated on {calibration['ranks']}x {calibration['gpu']} (commit {calibration['commit']})\n"
@@ -99,6 +104,11 @@ def main():
     parser.add_argument("--links", default="ib400,eth100",
                         help="networks between nodes: ib400, eth100 or NAME:GBPS:LATENCY_US (default: ib400,eth100)")
     parser.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (default: 8)")
+    parser.add_argument("--sync", help="predict this calibrated strategy only (default: the best at each point)")
+    parser.add_argument("--bucket-mb", type=float,
+                        help="predict this plan (buckets of at most this many MiB, as phase 4's) instead of the best")
+    parser.add_argument("--first-bucket-mb", type=float, default=1.0,
+                        help="with --bucket-mb: the first bucket's cap (default: 1, as phase 4's)")
     parser.add_argument("--predictor", help="the phase4_predict binary (default: on PATH, or in build/)")
     args = parser.parse_args()
     if not args.calibration.is_file():
@@ -108,10 +118,11 @@ def main():
     args.predictor = find_predictor(args.predictor)
     frame = predict(args)
     calibration = json.loads(args.calibration.read_text())
+    plan = "best plan" if args.bucket_mb is None else f"plan of {args.bucket_mb:g} MiB buckets"
     if args.output:
-        plot(frame, calibration, args.gpus_per_node, args.output)
+        plot(frame, calibration, args.gpus_per_node, args.output, plan)
     first = frame[frame["ranks"] == frame["ranks"].min()].iloc[0]
-    print(f"predict.py: {len(frame)} points in {args.csv}; at {first['ranks']} GPUs the best plan is "
+    print(f"predict.py: {len(frame)} points in {args.csv}; at {first['ranks']} GPUs the {plan} is "
           f"{first['buckets']} buckets ({first['sync']}), {first['predicted_ms']:.3f} ms predicted; recommended "
           f"PyTorch DDP bucket_cap_mb: {first['ddp_bucket_cap_mb']:g} ({first['ddp_predicted_ms']:.3f} ms predicted)")
     return 0

@@ -94,3 +94,26 @@ def test_not_json_exits_2(predictor, tmp_path):
     path.write_text("{ not json")
     result = predict(predictor, path, "--csv", tmp_path / "w.csv")
     assert result.returncode == 2 and "not JSON" in result.stderr, result.stderr
+
+
+def test_a_given_plan_is_predicted_not_chosen(predictor, tmp_path):
+    """--bucket-mb predicts that plan (to compare with a measured run of it): cut as phase 4 cuts it, never faster
+    than the best plan; a size that is not one exits 2 naming the option."""
+    cal = calibration(tmp_path)
+    best, fixed = tmp_path / "best.csv", tmp_path / "fixed.csv"
+    assert predict(predictor, cal, "--csv", best, "--ranks", "2,4,16").returncode == 0
+    result = predict(predictor, cal, "--csv", fixed, "--ranks", "2,4,16", "--sync", "nccl", "--bucket-mb", "4")
+    assert result.returncode == 0, result.stderr
+    assert "the plan of 4 MiB buckets is 5 buckets (nccl)" in result.stdout
+    given, chosen = pd.read_csv(fixed), pd.read_csv(best)
+    # 4 layers of 4 MiB, a 1 MiB first bucket and then 4 MiB ones: 1 + 4 + 4 + 4 + 3
+    assert (given["buckets"] == 5).all() and (given["first_bucket_mb"] == 1).all()
+    assert (given["largest_bucket_mb"] == 4).all()
+    assert (given["predicted_ms"].to_numpy() >= chosen["predicted_ms"].to_numpy() - 1e-9).all()
+    steps = given[given["link"] == "ib400"].sort_values("ranks")["predicted_ms"].tolist()
+    assert steps == sorted(steps) and steps[0] < steps[-1], steps
+    for args, words in ((["--bucket-mb", "0"], "--bucket-mb: '0' is invalid"),
+                        (["--bucket-mb", "4", "--first-bucket-mb", "-1"], "--first-bucket-mb: '-1' is invalid")):
+        bad = predict(predictor, cal, "--csv", tmp_path / "x.csv", *args)
+        assert bad.returncode == 2 and words in bad.stderr, bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1 and not (tmp_path / "x.csv").exists()
