@@ -16,7 +16,8 @@
 #         of which path ran), phase4-sm-margin (--gemm-sm-margin with and without a CTA cap), phase4-sharded
 #         (sharded and sharded-ce on the six configurations with --check, and over bucket sizes and prefetch
 #         depths on 4096,16,512), planner (on the six configurations: --calibrate, --plan auto against eight
-#         fixed plans with predicted_ms, the what-if of 4096,16,512 and DDP at its recommended cap), interference
+#         fixed plans with predicted_ms, the what-if of 4096,16,512 and DDP at its recommended cap; on more than 2
+#         GPUs also every step against the published 2 x H200 calibrations' prediction), interference
 #         (the interference map of 4096,16,512 and 2048,24,1024: every all-reduce strategy, and nccl over CTA caps,
 #         1 MiB to the gradient), phase3-osu (phase 3 on the host's spare cores, 8 per rank, ring MPI_Iallreduce:
 #         busy and real compute, every strategy), nvtx (an Nsight Systems capture of phase 4 on 2 GPUs, or ncu's
@@ -257,6 +258,14 @@ for part in "${parts[@]}"; do
       cap=$(sed -n 's/.*bucket_cap_mb: \([0-9.]*\).*/\1/p' "$out/planner-what-if.log")
       run planner-ddp python3 -m torch.distributed.run --nproc_per_node "$gpus" "$OB_ROOT/scripts/bench_ddp.py" \
         --configs 4096,16,512 --bucket-mb 25 "${cap:-25}" --csv "$out/planner-ddp.csv"
+      if [ "$gpus" -gt 2 ]; then  # these steps against what the published 2-GPU calibrations predict for them
+        measured=()
+        for c in "${configs[@]}"; do measured+=("$out/planner-${c//,/-}.csv"); done
+        run planner-check-2gpu python3 "$OB_ROOT/scripts/check_prediction.py" \
+          --calibrations "$OB_ROOT"/results/2xH200/planner/planner-*.calibration.json \
+          --predictor "$build/phase4_chunked_nccl/phase4_predict" --measured "${measured[@]}" \
+          --csv "$out/planner-check-2gpu.csv"
+      fi
       ;;
     interference)
       for c in 4096,16,512 2048,24,1024; do

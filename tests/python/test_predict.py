@@ -117,3 +117,36 @@ def test_a_given_plan_is_predicted_not_chosen(predictor, tmp_path):
         bad = predict(predictor, cal, "--csv", tmp_path / "x.csv", *args)
         assert bad.returncode == 2 and words in bad.stderr, bad.stderr
         assert len(bad.stderr.strip().splitlines()) == 1 and not (tmp_path / "x.csv").exists()
+
+
+def test_check_prediction_compares_measured_steps_with_the_calibrations_prediction(predictor, tmp_path):
+    """check_prediction.py: each overlapped row of a run on more ranks beside what the 2-rank calibration of its
+    model predicts for that rank count and plan (its caps, or the best plan for plan auto), and the error;
+    chunked plans are left out and said so; a model no calibration holds exits 2 naming it."""
+    cal = calibration(tmp_path)
+    base = dict(system="overlap-bench", phase="phase4", ranks=4, chunks=0, iters=20, time_ms_p95=9.0,
+                time_ms_min=5.0, time_ms_max=9.0, hidden=1024, layers=4, batch=256, first_bucket_mb=1.0)
+    rows = [dict(base, mode="compute", plan="caps", sync="nccl", bucket_mb=4.0, time_ms_p50=5.0),
+            dict(base, mode="overlap", plan="caps", sync="nccl", bucket_mb=4.0, time_ms_p50=7.0),
+            dict(base, mode="overlap", plan="auto", sync="nccl", bucket_mb=None, time_ms_p50=6.0),
+            dict(base, mode="overlap", plan="caps", sync="nccl", bucket_mb=None, chunks=4, time_ms_p50=6.5)]
+    measured = tmp_path / "run4.csv"
+    pd.DataFrame(rows).to_csv(measured, index=False)
+    out = tmp_path / "check.csv"
+    command = [sys.executable, str(REPO / "scripts" / "check_prediction.py"), "--calibrations", str(cal),
+               "--measured", str(measured), "--csv", str(out), "--predictor", str(predictor)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "2 rows in" in result.stdout and "1 rows of chunked plans left out" in result.stdout
+    table = pd.read_csv(out).set_index("plan")
+    given, best = tmp_path / "given.csv", tmp_path / "best.csv"
+    assert predict(predictor, cal, "--csv", given, "--ranks", "4", "--sync", "nccl", "--bucket-mb", "4").returncode == 0
+    assert predict(predictor, cal, "--csv", best, "--ranks", "4").returncode == 0
+    assert table.loc["caps", "predicted_ms"] == pytest.approx(pd.read_csv(given)["predicted_ms"][0])
+    assert table.loc["auto", "predicted_ms"] == pytest.approx(pd.read_csv(best)["predicted_ms"][0])
+    assert table.loc["caps", "error"] == pytest.approx(7.0 / table.loc["caps", "predicted_ms"] - 1)
+    assert (table["calibrated_ranks"] == 2).all() and (table["ranks"] == 4).all()
+    pd.DataFrame(rows).assign(hidden=512).to_csv(measured, index=False)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "no calibration of H=512 L=4 B=256" in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1

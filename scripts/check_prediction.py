@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""The planner's prediction checked against measured steps at another rank count: for every overlapped row of the
+given phase 4 summaries, the step that a calibration of the same model (made on fewer ranks, e.g. 2 GPUs) predicts
+for the row's rank count and plan (phase4_predict: the row's strategy and bucket caps, or the best plan for a
+--plan auto row), beside the measured step, and the error = measured / predicted - 1. Writes the table as CSV and
+prints it; exits 2, naming it, for a row whose model no calibration holds.
+
+Usage: check_prediction.py --calibrations A.calibration.json [B ...] --measured run.csv [...] --csv check.csv
+"""
+
+import json
+import math
+import pathlib
+import subprocess
+import tempfile
+
+import pandas as pd
+
+import ob_csv
+import predict
+
+COLUMNS = ["hidden", "layers", "batch", "graph", "ranks", "plan", "sync", "bucket_mb", "first_bucket_mb",
+           "measured_ms", "predicted_ms", "predicted_sync", "error", "calibrated_ranks", "calibration"]
+MODEL = ["hidden", "layers", "batch", "graph"]
+
+
+def calibrations_by_model(paths):
+    """(hidden, layers, batch, graph) -> calibration path; a calibration without `graph` was measured eagerly."""
+    found = {}
+    for path in paths:
+        try:
+            data = json.loads(pathlib.Path(path).read_text())
+            model = data["model"]
+            key = (int(model["hidden"]), int(model["layers"]), int(model["batch"]), bool(model.get("graph", False)))
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise ob_csv.UsageError(f"--calibrations: '{path}' is invalid: not a phase 4 calibration ({error})")
+        found[key] = pathlib.Path(path)
+    return found
+
+
+def predicted(predictor, calibration, row):
+    """phase4_predict's step for the row's rank count: its plan (strategy and caps), or the best for plan auto."""
+    with tempfile.TemporaryDirectory() as work:
+        csv = pathlib.Path(work) / "p.csv"
+        command = [predictor, "--calibration", str(calibration), "--ranks", str(int(row["ranks"])), "--links",
+                   "ib400", "--csv", str(csv)]
+        if row["plan"] != "auto":
+            command += ["--sync", row["sync"], "--bucket-mb", str(row["bucket_mb"]),
+                        "--first-bucket-mb", str(row["first_bucket_mb"])]
+        result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode == 2:
+            raise ob_csv.UsageError(result.stderr.strip().split(": error: ", 1)[-1])
+        if result.returncode != 0:
+            raise OSError(f"{predictor} exited {result.returncode}: {result.stderr.strip()}")
+        first = pd.read_csv(csv).iloc[0]
+        return float(first["predicted_ms"]), first["sync"]
+
+
+def overlap_rows(path):
+    frame = ob_csv.load_summary(path)
+    # Summaries from before --plan and --sync existed ran bucket caps on NCCL's all-reduce.
+    frame = frame.assign(**{c: frame[c] if c in frame else v for c, v in (("plan", "caps"), ("sync", "nccl"))})
+    needed = ["hidden", "layers", "batch", "bucket_mb", "first_bucket_mb"]
+    missing = [c for c in needed if c not in frame.columns]
+    if missing:
+        raise ob_csv.UsageError(f"{path}: not a phase 4 summary (no {', '.join(missing)} column)")
+    rows = frame[frame["mode"] == "overlap"].copy()
+    if rows.empty:
+        raise ob_csv.UsageError(f"{path}: no overlap rows")
+    rows["graph"] = rows["graph"].astype(bool) if "graph" in rows else False
+    return rows
+
+
+def check(calibrations, measured, predictor):
+    """The table, and how many rows were left out: plans cut into equal chunks (--chunks, plan=layer), which
+    phase4_predict does not take."""
+    by_model = calibrations_by_model(calibrations)
+    table, skipped = [], 0
+    for path in measured:
+        for _, row in overlap_rows(path).iterrows():
+            if row["plan"] != "auto" and not math.isfinite(float(row["bucket_mb"])):
+                skipped += 1
+                continue
+            key = (int(row["hidden"]), int(row["layers"]), int(row["batch"]), bool(row["graph"]))
+            if key not in by_model:
+                raise ob_csv.UsageError(f"{path}: no calibration of H={key[0]} L={key[1]} B={key[2]}"
+                                        f"{' --graph' if key[3] else ''} among --calibrations")
+            calibration = by_model[key]
+            ms, sync = predicted(predictor, calibration, row)
+            calibrated = json.loads(calibration.read_text())["ranks"]
+            table.append(dict(zip(COLUMNS, [*key, int(row["ranks"]), row["plan"], row["sync"], row["bucket_mb"],
+                                            row["first_bucket_mb"], row["time_ms_p50"], ms, sync,
+                                            row["time_ms_p50"] / ms - 1, calibrated, calibration.name])))
+    return pd.DataFrame(table, columns=COLUMNS), skipped
+
+
+def main():
+    parser = ob_csv.ArgumentParser(description=ob_csv.describe(__doc__))
+    parser.add_argument("--calibrations", nargs="+", required=True, help="calibration JSON files (phase4 --calibrate)")
+    parser.add_argument("--measured", nargs="+", required=True, type=pathlib.Path, help="phase 4 summary CSVs")
+    parser.add_argument("--csv", required=True, type=pathlib.Path, help="the table to write")
+    parser.add_argument("--predictor", help="the phase4_predict binary (default: on PATH, or in build/)")
+    args = parser.parse_args()
+    if not args.csv.parent.is_dir():
+        raise ob_csv.UsageError(f"--csv: '{args.csv}' is invalid: its directory must exist")
+    table, skipped = check(args.calibrations, args.measured, predict.find_predictor(args.predictor))
+    ob_csv.write_text_atomic(args.csv, table.to_csv(index=False))
+    shown = table[["hidden", "layers", "batch", "ranks", "plan", "sync", "bucket_mb", "measured_ms", "predicted_ms",
+                   "error"]]
+    print(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print(f"check_prediction.py: {len(table)} rows in {args.csv}; {int((table['error'].abs() <= 0.10).sum())} "
+          f"within 10 %" + (f"; {skipped} rows of chunked plans left out" if skipped else ""))
+    return 0
+
+
+def cli():
+    """The console command (pyproject.toml) and `python3 check_prediction.py`."""
+    raise SystemExit(ob_csv.main_guard(main))
+
+
+if __name__ == "__main__":
+    cli()
