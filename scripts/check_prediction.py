@@ -11,7 +11,6 @@ Usage: check_prediction.py --calibrations A.calibration.json [B ...] --measured 
 import json
 import math
 import pathlib
-import subprocess
 import tempfile
 
 import pandas as pd
@@ -21,20 +20,20 @@ import predict
 
 COLUMNS = ["hidden", "layers", "batch", "graph", "ranks", "plan", "sync", "bucket_mb", "first_bucket_mb",
            "measured_ms", "predicted_ms", "predicted_sync", "error", "calibrated_ranks", "calibration"]
-MODEL = ["hidden", "layers", "batch", "graph"]
 
 
 def calibrations_by_model(paths):
-    """(hidden, layers, batch, graph) -> calibration path; a calibration without `graph` was measured eagerly."""
+    """(hidden, layers, batch, graph) -> (calibration path, its rank count); a calibration without `graph` was
+    measured eagerly."""
     found = {}
     for path in paths:
         try:
             data = json.loads(pathlib.Path(path).read_text())
             model = data["model"]
             key = (int(model["hidden"]), int(model["layers"]), int(model["batch"]), bool(model.get("graph", False)))
+            found[key] = (pathlib.Path(path), int(data["ranks"]))
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise ob_csv.UsageError(f"--calibrations: '{path}' is invalid: not a phase 4 calibration ({error})")
-        found[key] = pathlib.Path(path)
     return found
 
 
@@ -47,11 +46,7 @@ def predicted(predictor, calibration, row):
         if row["plan"] != "auto":
             command += ["--sync", row["sync"], "--bucket-mb", str(row["bucket_mb"]),
                         "--first-bucket-mb", str(row["first_bucket_mb"])]
-        result = subprocess.run(command, capture_output=True, text=True)
-        if result.returncode == 2:
-            raise ob_csv.UsageError(result.stderr.strip().split(": error: ", 1)[-1])
-        if result.returncode != 0:
-            raise OSError(f"{predictor} exited {result.returncode}: {result.stderr.strip()}")
+        predict.run_predictor(command)
         first = pd.read_csv(csv).iloc[0]
         return float(first["predicted_ms"]), first["sync"]
 
@@ -85,9 +80,8 @@ def check(calibrations, measured, predictor):
             if key not in by_model:
                 raise ob_csv.UsageError(f"{path}: no calibration of H={key[0]} L={key[1]} B={key[2]}"
                                         f"{' --graph' if key[3] else ''} among --calibrations")
-            calibration = by_model[key]
+            calibration, calibrated = by_model[key]
             ms, sync = predicted(predictor, calibration, row)
-            calibrated = json.loads(calibration.read_text())["ranks"]
             table.append(dict(zip(COLUMNS, [*key, int(row["ranks"]), row["plan"], row["sync"], row["bucket_mb"],
                                             row["first_bucket_mb"], row["time_ms_p50"], ms, sync,
                                             row["time_ms_p50"] / ms - 1, calibrated, calibration.name])))

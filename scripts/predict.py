@@ -40,19 +40,24 @@ def find_predictor(given):
     raise ob_csv.UsageError("phase4_predict not found: build it (scripts/test.sh), install it, or pass --predictor")
 
 
+def run_predictor(command):
+    """Runs phase4_predict (command[0]); its own usage errors (a bad calibration, option) come back as ours."""
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode == 2:
+        raise ob_csv.UsageError(result.stderr.strip().split(": error: ", 1)[-1])
+    if result.returncode != 0:
+        raise OSError(f"{command[0]} exited {result.returncode}: {result.stderr.strip()}")
+
+
 def predict(args):
-    """Runs phase4_predict into the CSV; its own usage errors (a bad calibration) come back as ours."""
+    """Runs phase4_predict into the CSV."""
     command = [args.predictor, "--calibration", str(args.calibration), "--csv", str(args.csv), "--ranks", args.ranks,
                "--links", args.links, "--gpus-per-node", str(args.gpus_per_node)]
     if args.sync:
         command += ["--sync", args.sync]
     if args.bucket_mb is not None:
         command += ["--bucket-mb", str(args.bucket_mb), "--first-bucket-mb", str(args.first_bucket_mb)]
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode == 2:
-        raise ob_csv.UsageError(result.stderr.strip().split(": error: ", 1)[-1])
-    if result.returncode != 0:
-        raise OSError(f"{args.predictor} exited {result.returncode}: {result.stderr.strip()}")
+    run_predictor(command)
     frame = pd.read_csv(args.csv)
     missing = [c for c in COLUMNS if c not in frame.columns]
     if missing:
