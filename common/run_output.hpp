@@ -22,11 +22,11 @@ struct OutputPaths {
   std::string calibration_json;  // beside the summary: <stem>.calibration.json (phase 4 --calibrate)
 };
 
-// Checks user-given paths (UsageError if a directory is missing or read-only) and fills in the defaults.
-// Creates nothing.
 // `path` without its ".csv": the stem every file of a run is named from ("run.timeline.csv" -> "run.timeline").
 std::string stem_of(const std::string& path);
 
+// Checks user-given paths (UsageError if a directory is missing or read-only) and fills in the defaults.
+// Creates nothing.
 OutputPaths resolve_output_paths(const std::string& phase, const CommonOptions& options);
 
 // The columns every summary ends with, from its metadata, so that merged tables keep where each row came from: the
