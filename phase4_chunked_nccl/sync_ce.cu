@@ -26,7 +26,6 @@ namespace phase4 {
 namespace {
 
 constexpr std::uint64_t kSliceAlignment = 64;  // elements per rank slice are a multiple of this (256 bytes)
-constexpr int kSumBlocks = 132;                // one wave on an H100/H200: the sum is memory-bound and short
 
 class CopyEngineAllReduce final : public GradientSync {
  public:
@@ -92,7 +91,7 @@ class CopyEngineAllReduce final : public GradientSync {
     const std::uint64_t n = slice(pending.bucket);
     float* mine = out_.get() + pending.bucket.begin + rank_ * n;
     if (compute != comm) CUDA_CHECK(cudaStreamWaitEvent(compute, pending.exchanged, 0));
-    sum_slices(recv_.get() + pending.bucket.begin, n, ranks_, mine, n, kSumBlocks, compute);
+    sum_slices(recv_.get() + pending.bucket.begin, n, ranks_, mine, n, compute);
     cudaStream_t gather = comm;
     if (compute != comm) {
       gather = gather_;
