@@ -35,7 +35,7 @@ void from_bf16(const __nv_bfloat16* y, float* x, std::size_t n, cudaStream_t str
 // out[0] += sum (a - ref)^2, out[1] += sum ref^2 (zeroed by the caller): the relative error's norms.
 void diff_norms(const float* a, const float* ref, std::size_t n, double* out, cudaStream_t stream);
 // out[i] = in[i] + in[stride + i] + ... over `slices` slices, in slice order, on as many blocks as fill the GPU (it is
-// memory-bound: one wave of 132 blocks moved 2 TB/s). n and stride multiples of 4, pointers 16-byte aligned.
+// memory-bound: one wave of 132 blocks moved 2 TB/s, these 3.5). n and stride multiples of 4, pointers 16-byte aligned.
 void sum_slices(const float* in, std::size_t stride, int slices, float* out, std::size_t n, cudaStream_t stream);
 // Row-strided slices (the sharded strategies: one row per layer). Row r's slice of `out`/`w` starts at r * out_stride,
 // its `parts` parts of `in`/`g` at r * in_stride + j * part_stride; each is n elements long, over `rows` rows.
