@@ -12,6 +12,7 @@
 #include "common/cuda/device_info.hpp"
 #include "common/cuda/device_buffer.hpp"
 #include "common/errors.hpp"
+#include "common/timeline.hpp"
 #include "phase4_chunked_nccl/kernels.cuh"
 #include "phase4_chunked_nccl/nccl_comm.hpp"
 #include "phase4_chunked_nccl/runner.hpp"
@@ -79,6 +80,18 @@ TEST_F(Phase4Gpu, EveryModeChecksOutWithSizeCappedBuckets) {
     int overlapped_comm = 0;
     for (const auto& e : result.events) overlapped_comm += e.lane == "overlap:comm";
     EXPECT_GT(overlapped_comm, 0);
+    // Comm-only buckets follow one another on the comm stream: one event ends each and begins the next.
+    const ob::TimelineEvent* previous = nullptr;
+    int shared = 0;
+    for (const auto& e : result.events) {
+      if (e.lane != "comm:comm") continue;
+      if (previous && previous->iter == e.iter && e.chunk == previous->chunk + 1) {
+        EXPECT_EQ(e.start_us, previous->end_us) << "iteration " << e.iter << ", bucket " << e.chunk;
+        ++shared;
+      }
+      previous = &e;
+    }
+    EXPECT_GT(shared, 0);
   }
 }
 
