@@ -5,15 +5,18 @@ between them, batch B per GPU, MSE loss, fp32 weights, TF32 as phase 4's --tf32,
 Launch with torchrun, one process per GPU:
   torchrun --nproc_per_node=2 scripts/bench_ddp.py --configs 4096,16,512 4096,16,8192 --csv ddp.csv
 
-Modes, timed with CUDA events after warm-up (median over iterations of the slowest rank): compute (no DDP; and
-compute-graph, the same step replayed from a CUDA graph: GPU-only compute time), overlap (DDP), seq (backward,
-then an all-reduce of each gradient), comm (those all-reduces alone), and the derived ideal. Each configuration
-runs with expert settings (system pytorch-ddp: gradient_as_bucket_view, static_graph, high-priority NCCL stream
-through TORCH_NCCL_HIGH_PRIORITY=1, fused SGD, zero_grad(set_to_none=True)) unless --default (system
-pytorch-ddp-default). Several --bucket-mb values give one overlap row each (the best is the one to compare with).
+Modes, timed with CUDA events after warm-up (median over iterations of the slowest rank), every one with the same
+optimizer and zero_grad as the wrapped step (same work): compute (no DDP; and compute-graph, the same step replayed
+from a CUDA graph: GPU-only compute time); then per wrapped run: seq (backward, then each of that run's buckets
+packed, all-reduced, averaged and unpacked: DDP's own bucket assignment at its cap, FSDP2's one group per layer),
+comm (those all-reduces alone), overlap (DDP or FSDP2) and the derived ideal. Each configuration runs with expert
+settings (system pytorch-ddp: gradient_as_bucket_view, static_graph, high-priority NCCL stream through
+TORCH_NCCL_HIGH_PRIORITY=1, fused SGD, zero_grad(set_to_none=True)) unless --default (system pytorch-ddp-default).
+Each --bucket-mb value is one wrapped run; a value given again is a repeat, kept as its own rows (column repeat).
 --fsdp runs PyTorch FSDP2 instead (system pytorch-fsdp2: fully_shard on every layer and the model, eager, with and
-without resharding after the forward; one overlap row each, column reshard_after_forward). DDP's and FSDP2's
-gradients are checked against a manual all-reduce of the same step's gradients. Writes phase 4's summary columns.
+without resharding after the forward; column reshard_after_forward). DDP's and FSDP2's gradients are checked against
+a manual all-reduce of the same step's gradients. Writes phase 4's summary columns; the metadata's commit is checked
+as the binaries' is (ob_csv.commit_id).
 """
 import argparse
 import json
@@ -38,7 +41,7 @@ except ImportError:  # the arguments are still checked; main() then says what is
 # The summary columns that describe a configuration (beside system, phase, ranks, chunks, iters), named in the
 # metadata as the binaries name theirs.
 CONFIG_KEYS = ["hidden", "layers", "batch", "bucket_mb", "first_bucket_mb", "grad_mb", "tf32", "clock",
-               "reshard_after_forward"]
+               "reshard_after_forward", "repeat"]
 
 
 def parse_args():
@@ -118,7 +121,37 @@ def stats(times):
             "time_ms_stddev": t.std().item() if len(times) > 1 else 0.0}
 
 
+def ddp_buckets(sizes, first_cap_bytes, cap_bytes):
+    """DDP's bucket assignment (torch's compute_bucket_assignment_by_size, one dtype and device): gradients in
+    backward order (`sizes` in bytes, last layer first) fill a bucket until it holds at least its cap, then the next
+    begins; the first bucket's cap is DDP's first_bucket_bytes (1 MiB), the others' bucket_cap_mb. Returns lists of
+    indices into `sizes`."""
+    buckets, current, filled = [], [], 0
+    for index, size in enumerate(sizes):
+        current.append(index)
+        filled += size
+        if filled >= (first_cap_bytes if not buckets else cap_bytes):
+            buckets.append(current)
+            current, filled = [], 0
+    if current:
+        buckets.append(current)
+    return buckets
+
+
+def optimizer_options(args):
+    """The optimizer settings of every mode of one system, so that compute-only, seq and the wrapped step do the same
+    update: fused SGD for the expert DDP, foreach for FSDP2 (fused SGD takes no DTensor), defaults for --default."""
+    return {"lr": args.lr, **({} if args.default else {"foreach": True} if args.fsdp else {"fused": True})}
+
+
+def settings(args):
+    """(kind, setting) of each wrapped run, repeats kept in order: DDP's bucket caps, or FSDP2's two reshardings."""
+    return [("fsdp", reshard) for reshard in (0, 1)] if args.fsdp else [("ddp", mb) for mb in args.bucket_mb]
+
+
 def run_config(args, hidden, layers, batch, rank, world):
+    """Times one configuration. Returns (compute rows {mode: times}, per wrapped run [(kind, setting, {mode: times})],
+    the largest relative gradient error against a manual all-reduce)."""
     torch.manual_seed(args.seed)  # identical initial weights on every rank
     model = make_model(hidden, layers).cuda()
     generator = torch.Generator(device="cuda").manual_seed(args.seed * 1000003 + 17 * (rank + 1))
@@ -126,34 +159,17 @@ def run_config(args, hidden, layers, batch, rank, world):
     target = torch.rand(batch, hidden, device="cuda", generator=generator) * 2 - 1
     loss_fn = nn.MSELoss()
     params = list(model.parameters())
-    # Every mode steps with the same optimizer, gradients zeroed in place each step (as DDP's loop does).
-    optimizer = torch.optim.SGD(params, lr=args.lr)
+    # Every mode steps with the wrapped step's optimizer and zero_grad: the same update, the same work.
+    optimizer = torch.optim.SGD(params, **optimizer_options(args))
+    set_to_none = not args.default
 
     def compute_step():
-        optimizer.zero_grad(set_to_none=False)
+        optimizer.zero_grad(set_to_none=set_to_none)
         loss_fn(model(x), target).backward()
         optimizer.step()
 
-    def allreduce_grads():
-        for p in reversed(params):  # backward order, as the gradients become ready
-            dist.all_reduce(p.grad)
-
-    def seq_step():
-        optimizer.zero_grad(set_to_none=False)
-        loss_fn(model(x), target).backward()
-        allreduce_grads()
-        torch._foreach_div_([p.grad for p in params], world)  # the average, as DDP computes
-        optimizer.step()
-
-    rows = {}
-    for p in params:
-        p.grad = torch.zeros_like(p)
-    rows["compute"] = timed(compute_step, args.iters, args.warmup)
-    rows["seq"] = timed(seq_step, args.iters, args.warmup)
-    rows["comm"] = timed(allreduce_grads, args.iters, args.warmup)
-
+    rows = {"compute": timed(compute_step, args.iters, args.warmup)}
     # compute from a CUDA graph: forward, backward and update replayed without launch gaps.
-    graph_times = None
     try:
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
@@ -162,14 +178,15 @@ def run_config(args, hidden, layers, batch, rank, world):
                 compute_step()
         torch.cuda.current_stream().wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
+        optimizer.zero_grad(set_to_none=False)  # a graph replays into the same gradient tensors
         with torch.cuda.graph(graph):
-            compute_step()
-        graph_times = timed(graph.replay, args.iters, args.warmup)
+            optimizer.zero_grad(set_to_none=False)
+            loss_fn(model(x), target).backward()
+            optimizer.step()
+        rows["compute-graph"] = timed(graph.replay, args.iters, args.warmup)
     except RuntimeError as error:  # report, do not fail the comparison
         if rank == 0:
             print(f"bench_ddp: compute-graph skipped: {error}", file=sys.stderr)
-    if graph_times:
-        rows["compute-graph"] = graph_times
 
     # Check first: one DDP (or FSDP2) backward gives the same gradients as a manual all-reduce of the local ones
     # (computed on a model no wrapper has touched, so none of their hooks run).
@@ -179,7 +196,7 @@ def run_config(args, hidden, layers, batch, rank, world):
     for g in manual:
         dist.all_reduce(g)
         g.div_(world)
-    overlap, worst = {}, 0.0
+    runs, worst = [], 0.0
 
     def check(model, gradient):
         """One backward of the wrapped `model`: its gradients against the manual ones (largest relative error)."""
@@ -189,35 +206,59 @@ def run_config(args, hidden, layers, batch, rank, world):
 
     def wrapped_step(model, optimizer):
         def step():
-            optimizer.zero_grad(set_to_none=not args.default)
+            optimizer.zero_grad(set_to_none=set_to_none)
             loss_fn(model(x), target).backward()
             optimizer.step()
         return step
 
-    if args.fsdp:
-        from torch.distributed.fsdp import fully_shard
+    backward_order = list(reversed(params))  # as the gradients become ready
+    for kind, setting in settings(args):
+        # seq and comm with this run's own buckets: DDP's assignment at its cap, FSDP2's one group per layer.
+        if kind == "ddp":
+            sizes = [p.numel() * p.element_size() for p in backward_order]
+            groups = ddp_buckets(sizes, 1 << 20, setting * (1 << 20))
+        else:
+            groups = [[i] for i in range(len(backward_order))]
+        flats = [torch.zeros(sum(backward_order[i].numel() for i in g), device="cuda") for g in groups]
 
-        for reshard in (False, True):
-            model = fresh_model(args, hidden, layers)
-            for module in model:
+        def allreduce_buckets():
+            for flat in flats:
+                dist.all_reduce(flat)
+
+        def seq_step():
+            optimizer.zero_grad(set_to_none=set_to_none)
+            loss_fn(model(x), target).backward()
+            for group, flat in zip(groups, flats):  # each bucket packed, summed, averaged and unpacked, as DDP
+                grads = [backward_order[i].grad for i in group]
+                torch.cat([g.reshape(-1) for g in grads], out=flat)
+                dist.all_reduce(flat)
+                flat.div_(world)
+                torch._foreach_copy_(grads, [v.view_as(g) for v, g in zip(flat.split([g.numel() for g in grads]),
+                                                                                grads)])
+            optimizer.step()
+
+        modes = {"seq": timed(seq_step, args.iters, args.warmup),
+                 "comm": timed(allreduce_buckets, args.iters, args.warmup)}
+        wrapped = fresh_model(args, hidden, layers)
+        if kind == "fsdp":
+            from torch.distributed.fsdp import fully_shard
+
+            for module in wrapped:
                 if isinstance(module, nn.Linear):
-                    fully_shard(module, reshard_after_forward=reshard)
-            fully_shard(model, reshard_after_forward=reshard)
-            worst = max(worst, check(model, lambda p: p.grad.full_tensor()))
-            optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, foreach=True)
-            overlap[("fsdp", int(reshard))] = timed(wrapped_step(model, optimizer), args.iters, args.warmup)
-    else:
-        for bucket_mb in args.bucket_mb:
-            kwargs = {"bucket_cap_mb": bucket_mb}
+                    fully_shard(module, reshard_after_forward=bool(setting))
+            fully_shard(wrapped, reshard_after_forward=bool(setting))
+            worst = max(worst, check(wrapped, lambda p: p.grad.full_tensor()))
+        else:
+            kwargs = {"bucket_cap_mb": setting}
             if not args.default:
                 kwargs.update(gradient_as_bucket_view=True, static_graph=True)
-            ddp = nn.parallel.DistributedDataParallel(fresh_model(args, hidden, layers),
-                                                      device_ids=[torch.cuda.current_device()], **kwargs)
-            worst = max(worst, check(ddp, lambda p: p.grad))
-            optimizer = torch.optim.SGD(ddp.parameters(), lr=args.lr, fused=not args.default)
-            overlap[("ddp", bucket_mb)] = timed(wrapped_step(ddp, optimizer), args.iters, args.warmup)
-    results = {mode: stats(slowest(times)) for mode, times in rows.items()}
-    return results, {key: stats(slowest(times)) for key, times in overlap.items()}, worst
+            wrapped = nn.parallel.DistributedDataParallel(wrapped, device_ids=[torch.cuda.current_device()], **kwargs)
+            worst = max(worst, check(wrapped, lambda p: p.grad))
+        wrapped_optimizer = torch.optim.SGD(wrapped.parameters(), **optimizer_options(args))
+        modes["overlap"] = timed(wrapped_step(wrapped, wrapped_optimizer), args.iters, args.warmup)
+        runs.append((kind, setting, {mode: stats(slowest(times)) for mode, times in modes.items()}, len(groups)))
+        del wrapped, wrapped_optimizer, flats
+    return {mode: stats(slowest(times)) for mode, times in rows.items()}, runs, worst
 
 
 def fresh_model(args, hidden, layers):
@@ -225,6 +266,34 @@ def fresh_model(args, hidden, layers):
     torch.manual_seed(args.seed)
     return make_model(hidden, layers).cuda()
 
+
+
+def summary_rows(args, system, world, shape, compute, runs, worst):
+    """Phase 4's summary rows of one configuration: compute (and compute-graph) once; then per wrapped run, repeats
+    kept apart by `repeat`, its own seq, comm, overlap (with the metrics of METRICS.md against its own seq and comm,
+    shared with the tests) and ideal."""
+    hidden, layers, batch = shape
+    grad_bytes = 4.0 * layers * hidden * hidden
+    base = {"system": system, "phase": "phase4", "ranks": world, "chunks": 0, "iters": args.iters,
+            "hidden": hidden, "layers": layers, "batch": batch, "bucket_mb": math.nan,
+            "first_bucket_mb": math.nan, "grad_mb": grad_bytes / (1 << 20), "tf32": int(args.tf32),
+            "clock": "cuda_event", "reshard_after_forward": math.nan, "repeat": 0, "ddp_grad_rel_error": worst}
+    lines = [dict(base, mode=mode, **values) for mode, values in compute.items()]
+    t_comp = compute["compute"]["time_ms_p50"]
+    seen = {}
+    for kind, setting, modes, buckets in runs:
+        knob = {"bucket_mb": setting, "first_bucket_mb": 1.0} if kind == "ddp" else {"reshard_after_forward": setting}
+        repeat = seen[(kind, setting)] = seen.get((kind, setting), -1) + 1
+        row = dict(base, **knob, repeat=repeat, buckets=buckets)
+        t_seq, t_comm = modes["seq"]["time_ms_p50"], modes["comm"]["time_ms_p50"]
+        algbw = ob_metrics.algbw_GBps(grad_bytes, t_comm)
+        lines += [dict(row, mode="seq", **modes["seq"]),
+                  dict(row, mode="comm", **modes["comm"], algbw_GBps=algbw,
+                       busbw_GBps=ob_metrics.allreduce_busbw_GBps(algbw, world)),
+                  dict(row, mode="overlap", **modes["overlap"],
+                       **ob_metrics.overlap_metrics(t_seq, t_comp, t_comm, modes["overlap"]["time_ms_p50"])),
+                  dict(row, mode="ideal", **{k: ob_metrics.ideal_ms(t_comp, t_comm) for k in modes["seq"]})]
+    return lines
 
 
 def main():
@@ -248,28 +317,10 @@ def main():
         hidden, layers, batch = map(int, text.split(","))
         if rank == 0:
             print(f"bench_ddp: {system} {text}", file=sys.stderr, flush=True)
-        results, overlaps, worst = run_config(args, hidden, layers, batch, rank, world)
+        results, runs, worst = run_config(args, hidden, layers, batch, rank, world)
         if not worst <= 1e-5:  # NaN fails too
             failures.append(f"{text}: {system} gradients differ from a manual all-reduce by {worst:.3g} (relative)")
-        base = {"system": system, "phase": "phase4", "ranks": world, "chunks": 0, "iters": args.iters,
-                "hidden": hidden, "layers": layers, "batch": batch, "bucket_mb": math.nan,
-                "first_bucket_mb": math.nan, "grad_mb": 4.0 * layers * hidden * hidden / (1 << 20),
-                "tf32": int(args.tf32), "clock": "cuda_event", "reshard_after_forward": math.nan,
-                "ddp_grad_rel_error": worst}
-        t_seq, t_comp = results["seq"]["time_ms_p50"], results["compute"]["time_ms_p50"]
-        t_comm = results["comm"]["time_ms_p50"]
-        for (kind, setting), values in overlaps.items():  # the formulas of METRICS.md, shared with the tests
-            knob = {"bucket_mb": setting, "first_bucket_mb": 1.0} if kind == "ddp" else {"reshard_after_forward": setting}
-            lines.append(dict(base, mode="overlap", **knob, **values,
-                              **ob_metrics.overlap_metrics(t_seq, t_comp, t_comm, values["time_ms_p50"])))
-        for mode, values in results.items():
-            row = dict(base, mode=mode, **values)
-            if mode == "comm":
-                row["algbw_GBps"] = ob_metrics.algbw_GBps(4.0 * layers * hidden * hidden, t_comm)
-                row["busbw_GBps"] = ob_metrics.allreduce_busbw_GBps(row["algbw_GBps"], world)
-            lines.append(row)
-        ideal = ob_metrics.ideal_ms(t_comp, t_comm)
-        lines.append(dict(base, mode="ideal", **{k: ideal for k in results["compute"]}))
+        lines += summary_rows(args, system, world, (hidden, layers, batch), results, runs, worst)
     if rank == 0:
         import pandas as pd  # only rank 0 writes
 
@@ -285,7 +336,7 @@ def main():
                 "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command_line": sys.argv,
                 "torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
                 "gpus": [{"gpu_name": torch.cuda.get_device_name(0)}], "ranks": world, "clock": "cuda_event",
-                "commit": os.environ.get("OVERLAP_GIT_COMMIT", "unknown"),
+                "commit": ob_csv.commit_id(),
                 "config_columns": ["system", "phase", "ranks", "chunks", "iters", *CONFIG_KEYS]}
         meta_path = path.with_name(path.stem + ".meta.json")
         meta_path.with_suffix(".tmp").write_text(json.dumps(meta, indent=2) + "\n")

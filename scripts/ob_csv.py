@@ -12,8 +12,12 @@ import json
 import math
 import os
 import pathlib
+import re
+import shutil
 import signal
+import subprocess
 import sys
+import tempfile
 
 import matplotlib
 
@@ -308,6 +312,28 @@ def write_text_atomic(path, text):
     path = pathlib.Path(path)
     with _staged(path, f".{path.name}.{os.getpid()}.tmp") as temporary:
         temporary.write_text(text)
+
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+
+
+def commit_id(repo=REPO):
+    """The commit these scripts run from, checked as the binaries check theirs (cmake/GitCommit.cmake, which digests
+    the scripts too): the commit of a clean checkout; `-dirty` when tracked files changed or the tree differs from
+    OVERLAP_GIT_DIGEST; `<OVERLAP_GIT_COMMIT>-unverified` where nothing can check the name (no .git, no digest, no
+    CMake); "unknown" without any of them. Never typed by hand."""
+    script = pathlib.Path(repo) / "cmake" / "GitCommit.cmake"
+    named = os.environ.get("OVERLAP_GIT_COMMIT", "")
+    if shutil.which("cmake") is None or not script.is_file():
+        return f"{named}-unverified" if named else "unknown"
+    with tempfile.TemporaryDirectory() as scratch:
+        header = pathlib.Path(scratch) / "git_commit.hpp"
+        done = subprocess.run(["cmake", f"-DSOURCE_DIR={repo}", f"-DOUTPUT={header}", "-P", str(script)],
+                              capture_output=True, text=True, timeout=120)
+        found = re.search(r'kGitCommit = "([^"]*)"', header.read_text()) if header.is_file() else None
+    if done.returncode != 0 or not found:
+        return f"{named}-unverified" if named else "unknown"
+    return found.group(1)
 
 
 def _end_on_signal(number, _frame):
