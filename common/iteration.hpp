@@ -3,6 +3,12 @@
 // owns the sweep. Per iteration: prepare (untimed: refill inputs, synchronise the device), a barrier across the
 // ranks (so an iteration's time is the slowest rank's), the watchdog told a step starts, the step itself timed by the
 // phase's clock, then the untimed check. Warm-up iterations run first and keep no sample; every timed sample is kept.
+//
+// Warm-up runs until steady (METRICS.md, "Steady state"): at least plan.warmup iterations; after that, while the median
+// of the last kSteadyWindow warm-up times differs from the median of the kSteadyWindow before them by more than
+// kSteadyTolerance of it, another, up to max_warmup(plan). A warm-up iteration is timed by the host clock across the
+// step and the phase's clock (which synchronises the device). With several ranks every rank goes on while any is not
+// steady. plan.warmup 0 means no warm-up at all.
 #pragma once
 
 #include <mpi.h>
@@ -36,6 +42,16 @@ struct LoopHooks {
   std::function<double(const Iteration&)> elapsed_ms;
   std::function<void(const Iteration&)> check;    // after the step, untimed (may be empty)
 };
+
+inline constexpr int kSteadyWindow = 3;
+inline constexpr double kSteadyTolerance = 0.05;
+
+// The most warm-up iterations the loop may run: 4 x max(plan.warmup, 2 windows); 0 without warm-up or when steps > 0.
+int max_warmup(const LoopPlan& plan);
+
+// Whether warm-up times `ms` (oldest first) have settled: two full windows whose medians differ by at most the
+// tolerance.
+bool warmup_is_steady(const std::vector<double>& ms);
 
 // Runs the loop; returns this rank's timed samples in ms (empty when plan.steps > 0). The slowest rank per
 // iteration is max_across_ranks() of these (common/stats.hpp), taken where the summary row is made.

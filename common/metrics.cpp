@@ -141,6 +141,12 @@ Interval bootstrap_interval(const std::vector<std::vector<double>>& samples,
   return {percentile(values, 2.5), percentile(values, 97.5)};
 }
 
+double median_ci_rel(const std::vector<double>& samples) {
+  if (samples.size() < 2) return NAN;
+  const Interval median = bootstrap_interval({samples}, [](const std::vector<double>& m) { return m[0]; });
+  return (median.hi - median.lo) / 2.0 / percentile(samples, 50);
+}
+
 double no_effect_value(const std::string& metric) {
   if (metric == "speedup") return 1.0;
   if (metric == "overlap_efficiency" || metric == "overlap_pct") return 0.0;

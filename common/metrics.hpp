@@ -20,6 +20,13 @@ Interval bootstrap_interval(const std::vector<std::vector<double>>& samples,
                             const std::function<double(const std::vector<double>& medians)>& metric,
                             int resamples = 1000, std::uint64_t seed = 1234);
 
+// How wide a row's spread may be before it is called unstable: the relative half-width of the 95 % bootstrap interval
+// of its median over the iterations (METRICS.md, "Steady state").
+inline constexpr double kUnstableCiRel = 0.05;
+
+// (hi - lo) / 2 / median of the 95 % bootstrap interval of the median of `samples`; NaN for fewer than 2 samples.
+double median_ci_rel(const std::vector<double>& samples);
+
 // The value of a metric that means "no effect" (speedup 1, overlap_efficiency and overlap_pct 0), NaN for others:
 // a metric whose interval holds it is not resolved. And whether `value` lies in the metric's meaningful range
 // (overlap_efficiency in [0, 1]; every other metric: true).

@@ -11,7 +11,7 @@ namespace ob {
 
 const std::vector<std::string> kSummaryColumns = {
     "system",     "phase",       "mode",        "ranks",       "chunks",        "iters",          "time_ms_p50",
-    "time_ms_p95", "time_ms_min", "time_ms_max", "time_ms_mean", "time_ms_stddev"};
+    "time_ms_p95", "time_ms_min", "time_ms_max", "time_ms_mean", "time_ms_stddev", "time_ms_p50_ci_rel", "unstable"};
 const std::vector<std::string> kSummaryConfigColumns = {"system", "phase", "ranks", "chunks", "iters"};
 
 std::string SummaryField::text() const {
@@ -70,6 +70,7 @@ std::vector<std::string> header_of(const std::vector<SummaryRow>& rows, std::vec
 
 SummaryRow& SummaryRow::set_times(std::vector<double> iteration_ms) {
   time_ms = summarize(iteration_ms);
+  time_ci_rel = median_ci_rel(iteration_ms);
   samples = std::move(iteration_ms);
   return *this;
 }
@@ -89,7 +90,9 @@ CsvTable summary_csv(const std::string& phase, const std::vector<SummaryRow>& ro
                                      format_number(row.time_ms.min),
                                      format_number(row.time_ms.max),
                                      format_number(row.time_ms.mean),
-                                     format_number(row.time_ms.stddev)};
+                                     format_number(row.time_ms.stddev),
+                                     std::isnan(row.time_ci_rel) ? "" : format_number(row.time_ci_rel),
+                                     row.unstable() ? "1" : "0"};
     for (std::size_t c = kSummaryColumns.size(); c < header.size(); ++c) line.push_back(row.get(header[c]));
     table.add_row(std::move(line));
   }
@@ -131,9 +134,11 @@ std::string render_summary(const std::vector<SummaryRow>& rows, const std::vecto
   std::vector<std::pair<std::string, std::string>> columns = {{"mode", ""}, {"time_p50", "ms"}, {"time_p95", "ms"}};
   for (const auto& column : extra) columns.emplace_back(column.label, column.unit);
   ConsoleTable table(columns);
-  bool unresolved = false, out_of_range = false;
+  bool unresolved = false, out_of_range = false, unsteady = false;
   for (const auto& row : rows) {
-    std::vector<std::string> cells = {mode_name(row.mode), format_number(row.time_ms.p50, 5),
+    unsteady = unsteady || row.unstable();
+    std::vector<std::string> cells = {mode_name(row.mode),
+                                      format_number(row.time_ms.p50, 5) + (row.unstable() ? "~" : ""),
                                       format_number(row.time_ms.p95, 5)};
     for (const auto& column : extra) {
       // Numbers shortened for the console; the CSV keeps full precision. A metric whose 95 % interval holds its
@@ -156,6 +161,10 @@ std::string render_summary(const std::vector<SummaryRow>& rows, const std::vecto
   }
   std::string text = table.render();
   if (unresolved) text += "# n.r.: not resolved, its 95 % interval over the iterations holds \"no effect\"\n";
+  if (unsteady) {
+    text += "# ~: unstable: the median's 95 % interval over the iterations is wider than +-" +
+            format_number(100 * kUnstableCiRel) + " % (a busy machine or too few --iters)\n";
+  }
   if (out_of_range) text += "# !: outside the metric's meaningful range (overlap_efficiency: 0 to 1)\n";
   return text + "# the metrics and the ideal and bound rows: METRICS.md\n";
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -13,12 +14,15 @@
 #include <vector>
 
 #include "common/csv_writer.hpp"
+#include "common/metrics.hpp"
 #include "common/modes.hpp"
 #include "common/stats.hpp"
 
 namespace ob {
 
-extern const std::vector<std::string> kSummaryColumns;  // system .. time_ms_max, time_ms_mean, time_ms_stddev
+// system .. time_ms_max, time_ms_mean, time_ms_stddev, time_ms_p50_ci_rel (the median's relative 95 % half-width),
+// unstable (1 where that exceeds kUnstableCiRel)
+extern const std::vector<std::string> kSummaryColumns;
 // The leading columns that tell one configuration from another (the rest of kSummaryColumns are measurements).
 extern const std::vector<std::string> kSummaryConfigColumns;  // system, phase, ranks, chunks, iters
 
@@ -38,10 +42,11 @@ struct SummaryRow {
   int chunks = 1;
   int iters = 0;
   Stats time_ms;
+  double time_ci_rel = std::numeric_limits<double>::quiet_NaN();  // the median's spread (NaN for derived rows)
   std::vector<double> samples;       // the per-iteration times time_ms summarises (slowest rank; empty if derived)
   std::vector<SummaryField> fields;  // configuration, then metrics
 
-  // time_ms and samples from the per-iteration times.
+  // time_ms, time_ci_rel and samples from the per-iteration times.
   SummaryRow& set_times(std::vector<double> iteration_ms);
 
   // A measurement or derived metric.
@@ -60,6 +65,8 @@ struct SummaryRow {
   // The field as a number: NaN when absent or text.
   double number(const std::string& key) const;
   bool has(const std::string& key) const;
+  // The median's spread is wider than kUnstableCiRel allows.
+  bool unstable() const { return time_ci_rel > kUnstableCiRel; }
 
  private:
   template <typename T>

@@ -109,22 +109,24 @@ VariantResult Trainer::run(GemmKernel kernel) {
     d.w.upload(w0_);  // the check's SGD step is undone: every variant trains from the same weights
   }
 
-  const int total = config_.common.warmup + config_.common.iters;
-  const ob::PinnedArray<double> loss_pinned = ob::make_pinned<double>(total);
+  const ob::LoopPlan plan{ob::Mode::kSeq, config_.common.warmup, config_.common.iters};
+  // One loss per step run: warm-up goes on until steady (common/iteration.hpp), at most max_warmup(plan) steps.
+  const ob::PinnedArray<double> loss_pinned = ob::make_pinned<double>(ob::max_warmup(plan) + config_.common.iters);
   double* loss_host = loss_pinned.get();
+  int steps_run = 0;
   // The common protocol (common/iteration.hpp); the step's time is the CUDA events' span of its four kernels.
   result.kernel_ms.assign(kStepKernels.size(), {});
   const std::string lane = std::string(gemm_kernel_name(kernel)) + (result.tf32 ? "-tf32" : "") + ":stream 0";
   ob::EventLog log;
   const int origin = log.record(stream_);
   std::vector<int> marks;
-  const ob::LoopPlan plan{ob::Mode::kSeq, config_.common.warmup, config_.common.iters};
   ob::LoopHooks hooks;
   hooks.step = [&](const ob::Iteration& it) {
     ob::NvtxRange range(it.timed ? "phase1 step" : "phase1 warm-up step");
     marks.clear();
     step(it.timed ? &log : nullptr, &marks);
     CUDA_CHECK(cudaMemcpyAsync(loss_host + it.index, d.loss.get(), sizeof(double), cudaMemcpyDeviceToHost, stream_));
+    steps_run = it.index + 1;
   };
   hooks.elapsed_ms = [&](const ob::Iteration& it) -> double {
     CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -139,7 +141,7 @@ VariantResult Trainer::run(GemmKernel kernel) {
   };
   result.iter_ms = ob::run_iterations(plan, hooks);
   origin_offset_ms_ += log.ms_between(origin, marks.back());
-  for (int it = 0; it < total; ++it) result.loss.push_back(loss_host[it] / static_cast<double>(n_out));
+  for (int it = 0; it < steps_run; ++it) result.loss.push_back(loss_host[it] / static_cast<double>(n_out));
   return result;
 }
 

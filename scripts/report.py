@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Makes every figure that applies to the CSVs in a results folder and writes RESULTS_DIR/report.md with the
 summary tables and the figures linked. Summary CSVs get a bar chart (and a scaling chart where a sweep varies a
-parameter); timeline CSVs get Gantt charts of their first two iterations and a per-chunk timing chart; power
-CSVs get a power-over-time chart.
+parameter), rows whose spread is wide marked unstable; timeline CSVs get Gantt charts of their first two iterations
+and a per-chunk timing chart; power CSVs get a power-over-time chart; an ob-compare result (compare.csv) its ratios
+with their intervals and verdicts in words. Ratios between systems come only from ob-compare.
 
 Usage: report.py RESULTS_DIR
 """
 import pathlib
 
-import matplotlib.pyplot as plt
 import pandas as pd
 
 import ob_csv
@@ -52,9 +52,13 @@ def summary_section(path, figures):
         lines += [f"`{ob_csv.markdown(' '.join(map(str, command)))}`", "",
                   ob_csv.markdown(f"commit {info.get('commit')}, {info.get('date_utc')}, host {info.get('host')}, "
                                   f"{gpu}, {info.get('ranks')} rank(s)"), ""]
+    shown = frame.copy()
+    if "unstable" in frame and (frame["unstable"] == 1).any():  # METRICS.md, "Steady state"
+        shown["mode"] = [f"{m} (unstable)" if u == 1 else m for m, u in zip(frame["mode"], frame["unstable"])]
+        lines += ["Rows marked unstable: the median's 95 % interval over the iterations is wider than +-5 %.", ""]
     is_map = (frame["mode"] == "interference").any()
     columns = [c for c in ob_csv.config_columns(frame) if not (is_map and c == "msg_mb")]
-    for config, part in frame.groupby(columns, sort=False, dropna=False) if columns else [("", frame)]:
+    for config, part in shown.groupby(columns, sort=False, dropna=False) if columns else [("", shown)]:
         label = ob_csv.config_label(part.iloc[0], columns)
         if label:
             lines += [f"**{ob_csv.markdown(label)}**", ""]
@@ -106,37 +110,36 @@ def timeline_section(path, figures):
     return lines
 
 
-def ratio_section(summaries, figures):
-    """The headline figure where a folder holds phase 4 and PyTorch DDP summaries of the same configurations: per
-    configuration, phase 4's overlapped step over DDP's (each at its best: the fastest overlapped row), 1.0 marked."""
-    key = ["hidden", "layers", "batch"]
-    frames = [f for f in (ob_csv.load_summary(p) for p in summaries) if set(key) <= set(f.columns)]
-    if not frames:
-        return []
-    rows = pd.concat(frames, ignore_index=True)
-    overlap = rows[rows["mode"] == "overlap"]
-    ours = overlap[(overlap["system"] == "overlap-bench") & (overlap["phase"] == "phase4")].groupby(key)["time_ms_p50"].min()
-    ddp = overlap[overlap["system"] == "pytorch-ddp"].groupby(key)["time_ms_p50"].min()
-    ratio = (ours / ddp).dropna()
-    if ratio.empty:
-        return []
-    meta = next((ob_csv.read_metadata(p) for p in summaries if p.name.startswith("phase4")), {})
-    fig, ax = plt.subplots(figsize=(8, 3.6))
-    labels = [f"{h},{l},{b}" for h, l, b in ratio.index]
-    ax.bar(range(len(ratio)), ratio.values, color=[ob_csv.MODE_COLOURS["overlap"] if r <= 1 else "#d62728"
-                                                     for r in ratio.values])
-    ax.axhline(1.0, color="black", linewidth=1)
-    for x, r in enumerate(ratio.values):
-        ax.annotate(f"{r:.2f}", (x, r), ha="center", va="bottom", fontsize=8)
-    ax.set_xticks(range(len(ratio)))
-    ax.set_xticklabels(labels, fontsize=8)
-    ax.set_xlabel("configuration (hidden, layers, batch per GPU)")
-    ax.set_ylabel("phase 4 / DDP overlapped step")
-    ax.set_title("phase 4 at its best over PyTorch DDP (expert settings) at its best: below 1.0, phase 4 is faster\n"
-                 + ob_csv.hardware_line(meta), fontsize=9)
-    output = figures / "phase4-over-ddp.png"
-    ob_csv.save_figure(fig, output)
-    return ["## phase 4 against PyTorch DDP", "", f"![{output.name}](figures/{output.name})", ""]
+COMPARE_COLUMNS = ["contender", "baseline_pick", "median_ms", "median_ci_rel", "ratio", "ratio_ci_lo", "ratio_ci_hi",
+                   "verdict"]
+
+
+def is_comparison(path):
+    """compare.csv of ob-compare (scripts/compare.py)."""
+    try:
+        return {"contender", "ratio", "verdict"} <= set(pd.read_csv(path, nrows=0).columns)
+    except Exception:  # noqa: BLE001 - anything unreadable is not one
+        return False
+
+
+def comparison_section(path):
+    """ob-compare's result: its sentences (ratio, interval, verdict) and table, and its figure where it is beside it.
+    Ratios between systems or strategies come only from such interleaved runs, never from summaries of separate
+    processes."""
+    import compare
+
+    table = pd.read_csv(path)
+    missing = [c for c in COMPARE_COLUMNS + ["baseline", "rounds", "unstable"] if c not in table.columns]
+    if missing:
+        raise ob_csv.UsageError(f"{path}: missing column '{missing[0]}' (not written by ob-compare)")
+    lines = [f"## comparison: {ob_csv.markdown(path.parent.name + '/' + path.name)}", ""]
+    lines += [f"- {ob_csv.markdown(compare.sentence(row))}" for _, row in table.iterrows() if row["verdict"] != "baseline"]
+    for baseline, part in table.groupby("baseline", sort=False):
+        lines += ["", f"**against {ob_csv.markdown(baseline)}**", "", markdown_table(part, COMPARE_COLUMNS)]
+    figure = path.with_suffix(".png")
+    if figure.is_file():
+        lines += ["", f"![{figure.name}]({figure.name})"]
+    return lines + [""]
 
 
 def check_summary(path):
@@ -160,7 +163,7 @@ def write_report(directory):
         raise ob_csv.UsageError(f"{directory}: not a directory")
     csvs = sorted(directory.glob("*.csv"))
     kinds = {path: ob_csv.kind_of(path) for path in csvs}
-    if not any(kinds.values()):
+    if not any(kinds.values()) and not any(is_comparison(p) for p in csvs):
         raise ob_csv.UsageError(f"{directory}: no overlap-bench CSV (summary or timeline) in it")
     loaders = {"summary": check_summary, "power": ob_csv.load_power,
                # A timeline with its header only (a sweep before sweeps kept their events): nothing to draw.
@@ -174,7 +177,9 @@ def write_report(directory):
     for path in csvs:
         if kinds[path] == "summary":
             lines += summary_section(path, figures)
-    lines += ratio_section([p for p in csvs if kinds[p] == "summary"], figures)
+    for path in csvs:
+        if kinds[path] is None and is_comparison(path):
+            lines += comparison_section(path)
     for path in csvs:
         if kinds[path] == "timeline" and len(path.read_text().splitlines()) > 1:
             lines += timeline_section(path, figures)

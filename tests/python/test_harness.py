@@ -58,6 +58,8 @@ def test_same_columns_modes_and_configuration_as_before(today):
         now = now.drop(columns=[c for c in PROVENANCE if c not in before.columns])
         # So did the confidence intervals of the metrics.
         now = now.drop(columns=[c for c in now.columns if c.endswith(("_ci_lo", "_ci_hi")) and c not in before.columns])
+        # And every row's spread (time_ms_p50_ci_rel, unstable).
+        now = now.drop(columns=["time_ms_p50_ci_rel", "unstable"])
         assert sorted(now.columns) == sorted(before.columns), name
         assert sorted(now["mode"]) == sorted(before["mode"]), name
         fixed = [c for c in before.columns if c not in MEASURED and c not in TIMES]
@@ -99,6 +101,18 @@ def test_every_metric_has_an_interval_around_it(today):
         for metric in ("speedup", "overlap_efficiency", "overlap_pct"):
             lo, hi, value = overlapped[f"{metric}_ci_lo"], overlapped[f"{metric}_ci_hi"], overlapped[metric]
             assert (lo <= hi).all() and (lo <= value + 1e-9).all() and (value <= hi + 1e-9).all(), (name, metric)
+
+
+def test_every_measured_row_carries_its_spread(today):
+    """time_ms_p50_ci_rel: the relative half-width of the median's 95 % interval; unstable where it exceeds 5 %
+    (METRICS.md, "Steady state"). Derived rows (ideal, bound) have none."""
+    out, names = today
+    for name in names:
+        summary = pd.read_csv(out / f"{name}.csv")
+        measured = summary[~summary["mode"].isin(["ideal", "bound", "bound_ref"])]
+        assert (measured["time_ms_p50_ci_rel"] >= 0).all(), name
+        assert (summary["unstable"] == (summary["time_ms_p50_ci_rel"] > 0.05).astype(int)).all(), name
+        assert summary[summary["mode"].isin(["ideal", "bound"])]["time_ms_p50_ci_rel"].isna().all(), name
 
 
 def test_metadata_declares_the_configuration_columns(today):

@@ -150,6 +150,13 @@ submit() {
 submit phase2 phase2.sbatch --export=ALL,OB_P2_ARGS=--check\ --iters\ 3\ --chunks\ 4\ --compute-ms\ 2\ --comm-ms\ 1
 submit phase3 phase3.sbatch --export=ALL,OB_P3_ARGS=--check\ --device\ cpu\ --iters\ 3\ --batch\ 128\ --in\ 32\ --out\ 16 \
   --nodes=2 --ntasks-per-node=1 --cpus-per-task=1 --overcommit
+# ob-compare inside one job: two phase 2 contenders as job steps (srun), interleaved over 3 rounds.
+cat >"$tmp/out/contenders.txt" <<'LIST'
+c2=srun -n1 $OB_BUILD_DIR/phase2_omp_overlap/phase2_omp_overlap --chunks 4 --comm-ms 1 --compute-ms 2 --iters 3 -q --csv {csv}
+c6=srun -n1 $OB_BUILD_DIR/phase2_omp_overlap/phase2_omp_overlap --chunks 4 --comm-ms 1 --compute-ms 6 --iters 3 -q --csv {csv}
+LIST
+submit compare compare.sbatch --export=ALL,OB_CONTENDERS="$tmp/out/contenders.txt",OB_COMPARE_ARGS=--rounds\ 3\ --baseline\ c2 \
+  --nodes=1 --ntasks-per-node=1 --cpus-per-task=1 --overcommit
 
 python3 - "$tmp/out" "${nodes[@]}" <<'PY'
 import json, sys, pathlib
@@ -169,12 +176,15 @@ assert phase3.set_index("mode").loc["comm", "wrong"] == 0
 hosts = json.loads((out / "phase3" / "phase3.meta.json").read_text())["hosts"]
 assert hosts == nodes, f"phase3's ranks ran on {hosts}, not one on each of {nodes}"
 assert json.loads((out / "phase2" / "phase2.meta.json").read_text())["host"] in nodes
-print(f"[slurm-test] phase2 and phase3 jobs wrote valid CSVs; phase3's ranks ran on {', '.join(hosts)}")
+table = pd.read_csv(out / "compare" / "compare" / "compare.csv").set_index("contender")
+assert table.loc["c6", "verdict"] == "slower", table
+assert len(pd.read_csv(out / "compare" / "compare" / "compare.rounds.csv")) == 6
+print(f"[slurm-test] phase2, phase3 and ob-compare jobs wrote valid CSVs; phase3's ranks ran on {', '.join(hosts)}")
 PY
 
 # The GPU batch files: syntax, and Slurm's own reading of their directives against the two nodes' GPUs: each must be
 # accepted as it is and spread over both nodes (--nodes=2), with nothing started (--test-only).
-for file in phase1.sbatch phase4.sbatch sweep.sbatch; do
+for file in phase1.sbatch phase4.sbatch sweep.sbatch compare.sbatch; do
   bash -n "$root/scripts/slurm/$file"
   for nodes_asked in 1 2; do
     message=$(cd "$root" && client sbatch --test-only --nodes="$nodes_asked" "scripts/slurm/$file" 2>&1 || true)

@@ -36,17 +36,19 @@ TEST(Summary, LeadingColumnsThenFieldsInFirstSeenOrder) {
   const std::vector<std::string> leading = {"system", "phase", "mode", "ranks", "chunks", "iters",
                                             "time_ms_p50", "time_ms_p95", "time_ms_min", "time_ms_max"};
   EXPECT_TRUE(std::equal(leading.begin(), leading.end(), h.begin()));
-  EXPECT_EQ(h[12], "hidden");
-  EXPECT_EQ(h[13], "workload");
-  EXPECT_EQ(h[14], "compute_total_ms_p50");
-  EXPECT_EQ(h[15], "speedup");
+  EXPECT_EQ(h[12], "time_ms_p50_ci_rel");
+  EXPECT_EQ(h[13], "unstable");
+  EXPECT_EQ(h[14], "hidden");
+  EXPECT_EQ(h[15], "workload");
+  EXPECT_EQ(h[16], "compute_total_ms_p50");
+  EXPECT_EQ(h[17], "speedup");
   const auto& seq = table.rows()[2];
   EXPECT_EQ(seq[0], "overlap-bench");
   EXPECT_EQ(seq[1], "phase2");
   EXPECT_EQ(seq[2], "seq");
   EXPECT_EQ(seq[6], "150");
-  EXPECT_EQ(seq[15], "");  // no speedup on the sequential row
-  EXPECT_EQ(table.rows()[3][15], ob::format_number(150.0 / 110.0));
+  EXPECT_EQ(seq[17], "");  // no speedup on the sequential row
+  EXPECT_EQ(table.rows()[3][17], ob::format_number(150.0 / 110.0));
   const ob::SummaryRow& overlap = rows[3];
   EXPECT_EQ(overlap.get("overlap_efficiency"), "0.8");  // (100 + 50 - 110) / 50
   EXPECT_EQ(overlap.get("overlap_pct"), "80");
@@ -135,6 +137,34 @@ TEST(Summary, ConsoleSaysWhatIsNotResolvedOrOutOfRange) {
   text = ob::render_summary({odd}, {{"efficiency", "", "overlap_efficiency"}});
   EXPECT_NE(text.find("5.41!"), std::string::npos) << text;
   EXPECT_NE(text.find("# !: outside"), std::string::npos) << text;
+}
+
+TEST(Summary, EveryMeasuredRowCarriesItsSpreadAndAWideOneIsUnstable) {
+  std::vector<double> steady, wide;
+  for (int i = 0; i < 30; ++i) {
+    steady.push_back(10.0 + 0.01 * std::sin(i));  // +-0.1 %
+    wide.push_back(10.0 * (1 + 0.5 * std::sin(i * 1.7)));  // +-50 %
+  }
+  std::vector<ob::SummaryRow> rows(2);
+  rows[0].mode = ob::Mode::kSeq;
+  rows[0].set_times(steady);
+  rows[1].mode = ob::Mode::kOverlap;
+  rows[1].set_times(wide);
+  rows.push_back(ob::derived_row(ob::Mode::kIdeal, 10.0, rows[0]));
+  EXPECT_LT(rows[0].time_ci_rel, 0.002);
+  EXPECT_FALSE(rows[0].unstable());
+  EXPECT_GT(rows[1].time_ci_rel, ob::kUnstableCiRel);
+  EXPECT_TRUE(rows[1].unstable());
+  EXPECT_TRUE(std::isnan(rows[2].time_ci_rel));  // a derived row has no iterations
+  const auto table = ob::summary_csv("phase2", rows);
+  EXPECT_EQ(table.rows()[0][13], "0");
+  EXPECT_EQ(table.rows()[1][13], "1");
+  EXPECT_EQ(table.rows()[2][12], "");
+  EXPECT_EQ(table.rows()[2][13], "0");
+  const std::string text = ob::render_summary(rows, {});
+  EXPECT_NE(text.find("~"), std::string::npos) << text;
+  EXPECT_NE(text.find("# ~: unstable"), std::string::npos) << text;
+  EXPECT_EQ(ob::render_summary({rows[0]}, {}).find("~"), std::string::npos);
 }
 
 TEST(Modes, NamesRoundTripAndRunOrderIsFixed) {

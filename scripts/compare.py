@@ -1,0 +1,316 @@
+#!/usr/bin/env python3
+"""ob-compare: contenders run as fresh processes in R rounds in one allocation, their order shuffled each round from a
+recorded seed; each contender's figure is the median time of one mode of the summary CSV it writes, read every round;
+for each ratio to a baseline a 95 % interval by bootstrap over rounds, and a verdict: faster, slower or not resolved.
+
+A contender is NAME=COMMAND (or NAME:MODE=COMMAND to read another row than --mode), COMMAND any shell command line
+that writes overlap-bench's summary CSV to the path it is given as {csv}: a phase binary (under mpirun where it
+needs one), bench_ddp.py under torchrun, or any other program that writes those columns. A baseline is a contender's
+name, or several joined by commas: the fastest of them by the median over rounds, chosen again inside every bootstrap
+resample so that the interval carries the choice ("DDP at its best cap"). Resampling is paired (whole rounds), so a
+drift that slows every contender of a round cancels in the ratio.
+
+Writes into --out: compare.csv (per contender and baseline: median over rounds, spread, ratio, interval, verdict),
+compare.rounds.csv (every run: round, position, contender, time), compare.meta.json (commit, host, date, command,
+seed, the contenders' commands and the first run's hardware), compare.png (the ratios with their intervals) and the
+contenders' own outputs under runs/. Exit codes: 0; 1 when a contender's check failed (exit 1); 2 for bad usage
+(nothing run); 3 when a contender failed otherwise; 77 when a contender was skipped (its hardware is absent).
+
+Usage:
+  ob-compare --out results/runs/cmp --rounds 5 --baseline ddp \\
+    --contender "nccl=mpirun -np 2 build/gpu/phase4_chunked_nccl/phase4_chunked_nccl --sync nccl --csv {csv}" \\
+    --contender "ddp=torchrun --nproc_per_node=2 scripts/bench_ddp.py --bucket-mb 25 --csv {csv}"
+"""
+import json
+import math
+import os
+import pathlib
+import platform
+import random
+import re
+import shlex
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+
+import ob_csv
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+UNSTABLE_REL = 0.05  # a contender whose median over rounds has a 95 % interval wider than +-5 % is unstable
+RESAMPLES = 2000
+
+
+def parse_contender(text, default_mode):
+    """'name[:mode]=command' -> (name, mode, command); a usage error naming what is wrong."""
+    head, sep, command = text.partition("=")
+    name, _, mode = head.partition(":")
+    name, mode, command = name.strip(), (mode.strip() or default_mode), command.strip()
+    if not sep or not command:
+        raise ob_csv.UsageError(f"--contender: '{text}' is invalid: NAME=COMMAND (or NAME:MODE=COMMAND)")
+    if not NAME.match(name):
+        raise ob_csv.UsageError(f"--contender: '{name}' is invalid: a name of letters, digits and _ . + -")
+    if "{csv}" not in command:
+        raise ob_csv.UsageError(f"--contender: '{name}': its command must write its summary to {{csv}}")
+    return name, mode, command
+
+
+def read_contenders_file(path):
+    """Contenders one per line (NAME=COMMAND); blank lines and lines starting with # are skipped."""
+    try:
+        lines = pathlib.Path(path).read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        raise ob_csv.UsageError(f"--contenders: '{path}' cannot be read ({error})") from None
+    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+
+
+def parse_args(argv=None):
+    parser = ob_csv.ArgumentParser(description=ob_csv.describe(__doc__))
+    parser.add_argument("--contender", action="append", default=[], metavar="NAME[:MODE]=COMMAND",
+                        help="a contender; its command writes a summary CSV to {csv} (repeatable)")
+    parser.add_argument("--contenders", metavar="FILE", help="more contenders, one NAME=COMMAND per line")
+    parser.add_argument("--baseline", action="append", default=[], metavar="NAME[,NAME...]",
+                        help="the contender(s) every ratio divides by; several joined by commas: the fastest of "
+                             "them (repeatable; default: the first contender)")
+    parser.add_argument("--mode", default="overlap", help="the summary row read from each CSV (default: overlap)")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds; each runs every contender once (default: 5)")
+    parser.add_argument("--seed", type=int, help="seed of the order and of the bootstrap (default: drawn, recorded)")
+    parser.add_argument("--timeout", type=float, default=3600, help="seconds one run may take (default: 3600)")
+    parser.add_argument("--out", required=True, help="folder to write (created; must not hold a comparison yet)")
+    args = parser.parse_args(argv)
+    try:
+        texts = args.contender + (read_contenders_file(args.contenders) if args.contenders else [])
+        args.contenders_parsed = [parse_contender(text, args.mode) for text in texts]
+    except ob_csv.UsageError as error:
+        parser.error(str(error))
+    names = [name for name, _, _ in args.contenders_parsed]
+    if len(names) < 2:
+        parser.error("--contender: at least two contenders are needed to compare")
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        parser.error(f"--contender: '{duplicates[0]}' is named twice")
+    args.baseline = args.baseline or [names[0]]
+    for group in args.baseline:
+        for member in group.split(","):
+            if member not in names:
+                parser.error(f"--baseline: '{member}' is invalid: not a contender ({', '.join(names)})")
+    if not 2 <= args.rounds <= 1000:
+        parser.error(f"--rounds: '{args.rounds}' is invalid: 2 to 1000")
+    if args.seed is not None and not 0 <= args.seed < 2 ** 32:
+        parser.error(f"--seed: '{args.seed}' is invalid: 0 to 2^32-1")
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        parser.error(f"--timeout: '{args.timeout}' is invalid: seconds > 0")
+    out = pathlib.Path(args.out)
+    if out.exists() and not out.is_dir():
+        parser.error(f"--out: '{args.out}' is invalid: not a folder")
+    if (out / "compare.csv").exists():
+        parser.error(f"--out: '{args.out}' is invalid: it already holds a comparison (compare.csv)")
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(2 ** 32)
+    return args
+
+
+def schedule(names, rounds, seed):
+    """The order of every round: the contenders shuffled anew each round by one generator seeded with `seed`."""
+    generator = random.Random(seed)
+    orders = []
+    for _ in range(rounds):
+        order = list(names)
+        generator.shuffle(order)
+        orders.append(order)
+    return orders
+
+
+def read_time(csv, mode, name):
+    """The p50 time of the one `mode` row of a contender's summary."""
+    frame = ob_csv.load_summary(csv)
+    rows = frame[frame["mode"] == mode]
+    if len(rows) != 1:
+        raise ob_csv.UsageError(f"contender '{name}': {csv} has {len(rows)} '{mode}' rows, one is needed "
+                                f"(modes there: {', '.join(dict.fromkeys(frame['mode']))}); name the row with "
+                                f"NAME:MODE= or make one contender per setting")
+    return float(rows["time_ms_p50"].iloc[0])
+
+
+class ContenderFailed(Exception):
+    def __init__(self, message, code):
+        super().__init__(message)
+        self.code = code
+
+
+def run_one(command, csv, timeout, log):
+    """Runs a contender's command (bash -c, {csv} replaced) as a fresh process; its output goes to `log`."""
+    line = command.replace("{csv}", shlex.quote(str(csv)))
+    start = time.monotonic()
+    with open(log, "w") as sink:
+        try:
+            done = subprocess.run(["bash", "-c", line], stdout=sink, stderr=subprocess.STDOUT, timeout=timeout,
+                                  stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise ContenderFailed(f"ran past --timeout {timeout:g} s (log: {log})", 3) from None
+    if done.returncode != 0:
+        tail = " | ".join(pathlib.Path(log).read_text(errors="replace").strip().splitlines()[-3:])
+        code = {1: 1, 77: 77}.get(done.returncode, 3)
+        raise ContenderFailed(f"exit {done.returncode}: {tail} (log: {log})", code)
+    if not pathlib.Path(csv).is_file():
+        raise ContenderFailed(f"exit 0 but wrote no summary at {csv} (log: {log})", 3)
+    return time.monotonic() - start
+
+
+def run_rounds(contenders, orders, runs_dir, timeout, progress=sys.stderr):
+    """Every round's runs in its order; returns the rounds table (round, position, contender, mode, time_ms)."""
+    by_name = {name: (mode, command) for name, mode, command in contenders}
+    records, total, done = [], sum(len(o) for o in orders), 0
+    for round_index, order in enumerate(orders):
+        for position, name in enumerate(order):
+            mode, command = by_name[name]
+            csv = runs_dir / f"r{round_index}-{name}.csv"
+            try:
+                seconds = run_one(command, csv, timeout, runs_dir / f"r{round_index}-{name}.log")
+                value = read_time(csv, mode, name)
+            except ContenderFailed as failure:
+                raise ContenderFailed(f"contender '{name}', round {round_index + 1}: {failure}", failure.code) from None
+            done += 1
+            records.append({"round": round_index, "position": position, "contender": name, "mode": mode,
+                            "time_ms": value, "wall_s": seconds})
+            print(f"[ob-compare] round {round_index + 1}/{len(orders)}, run {done}/{total}: {name} {mode} "
+                  f"{value:.4g} ms ({seconds:.1f} s)", file=progress, flush=True)
+    return pd.DataFrame(records)
+
+
+def bootstrap_ratios(times, contender, group, seed, resamples=RESAMPLES):
+    """Ratio of `contender`'s median over rounds to the fastest of `group`'s, and its 95 % percentile interval over
+    paired round resamples (the fastest chosen again in each). `times`: contender -> per-round times (same rounds).
+    Returns (ratio, lo, hi, the group member that was fastest)."""
+    matrix = {name: np.asarray(times[name], dtype=float) for name in {contender, *group}}
+    medians = {name: float(np.median(v)) for name, v in matrix.items()}
+    pick = min(group, key=lambda name: medians[name])
+    ratio = medians[contender] / medians[pick]
+    rounds = len(matrix[contender])
+    generator = np.random.default_rng(seed)
+    indices = generator.integers(0, rounds, size=(resamples, rounds))
+    numerator = np.median(matrix[contender][indices], axis=1)
+    denominator = np.min(np.stack([np.median(matrix[name][indices], axis=1) for name in group]), axis=0)
+    lo, hi = np.percentile(numerator / denominator, [2.5, 97.5])
+    return ratio, float(lo), float(hi), pick
+
+
+def verdict(lo, hi):
+    if hi < 1.0:
+        return "faster"
+    if lo > 1.0:
+        return "slower"
+    return "not resolved"
+
+
+def median_interval(values, seed, resamples=RESAMPLES):
+    """95 % bootstrap interval of the median of `values`, relative half-width."""
+    values = np.asarray(values, dtype=float)
+    generator = np.random.default_rng(seed)
+    medians = np.median(values[generator.integers(0, len(values), size=(resamples, len(values)))], axis=1)
+    lo, hi = np.percentile(medians, [2.5, 97.5])
+    return float(lo), float(hi), float((hi - lo) / 2 / np.median(values))
+
+
+def summarize(rounds, contenders, baselines, seed):
+    """compare.csv: per contender and baseline group, the medians, spread, ratio, interval and verdict."""
+    times = {name: rounds[rounds["contender"] == name].sort_values("round")["time_ms"].tolist()
+             for name, _, _ in contenders}
+    rows = []
+    for name, mode, _ in contenders:
+        lo, hi, rel = median_interval(times[name], seed)
+        for group_text in baselines:
+            group = group_text.split(",")
+            ratio, ratio_lo, ratio_hi, pick = bootstrap_ratios(times, name, group, seed)
+            same = name == pick  # the baseline itself (or the member of a group that was fastest)
+            rows.append({"contender": name, "mode": mode, "rounds": len(times[name]),
+                         "median_ms": float(np.median(times[name])), "median_ci_lo": lo, "median_ci_hi": hi,
+                         "round_min_ms": min(times[name]), "round_max_ms": max(times[name]), "median_ci_rel": rel,
+                         "unstable": int(rel > UNSTABLE_REL), "baseline": group_text, "baseline_pick": pick,
+                         "ratio": ratio, "ratio_ci_lo": ratio_lo, "ratio_ci_hi": ratio_hi,
+                         "verdict": "baseline" if same else verdict(ratio_lo, ratio_hi)})
+    return pd.DataFrame(rows)
+
+
+def sentence(row):
+    """One line a person reads: 'nccl is faster than ddp: 0.83x [0.80, 0.86] over 5 rounds'."""
+    against = row["baseline"] if row["baseline"] == row["baseline_pick"] else \
+        f"the fastest of {row['baseline']} ({row['baseline_pick']})"
+    words = {"faster": "faster than", "slower": "slower than", "not resolved": "not resolved against"}
+    text = (f"{row['contender']} is {words[row['verdict']]} {against}: {row['ratio']:.3f}x "
+            f"[{row['ratio_ci_lo']:.3f}, {row['ratio_ci_hi']:.3f}] over {row['rounds']} rounds")
+    if row["unstable"]:
+        text += f" (unstable: its median moves +-{100 * row['median_ci_rel']:.1f} % between rounds)"
+    return text
+
+
+def figure(table, path):
+    import matplotlib.pyplot as plt
+
+    shown = table[table["verdict"] != "baseline"]
+    groups = list(dict.fromkeys(shown["baseline"]))
+    fig, axes = plt.subplots(len(groups), 1, figsize=(7, 0.5 + 0.45 * len(shown) + 0.6 * len(groups)), squeeze=False)
+    for axis, group in zip(axes[:, 0], groups):
+        part = shown[shown["baseline"] == group]
+        y = np.arange(len(part))
+        colours = [{"faster": "#2ca02c", "slower": "#d62728"}.get(v, "#7f7f7f") for v in part["verdict"]]
+        axis.errorbar(part["ratio"], y, xerr=[part["ratio"] - part["ratio_ci_lo"], part["ratio_ci_hi"] - part["ratio"]],
+                      fmt="none", ecolor="black", capsize=3)
+        axis.scatter(part["ratio"], y, c=colours, zorder=3)
+        axis.axvline(1.0, color="#999999", linestyle="--")
+        axis.set_yticks(y, part["contender"])
+        axis.set_xlabel(f"time / time of {group} (95 % interval over rounds)")
+    ob_csv.save_figure(fig, path)
+
+
+def metadata(args, contenders, orders, runs_dir):
+    meta = {"suite": "overlap-bench", "tool": "ob-compare", "commit": ob_csv.commit_id(), "host": socket.gethostname(),
+            "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command_line": sys.argv,
+            "cwd": os.getcwd(), "python": platform.python_version(), "cpus": os.cpu_count(), "seed": args.seed,
+            "rounds": args.rounds, "resamples": RESAMPLES, "unstable_rel": UNSTABLE_REL, "baselines": args.baseline,
+            "contenders": [{"name": n, "mode": m, "command": c} for n, m, c in contenders], "orders": orders}
+    first = ob_csv.read_metadata(runs_dir / f"r0-{contenders[0][0]}.csv")
+    for key in ("gpus", "cpu_model", "hardware", "hosts", "ranks"):
+        if key in first:
+            meta[key] = first[key]
+    return meta
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    out = pathlib.Path(args.out)
+    runs_dir = out / "runs"
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    contenders = args.contenders_parsed
+    orders = schedule([name for name, _, _ in contenders], args.rounds, args.seed)
+    print(f"[ob-compare] {len(contenders)} contenders x {args.rounds} rounds, seed {args.seed}, writing {out}",
+          file=sys.stderr, flush=True)
+    try:
+        rounds = run_rounds(contenders, orders, runs_dir, args.timeout)
+    except ContenderFailed as failure:
+        print(f"ob-compare: {failure}", file=sys.stderr)
+        return failure.code
+    table = summarize(rounds, contenders, args.baseline, args.seed)
+    # The set is written whole or not at all: each file staged and renamed, compare.csv (the one readers look for)
+    # last.
+    ob_csv.write_text_atomic(out / "compare.rounds.csv", rounds.to_csv(index=False))
+    ob_csv.write_text_atomic(out / "compare.meta.json",
+                             json.dumps(metadata(args, contenders, orders, runs_dir), indent=2) + "\n")
+    figure(table, out / "compare.png")
+    ob_csv.write_text_atomic(out / "compare.csv", table.to_csv(index=False))
+    for _, row in table.iterrows():
+        if row["verdict"] != "baseline":
+            print(sentence(row))
+    return 0
+
+
+def cli():
+    """The console command ob-compare (pyproject.toml) and `python3 compare.py`."""
+    raise SystemExit(ob_csv.main_guard(main))
+
+
+if __name__ == "__main__":
+    cli()

@@ -1,0 +1,156 @@
+"""ob-compare (issue 32): contenders as fresh processes, rounds shuffled from a recorded seed, per-round medians, the
+ratio to a baseline with a paired bootstrap interval over rounds and a verdict; CSV, metadata and figure written whole;
+a failing contender stops it with its exit code and leaves no comparison behind."""
+import json
+import math
+import re
+import subprocess
+import sys
+
+import compare
+import pandas as pd
+import pytest
+
+from conftest import REPO
+
+FAKE = REPO / "tests" / "support" / "fake_contender.py"
+COMPARE = [sys.executable, str(REPO / "scripts" / "compare.py")]
+
+
+def fake(name, ms, jitter=0.0, extra=""):
+    return f"{name}={sys.executable} {FAKE} --ms {ms} --jitter {jitter} --csv {{csv}} {extra}".strip()
+
+
+def ob_compare(*args, timeout=300):
+    return subprocess.run([*COMPARE, *map(str, args)], capture_output=True, text=True, timeout=timeout)
+
+
+def test_orders_are_shuffled_permutations_replayed_by_their_seed():
+    names = ["a", "b", "c", "d"]
+    orders = compare.schedule(names, 8, seed=7)
+    assert all(sorted(order) == names for order in orders)
+    assert len({tuple(order) for order in orders}) > 1  # the order changes between rounds
+    assert compare.schedule(names, 8, seed=7) == orders and compare.schedule(names, 8, seed=8) != orders
+
+
+def test_bootstrap_ratio_interval_and_verdicts():
+    times = {"fast": [8.0, 8.1, 7.9, 8.2, 8.0], "slow": [10.0, 10.2, 9.9, 10.1, 10.0],
+             "same": [8.05, 7.95, 8.1, 8.0, 8.15]}
+    ratio, lo, hi, pick = compare.bootstrap_ratios(times, "slow", ["fast"], seed=1)
+    assert math.isclose(ratio, 10.0 / 8.0) and lo <= ratio <= hi and lo > 1 and pick == "fast"
+    assert compare.verdict(lo, hi) == "slower"
+    ratio, lo, hi, _ = compare.bootstrap_ratios(times, "fast", ["slow"], seed=1)
+    assert hi < 1 and compare.verdict(lo, hi) == "faster"
+    _, lo, hi, _ = compare.bootstrap_ratios(times, "same", ["fast"], seed=1)
+    assert lo <= 1 <= hi and compare.verdict(lo, hi) == "not resolved"
+    # a group baseline is its fastest member, chosen again in every resample
+    ratio, _, _, pick = compare.bootstrap_ratios(times, "slow", ["slow", "fast"], seed=1)
+    assert pick == "fast" and math.isclose(ratio, 1.25)
+
+
+def test_rounds_are_paired_so_a_shared_drift_cancels():
+    # every contender slowed alike in later rounds: unpaired, the spread hides a 2 % difference; paired, it shows.
+    drift = [1.0, 1.3, 1.6, 1.9, 2.2, 2.5]
+    times = {"base": [10.0 * d for d in drift], "other": [10.2 * d for d in drift]}
+    ratio, lo, hi, _ = compare.bootstrap_ratios(times, "other", ["base"], seed=3)
+    assert math.isclose(ratio, 1.02) and lo > 1.0 and hi < 1.05
+
+
+def test_a_comparison_of_fake_contenders_end_to_end(tmp_path):
+    out = tmp_path / "cmp"
+    result = ob_compare("--out", out, "--rounds", 4, "--seed", 11, "--baseline", "base", "--baseline", "base,quick",
+                        "--contender", fake("base", 10.0, 0.01), "--contender", fake("slow", 14.0, 0.01),
+                        "--contender", fake("quick", 7.0, 0.01))
+    assert result.returncode == 0, result.stderr
+    table = pd.read_csv(out / "compare.csv")
+    by = {(r.contender, r.baseline): r for r in table.itertuples()}
+    assert by[("slow", "base")].verdict == "slower" and by[("quick", "base")].verdict == "faster"
+    assert math.isclose(by[("slow", "base")].ratio, 1.4, rel_tol=0.02)
+    assert by[("base", "base")].verdict == "baseline"
+    assert by[("slow", "base,quick")].baseline_pick == "quick"
+    assert re.search(r"^slow is slower than base: 1\.\d+x \[1\.\d+, 1\.\d+\] over 4 rounds$", result.stdout, re.M)
+    assert by[("quick", "base,quick")].verdict == "baseline"
+    rounds = pd.read_csv(out / "compare.rounds.csv")
+    assert len(rounds) == 12 and sorted(rounds["round"].unique()) == [0, 1, 2, 3]
+    meta = json.loads((out / "compare.meta.json").read_text())
+    assert meta["seed"] == 11 and meta["rounds"] == 4 and len(meta["orders"]) == 4
+    assert [c["name"] for c in meta["contenders"]] == ["base", "slow", "quick"] and meta["commit"]
+    # each contender ran as its own process: one summary per round and contender
+    assert len(list((out / "runs").glob("r*-*.csv"))) == 12
+    assert (out / "compare.png").stat().st_size > 1000
+    # the order ran is the order recorded
+    first = rounds[rounds["round"] == 0].sort_values("position")["contender"].tolist()
+    assert first == meta["orders"][0]
+
+
+def test_unstable_contender_is_marked(tmp_path):
+    out = tmp_path / "cmp"
+    result = ob_compare("--out", out, "--rounds", 5, "--seed", 5, "--contender", fake("steady", 10.0, 0.0),
+                        "--contender", fake("wild", 10.0, 0.6, "--seed-from-round"))
+    assert result.returncode == 0, result.stderr
+    table = pd.read_csv(out / "compare.csv").set_index("contender")
+    assert table.loc["wild", "unstable"] == 1 and table.loc["steady", "unstable"] == 0
+    assert "unstable" in result.stdout
+
+
+@pytest.mark.parametrize("code", [1, 3, 77])
+def test_a_failing_contender_stops_the_comparison_with_its_code(tmp_path, code):
+    out = tmp_path / "cmp"
+    result = ob_compare("--out", out, "--rounds", 2, "--seed", 1, "--contender", fake("ok", 5.0),
+                        "--contender", fake("bad", 5.0, 0.0, f"--exit {code}"))
+    assert result.returncode == {1: 1, 3: 3, 77: 77}[code], result.stderr
+    assert "contender 'bad'" in result.stderr
+    assert not (out / "compare.csv").exists()
+
+
+def test_a_contender_with_no_such_row_is_named(tmp_path):
+    result = ob_compare("--out", tmp_path / "c", "--rounds", 2, "--contender", fake("a", 5.0),
+                        "--contender", fake("b:bound", 5.0))
+    assert result.returncode == 2 and "contender 'b'" in result.stderr and "'bound' rows" in result.stderr
+
+
+@pytest.mark.parametrize("args, named", [
+    (["--contender", "a=x {csv}"], "two contenders"),
+    (["--contender", "a=x {csv}", "--contender", "a=y {csv}"], "named twice"),
+    (["--contender", "a=x", "--contender", "b=y {csv}"], "{csv}"),
+    (["--contender", "a b=x {csv}", "--contender", "b=y {csv}"], "--contender"),
+    (["--contender", "a=x {csv}", "--contender", "b=y {csv}", "--baseline", "c"], "--baseline"),
+    (["--contender", "a=x {csv}", "--contender", "b=y {csv}", "--rounds", "1"], "--rounds"),
+    (["--contender", "a=x {csv}", "--contender", "b=y {csv}", "--timeout", "nan"], "--timeout"),
+    (["--contender", "a=x {csv}", "--contender", "b=y {csv}", "--seed", "-1"], "--seed"),
+])
+def test_bad_invocation_of_compare(tmp_path, args, named):
+    result = ob_compare("--out", tmp_path / "never", *args)
+    assert result.returncode == 2 and named in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "never").exists()
+
+
+def test_a_folder_holding_a_comparison_is_not_replaced(tmp_path):
+    (tmp_path / "compare.csv").write_text("kept\n")
+    result = ob_compare("--out", tmp_path, "--contender", "a=x {csv}", "--contender", "b=y {csv}")
+    assert result.returncode == 2 and (tmp_path / "compare.csv").read_text() == "kept\n"
+
+
+def test_phase2_commands_as_contenders(tmp_path, phase2):
+    """CPU contenders, as CI runs them: phase 2's synthetic workload at two compute times, fresh processes."""
+    base = f"{phase2} --chunks 4 --comm-ms 1 --iters 3 --warmup 1 -q --csv {{csv}}"
+    out = tmp_path / "cmp"
+    result = ob_compare("--out", out, "--rounds", 3, "--seed", 2, "--contender", f"c2={base} --compute-ms 2",
+                        "--contender", f"c6={base} --compute-ms 6", timeout=600)
+    assert result.returncode == 0, result.stderr
+    table = pd.read_csv(out / "compare.csv").set_index("contender")
+    assert table.loc["c6", "verdict"] == "slower" and table.loc["c6", "ratio"] > 1.2
+    assert json.loads((out / "compare.meta.json").read_text())["contenders"][0]["command"].startswith(str(phase2))
+
+
+def test_the_report_says_a_comparison_in_words(tmp_path):
+    import report
+
+    out = tmp_path / "cmp"
+    result = ob_compare("--out", out, "--rounds", 3, "--seed", 4, "--contender", fake("base", 10.0, 0.01),
+                        "--contender", fake("slow", 13.0, 0.01))
+    assert result.returncode == 0, result.stderr
+    text = report.write_report(out).read_text()
+    assert re.search(r"^- slow is slower than base: 1\.\d+x \[", text, re.M), text
+    assert "![compare.png](compare.png)" in text and "| contender |" in text
