@@ -16,4 +16,14 @@ void wait_above(const std::atomic<int>& counter, int value) {
   }
 }
 
+void TeamBarrier::arrive_and_wait() {
+  const int generation = generation_.load(std::memory_order_acquire);
+  if (arrived_.fetch_add(1, std::memory_order_acq_rel) == parties_ - 1) {
+    arrived_.store(0, std::memory_order_relaxed);
+    generation_.store(generation + 1, std::memory_order_release);
+  } else {
+    wait_above(generation_, generation);
+  }
+}
+
 }  // namespace ob

@@ -12,4 +12,18 @@ namespace ob {
 // time slice (seen: 3 ms on a 2-core machine).
 void wait_above(const std::atomic<int>& counter, int value);
 
+// A barrier of `parties` threads that need not be a whole OpenMP team (a persistent compute team beside a
+// communication thread in one parallel region): the last to arrive opens the next generation, the others wait with
+// wait_above. Reusable; parties may be set again only while no thread is waiting.
+class TeamBarrier {
+ public:
+  explicit TeamBarrier(int parties) : parties_(parties) {}
+  void set_parties(int parties) { parties_ = parties; }
+  void arrive_and_wait();
+
+ private:
+  int parties_;
+  std::atomic<int> arrived_{0}, generation_{0};
+};
+
 }  // namespace ob

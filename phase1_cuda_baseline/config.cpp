@@ -1,5 +1,7 @@
 #include "phase1_cuda_baseline/config.hpp"
 
+#include <cmath>
+
 #include "common/errors.hpp"
 
 namespace phase1 {
@@ -18,7 +20,9 @@ void add_options(CLI::App& app, Config& config) {
       ->transform(ob::size_suffix())
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
-  app.add_option("--lr", config.lr, "SGD learning rate")->check(ob::finite_in(0, 1e9))->capture_default_str();
+  app.add_option("--lr", config.lr, "SGD learning rate (0: a quarter of the largest stable rate for these sizes)")
+      ->check(ob::finite_in(0, 1e9))
+      ->capture_default_str();
   app.add_option("--kernel", config.kernel, "GEMM kernel: naive|tiled|cublas|all")
       ->check(CLI::IsMember({"naive", "tiled", "cublas", "all"}))
       ->capture_default_str();
@@ -47,6 +51,12 @@ std::vector<GemmKernel> Config::kernels() const {
 double Config::device_bytes() const {
   const double b = batch, i = in, o = out;
   return 4.0 * (b * i + 3.0 * i * o + 3.0 * b * o) + 64.0;  // x; W, W*, dW; y, t, dY; the loss
+}
+
+float Config::learning_rate() const {
+  if (lr > 0) return lr;
+  const double root = std::sqrt(static_cast<double>(batch)) + std::sqrt(static_cast<double>(in));
+  return static_cast<float>(0.25 * 3.0 * batch * out / (root * root));
 }
 
 }  // namespace phase1

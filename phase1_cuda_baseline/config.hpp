@@ -15,8 +15,9 @@ struct Config {
   int batch = 1024;
   int in = 512;
   int out = 512;
-  // The loss is a mean over batch * out elements, so its gradient is small: 100 converges at the default sizes.
-  float lr = 100.0f;
+  // 0: auto (auto_lr()). The loss is a mean over batch * out elements, so its gradient is small and a fixed rate
+  // that converges at one size diverges at another (100 at 1000 x 333 -> 17 reached a loss of 3e38).
+  float lr = 0.0f;
   std::string kernel = "all";  // naive | tiled | cublas | all
   bool tf32 = false;           // cuBLAS only
   std::string memory = "device";
@@ -24,6 +25,10 @@ struct Config {
 
   std::vector<GemmKernel> kernels() const;
   double device_bytes() const;  // everything the run allocates on the device
+  // The rate SGD uses: --lr, or a quarter of the largest stable one for this problem. Least squares on x uniform in
+  // [-1, 1] has a Hessian of largest eigenvalue 2 lambda_max(x^T x) / (batch * out), lambda_max ~ (sqrt(batch) +
+  // sqrt(in))^2 / 3 (Marchenko-Pastur), so SGD is stable below 3 batch out / (sqrt(batch) + sqrt(in))^2.
+  float learning_rate() const;
 };
 
 void add_options(CLI::App& app, Config& config);

@@ -7,6 +7,10 @@
 
 namespace phase1 {
 
+bool diverged(const std::vector<double>& loss) {
+  return !loss.empty() && !(std::isfinite(loss.back()) && loss.back() <= loss.front());
+}
+
 std::vector<ob::SummaryRow> summary_rows(const Config& config, const std::vector<VariantResult>& results) {
   std::vector<ob::SummaryRow> rows;
   const double gemm_flops = 2.0 * config.batch * config.in * config.out;
@@ -27,6 +31,7 @@ std::vector<ob::SummaryRow> summary_rows(const Config& config, const std::vector
       row.config("kernel", kernel);
       row.set("gflops", flops > 0 ? flops / (row.time_ms.p50 * 1e-3) / 1e9 : std::nan(""));
       row.set("first_loss", result.loss.front()).set("final_loss", result.loss.back());
+      row.set("lr", config.learning_rate()).set("diverged", diverged(result.loss));
       if (result.checked) {
         row.set("forward_rel_error", result.forward_check.rel_error)
             .set("backward_rel_error", result.backward_check.rel_error);
@@ -57,7 +62,15 @@ std::string console_table(const std::vector<ob::SummaryRow>& rows) {
                    ob::format_number(row.time_ms.p95 * 1e3, 5), gflops,
                    ob::format_number(row.number("final_loss"), 4), error});
   }
-  return table.render();
+  std::string text = table.render();
+  for (const auto& row : rows) {
+    if (row.get("kernel") == "iteration" && row.number("diverged") == 1) {
+      text += "# " + row.get("variant") + ": the loss diverged (" + ob::format_number(row.number("first_loss"), 4) +
+              " -> " + ob::format_number(row.number("final_loss"), 4) + ") at learning rate " +
+              ob::format_number(row.number("lr"), 4) + ": the timings stand, the training does not; lower --lr\n";
+    }
+  }
+  return text;
 }
 
 std::string first_check_failure(const std::vector<VariantResult>& results, const Trainer& trainer) {

@@ -10,6 +10,9 @@
 
 namespace phase1 {
 
+// Whether a run's loss (every step's, warm-up included) ended above where it started or not finite.
+bool diverged(const std::vector<double>& loss);
+
 std::vector<ob::SummaryRow> summary_rows(const Config& config, const std::vector<VariantResult>& results);
 std::string console_table(const std::vector<ob::SummaryRow>& rows);
 

@@ -81,7 +81,7 @@ VariantResult Trainer::run(GemmKernel kernel) {
     mark();
     {
       ob::NvtxRange range("sgd");
-      sgd_update(d.w.get(), d.dw.get(), config_.lr, n_w, stream_);
+      sgd_update(d.w.get(), d.dw.get(), config_.learning_rate(), n_w, stream_);
     }
     mark();
   };

@@ -7,6 +7,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <numeric>
 #include <string>
@@ -24,59 +25,77 @@ class Iteration {
   Iteration(ob::Mode mode, Workload& workload, ob::SteadyClock::time_point origin, int iter)
       : mode_(ob::mode_name(mode)), workload_(workload), origin_(origin), iter_(iter) {}
 
-  void task(bool compute, int chunk, TaskLog& log) {
-    const std::string thread = "thread " + std::to_string(omp_get_thread_num());
-    ob::nvtx_name_thread("phase2 " + thread);
-    ob::NvtxRange range(mode_ + (compute ? ": compute chunk " : ": comm chunk ") + std::to_string(chunk));
-    const auto start = ob::SteadyClock::now();
-    if (compute) {
-      workload_.compute(iter_, chunk);
-    } else {
-      workload_.communicate(iter_, chunk);
-    }
-    const auto end = ob::SteadyClock::now();
-    const double us = ob::micros_since(start, end);
-    (compute ? log.compute_ms : log.comm_ms).push_back(us / 1000.0);
-    log.events.push_back({0, mode_ + ":" + thread, compute ? "compute" : "comm",
-                          iter_, chunk, ob::micros_since(origin_, start), ob::micros_since(origin_, end)});
+  // Chunk `chunk`'s communication on the calling thread, logged.
+  void communicate(int chunk, TaskLog& log) {
+    timed(false, chunk, log, [&] { workload_.communicate(iter_, chunk); });
   }
 
-  // Throws ob::UsageError when OpenMP grants fewer than the 2 threads the two sections need (OMP_DYNAMIC under load,
-  // OMP_THREAD_LIMIT): one thread would run them one after the other, the first waiting for the second for ever.
-  void overlapped(int chunks, TaskLog& compute_log, TaskLog& comm_log) {
+  // One iteration of `mode` (seq, overlap, compute) in one OpenMP parallel region: a compute team of `team` threads
+  // shares every chunk's GEMM (its thread 0 logs the chunk from its start to the team's barrier), and in the
+  // overlapped mode one more thread communicates chunk k as soon as the team has published it. seq: the team's thread
+  // 0 communicates each chunk while the others wait. The team lives for the whole iteration: no nested team per chunk.
+  // Throws ob::UsageError when OpenMP grants the overlapped mode fewer than 2 threads (OMP_DYNAMIC under load,
+  // OMP_THREAD_LIMIT): one thread would run both sides one after the other, the first waiting for the second forever.
+  void run(ob::Mode mode, int chunks, int team, TaskLog& compute_log, TaskLog& comm_log) {
+    const bool overlap = mode == ob::Mode::kOverlap;
     std::atomic<int> computed{0}, communicated{0};
-    int granted = 2;
-#pragma omp parallel num_threads(2)
+    ob::TeamBarrier barrier(team);
+    int granted = team + overlap;
+#pragma omp parallel num_threads(team + (overlap ? 1 : 0))
     {
 #pragma omp single
-      granted = omp_get_num_threads();  // the implicit barrier publishes it before the sections
-      if (granted == 2) {
-#pragma omp sections
-        {
-#pragma omp section
-          {
-            for (int k = 0; k < chunks; ++k) {
-              task(true, k, compute_log);
-              computed.store(k + 1, std::memory_order_release);
-            }
-            ob::wait_above(communicated, chunks - 1);
+      {
+        granted = omp_get_num_threads();  // the implicit barrier publishes it and the team's size
+        barrier.set_parties(std::max(1, granted - (overlap ? 1 : 0)));
+      }
+      const int members = std::max(1, granted - (overlap ? 1 : 0));
+      const int id = omp_get_thread_num();
+      if (overlap && granted < 2) {
+        // refused below
+      } else if (overlap && id == members) {
+        for (int k = 0; k < chunks; ++k) {
+          ob::wait_above(computed, k);
+          communicate(k, comm_log);
+          communicated.store(k + 1, std::memory_order_release);
+        }
+      } else {
+        for (int k = 0; k < chunks; ++k) {
+          auto share = [&] {
+            workload_.compute(iter_, k, id, members);
+            barrier.arrive_and_wait();
+          };
+          if (id == 0) {
+            timed(true, k, compute_log, share);
+          } else {
+            share();
           }
-#pragma omp section
-          {
-            for (int k = 0; k < chunks; ++k) {
-              ob::wait_above(computed, k);
-              task(false, k, comm_log);
-              communicated.store(k + 1, std::memory_order_release);
-            }
+          if (id == 0 && overlap) computed.store(k + 1, std::memory_order_release);
+          if (mode == ob::Mode::kSeq) {
+            if (id == 0) communicate(k, compute_log);
+            barrier.arrive_and_wait();
           }
         }
+        if (id == 0 && overlap) ob::wait_above(communicated, chunks - 1);
       }
     }
-    ob::require(granted == 2, "OMP_DYNAMIC", std::to_string(granted) + " thread(s) granted",
+    ob::require(!overlap || granted >= 2, "OMP_DYNAMIC", std::to_string(granted) + " thread(s) granted",
                 "the overlapped mode needs 2 OpenMP threads at once; set OMP_DYNAMIC=false or free a core");
   }
 
  private:
+  template <typename Task>
+  void timed(bool compute, int chunk, TaskLog& log, Task&& work) {
+    const std::string thread = "thread " + std::to_string(omp_get_thread_num());
+    ob::nvtx_name_thread("phase2 " + thread);
+    ob::NvtxRange range(mode_ + (compute ? ": compute chunk " : ": comm chunk ") + std::to_string(chunk));
+    const auto start = ob::SteadyClock::now();
+    work();
+    const auto end = ob::SteadyClock::now();
+    (compute ? log.compute_ms : log.comm_ms).push_back(ob::micros_since(start, end) / 1000.0);
+    log.events.push_back({0, mode_ + ":" + thread, compute ? "compute" : "comm", iter_, chunk,
+                          ob::micros_since(origin_, start), ob::micros_since(origin_, end)});
+  }
+
   std::string mode_;
   Workload& workload_;
   ob::SteadyClock::time_point origin_;
@@ -100,13 +119,10 @@ ModeRun run_mode(ob::Mode mode, Workload& workload, const Config& config, ob::St
   };
   hooks.step = [&](const ob::Iteration& it) {
     Iteration iteration(mode, workload, origin, it.iter);
-    if (mode == ob::Mode::kOverlap) {
-      iteration.overlapped(chunks, compute_log, comm_log);
+    if (mode == ob::Mode::kComm) {
+      for (int k = 0; k < chunks; ++k) iteration.communicate(k, compute_log);
     } else {
-      for (int k = 0; k < chunks; ++k) {
-        if (mode != ob::Mode::kComm) iteration.task(true, k, compute_log);
-        if (mode != ob::Mode::kCompute) iteration.task(false, k, compute_log);
-      }
+      iteration.run(mode, chunks, workload.team(), compute_log, comm_log);
     }
   };
   hooks.check = [&](const ob::Iteration& it) {

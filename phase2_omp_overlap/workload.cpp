@@ -25,7 +25,9 @@ void wait_ms(double ms) {
 }
 }  // namespace
 
-void SyntheticWorkload::compute(int iter, int chunk) { wait_ms(duration_ms(0, iter, chunk)); }
+void SyntheticWorkload::compute(int iter, int chunk, int part, int) {
+  if (part == 0) wait_ms(duration_ms(0, iter, chunk));
+}
 void SyntheticWorkload::communicate(int iter, int chunk) { wait_ms(duration_ms(1, iter, chunk)); }
 
 RealWorkload::RealWorkload(const Config& config)
@@ -54,12 +56,14 @@ RealWorkload::RealWorkload(const Config& config)
   copies_.assign(static_cast<std::size_t>(ranks_), std::vector<float>(total_rows * h, 0.0f));
 }
 
-void RealWorkload::compute(int, int chunk) {
+void RealWorkload::compute(int, int chunk, int part, int parts) {
   const std::size_t h = static_cast<std::size_t>(hidden_);
   const std::size_t first = static_cast<std::size_t>(chunk) * rows_;
+  // This share's rows: the chunk's rows cut into `parts` nearly equal runs.
+  const std::size_t begin = first + static_cast<std::size_t>(rows_) * part / parts;
+  const std::size_t end = first + static_cast<std::size_t>(rows_) * (part + 1) / parts;
   float* out = copies_[0].data();
-#pragma omp parallel for num_threads(threads_) schedule(static)
-  for (std::size_t i = first; i < first + static_cast<std::size_t>(rows_); ++i) {
+  for (std::size_t i = begin; i < end; ++i) {
     float* c = out + i * h;
     for (std::size_t j = 0; j < h; ++j) c[j] = 0.0f;
     for (std::size_t k = 0; k < h; ++k) {

@@ -48,6 +48,13 @@ else
   p1_args=""
   p4_args=""
 fi
+# Phase 3 runs 2 ranks: one GPU each where there are two, else both on the CPU (two ranks sharing one GPU would time
+# the GPU's sharing, not the overlap), and the summary says which.
+if [ "$gpus" -ge 2 ]; then
+  p3_args="$p3_args --device gpu"; p3_where="one GPU per rank"
+else
+  p3_args="$p3_args --device cpu"; p3_where="on the CPU ($gpus GPU(s) for 2 ranks)"
+fi
 phases=(
   "phase2-synthetic|phase2_omp_overlap/phase2_omp_overlap|cpu|0|$p2_args --check"
   "phase2-real|phase2_omp_overlap/phase2_omp_overlap|cpu|0|$p2_real_args --check"
@@ -57,6 +64,13 @@ phases=(
 )
 
 ob_log "machine: $(nproc) cores, $gpus GPU(s); results in $out"
+# A machine already busy slows every mode unevenly: say so before the numbers, so they are read with that in mind.
+load=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo 0)
+busy_note=""
+if awk -v l="$load" -v c="$(nproc)" 'BEGIN { exit !(l > 0.5 * c) }'; then
+  busy_note="warning: the machine was busy at the start (load average $load on $(nproc) cores): timings vary more, and a compute-only run slowed by other load can make overlap look better or worse than it is"
+  ob_log "$busy_note"
+fi
 declare -a ran=() skipped=() failed=()
 for entry in "${phases[@]}"; do
   IFS='|' read -r name binary needs ranks args <<<"$entry"
@@ -70,6 +84,7 @@ for entry in "${phases[@]}"; do
   fi
   if [ "$list" = 1 ]; then
     [ "$ranks" -gt 0 ] && on=" on $ranks MPI ranks" || on=""
+    [ "$name" = phase3 ] && on="$on, $p3_where"
     ob_log "would run $name$on: $binary $args"
     continue
   fi
@@ -107,8 +122,10 @@ fi
 
 echo
 echo "overlap-bench summary ($(hostname -s), $(date -u +%Y-%m-%dT%H:%M:%SZ))"
+[ -z "$busy_note" ] || echo "$busy_note"
 for name in "${ran[@]+"${ran[@]}"}"; do
   echo "== $name"
+  [ "$name" = phase3 ] && echo "phase3 ran 2 MPI ranks $p3_where"
   grep -E '^(#|  )' "$out/$name.log" | grep -v '^# \(summary\|timeline\)' || true
 done
 if [ "$(nproc)" -le 2 ] && [[ " ${ran[*]+"${ran[*]}"} " == *" phase3 "* ]]; then

@@ -34,7 +34,7 @@ TEST(Phase2Real, EveryModeIsExactForSeveralSizes) {
 TEST(Phase2Real, AllReduceGivesTheExpectedSumOnEveryCopy) {
   auto config = real(2, 3, 8, 4);
   phase2::RealWorkload workload(config);
-  for (int k = 0; k < 2; ++k) workload.compute(0, k);
+  for (int k = 0; k < 2; ++k) workload.compute(0, k, 0, 1);
   EXPECT_EQ(workload.check("compute").wrong, 0u);
   for (int k = 0; k < 2; ++k) workload.communicate(0, k);
   // Copy v held reference + v: the sum is 4 * reference + 6 on every copy.
@@ -47,7 +47,7 @@ TEST(Phase2Real, CheckerCatchesACorruptedBuffer) {
   auto config = real(2, 3, 8, 4);
   phase2::RealWorkload workload(config);
   for (int k = 0; k < 2; ++k) {
-    workload.compute(0, k);
+    workload.compute(0, k, 0, 1);
     workload.communicate(0, k);
   }
   workload.copy(2)[7] += 1.0f;  // one element off by one on virtual rank 2
