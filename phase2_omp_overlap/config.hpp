@@ -11,6 +11,8 @@
 
 namespace phase2 {
 
+inline constexpr int kRowsPerThread = 8;
+
 struct Config {
   ob::CommonOptions common;
   ob::FaultOptions fault;
@@ -22,11 +24,13 @@ struct Config {
   int chunk_rows = 64;      // real: rows of the gradient one chunk computes
   int hidden = 256;         // real: width of the matrices
   int virtual_ranks = 8;    // real: gradient copies the all-reduce sums
-  int threads = 0;          // OpenMP threads in all (compute team + comm thread); 0: omp_get_max_threads()
+  int threads = 0;          // OpenMP threads in all (compute team + comm thread); 0: compute_threads()'s default
   std::string mode = "all";
 
   std::vector<ob::Mode> modes() const;  // the modes to run, in the one run order (ob::in_run_order)
-  int compute_threads() const;             // threads of the compute team (the comm thread excluded)
+  // Threads of the compute team (the comm thread excluded): --threads less one, or by default every OpenMP thread but
+  // one, at most one per kRowsPerThread rows of a chunk.
+  int compute_threads() const;
 };
 
 // Adds phase 2's options (and the common ones) to `app`, bound to `config`.

@@ -7,8 +7,9 @@ Launch with torchrun, one process per GPU:
 
 Modes, timed with CUDA events after warm-up (median over iterations of the slowest rank), every one with the same
 optimizer and zero_grad as the wrapped step (same work): compute (no DDP; and compute-graph, the same step replayed
-from a CUDA graph: GPU-only compute time); then per wrapped run: seq (backward, then each of that run's buckets
-packed, all-reduced, averaged and unpacked: DDP's own bucket assignment at its cap, FSDP2's one group per layer),
+from a CUDA graph: GPU-only compute time); then per wrapped run: seq (backward into gradients held in one flat
+buffer per bucket, as DDP's gradient_as_bucket_view holds them, then each bucket all-reduced in place and averaged:
+DDP's own bucket assignment at its cap, FSDP2's one group per layer),
 comm (those all-reduces alone), overlap (DDP or FSDP2) and the derived ideal. Each configuration runs with expert
 settings (system pytorch-ddp: gradient_as_bucket_view, static_graph, high-priority NCCL stream through
 TORCH_NCCL_HIGH_PRIORITY=1, fused SGD, zero_grad(set_to_none=True)) unless --default (system pytorch-ddp-default).
@@ -219,22 +220,23 @@ def run_config(args, hidden, layers, batch, rank, world):
             groups = ddp_buckets(sizes, 1 << 20, setting * (1 << 20))
         else:
             groups = [[i] for i in range(len(backward_order))]
+        # The gradients live in one flat buffer per bucket, as DDP's gradient_as_bucket_view keeps them: the backward
+        # accumulates into the buckets and each bucket is all-reduced where it lies, with no copy.
         flats = [torch.zeros(sum(backward_order[i].numel() for i in g), device="cuda") for g in groups]
+        for group, flat in zip(groups, flats):
+            for i, view in zip(group, flat.split([backward_order[i].numel() for i in group])):
+                backward_order[i].grad = view.view_as(backward_order[i])
 
         def allreduce_buckets():
             for flat in flats:
                 dist.all_reduce(flat)
 
         def seq_step():
-            optimizer.zero_grad(set_to_none=set_to_none)
+            optimizer.zero_grad(set_to_none=False)  # zeroes the bucket views in place (DDP zeroes its buckets)
             loss_fn(model(x), target).backward()
-            for group, flat in zip(groups, flats):  # each bucket packed, summed, averaged and unpacked, as DDP
-                grads = [backward_order[i].grad for i in group]
-                torch.cat([g.reshape(-1) for g in grads], out=flat)
+            for flat in flats:
                 dist.all_reduce(flat)
-                flat.div_(world)
-                torch._foreach_copy_(grads, [v.view_as(g) for v, g in zip(flat.split([g.numel() for g in grads]),
-                                                                                grads)])
+                flat.div_(world)  # the average, as DDP computes
             optimizer.step()
 
         modes = {"seq": timed(seq_step, args.iters, args.warmup),

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
+#include <omp.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,13 @@ TEST(Phase2Options, Defaults) {
   EXPECT_EQ(config.workload, "synthetic");
   EXPECT_EQ(config.modes(), (std::vector<ob::Mode>{ob::Mode::kCompute, ob::Mode::kComm, ob::Mode::kSeq, ob::Mode::kOverlap}));
   EXPECT_GE(config.compute_threads(), 1);
+  // The default team: no more than one thread per 8 rows of a chunk, and never the communication thread's.
+  EXPECT_LE(config.compute_threads(), 64 / phase2::kRowsPerThread);
+  EXPECT_LE(config.compute_threads(), std::max(1, omp_get_max_threads() - 1));
+  ASSERT_EQ(exit_code_of({"--chunk-rows", "16"}, &config), -1);
+  EXPECT_LE(config.compute_threads(), 2);
+  ASSERT_EQ(exit_code_of({"--threads", "5"}, &config), -1);
+  EXPECT_EQ(config.compute_threads(), 4);
 }
 
 TEST(Phase2Options, AcceptedValues) {
