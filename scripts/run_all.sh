@@ -126,6 +126,7 @@ echo "overlap-bench summary ($(hostname -s), $(date -u +%Y-%m-%dT%H:%M:%SZ))"
 for name in "${ran[@]+"${ran[@]}"}"; do
   echo "== $name"
   [ "$name" = phase3 ] && echo "phase3 ran 2 MPI ranks $p3_where"
+  python3 "$OB_ROOT/scripts/verdict.py" "$out/$name.csv" --cores "$(nproc)" 2>&1 || true
   grep -E '^(#|  )' "$out/$name.log" | grep -v '^# \(summary\|timeline\)' || true
 done
 if [ "$(nproc)" -le 2 ] && [[ " ${ran[*]+"${ran[*]}"} " == *" phase3 "* ]]; then

@@ -1,0 +1,68 @@
+"""The main job's verdict in words (issue 34): every overlapped mode's share hidden, slowdown, bound and speedup
+with their intervals; the table's marks (!, n.r., ~) explained where they appear; crowded cores said."""
+import subprocess
+import sys
+
+import verdict
+
+from conftest import REPO
+
+HEADER = ("system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,time_ms_max,unstable,device,"
+          "speedup,speedup_ci_lo,speedup_ci_hi,overlap_efficiency,overlap_pct,overlap_pct_ci_lo,overlap_pct_ci_hi,"
+          "compute_slowdown")
+
+
+def summary(tmp_path, rows, name="phase3.csv"):
+    lines = [HEADER] + [",".join(map(str, r)) for r in rows]
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def row(mode, ms, unstable=0, speedup="", lo="", hi="", eff="", pct="", plo="", phi="", slow=""):
+    return ["overlap-bench", "phase3", mode, 2, 8, 10, ms, ms, ms, ms, unstable, "cpu", speedup, lo, hi, eff, pct, plo,
+            phi, slow]
+
+
+def test_sentences_say_the_verdict_with_intervals_and_explain_the_marks(tmp_path):
+    path = summary(tmp_path, [row("compute", 6.0), row("comm", 4.0, unstable=1), row("seq", 10.0),
+                              row("thread", 7.0, 0, 1.43, 1.3, 1.5, 0.75, 75, 60, 88, 0.05),
+                              row("nonblocking", 12.0, 0, 0.83, 0.8, 0.86, -0.5, 0, 0, 0, 0.1),
+                              row("bound", 6.5)])
+    lines = verdict.verdict(path, cores=64)
+    text = "\n".join(lines)
+    assert lines[0] == ("phase3: thread hid 75 % of the communication [60, 88]; compute ran 5 % slower beside it; "
+                        "the step took 1.08x its schedule bound; 1.43x faster than sequential [1.30, 1.50].")
+    assert "nonblocking hid 0 % of the communication [0, 0] (not resolved" in text
+    assert "overlapping made the step slower than sequential (12 against 10 ms: speedup 0.83x [0.80, 0.86])" in text
+    assert "! nonblocking: efficiency below 0" in text
+    assert "n.r. nonblocking" in text and "~ comm: unstable" in text
+    assert "share 64 cores" not in text
+
+
+def test_ranks_crowding_the_cores_are_said(tmp_path):
+    path = summary(tmp_path, [row("compute", 6.0), row("comm", 4.0), row("seq", 10.0),
+                              row("thread", 9.0, 0, 1.1, 1.0, 1.2, 0.25, 25, 10, 40, 0.3)])
+    (tmp_path / "phase3.meta.json").write_text('{"omp_threads": 1}')
+    text = "\n".join(verdict.verdict(path, cores=2))
+    assert "2 ranks with 2 threads each share 2 cores" in text
+
+
+def test_phase1_says_when_the_loss_diverged(tmp_path):
+    path = tmp_path / "phase1.csv"
+    path.write_text("system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,time_ms_max,variant,"
+                    "kernel,gflops,first_loss,final_loss,diverged\n"
+                    "overlap-bench,phase1,seq,1,1,5,1,1,1,1,cublas,iteration,900,0.2,3e38,1\n"
+                    "overlap-bench,phase1,seq,1,1,5,1,1,1,1,naive,iteration,90,0.2,0.001,0\n")
+    lines = verdict.verdict(path, cores=2)
+    assert lines == ["phase1: cublas 900 GFLOP/s per step; its loss diverged (0.2 -> 3e+38).",
+                     "phase1: naive 90 GFLOP/s per step; the loss fell from 0.2 to 0.001."]
+
+
+def test_bad_invocation_of_verdict(tmp_path):
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / "verdict.py"), str(tmp_path / "none")],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / "verdict.py"), str(tmp_path), "--cores", "0"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "--cores" in result.stderr
