@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 extern char** environ;
 
@@ -122,6 +123,7 @@ nlohmann::json base_metadata(const std::string& phase, int argc, char** argv) {
       {"launcher", launcher_info(getppid())},
       {"working_directory", std::filesystem::current_path().string()},
       {"cpu_model", cpu_model()},
+      {"cores", static_cast<int>(std::thread::hardware_concurrency())},
   };
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);

@@ -85,12 +85,13 @@ def notes(frame):
 
 
 def crowding(name, frame, meta, cores):
-    """Where ranks and their threads outnumber the cores, nothing can hide: say so."""
+    """Where MPI ranks and their threads outnumber the cores, nothing can hide: say so. (A rank runs its compute team,
+    `omp_threads` in the metadata, and a communication thread.)"""
     ranks = int(frame["ranks"].iloc[0])
-    threads = number(meta, "omp_threads")
-    per_rank = (threads if not math.isnan(threads) else 1) + 1  # compute team + a communication thread
+    team = number(meta, "omp_threads")
+    per_rank = (team if not math.isnan(team) else 1) + 1
     device = str(frame["device"].iloc[0]) if "device" in frame else "cpu"
-    if cores and ranks * per_rank > cores and device == "cpu":
+    if ranks > 1 and cores and ranks * per_rank > cores and device == "cpu":
         return (f"{name}: {ranks} ranks with {per_rank:.0f} threads each share {cores} cores: communication can only "
                 "hide where a core is free, so little can hide here")
     return ""

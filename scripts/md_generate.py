@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Numbers in Markdown come from data: rewrites every generated block of the given Markdown files from the files it
+names, or with --check says which blocks differ from what their data gives (exit 1) and writes nothing.
+
+A block is written between two comments, its arguments relative to the Markdown file's folder:
+  <!-- generated: summary CSV [modes=seq,overlap] [columns=time_ms_p50,speedup] -->   rows of a summary CSV
+  <!-- generated: compare CSV -->            an ob-compare result: its ratios, intervals and verdicts in words
+  <!-- generated: verdict CSV [CSV ...] -->  the main job's sentences for those summaries (verdict.py)
+  <!-- generated: excerpt FILE from=TEXT lines=N -->  N lines of a log from the first line holding TEXT
+  <!-- generated: index -->                  every published results folder: hardware, commits, dates
+  ...
+  <!-- /generated -->
+Usage: md_generate.py [--check] FILE.md [...]
+"""
+import json
+import pathlib
+import re
+import shlex
+
+import pandas as pd
+
+import ob_csv
+
+BLOCK = re.compile(r"(<!-- generated: (?P<spec>.*?) -->\n)(?P<body>.*?)(<!-- /generated -->)", re.S)
+SUMMARY_COLUMNS = ["mode", "time_ms_p50", "time_ms_p95", "time_ms_p50_ci_rel", "speedup", "overlap_pct",
+                   "compute_slowdown"]
+
+
+def options(words):
+    """KEY=VALUE words as a dict, the others as a list."""
+    plain, keyed = [], {}
+    for word in words:
+        key, sep, value = word.partition("=")
+        if sep and re.fullmatch(r"[a-z_]+", key):
+            keyed[key] = value
+        else:
+            plain.append(word)
+    return plain, keyed
+
+
+def source(base, name):
+    path = (base / name).resolve()
+    if not path.is_file():
+        raise ob_csv.UsageError(f"{base / name}: no such file (named by a generated block)")
+    return path
+
+
+def summary_block(base, plain, keyed):
+    import report
+
+    frame = ob_csv.load_summary(source(base, plain[0]))
+    if "modes" in keyed:
+        frame = frame[frame["mode"].isin(keyed["modes"].split(","))]
+    columns = keyed["columns"].split(",") if "columns" in keyed else SUMMARY_COLUMNS
+    if "mode" not in columns:
+        columns = ["mode"] + columns
+    return report.markdown_table(frame, columns)
+
+
+def compare_block(base, plain, _keyed):
+    import report
+
+    lines = report.comparison_section(source(base, plain[0]))
+    return "\n".join(line for line in lines[2:] if not line.startswith("![")).strip()
+
+
+def verdict_block(base, plain, _keyed):
+    import verdict
+
+    lines = []
+    for name in plain:
+        path = source(base, name)
+        meta = ob_csv.read_metadata(path)
+        cores = meta.get("cores") if isinstance(meta.get("cores"), int) else None
+        lines += verdict.verdict(path, cores)
+    return "\n".join(f"- {line.strip()}" if not line.startswith("  ") else f"  - {line.strip()}" for line in lines)
+
+
+def excerpt_block(base, plain, keyed):
+    text = source(base, plain[0]).read_text(errors="replace").splitlines()
+    start = next((i for i, line in enumerate(text) if keyed.get("from", "") in line), None)
+    if start is None:
+        raise ob_csv.UsageError(f"{plain[0]}: no line holds '{keyed.get('from')}'")
+    count = int(keyed.get("lines", "20"))
+    return "```\n" + "\n".join(text[start:start + count]) + "\n```"
+
+
+def index_block(base, _plain, _keyed):
+    """One row per folder of published results that holds metadata: hardware, commits and dates, from the files."""
+    rows = []
+    for folder in sorted({p.parent for p in base.rglob("*.meta.json")}):
+        relative = folder.relative_to(base)
+        if relative.parts[:1] == ("runs",):
+            continue
+        metas = []
+        for path in sorted(folder.glob("*.meta.json")):
+            try:
+                meta = json.loads(path.read_text())
+            except ValueError:
+                continue
+            if isinstance(meta, dict):
+                metas.append(meta)
+        if not metas:
+            continue
+        hardware = sorted({ob_csv.hardware_line(m).rsplit(", commit", 1)[0] for m in metas} - {""})
+        commits = sorted({str(m.get("commit", "unknown")) for m in metas})
+        dates = sorted(str(m.get("date_utc", ""))[:10] for m in metas if m.get("date_utc"))
+        span = dates[0] if dates and dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}" if dates else ""
+        link = f"[{relative}]({relative})"
+        rows.append(f"| {link} | {len(metas)} | {ob_csv.markdown('; '.join(hardware))} | "
+                    f"{ob_csv.markdown(', '.join(commits))} | {span} |")
+    return "\n".join(["| folder | runs | hardware | commits | dates |", "|---|---|---|---|---|"] + rows)
+
+
+KINDS = {"summary": summary_block, "compare": compare_block, "verdict": verdict_block, "excerpt": excerpt_block,
+         "index": index_block}
+
+
+def render(markdown_path, text):
+    base = pathlib.Path(markdown_path).resolve().parent
+
+    def replace(match):
+        words = shlex.split(match.group("spec"))
+        if not words or words[0] not in KINDS:
+            raise ob_csv.UsageError(f"{markdown_path}: unknown generated block '{match.group('spec')}' "
+                                    f"(one of: {', '.join(KINDS)})")
+        plain, keyed = options(words[1:])
+        body = KINDS[words[0]](base, plain, keyed)
+        return match.group(1) + body.rstrip("\n") + "\n" + match.group(4)
+
+    return BLOCK.sub(replace, text)
+
+
+def main():
+    parser = ob_csv.ArgumentParser(description=ob_csv.describe(__doc__))
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 where a block differs")
+    parser.add_argument("files", nargs="+", help="Markdown files")
+    args = parser.parse_args()
+    stale = []
+    for name in args.files:
+        path = pathlib.Path(name)
+        if not path.is_file():
+            raise ob_csv.UsageError(f"{path}: no such file")
+        text = path.read_text()
+        generated = render(path, text)
+        if generated != text:
+            stale.append(path)
+            if not args.check:
+                ob_csv.write_text_atomic(path, generated)
+    for path in stale:
+        print(f"{path}: {'differs from its data' if args.check else 'regenerated'}")
+    return 1 if args.check and stale else 0
+
+
+def cli():
+    """The console command ob-md (pyproject.toml) and `python3 md_generate.py`."""
+    raise SystemExit(ob_csv.main_guard(main))
+
+
+if __name__ == "__main__":
+    cli()
