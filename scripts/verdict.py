@@ -36,10 +36,13 @@ def overlap_sentence(name, row, times):
     parts = []
     hidden = number(row, "overlap_pct")
     if not math.isnan(hidden):
-        lo = number(row, "overlap_pct_ci_lo")
-        unresolved = not math.isnan(lo) and lo <= 0
-        parts.append(f"{mode} hid {hidden:.0f} % of the communication{interval(row, 'overlap_pct')}"
-                     + (" (not resolved: the interval holds 0)" if unresolved else ""))
+        lo, hi = number(row, "overlap_pct_ci_lo"), number(row, "overlap_pct_ci_hi")
+        if hidden == 0 and not hi > 0:
+            parts.append(f"{mode} hid none of the communication")
+        else:
+            unresolved = lo <= 0 < hi
+            parts.append(f"{mode} hid {hidden:.0f} % of the communication{interval(row, 'overlap_pct')}"
+                         + (" (not resolved: the interval holds 0)" if unresolved else ""))
     slowdown = number(row, "compute_slowdown")
     if not math.isnan(slowdown):
         parts.append(f"compute ran {abs(slowdown) * 100:.0f} % {'slower' if slowdown >= 0 else 'faster'} beside it")
@@ -73,7 +76,7 @@ def notes(frame):
             lines.append(f"  ! {', '.join(below['mode'])}: efficiency below 0: the overlapped step took longer than "
                          "compute and communication one after the other")
     if "overlap_pct_ci_lo" in frame:
-        unresolved = frame[(frame["overlap_pct_ci_lo"] <= 0) & frame["overlap_pct"].notna()]
+        unresolved = frame[(frame["overlap_pct_ci_lo"] <= 0) & (frame["overlap_pct_ci_hi"] > 0)]
         if len(unresolved):
             lines.append(f"  n.r. {', '.join(unresolved['mode'])}: the share hidden is not resolved: its 95 % interval "
                          "over the iterations holds 0")

@@ -33,11 +33,20 @@ def test_sentences_say_the_verdict_with_intervals_and_explain_the_marks(tmp_path
     text = "\n".join(lines)
     assert lines[0] == ("phase3: thread hid 75 % of the communication [60, 88]; compute ran 5 % slower beside it; "
                         "the step took 1.08x its schedule bound; 1.43x faster than sequential [1.30, 1.50].")
-    assert "nonblocking hid 0 % of the communication [0, 0] (not resolved" in text
+    assert "nonblocking hid none of the communication" in text
     assert "overlapping made the step slower than sequential (12 against 10 ms: speedup 0.83x [0.80, 0.86])" in text
     assert "! nonblocking: efficiency below 0" in text
-    assert "n.r. nonblocking" in text and "~ comm: unstable" in text
+    assert "n.r." not in text and "~ comm: unstable" in text
     assert "share 64 cores" not in text
+
+
+def test_an_interval_holding_zero_is_not_resolved(tmp_path):
+    path = summary(tmp_path, [row("compute", 6.0), row("comm", 4.0), row("seq", 10.0),
+                              row("thread", 9.5, 0, 1.05, 0.95, 1.15, 0.12, 12, 0, 30, 0.1)])
+    text = "\n".join(verdict.verdict(path, cores=64))
+    assert "thread hid 12 % of the communication [0, 30] (not resolved: the interval holds 0)" in text
+    assert "no faster than sequential within its interval (1.05x [0.95, 1.15])" in text
+    assert "n.r. thread: the share hidden is not resolved" in text
 
 
 def test_ranks_crowding_the_cores_are_said(tmp_path):

@@ -1,0 +1,60 @@
+"""The README is a guide and the published numbers come from data (issues 32 and 34): every generated block of
+README.md and the results READMEs is what its CSVs and logs give today; README.md stays within 200 lines; the
+tracked results stay within 15 MB; every relative link in the Markdown resolves."""
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+
+MARKDOWN = [REPO / "README.md", REPO / "METRICS.md", REPO / "DESIGN.md", *sorted((REPO / "docs").glob("*.md")),
+            *sorted(p for p in (REPO / "results").rglob("*.md") if "runs" not in p.relative_to(REPO / "results").parts[:1])]
+
+
+def test_generated_blocks_match_their_data():
+    with_blocks = [p for p in MARKDOWN if "<!-- generated:" in p.read_text()]
+    assert REPO / "README.md" in with_blocks and REPO / "results" / "README.md" in with_blocks
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / "md_generate.py"), "--check", *map(str, with_blocks)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_block_that_drifted_from_its_data_is_found(tmp_path):
+    csv = tmp_path / "s.csv"
+    csv.write_text("system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,time_ms_max\n"
+                   "overlap-bench,phase2,seq,1,4,5,10.5,11,10,12\n")
+    page = tmp_path / "page.md"
+    page.write_text("<!-- generated: summary s.csv columns=time_ms_p50 -->\n| mode | time_ms_p50 |\n|---|---|\n"
+                    "| seq | 9.9 |\n<!-- /generated -->\n")
+    script = [sys.executable, str(REPO / "scripts" / "md_generate.py")]
+    checked = subprocess.run([*script, "--check", str(page)], capture_output=True, text=True, timeout=60)
+    assert checked.returncode == 1 and "differs from its data" in checked.stdout
+    assert "| seq | 9.9 |" in page.read_text()  # --check writes nothing
+    assert subprocess.run([*script, str(page)], capture_output=True, timeout=60).returncode == 0
+    assert "| seq | 10.5 |" in page.read_text()
+    assert subprocess.run([*script, "--check", str(page)], capture_output=True, timeout=60).returncode == 0
+
+
+def test_readme_is_a_guide_of_at_most_200_lines():
+    assert len((REPO / "README.md").read_text().splitlines()) <= 200
+
+
+@pytest.mark.skipif(not (REPO / ".git").exists(), reason="needs a checkout")
+def test_tracked_results_stay_within_15_mb():
+    listed = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z", "results"], capture_output=True, check=True)
+    files = [REPO / name for name in listed.stdout.decode().split("\0") if name]
+    size = sum(path.stat().st_size for path in files if path.is_file())
+    assert size <= 15 * 1000 * 1000, f"tracked results/ holds {size / 1e6:.1f} MB"
+
+
+def test_every_relative_link_resolves():
+    broken = []
+    for page in MARKDOWN:
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue
+            if not (page.parent / target.split("#")[0]).exists():
+                broken.append(f"{page.relative_to(REPO)}: {target}")
+    assert not broken, "\n".join(broken)
