@@ -270,15 +270,22 @@ const std::vector<SyncOption>& sync_options() {
        true},
       {"ce", "zero-SM: copy-engine all-to-all + a small sum kernel + copy-engine all-gather on symmetric windows "
              "(CTA policy zero; fp32)",
-       "zero", false},
+       "zero", false, false, false},
       {"sharded", "ZeRO-1 style: ncclReduceScatter per bucket in the backward, each rank updates its slices, "
                   "ncclAllGather per layer during the next forward (buckets rounded to whole layers; fp32)",
        "", false, true},
       {"sharded-ce", "sharded on the copy engines: ncclAlltoAll per layer, the slices' sum fused into the update, "
                      "ncclAllGather per layer, on symmetric windows (CTA policy zero; fp32)",
-       "zero", false, true},
+       "zero", false, true, false},
   };
   return options;
+}
+
+bool bounded_sync(const std::string& name) {
+  for (const auto& option : sync_options()) {
+    if (option.name == name) return option.bounded;
+  }
+  return true;
 }
 
 NcclSettings Config::nccl_settings() const {

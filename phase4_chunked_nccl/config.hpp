@@ -78,8 +78,15 @@ struct SyncOption {
   std::string name, help, cta_policy;
   bool bf16 = true;      // runs with --comm-dtype bf16
   bool sharded = false;  // each rank updates its slice of the weights; the forward gathers them
+  // The schedule bound from isolated parts holds for this strategy. Not for the copy-engine pipelines: their
+  // comm-only run times the copies without the compute stream's share of them, so their `bound` rows are models
+  // (bound_kind "model"; METRICS.md).
+  bool bounded = true;
 };
 const std::vector<SyncOption>& sync_options();
+
+// Whether --sync `name`'s bound rows are lower bounds (SyncOption::bounded).
+bool bounded_sync(const std::string& name);
 
 // Whether --sync `name` is a sharded strategy (the planner plans the all-reduce ones only).
 bool sharded_sync(const std::string& name);

@@ -12,6 +12,7 @@
 #include "common/stats.hpp"
 #include "common/verify.hpp"
 #include "common/watchdog.hpp"
+#include "phase4_chunked_nccl/bound_rows.hpp"
 
 namespace phase4 {
 namespace {
@@ -287,6 +288,7 @@ PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob:
     inputs.bound_ref_ms = bound_from(config, plan, *compute, fastest, t_comp, t_comm_ref, comm);
   }
   ob::derive_overlap_rows(result.rows, base, inputs);
+  label_bounds(result.rows, bounded_sync(config.sync), progress);
   return result;
 }
 

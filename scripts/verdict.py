@@ -48,7 +48,8 @@ def overlap_sentence(name, row, times):
         parts.append(f"compute ran {abs(slowdown) * 100:.0f} % {'slower' if slowdown >= 0 else 'faster'} beside it")
     bound = times.get("bound", math.nan)
     if not math.isnan(bound) and bound > 0:
-        parts.append(f"the step took {t_ovl / bound:.2f}x its schedule bound")
+        kind = "schedule model (not a bound for this strategy)" if row.get("bound_kind") == "model" else "schedule bound"
+        parts.append(f"the step took {t_ovl / bound:.2f}x its {kind}")
     speedup = number(row, "speedup")
     if not math.isnan(speedup):
         lo, hi = number(row, "speedup_ci_lo"), number(row, "speedup_ci_hi")
@@ -121,16 +122,18 @@ def verdict(path, cores):
     if (frame["phase"] == "phase1").all():
         return phase1_sentence(name, frame)
     times = {mode: float(t) for mode, t in zip(frame["mode"], frame["time_ms_p50"])}
+    bound_kind = frame.loc[frame["mode"] == "bound", "bound_kind"] if "bound_kind" in frame else []
     overlapped = frame[frame["mode"].isin(OVERLAPPED)]
     lines = []
     if overlapped.empty:
         lines.append(f"{name}: no overlapped mode ran.")
     else:
         best = overlapped.sort_values("time_ms_p50").iloc[0]
-        lines.append(overlap_sentence(name, best.to_dict(), times))
+        kind = {"bound_kind": str(bound_kind.iloc[0])} if len(bound_kind) else {}
+        lines.append(overlap_sentence(name, {**best.to_dict(), **kind}, times))
         for _, other in overlapped.iterrows():
             if other["mode"] != best["mode"]:
-                lines.append("  " + overlap_sentence("also", other.to_dict(), times))
+                lines.append("  " + overlap_sentence("also", {**other.to_dict(), **kind}, times))
     crowded = crowding(name, frame, meta, cores)
     if crowded:
         lines.append(crowded)

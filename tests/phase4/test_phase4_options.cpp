@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "common/errors.hpp"
 #include "common/run_output.hpp"
+#include "phase4_chunked_nccl/bound_rows.hpp"
 #include "phase4_chunked_nccl/config.hpp"
 #include "tests/support/test_support.hpp"
 
@@ -138,4 +141,27 @@ TEST(Phase4Options, DeviceBytesCountTheStrategiesBuffers) {
   config.common.check = false;
   config.sync = "sharded-ce";
   EXPECT_DOUBLE_EQ(config.device_bytes() - base, 3 * w);  // the received slices, the gathered gradient, bound_ref's
+}
+
+TEST(Phase4Bounds, CopyEnginePipelinesHaveModelsNotBoundsAndABoundAboveTheStepIsSaid) {
+  EXPECT_TRUE(phase4::bounded_sync("nccl"));
+  EXPECT_TRUE(phase4::bounded_sync("sharded"));
+  EXPECT_FALSE(phase4::bounded_sync("ce"));
+  EXPECT_FALSE(phase4::bounded_sync("sharded-ce"));
+  std::vector<ob::SummaryRow> rows(3);
+  rows[0].mode = ob::Mode::kOverlap;
+  rows[0].set_times({7.0, 7.01, 6.99, 7.0});
+  rows[1] = ob::derived_row(ob::Mode::kBound, 8.0, rows[0]);
+  rows[2] = ob::derived_row(ob::Mode::kBoundRef, 6.5, rows[0]);
+  std::ostringstream said;
+  phase4::label_bounds(rows, true, &said);
+  EXPECT_EQ(rows[1].get("bound_kind"), "bound");
+  EXPECT_EQ(rows[0].get("bound_kind"), "");
+  EXPECT_NE(said.str().find("warning: bound 8 ms is above the overlapped step 7 ms"), std::string::npos) << said.str();
+  EXPECT_EQ(said.str().find("bound_ref"), std::string::npos);  // 6.5 lies below the step
+  std::ostringstream quiet;
+  phase4::label_bounds(rows, false, &quiet);
+  EXPECT_EQ(rows[1].get("bound_kind"), "model");
+  EXPECT_EQ(rows[2].get("bound_kind"), "model");
+  EXPECT_TRUE(quiet.str().empty());  // a model may lie above the step
 }
