@@ -196,6 +196,54 @@ void require_writable_parent(const std::string& option, const std::string& path)
   require(!fs::is_directory(path, error), option, path, "a file path, not a directory");
 }
 
+namespace {
+// One file's identity however it is spelled: the canonical form of its directory (links resolved) and its name.
+std::filesystem::path identity(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const fs::path absolute = fs::absolute(fs::path(path), error).lexically_normal();
+  const fs::path parent = fs::weakly_canonical(absolute.parent_path(), error);
+  return parent / absolute.filename();
+}
+
+bool valid_utf8(const std::string& text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    const std::size_t length = byte < 0x80 ? 1 : (byte >> 5) == 0x6 ? 2 : (byte >> 4) == 0xE ? 3 : (byte >> 3) == 0x1E ? 4 : 0;
+    if (length == 0 || i + length > text.size()) return false;
+    for (std::size_t k = 1; k < length; ++k) {
+      if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) return false;
+    }
+    i += length;
+  }
+  return true;
+}
+}  // namespace
+
+void require_output_policy(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs) {
+  namespace fs = std::filesystem;
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const auto& [option, path] = outputs[i];
+    const std::string name = option.substr(0, option.find(' '));
+    require(valid_utf8(path), name, path, "a path in UTF-8");
+    std::error_code error;
+    const auto status = fs::symlink_status(path, error);
+    require(!fs::is_symlink(status), name, path,
+            "not a symbolic link (it would be replaced, not written through): name the file it points to");
+    require(!fs::exists(status) || fs::is_regular_file(status), name, path,
+            "a regular file (it is a directory, device, FIFO or socket): " + option + " would write " + path);
+    for (std::size_t j = 0; j < i; ++j) {
+      require(identity(path) != identity(outputs[j].path), name, path,
+              "a path of its own: " + option + " and " + outputs[j].option + " would both write it");
+    }
+    for (const auto& input : inputs) {
+      const bool same = identity(path) == identity(input.path) ||
+                        (fs::exists(path, error) && fs::exists(input.path, error) && fs::equivalent(path, input.path, error));
+      require(!same, name, path, "not the file " + input.option + " reads (it would be destroyed before it is read)");
+    }
+  }
+}
+
 std::vector<std::string> split_list(const std::string& text, char separator) {
   std::vector<std::string> items;
   std::stringstream stream(text);

@@ -56,6 +56,18 @@ void require(bool ok, const std::string& option, const std::string& value, const
 // An output file the user named must go into an existing, writable directory (checked before any work).
 void require_writable_parent(const std::string& option, const std::string& path);
 
+// The one output policy of every binary and tool (DESIGN.md, "policies"), checked before any work. An output is an
+// option and the path it names (its directory checked by the caller: require_writable_parent for a path the user
+// gave; a default folder may be created later); each must be named in UTF-8, and be absent
+// or a regular file, never a symbolic link (it would be replaced by a file, not written through), a device, FIFO,
+// socket or directory; no two outputs may be one file however spelled ("s.csv", "./s.csv", through a linked
+// directory); no output may be one of the `inputs` (it would be destroyed before it is read). Throws UsageError
+// naming the option, the path and what is allowed.
+struct NamedPath {
+  std::string option, path;
+};
+void require_output_policy(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs = {});
+
 // The whole of `text` as a finite decimal number ("2.5", "1e3"; no hex, no "inf"/"nan", no surrounding spaces), or
 // nothing.
 std::optional<double> parse_number(const std::string& text);

@@ -17,19 +17,6 @@ std::string stem_of(const std::string& path) {
 
 namespace {
 
-bool is_valid_utf8(const std::string& text) {
-  for (std::size_t i = 0; i < text.size();) {
-    const auto byte = static_cast<unsigned char>(text[i]);
-    const std::size_t length = byte < 0x80 ? 1 : (byte >> 5) == 0x6 ? 2 : (byte >> 4) == 0xE ? 3 : (byte >> 3) == 0x1E ? 4 : 0;
-    if (length == 0 || i + length > text.size()) return false;
-    for (std::size_t k = 1; k < length; ++k) {
-      if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) return false;
-    }
-    i += length;
-  }
-  return true;
-}
-
 std::string default_summary_path(const std::string& phase) {
   const std::time_t now = std::time(nullptr);
   std::tm local{};
@@ -52,33 +39,18 @@ OutputPaths resolve_output_paths(const std::string& phase, const CommonOptions& 
           "a file path: the summary, its metadata and the timeline are written together, as files (not to stdout)");
   require(options.timeline != "-", "--timeline", options.timeline, "a file path (not stdout)");
   if (!options.csv.empty()) require_writable_parent("--csv", options.csv);
-  if (!options.timeline.empty()) require_writable_parent("--timeline", options.timeline);
+  if (!options.timeline.empty()) require_writable_parent("--timeline", options.timeline);  // before any default
   paths.summary_csv = options.csv.empty() ? default_summary_path(phase) : options.csv;
   paths.meta_json = stem_of(paths.summary_csv) + ".meta.json";
   paths.timeline_csv = options.timeline.empty() ? stem_of(paths.summary_csv) + ".timeline.csv" : options.timeline;
   paths.trace_json = stem_of(paths.timeline_csv) + ".trace.json";
   paths.power_csv = stem_of(paths.summary_csv) + ".power.csv";
   paths.calibration_json = stem_of(paths.summary_csv) + ".calibration.json";
-  // Each output a regular file (or none yet), each on its own path, each name writable into the metadata.
-  const std::vector<std::pair<std::string, std::string>> outputs = {
-      {"--csv", paths.summary_csv}, {"--csv (its metadata)", paths.meta_json}, {"--timeline", paths.timeline_csv},
-      {"--timeline (its trace)", paths.trace_json}, {"--csv (its power CSV)", paths.power_csv},
-      {"--csv (its calibration)", paths.calibration_json}};
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
-    const auto& [option, path] = outputs[i];
-    require(is_valid_utf8(path), option.substr(0, option.find(' ')), path, "a path in UTF-8");
-    std::error_code error;
-    const auto status = std::filesystem::status(path, error);
-    require(!std::filesystem::exists(status) || std::filesystem::is_regular_file(status),
-            option.substr(0, option.find(' ')), path,
-            "a regular file (it is a directory, device, FIFO or socket): " + option + " would write " + path);
-    for (std::size_t j = 0; j < i; ++j) {
-      require(std::filesystem::weakly_canonical(path, error) !=
-                  std::filesystem::weakly_canonical(outputs[j].second, error),
-              option.substr(0, option.find(' ')), path,
-              "a path of its own: " + option + " and " + outputs[j].first + " would both write it");
-    }
-  }
+  // Each output a regular file or none yet (never a link), on a path of its own, its name in UTF-8.
+  require_output_policy({{"--csv", paths.summary_csv}, {"--csv (its metadata)", paths.meta_json},
+                         {"--timeline", paths.timeline_csv}, {"--timeline (its trace)", paths.trace_json},
+                         {"--csv (its power CSV)", paths.power_csv},
+                         {"--csv (its calibration)", paths.calibration_json}});
   return paths;
 }
 

@@ -112,7 +112,10 @@ int main(int argc, char** argv) {
     std::vector<Link> links;
     for (const auto& item : ob::split_list(links_text)) links.push_back(parse_link(item));
     ob::require(!links.empty(), "--links", links_text, "ib400, eth100 or NAME:GBPS:LATENCY_US");
-    if (!csv.empty()) ob::require_writable_parent("--csv", csv);
+    if (!csv.empty()) {
+      ob::require_writable_parent("--csv", csv);
+      ob::require_output_policy({{"--csv", csv}}, {{"--calibration", calibration_path}});
+    }
     for (const auto& [name, value] : {std::pair{"--bucket-mb", bucket_mb}, {"--first-bucket-mb", first_bucket_mb}}) {
       ob::require(!fixed->count() || (value > 0 && std::isfinite(value)), name, ob::format_number(value),
                   "a size > 0 in MiB");

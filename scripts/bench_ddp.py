@@ -79,6 +79,10 @@ def parse_args():
         parser.error(f"--csv: '{args.csv}' is invalid: a .csv file path")
     if not csv.resolve().parent.is_dir() or not os.access(csv.resolve().parent, os.W_OK):
         parser.error(f"--csv: '{args.csv}' is invalid: its directory must exist and be writable")
+    try:
+        ob_csv.require_outputs([("--csv", csv), ("--csv (its metadata)", ob_csv.meta_path(csv))])
+    except ob_csv.UsageError as error:
+        parser.error(str(error))
     return args
 
 

@@ -97,6 +97,8 @@ def main():
     args = parser.parse_args()
     if not args.csv.parent.is_dir():
         raise ob_csv.UsageError(f"--csv: '{args.csv}' is invalid: its directory must exist")
+    ob_csv.require_outputs([("--csv", args.csv)], [("--calibrations", c) for c in args.calibrations]
+                           + [("--measured", m) for m in args.measured])
     table, skipped = check(args.calibrations, args.measured, predict.find_predictor(args.predictor))
     ob_csv.write_text_atomic(args.csv, table.to_csv(index=False))
     shown = table[["hidden", "layers", "batch", "ranks", "plan", "sync", "bucket_mb", "measured_ms", "predicted_ms",

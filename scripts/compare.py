@@ -106,6 +106,11 @@ def parse_args(argv=None):
     out = pathlib.Path(args.out)
     if out.exists() and not out.is_dir():
         parser.error(f"--out: '{args.out}' is invalid: not a folder")
+    try:
+        ob_csv.require_outputs([(f"--out ({name})", out / name) for name in
+                                ("compare.csv", "compare.rounds.csv", "compare.meta.json", "compare.png")])
+    except ob_csv.UsageError as error:
+        parser.error(str(error))
     if (out / "compare.csv").exists():
         parser.error(f"--out: '{args.out}' is invalid: it already holds a comparison (compare.csv)")
     if args.seed is None:

@@ -64,9 +64,43 @@ def output_path(text):
         raise argparse.ArgumentTypeError(f"'{text}' is invalid: its directory must be writable")
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"'{text}' is invalid: a file path, not a directory")
+    if path.is_symlink():
+        raise argparse.ArgumentTypeError(f"'{text}' is invalid: a symbolic link (it would be replaced, not written "
+                                         "through): name the file it points to")
     if path.exists() and not path.is_file():
         raise argparse.ArgumentTypeError(f"'{text}' is invalid: a regular file (it is a device, FIFO or socket)")
     return path
+
+
+def _identity(path):
+    """One file however it is spelled: its folder resolved (links too), then its name."""
+    path = pathlib.Path(os.path.abspath(path))
+    return path.parent.resolve() / path.name
+
+
+def require_outputs(outputs, inputs=()):
+    """The suite's one output policy (as the binaries' ob::require_output_policy): every output (option, path) is
+    absent or a regular file, never a symbolic link (it would be replaced, not written through), a device, FIFO,
+    socket or folder; no two outputs are one file however spelled; no output is one of the inputs (option, path),
+    which it would destroy before reading. A usage error naming the option and what is allowed."""
+    seen = {}
+    for option, path in outputs:
+        path = pathlib.Path(path)
+        if path.is_symlink():
+            raise UsageError(f"{option}: '{path}' is invalid: a symbolic link (it would be replaced, not written "
+                             "through): name the file it points to")
+        if path.exists() and not path.is_file():
+            raise UsageError(f"{option}: '{path}' is invalid: a regular file (it is a folder, device, FIFO or socket)")
+        identity = _identity(path)
+        if identity in seen:
+            raise UsageError(f"{option}: '{path}' is invalid: a path of its own: {seen[identity]} writes it too")
+        seen[identity] = option
+        for source, read in inputs:
+            same = identity == _identity(read) or (path.exists() and pathlib.Path(read).exists()
+                                                   and os.path.samefile(path, read))
+            if same:
+                raise UsageError(f"{option}: '{path}' is invalid: not the file {source} reads (it would be destroyed "
+                                 "before it is read)")
 
 
 def describe(doc):

@@ -120,6 +120,8 @@ def main():
         raise ob_csv.UsageError(f"{args.calibration}: no such file")
     if not args.csv.parent.is_dir():
         raise ob_csv.UsageError(f"--csv: '{args.csv}' is invalid: its directory must exist")
+    ob_csv.require_outputs([("--csv", args.csv)] + ([("--output", args.output)] if args.output else []),
+                           [("the calibration", args.calibration)])
     args.predictor = find_predictor(args.predictor)
     frame = predict(args)
     calibration = json.loads(args.calibration.read_text())

@@ -161,6 +161,7 @@ def write_report(directory):
         raise ob_csv.UsageError(f"{directory / 'figures'}: not a directory (the report draws its figures there)")
     if not directory.is_dir():
         raise ob_csv.UsageError(f"{directory}: not a directory")
+    ob_csv.require_outputs([("the report", directory / "report.md")])
     csvs = sorted(directory.glob("*.csv"))
     kinds = {path: ob_csv.kind_of(path) for path in csvs}
     if not any(kinds.values()) and not any(is_comparison(p) for p in csvs):

@@ -50,6 +50,9 @@ int main(int argc, char** argv) {
     if (auto code = ob::parse_options(app, argc, argv, true)) return *code;
     if (output.empty()) output = ob::stem_of(timeline_path) + ".trace.json";  // where the binaries put it
     ob::require_writable_parent("--output", output);
+    std::vector<ob::NamedPath> inputs = {{"the timeline", timeline_path}};
+    if (!power_path.empty()) inputs.push_back({"--power", power_path});
+    ob::require_output_policy({{"--output", output}}, inputs);
     const auto events = read_csv("timeline", timeline_path, ob::timeline_from_csv);
     const auto power = power_path.empty() ? std::vector<ob::PowerPoint>()
                                           : read_csv("--power", power_path, ob::power_from_csv);
