@@ -181,6 +181,12 @@ void require_fits_in_host_memory(const std::string& option, const std::string& v
               format_number(physical / (1u << 30), 3) + " GiB is allowed");
 }
 
+void require_timeline_fits(const std::string& option, const std::string& value, double events) {
+  require(events <= kMostTimelineEvents, option, value,
+          "the run would keep " + format_number(events, 3) + " timeline events, at most " +
+              format_number(kMostTimelineEvents, 3) + " fit in memory: fewer chunks or --iters");
+}
+
 void require(bool ok, const std::string& option, const std::string& value, const std::string& allowed) {
   if (!ok) throw UsageError(option + ": '" + value + "' is invalid: " + allowed);
 }

@@ -50,6 +50,13 @@ CLI::Validator finite_in(double lo, double hi);
 // Throws UsageError naming `option` unless `bytes` fits in half of this machine's physical memory.
 void require_fits_in_host_memory(const std::string& option, const std::string& value, double bytes);
 
+// The most timeline events a run may keep (each is a CSV row and a Chrome trace event, built in memory before the
+// files are written): a run that would keep more is refused up front.
+inline constexpr double kMostTimelineEvents = 1e6;
+
+// Throws UsageError naming `option` when a run would keep more than kMostTimelineEvents events.
+void require_timeline_fits(const std::string& option, const std::string& value, double events);
+
 // Throws UsageError("<option>: <value> is invalid: <allowed>") unless `ok`.
 void require(bool ok, const std::string& option, const std::string& value, const std::string& allowed);
 

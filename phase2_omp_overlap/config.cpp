@@ -49,6 +49,8 @@ void add_options(CLI::App& app, Config& config) {
 
 void validate(const Config& config) {
   ob::parse_fault(config.fault.inject_fault);
+  ob::require_timeline_fits("--chunks", std::to_string(config.chunks),
+                            2.0 * config.chunks * config.common.iters * static_cast<double>(config.modes().size()));
   const int cores = std::max(1u, std::thread::hardware_concurrency());
   // What the user asked for (the default team takes at most that many): refused when it cannot work.
   const int wanted = config.threads > 0 ? config.threads : omp_get_max_threads();

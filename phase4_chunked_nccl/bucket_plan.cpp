@@ -5,7 +5,19 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "common/csv_writer.hpp"
+#include "common/options.hpp"
+
 namespace phase4 {
+
+void require_bucket_count(const std::string& option, double bucket_mb, int layers, int hidden) {
+  const double gradient_mb = 4.0 * layers * hidden * static_cast<double>(hidden) / (1 << 20);
+  const double buckets = std::ceil(gradient_mb / bucket_mb);
+  ob::require(buckets <= static_cast<double>(kMostBuckets), option, ob::format_number(bucket_mb),
+              "at least " + ob::format_number(gradient_mb / kMostBuckets, 3) + " MiB here: at most " +
+                  std::to_string(kMostBuckets) + " buckets of the " + ob::format_number(gradient_mb, 4) +
+                  " MiB gradient");
+}
 namespace {
 
 std::uint64_t layer_elements(int hidden) { return static_cast<std::uint64_t>(hidden) * hidden; }

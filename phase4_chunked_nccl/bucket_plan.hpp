@@ -24,6 +24,14 @@ struct BucketPlan {
   std::string describe() const;  // "42 buckets: 1 MiB first, 25 MiB cap"
 };
 
+// The most buckets a plan may hold: each costs a collective, events and timeline rows per step, and a plan of
+// one-element buckets would take memory in proportion to the gradient (seen: 24 GB for --bucket-mb 1e-7).
+inline constexpr std::uint64_t kMostBuckets = 1 << 16;
+
+// Throws ob::UsageError naming `option` when buckets of `bucket_mb` MiB cut a gradient of layers x hidden^2 fp32
+// into more than kMostBuckets (the caps are refused up front, not when the plan is built).
+void require_bucket_count(const std::string& option, double bucket_mb, int layers, int hidden);
+
 // Size-capped buckets: first at most first_bucket_mb, then at most bucket_mb (MiB of fp32); each at least one
 // element. Throws std::invalid_argument for non-positive sizes.
 BucketPlan plan_by_size(int layers, int hidden, double bucket_mb, double first_bucket_mb);

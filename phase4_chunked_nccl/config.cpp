@@ -226,6 +226,10 @@ void validate(const CLI::App& app, const Config& config) {
               "the interference map times loops of one GEMM and one collective: not with --check, --calibrate or "
               "--plan auto");
   for (const auto& point : config.sweep_points()) {
+    if (point.chunks == 0) {
+      require_bucket_count("--bucket-mb", point.bucket_mb, point.layers, point.hidden);
+      require_bucket_count("--first-bucket-mb", point.first_bucket_mb, point.layers, point.hidden);
+    }
     // NCCL rejects minCTAs without maxCTAs (seen with 2.28: "invalid argument").
     const std::string min_ctas = std::to_string(point.nccl_min_ctas);
     ob::require(point.nccl_min_ctas == 0 || point.nccl_max_ctas > 0, "--nccl-min-ctas", min_ctas,

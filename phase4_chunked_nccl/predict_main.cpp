@@ -15,6 +15,7 @@
 #include "common/errors.hpp"
 #include "common/main_guard.hpp"
 #include "common/metadata.hpp"
+#include "phase4_chunked_nccl/bucket_plan.hpp"
 #include "common/options.hpp"
 #include "phase4_chunked_nccl/planner.hpp"
 
@@ -126,6 +127,10 @@ int main(int argc, char** argv) {
     std::stringstream text;
     text << file.rdbuf();
     const auto calibration = phase4::Calibration::parse(text.str(), calibration_path);
+    if (fixed->count()) {
+      phase4::require_bucket_count("--bucket-mb", bucket_mb, calibration.layers, calibration.hidden);
+      phase4::require_bucket_count("--first-bucket-mb", first_bucket_mb, calibration.layers, calibration.hidden);
+    }
     std::vector<std::string> syncs;
     if (!sync.empty()) {
       ob::require(calibration.strategy(sync) != nullptr, "--sync", sync, "a strategy the calibration holds");
