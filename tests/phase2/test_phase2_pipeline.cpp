@@ -1,5 +1,7 @@
-// The synthetic pipeline follows the model T = c + (n - 1) max(c, m) + m (sleeps need no core, so these ratios
-// hold on a loaded 2-core machine).
+// The synthetic pipeline follows the model T = c + (n - 1) max(c, m) + m. Sleeps are never shorter than asked, and a
+// loaded machine only lengthens them (seen: 128 ms for a 110 ms model on a busy 2-core machine), so the times are
+// checked from below tightly, from above loosely (twice the model), and for their order: how close a run comes to
+// the model is a benchmark's question, not a unit test's.
 #include <gtest/gtest.h>
 
 #include "common/metrics.hpp"
@@ -31,18 +33,23 @@ double p50_of(const phase2::Result& result, const std::string& mode) {
 TEST(Phase2Synthetic, ComputeBoundFollowsTheModel) {
   const auto result = phase2::run(synthetic(5, 20, 10), nullptr);
   const double seq = p50_of(result, "seq"), overlap = p50_of(result, "overlap");
-  EXPECT_NEAR(seq, 150.0, 15.0);
-  EXPECT_NEAR(overlap, 110.0, 16.5);
-  EXPECT_LT(overlap / seq, 0.85);
+  EXPECT_GE(seq, 150.0 * 0.98);
+  EXPECT_LE(seq, 150.0 * 2);
+  EXPECT_GE(overlap, 110.0 * 0.98);
+  EXPECT_LE(overlap, 110.0 * 2);
+  EXPECT_LT(overlap, seq);
   EXPECT_DOUBLE_EQ(p50_of(result, "bound"), 110.0);
-  EXPECT_NEAR(p50_of(result, "ideal"), 100.0, 10.0);
+  EXPECT_GE(p50_of(result, "ideal"), 100.0 * 0.98);
 }
 
 TEST(Phase2Synthetic, CommunicationBoundFollowsTheModel) {
   const auto result = phase2::run(synthetic(5, 10, 20), nullptr);
   EXPECT_DOUBLE_EQ(p50_of(result, "bound"), ob::equal_chunk_pipeline_ms(5, 10, 20));
-  EXPECT_NEAR(p50_of(result, "overlap"), 110.0, 16.5);
-  EXPECT_NEAR(p50_of(result, "seq"), 150.0, 15.0);
+  const double seq = p50_of(result, "seq"), overlap = p50_of(result, "overlap");
+  EXPECT_GE(overlap, 110.0 * 0.98);
+  EXPECT_LE(overlap, 110.0 * 2);
+  EXPECT_GE(seq, 150.0 * 0.98);
+  EXPECT_LT(overlap, seq);
 }
 
 TEST(Phase2Synthetic, OneChunkCannotOverlap) {

@@ -140,7 +140,7 @@ def test_phase2_commands_as_contenders(tmp_path, phase2):
                         "--contender", f"c6={base} --compute-ms 6", timeout=600)
     assert result.returncode == 0, result.stderr
     table = pd.read_csv(out / "compare.csv").set_index("contender")
-    assert table.loc["c6", "verdict"] == "slower" and table.loc["c6", "ratio"] > 1.2
+    assert table.loc["c6", "verdict"] == "slower" and table.loc["c6", "ratio"] > 1
     assert json.loads((out / "compare.meta.json").read_text())["contenders"][0]["command"].startswith(str(phase2))
 
 

@@ -66,17 +66,21 @@ done
 # on_node K COMMAND...: COMMAND inside node K's network namespace, with a host name (UTS namespace) and a /tmp (mount
 # namespace, an empty tmpfs) of its own, as a real node has: the PMIx plugin makes per-step directories under /tmp
 # that would collide on a shared one. nsenter, not `ip netns exec`: that one remounts /sys, hiding the cgroup file
-# system slurmd needs.
+# system slurmd needs. The checkout and the build may lie under /tmp (a clone there): a cluster's nodes share the file
+# system the jobs run from, so the host's /tmp is bound aside first and those two bound back over the node's own /tmp.
 # It replaces the (sub)shell it runs in, so `on_node K daemon &` leaves $! the daemon's own PID.
 on_node() {
   local k=$1; shift
   exec nsenter --net="/run/netns/${namespaces[k]}" unshare --uts --mount --propagation private \
-    sh -c 'hostname "$0" && mount -t tmpfs ob-node-tmp /tmp && exec "$@"' "${nodes[k]}" "$@"
+    sh -c 'hostname "$0" && mount --bind /tmp "$1" && mount -t tmpfs ob-node-tmp /tmp &&
+           for shared in "$2" "$3"; do
+             case "$shared" in /tmp/*) mkdir -p "$shared" && mount --bind "$1/${shared#/tmp/}" "$shared" || exit 1 ;; esac
+           done && shift 3 && exec "$@"' "${nodes[k]}" "$tmp/host-tmp" "$root" "$build" "$@"
 }
 # client COMMAND...: a Slurm client (sbatch, sinfo) where it reaches slurmctld: on node 1's network.
 client() { nsenter --net="/run/netns/${namespaces[0]}" "$@"; }
 
-mkdir -p "$tmp"/{munge,state,out} "$tmp/spool-${nodes[0]}" "$tmp/spool-${nodes[1]}"
+mkdir -p "$tmp"/{munge,state,out,host-tmp} "$tmp/spool-${nodes[0]}" "$tmp/spool-${nodes[1]}"
 # munge: a key and a socket of our own, so a system munged (if any) is left alone; the socket is a file, reached from
 # both namespaces.
 dd if=/dev/urandom of="$tmp/munge/munge.key" bs=1024 count=1 status=none
