@@ -1,14 +1,19 @@
 #include "common/options.hpp"
 
 #include <unistd.h>
+#include <omp.h>
 
+#include <thread>
+#include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <limits>
 #include <sstream>
+#include <thread>
 
 #include "common/csv_writer.hpp"
 #include "common/errors.hpp"
@@ -33,14 +38,43 @@ void add_common_options(CLI::App& app, CommonOptions& options) {
 
 namespace {
 
-// Whole numbers are decimal everywhere: CLI11 itself reads "010" as octal and "0x10" as hex, takes -1 for an unsigned
-// option and calls "5 " out of range. Checked on argv before CLI11 sees it (its own range checks would speak first);
-// returns "" or the error, worded as CLI11 words its own ("--chunks: ...").
+// Numbers are decimal everywhere: CLI11 itself reads "010" as octal and "0x10" as hex, takes -1 for an unsigned
+// option, wraps 99999999999999999999999 to 2^64 - 1, calls "5 " out of range, and takes "0x1p3" for a float. Checked
+// on argv before CLI11 sees it (its own range checks would speak first); returns "" or the error, worded as CLI11
+// words its own ("--chunks: ...").
+std::string whole_number_error(const CLI::Option& option, const std::string& given) {
+  std::string value = given;
+  const bool is_signed = option.get_type_name().rfind("INT", 0) == 0;
+  const std::size_t start = is_signed && !value.empty() && value[0] == '-' ? 1 : 0;
+  while (option.get_type_name().find("SIZE") != std::string::npos && value.size() > start + 1 &&
+         std::isalpha(static_cast<unsigned char>(value.back()))) {
+    value.pop_back();  // a K/M/G(B) suffix, read by parse_size
+  }
+  bool digits = value.size() > start;
+  for (std::size_t k = start; k < value.size(); ++k) digits = digits && std::isdigit(static_cast<unsigned char>(value[k]));
+  const std::string name = "--" + option.get_lnames().front() + ": '" + given + "' ";
+  if (!digits || (value.size() > start + 1 && value[start] == '0')) {
+    return name + "is not a decimal whole number" + (is_signed ? "" : " >= 0") +
+           " (digits only: no leading zeros, spaces or hex)";
+  }
+  errno = 0;
+  if (is_signed) {
+    (void)std::strtoll(value.c_str(), nullptr, 10);
+  } else {
+    (void)std::strtoull(value.c_str(), nullptr, 10);
+  }
+  return errno == ERANGE ? name + "is out of range (at most " +
+                               (is_signed ? std::to_string(std::numeric_limits<long long>::max())
+                                          : std::to_string(std::numeric_limits<unsigned long long>::max())) + ")"
+                         : "";
+}
+
 std::string decimal_error(const CLI::App& app, int argc, char** argv) {
-  auto integer_option = [&](const std::string& name) -> const CLI::Option* {
+  auto numeric_option = [&](const std::string& name) -> const CLI::Option* {
     for (const CLI::Option* option : app.get_options()) {
       const std::string type = option->get_type_name();
-      if ((type.rfind("INT", 0) == 0 || type.rfind("UINT", 0) == 0) && option->check_lname(name)) return option;
+      const bool numeric = type.rfind("INT", 0) == 0 || type.rfind("UINT", 0) == 0 || type.rfind("FLOAT", 0) == 0;
+      if (numeric && option->check_lname(name)) return option;
     }
     return nullptr;
   };
@@ -49,25 +83,22 @@ std::string decimal_error(const CLI::App& app, int argc, char** argv) {
     if (token.rfind("--", 0) != 0 || token.size() < 3) continue;
     const auto equals = token.find('=');
     const bool inline_value = equals != std::string::npos;
-    const CLI::Option* option = integer_option(token.substr(2, inline_value ? equals - 2 : std::string::npos));
+    const CLI::Option* option = numeric_option(token.substr(2, inline_value ? equals - 2 : std::string::npos));
     if (!option) continue;
     if (!inline_value && i + 1 >= argc) continue;  // CLI11 reports the missing value
     const std::string given = inline_value ? token.substr(equals + 1) : argv[++i];
     if (given == "auto" && option->get_type_name().find("|auto") != std::string::npos) continue;  // a word it takes
-    std::string value = given;
-    const bool is_signed = option->get_type_name().rfind("INT", 0) == 0;
-    std::size_t start = is_signed && !value.empty() && value[0] == '-' ? 1 : 0;
-    while (option->get_type_name().find("SIZE") != std::string::npos && value.size() > start + 1 &&
-           std::isalpha(static_cast<unsigned char>(value.back()))) {
-      value.pop_back();  // a K/M/G(B) suffix, read by parse_size
+    if (option->get_type_name().rfind("FLOAT", 0) == 0) {
+      for (const auto& item : split_list(given, ',')) {
+        if (!parse_number(item)) {
+          return "--" + option->get_lnames().front() + ": '" + given +
+                 "' is not a finite decimal number (no hex, inf or nan)";
+        }
+      }
+      continue;
     }
-    bool digits = value.size() > start;
-    for (std::size_t k = start; k < value.size(); ++k) {
-      digits = digits && std::isdigit(static_cast<unsigned char>(value[k]));
-    }
-    if (digits && !(value.size() > start + 1 && value[start] == '0')) continue;
-    return "--" + option->get_lnames().front() + ": '" + given + "' is not a decimal whole number" +
-           (is_signed ? "" : " >= 0") + " (digits only: no leading zeros, spaces or hex)";
+    const std::string error = whole_number_error(*option, given);
+    if (!error.empty()) return error;
   }
   return "";
 }
@@ -179,6 +210,15 @@ void require_fits_in_host_memory(const std::string& option, const std::string& v
   require(bytes <= 0.5 * physical, option, value,
           "needs " + format_number(bytes / (1u << 30), 3) + " GiB of host memory; at most half of this machine's " +
               format_number(physical / (1u << 30), 3) + " GiB is allowed");
+}
+
+void require_thread_count(int threads) {
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  const int wanted = threads > 0 ? threads : omp_get_max_threads();
+  require(wanted <= kMostThreadsPerCore * cores, threads > 0 ? "--threads" : "OMP_NUM_THREADS",
+          std::to_string(wanted),
+          "at most " + std::to_string(kMostThreadsPerCore) + " x this machine's " + std::to_string(cores) +
+              " hardware threads");
 }
 
 void require_timeline_fits(const std::string& option, const std::string& value, double events) {

@@ -57,6 +57,14 @@ inline constexpr double kMostTimelineEvents = 1e6;
 // Throws UsageError naming `option` when a run would keep more than kMostTimelineEvents events.
 void require_timeline_fits(const std::string& option, const std::string& value, double events);
 
+// The most OpenMP threads a process runs per hardware thread: more only oversubscribes the machine (and a hundred
+// thousand exhaust it: libgomp aborts).
+inline constexpr int kMostThreadsPerCore = 4;
+
+// Throws UsageError unless the threads asked for (`threads` of --threads, or OMP_NUM_THREADS where it is 0) are at
+// most kMostThreadsPerCore per hardware thread.
+void require_thread_count(int threads);
+
 // Throws UsageError("<option>: <value> is invalid: <allowed>") unless `ok`.
 void require(bool ok, const std::string& option, const std::string& value, const std::string& allowed);
 

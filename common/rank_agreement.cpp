@@ -28,11 +28,32 @@ int min_over_ranks(int value, MPI_Comm comm) {
 
 }  // namespace
 
+namespace {
+// Two lines of config_to_str that say the same: equal text, or one key with values equal as numbers ("100" and
+// "1e2"; lists item by item), as the ranks would parse them.
+bool same_setting(const std::string& l, const std::string& r) {
+  if (l == r) return true;
+  const auto el = l.find('='), er = r.find('=');
+  if (el == std::string::npos || er == std::string::npos || l.substr(0, el) != r.substr(0, er)) return false;
+  std::string vl = l.substr(el + 1), vr = r.substr(er + 1);
+  for (std::string* v : {&vl, &vr}) {
+    if (v->size() >= 2 && v->front() == '"' && v->back() == '"') *v = v->substr(1, v->size() - 2);
+  }
+  const auto il = split_list(vl, ','), ir = split_list(vr, ',');
+  if (il.empty() || il.size() != ir.size()) return false;
+  for (std::size_t k = 0; k < il.size(); ++k) {
+    const auto nl = parse_number(il[k]), nr = parse_number(ir[k]);
+    if (il[k] != ir[k] && !(nl && nr && *nl == *nr)) return false;
+  }
+  return true;
+}
+}  // namespace
+
 std::string first_difference(const std::string& a, int rank_a, const std::string& b, int rank_b) {
   const auto left = lines_of(a), right = lines_of(b);
   for (std::size_t i = 0; i < std::max(left.size(), right.size()); ++i) {
     const std::string l = i < left.size() ? left[i] : "", r = i < right.size() ? right[i] : "";
-    if (l == r) continue;
+    if (same_setting(l, r)) continue;
     const std::string line = l.empty() ? r : l;
     const std::string key = line.substr(0, line.find('='));
     auto value = [&](const std::string& text) {

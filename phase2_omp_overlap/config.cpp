@@ -51,13 +51,8 @@ void validate(const Config& config) {
   ob::parse_fault(config.fault.inject_fault);
   ob::require_timeline_fits("--chunks", std::to_string(config.chunks),
                             2.0 * config.chunks * config.common.iters * static_cast<double>(config.modes().size()));
-  const int cores = std::max(1u, std::thread::hardware_concurrency());
   // What the user asked for (the default team takes at most that many): refused when it cannot work.
-  const int wanted = config.threads > 0 ? config.threads : omp_get_max_threads();
-  const std::string source = config.threads > 0 ? "--threads" : "OMP_NUM_THREADS";
-  ob::require(wanted <= kMostThreadsPerCore * cores, source, std::to_string(wanted),
-              "at most " + std::to_string(kMostThreadsPerCore) + " x this machine's " + std::to_string(cores) +
-                  " hardware threads");
+  ob::require_thread_count(config.threads);
   const auto modes = config.modes();
   const bool overlaps = std::find(modes.begin(), modes.end(), ob::Mode::kOverlap) != modes.end();
   ob::require(!overlaps || omp_get_thread_limit() >= 2, "OMP_THREAD_LIMIT", std::to_string(omp_get_thread_limit()),

@@ -36,9 +36,6 @@ struct Config {
 // Adds phase 2's options (and the common ones) to `app`, bound to `config`.
 void add_options(CLI::App& app, Config& config);
 
-// The most OpenMP threads phase 2 runs (compute team + comm thread): more than this many per hardware thread only
-// oversubscribes the machine (and a hundred thousand exhausts it).
-constexpr int kMostThreadsPerCore = 4;
 
 // Cross-option checks CLI11 cannot express, and the OpenMP threads this run can have (OMP_NUM_THREADS,
 // OMP_THREAD_LIMIT); throws ob::UsageError.

@@ -83,6 +83,7 @@ void add_options(CLI::App& app, Config& config) {
 
 void validate(const Config& config) {
   ob::parse_fault(config.fault.inject_fault);
+  ob::require_thread_count(config.threads);
   // Per rank, mode and timed step: each chunk's compute and all-reduce, and its hand-offs.
   ob::require_timeline_fits("--chunks", std::to_string(config.chunks),
                             4.0 * config.chunks * config.common.iters * static_cast<double>(config.modes().size()));

@@ -171,9 +171,19 @@ Sweep parse_sweep(const std::string& text) {
     if (parameter.name == text.substr(0, equals)) sweep.parameter = &parameter;
   }
   ob::require(sweep.parameter != nullptr, "--sweep", text, allowed);
-  sweep.values = ob::split_list(text.substr(equals + 1));
+  const std::string list = text.substr(equals + 1);
+  sweep.values = ob::split_list(list);
   ob::require(!sweep.values.empty(), "--sweep", text, allowed);
-  for (const auto& item : sweep.values) ob::require(valid_value(*sweep.parameter, item), "--sweep", text, allowed);
+  const bool no_empty_item = list.front() != ',' && list.back() != ',' && list.find(",,") == std::string::npos;
+  ob::require(no_empty_item, "--sweep", text, "no empty value between commas");
+  for (std::size_t i = 0; i < sweep.values.size(); ++i) {
+    ob::require(valid_value(*sweep.parameter, sweep.values[i]), "--sweep", text, allowed);
+    for (std::size_t j = 0; j < i; ++j) {
+      const auto a = ob::parse_number(sweep.values[i]), b = ob::parse_number(sweep.values[j]);
+      const bool same = sweep.values[i] == sweep.values[j] || (a && b && *a == *b);
+      ob::require(!same, "--sweep", text, "each value once (" + sweep.values[i] + " is there twice)");
+    }
+  }
   return sweep;
 }
 

@@ -165,3 +165,10 @@ TEST(Phase4Bounds, CopyEnginePipelinesHaveModelsNotBoundsAndABoundAboveTheStepIs
   EXPECT_EQ(rows[2].get("bound_kind"), "model");
   EXPECT_TRUE(quiet.str().empty());  // a model may lie above the step
 }
+
+TEST(Phase4Options, ASweepTakesEachValueOnceAndNoEmptyOne) {
+  for (const std::string sweep : {"chunks=1,1", "chunks=1,,2", "chunks=,1", "bucket-mb=25,25.0", "sync=nccl,nccl"}) {
+    EXPECT_EQ(exit_code_of({"--sweep", sweep}), 2) << sweep;
+  }
+  EXPECT_EQ(exit_code_of({"--sweep", "chunks=1,2"}), -1);
+}

@@ -146,6 +146,8 @@ TEST(CommonOptions, WholeNumbersAreDecimalEverywhere) {
 TEST(RankAgreement, FirstDifferenceNamesTheOptionAndBothValues) {
   const std::string a = "iters=20\nlr=0.01\ncsv=\"x.csv\"\ncommit=abc\n";
   EXPECT_EQ(ob::first_difference(a, 0, a, 1), "");
+  // Values, not spellings: 0.01 and 1e-2 are one learning rate.
+  EXPECT_EQ(ob::first_difference(a, 0, "iters=20\nlr=1e-2\ncsv=\"x.csv\"\ncommit=abc\n", 1), "");
   EXPECT_EQ(ob::first_difference(a, 0, "iters=20\nlr=0.02\ncsv=\"y.csv\"\ncommit=abc\n", 3),
             "--lr: rank 0 has 0.01, rank 3 has 0.02");
   EXPECT_EQ(ob::first_difference(a, 0, "iters=20\nlr=0.01\ncsv=\"x.csv\"\ncommit=def\n", 1),
