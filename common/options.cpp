@@ -1,9 +1,8 @@
 #include "common/options.hpp"
 
-#include <unistd.h>
 #include <omp.h>
+#include <unistd.h>
 
-#include <thread>
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
