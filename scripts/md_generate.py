@@ -4,6 +4,8 @@ names, or with --check says which blocks differ from what their data gives (exit
 
 A block is written between two comments, its arguments relative to the Markdown file's folder:
   <!-- generated: summary CSV [modes=seq,overlap] [columns=time_ms_p50,speedup] -->   rows of a summary CSV
+  <!-- generated: overlaps GLOB [where=bucket_mb:25] [columns=...] -->  every overlapped row of those summaries,
+                                             the fastest per configuration marked
   <!-- generated: compare CSV -->            an ob-compare result: its ratios, intervals and verdicts in words
   <!-- generated: verdict CSV [CSV ...] -->  the main job's sentences for those summaries (verdict.py)
   <!-- generated: excerpt FILE from=TEXT lines=N -->  N lines of a log from the first line holding TEXT
@@ -112,7 +114,28 @@ def index_block(base, _plain, _keyed):
     return "\n".join(["| folder | runs | hardware | commits | dates |", "|---|---|---|---|---|"] + rows)
 
 
-KINDS = {"summary": summary_block, "compare": compare_block, "verdict": verdict_block, "excerpt": excerpt_block,
+def overlaps_block(base, plain, keyed):
+    """The overlapped rows of every summary a glob names, side by side; the fastest of each configuration in bold.
+    Each row is its own process's median: a ranking within a spread of a few percent is not resolved (ob-compare)."""
+    import report
+
+    paths = sorted({p for pattern in plain for p in base.glob(pattern)})
+    if not paths:
+        raise ob_csv.UsageError(f"{base}: no file matches {' '.join(plain)}")
+    frame = ob_csv.concat_summaries([ob_csv.load_summary(p) for p in paths])
+    frame = frame[frame["mode"] == "overlap"].copy()
+    if "where" in keyed:
+        column, value = keyed["where"].split(":", 1)
+        frame = frame[frame[column].astype(str).isin([value, f"{float(value):g}", str(float(value))])]
+    key = ["hidden", "layers", "batch"]
+    frame["configuration"] = frame[key].astype(int).astype(str).agg(",".join, axis=1)
+    fastest = frame.groupby("configuration")["time_ms_p50"].transform("min") == frame["time_ms_p50"]
+    frame["fastest"] = ["yes" if f else "" for f in fastest]
+    columns = keyed.get("columns", "configuration,sync,time_ms_p50,time_ms_p50_ci_rel,compute_slowdown,fastest")
+    return report.markdown_table(frame.sort_values(["configuration", "time_ms_p50"]), columns.split(","))
+
+
+KINDS = {"overlaps": overlaps_block, "summary": summary_block, "compare": compare_block, "verdict": verdict_block, "excerpt": excerpt_block,
          "index": index_block}
 
 
