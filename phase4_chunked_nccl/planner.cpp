@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include "common/csv_writer.hpp"
 #include "common/errors.hpp"
 #include "common/metadata.hpp"
 #include "common/metrics.hpp"
@@ -149,10 +150,14 @@ T field(const nlohmann::json& json, const std::string& key, const std::string& w
   }
 }
 
+// The largest value a calibration may hold (a day in ms, or 1e15 bytes): the model's sums of many such stay finite.
+constexpr double kLargestCalibrated = 1e15;
+
 void require_positive(const std::vector<double>& values, const std::string& key, const std::string& source) {
   for (double v : values) {
-    if (!(std::isfinite(v) && v > 0)) {
-      throw ob::UsageError("--calibration: '" + source + "' is invalid: '" + key + "' holds a value that is not > 0");
+    if (!(std::isfinite(v) && v > 0 && v <= kLargestCalibrated)) {
+      throw ob::UsageError("--calibration: '" + source + "' is invalid: '" + key + "' holds a value that is not in (0, " +
+                           ob::format_number(kLargestCalibrated) + "]");
     }
   }
 }
@@ -211,6 +216,11 @@ Calibration Calibration::from_json(const nlohmann::json& json, const std::string
   if (field<std::string>(json, "kind", "", source) != "overlap-bench phase4 calibration") {
     throw ob::UsageError("--calibration: '" + source + "' is invalid: not a phase 4 calibration");
   }
+  const auto invalid = [&](const std::string& what) {
+    return ob::UsageError("--calibration: '" + source + "' is invalid: " + what);
+  };
+  const int version = field<int>(json, "schema_version", "", source);
+  if (version != 1) throw invalid("schema_version " + std::to_string(version) + " is not one this build reads (1)");
   Calibration c;
   c.commit = field<std::string>(json, "commit", "", source);
   c.host = field<std::string>(json, "host", "", source);
@@ -231,10 +241,16 @@ Calibration Calibration::from_json(const nlohmann::json& json, const std::string
   c.update_ms = field<double>(compute, "update_ms", "compute.", source);
   c.iteration_ms = field<double>(compute, "iteration_ms", "compute.", source);
   c.step_ms = field<std::vector<double>>(compute, "step_ms", "compute.", source);
-  if (c.hidden < 1 || c.layers < 1 || c.ranks < 1 || static_cast<int>(c.step_ms.size()) != c.layers) {
-    throw ob::UsageError("--calibration: '" + source + "' is invalid: compute.step_ms needs one time per layer");
+  for (const auto& [key, value] : {std::pair{"model.hidden", c.hidden}, {"model.layers", c.layers},
+                                    {"model.batch", c.batch}, {"model.accum_steps", c.accum_steps}, {"ranks", c.ranks}}) {
+    if (value < 1) throw invalid(std::string(key) + " must be >= 1 (it is " + std::to_string(value) + ")");
   }
+  if (static_cast<int>(c.step_ms.size()) != c.layers) throw invalid("compute.step_ms needs one time per layer");
   require_positive(c.step_ms, "compute.step_ms", source);
+  for (const auto& [key, value] : {std::pair{"compute.forward_ms", c.forward_ms}, {"compute.update_ms", c.update_ms},
+                                    {"compute.iteration_ms", c.iteration_ms}}) {
+    if (!(value >= 0 && value <= kLargestCalibrated)) throw invalid(std::string(key) + " must be a finite time >= 0");
+  }
   const auto list = field<nlohmann::json>(json, "strategies", "", source);
   if (!list.is_array() || list.empty()) {
     throw ob::UsageError("--calibration: '" + source + "' is invalid: 'strategies' lists no strategy");
@@ -243,6 +259,13 @@ Calibration Calibration::from_json(const nlohmann::json& json, const std::string
     const std::string where = "strategies[" + std::to_string(k) + "].";
     StrategyCalibration s;
     s.sync = field<std::string>(list[k], "sync", where, source);
+    if (!std::any_of(sync_options().begin(), sync_options().end(),
+                     [&](const SyncOption& o) { return o.name == s.sync && !o.sharded; })) {
+      throw invalid(where + "sync '" + s.sync + "' is not an all-reduce strategy (nccl, nccl-sym, ce)");
+    }
+    for (const auto& earlier : c.strategies) {
+      if (earlier.sync == s.sync) throw invalid(where + "sync '" + s.sync + "' is calibrated twice");
+    }
     s.bytes = field<std::vector<double>>(list[k], "bytes", where, source);
     s.comm_ms = field<std::vector<double>>(list[k], "comm_ms", where, source);
     s.stretch = field<std::vector<double>>(list[k], "stretch", where, source);
@@ -261,12 +284,12 @@ Calibration Calibration::from_json(const nlohmann::json& json, const std::string
     require_positive(s.comm_ms, where + "comm_ms", source);
     require_positive(s.stretch, where + "stretch", source);
     for (double v : s.gap_ms) {
-      if (!(std::isfinite(v) && v >= 0)) {
+      if (!(v >= 0 && v <= kLargestCalibrated)) {
         throw ob::UsageError("--calibration: '" + source + "' is invalid: " + where + "gap_ms must be >= 0");
       }
     }
     for (double v : s.slowdown) {
-      if (!(std::isfinite(v) && v > -1)) {
+      if (!(v > -1 && v <= kLargestCalibrated)) {
         throw ob::UsageError("--calibration: '" + source + "' is invalid: " + where + "slowdown must be > -1");
       }
     }

@@ -71,6 +71,15 @@ def test_what_if_scales_with_the_network(predictor, tmp_path):
     ({"strategies": []}, "'strategies' lists no strategy"),
     ({"compute": {"forward_ms": 1.0, "update_ms": 0.2, "iteration_ms": 5.0}}, "missing key 'compute.step_ms'"),
     ({"kind": "other"}, "not a phase 4 calibration"),
+    ({"schema_version": 7}, "schema_version 7 is not one this build reads"),
+    ({"compute": {"forward_ms": -1.0, "update_ms": 0.2, "iteration_ms": 5.5, "step_ms": [1.0] * 4}},
+     "compute.forward_ms must be a finite time"),
+    ({"model": {"hidden": -1024, "layers": 4, "batch": 256, "tf32": True, "comm_dtype": "fp32", "accum_steps": 1}},
+     "model.hidden must be >= 1"),
+    ({"strategies": [{"sync": "fancy", "bytes": [MIB], "comm_ms": [0.05], "stretch": [1.2], "slowdown": [0.2]}]},
+     "sync 'fancy' is not an all-reduce strategy"),
+    ({"strategies": [{"sync": "nccl", "bytes": [MIB], "comm_ms": [0.05], "stretch": [1.2], "slowdown": [0.2]}] * 2},
+     "sync 'nccl' is calibrated twice"),
 ])
 def test_bad_calibration_exits_2_naming_it(predictor, tmp_path, change, words):
     result = predict(predictor, calibration(tmp_path, **change), "--csv", tmp_path / "w.csv")
@@ -87,6 +96,18 @@ def test_bad_options_exit_2(predictor, tmp_path, args, words):
     result = predict(predictor, calibration(tmp_path), "--csv", tmp_path / "w.csv", *args)
     assert result.returncode == 2 and words in result.stderr, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_times_too_large_to_sum_are_refused_not_a_crash(predictor, tmp_path):
+    """Times of 1e308 ms overflowed the model's sums and crashed it (rc 139): refused, naming the key."""
+    path = calibration(tmp_path)
+    path.write_text(path.read_text().replace('"forward_ms": 1.0', '"forward_ms": 1e308'))
+    result = subprocess.run([str(predictor), "--calibration", str(path)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "compute.forward_ms must be a finite time" in result.stderr, result.stderr
+    path = calibration(tmp_path)
+    path.write_text(path.read_text().replace('"comm_ms": [0.05', '"comm_ms": [1e308'))
+    result = subprocess.run([str(predictor), "--calibration", str(path)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "comm_ms" in result.stderr, result.stderr
 
 
 def test_not_json_exits_2(predictor, tmp_path):
