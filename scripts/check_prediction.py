@@ -62,6 +62,13 @@ def overlap_rows(path):
     rows = frame[frame["mode"] == "overlap"].copy()
     if rows.empty:
         raise ob_csv.UsageError(f"{path}: no overlap rows")
+    for column in needed:  # numbers (an empty bucket_mb: a plan cut into chunks, left out below)
+        values = pd.to_numeric(rows[column], errors="coerce")
+        bad = rows.index[values.isna() & rows[column].notna()]
+        if len(bad):
+            raise ob_csv.UsageError(f"{path}: column '{column}', row {bad[0] + 1}: '{rows.loc[bad[0], column]}' is "
+                                    "not a number")
+        rows[column] = values
     rows["graph"] = rows["graph"].astype(bool) if "graph" in rows else False
     return rows
 

@@ -20,14 +20,23 @@ LAUNCHER_SET = ("OMPI_COMM_WORLD_", "OMPI_MCA_orte_", "OMPI_MCA_ess", "OMPI_MCA_
 OUTPUT_OPTIONS = ("--csv", "--timeline")
 
 
+def string_list(value, key):
+    """A metadata list of strings, or a usage error naming the key."""
+    if not isinstance(value, list) or not value or not all(isinstance(word, str) and word for word in value):
+        raise ob_csv.UsageError(f"the metadata's {key} must be a non-empty list of words")
+    return list(value)
+
+
 def command_of(meta):
     """The argv to run again: the launcher's when one started the run, else rank 0's own."""
     launcher = meta.get("launcher", {})
+    if not isinstance(launcher, dict):
+        raise ob_csv.UsageError("the metadata's launcher must be an object")
     if launcher.get("name", "none") != "none" and launcher.get("command_line"):
-        return list(launcher["command_line"])
+        return string_list(launcher["command_line"], "launcher.command_line")
     if "command_line" not in meta:
         raise ob_csv.UsageError("the metadata holds no command_line")
-    return list(meta["command_line"])
+    return string_list(meta["command_line"], "command_line")
 
 
 def with_output(argv, csv):
@@ -54,13 +63,21 @@ def rerun_command(summary, csv=None):
         meta = json.loads(meta_path.read_text())
     except json.JSONDecodeError as error:
         raise ob_csv.UsageError(f"{meta_path}: not JSON ({error.msg})") from None
-    if meta.get("suite") != "overlap-bench":
+    if not isinstance(meta, dict) or meta.get("suite") != "overlap-bench":
         raise ob_csv.UsageError(f"{meta_path}: not the metadata of an overlap-bench run")
     csv = pathlib.Path(csv) if csv else summary.with_name(summary.stem + ".rerun.csv")
-    environment = {k: v for k, v in sorted(meta.get("environment", {}).items()) if not k.startswith(LAUNCHER_SET)}
-    argv = with_output(command_of(meta), csv.resolve())
+    environment = meta.get("environment", {})
+    if not isinstance(environment, dict) or not all(isinstance(v, str) for v in environment.values()):
+        raise ob_csv.UsageError(f"{meta_path}: the metadata's environment must map names to strings")
+    environment = {k: v for k, v in sorted(environment.items()) if not k.startswith(LAUNCHER_SET)}
+    try:
+        argv = with_output(command_of(meta), csv.resolve())
+    except ob_csv.UsageError as error:
+        raise ob_csv.UsageError(f"{meta_path}: {error}") from None
     words = ["env"] + [f"{k}={v}" for k, v in environment.items()] + argv if environment else argv
     directory = meta.get("working_directory", ".")
+    if not isinstance(directory, str) or not directory:
+        raise ob_csv.UsageError(f"{meta_path}: the metadata's working_directory must be a path")
     return f"cd {shlex.quote(directory)} && {shlex.join(words)}"
 
 

@@ -171,3 +171,15 @@ def test_check_prediction_compares_measured_steps_with_the_calibrations_predicti
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "no calibration of H=512 L=4 B=256" in result.stderr, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_check_prediction_names_text_in_a_numeric_column(predictor, tmp_path):
+    measured = tmp_path / "m.csv"
+    measured.write_text("system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,time_ms_max,hidden,"
+                        "layers,batch,bucket_mb,first_bucket_mb\n"
+                        "overlap-bench,phase4,overlap,4,0,5,9,9,9,9,1024,4,256,lots,1\n")
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / "check_prediction.py"), "--calibrations",
+                             str(calibration(tmp_path)), "--measured", str(measured), "--csv", str(tmp_path / "c.csv"),
+                             "--predictor", str(predictor)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "column 'bucket_mb', row" in result.stderr and "'lots'" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -77,3 +77,22 @@ def test_rerun_refuses_what_it_cannot_use(tmp_path):
     (tmp_path / "x.meta.json").write_text('{"suite": "other"}')
     result = rerun(csv)
     assert result.returncode == 2 and "not the metadata of an overlap-bench run" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("meta, named", [
+    ([1, 2], "not the metadata of an overlap-bench run"),
+    ({"suite": "overlap-bench", "command_line": "phase2 --iters 3"}, "command_line must be a non-empty list"),
+    ({"suite": "overlap-bench", "command_line": []}, "command_line must be a non-empty list"),
+    ({"suite": "overlap-bench", "command_line": ["a"], "environment": ["X=1"]}, "environment must map"),
+    ({"suite": "overlap-bench", "command_line": ["a"], "launcher": "mpirun"}, "launcher must be an object"),
+    ({"suite": "overlap-bench", "command_line": ["a"], "working_directory": 7}, "working_directory must be a path"),
+    ({"suite": "overlap-bench", "launcher": {"name": "srun", "command_line": [None]}, "command_line": ["a"]},
+     "launcher.command_line must be a non-empty list"),
+])
+def test_wrong_typed_metadata_is_one_line_not_a_traceback(tmp_path, meta, named):
+    csv = tmp_path / "x.csv"
+    csv.write_text("system,phase,mode\n")
+    (tmp_path / "x.meta.json").write_text(json.dumps(meta))
+    result = rerun(csv)
+    assert result.returncode == 2 and named in result.stderr and "Traceback" not in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
