@@ -1,6 +1,7 @@
 #include "common/timeline.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <map>
 #include <stdexcept>
@@ -47,6 +48,17 @@ class ColumnReader {
     }
     return *value;
   }
+  // A whole number of the column in [lo, hi] (rank, iteration, chunk: ints in the trace).
+  int whole(std::size_t row, int column, double lo, double hi) const {
+    const double value = number(row, column);
+    if (!(value >= lo && value <= hi && value == std::floor(value))) {
+      throw std::invalid_argument("row " + std::to_string(row + 2) + ", column '" + table_.header()[column] + "': '" +
+                                  table_.rows()[row][column] + "' is not a whole number from " +
+                                  std::to_string(static_cast<long long>(lo)) + " to " +
+                                  std::to_string(static_cast<long long>(hi)));
+    }
+    return static_cast<int>(value);
+  }
 
  private:
   const CsvTable& table_;
@@ -62,9 +74,15 @@ std::vector<TimelineEvent> timeline_from_csv(const CsvTable& table) {
   std::vector<TimelineEvent> events;
   for (std::size_t r = 0; r < table.rows().size(); ++r) {
     const auto& row = table.rows()[r];
-    events.push_back({static_cast<int>(read.number(r, rank)), row[lane], row[name], static_cast<int>(read.number(r, iter)),
-                      static_cast<int>(read.number(r, chunk)), read.number(r, start), read.number(r, end),
-                      point < 0 ? std::string() : row[point]});
+    const double begin_us = read.number(r, start), end_us = read.number(r, end);
+    if (end_us < begin_us) {
+      throw std::invalid_argument("row " + std::to_string(r + 2) + ": end_us " + row[end] + " is before start_us " +
+                                  row[start]);
+    }
+    constexpr double kMostIndex = 1 << 30;  // ranks, iterations and chunks as the binaries write them
+    events.push_back({read.whole(r, rank, 0, kMostIndex), row[lane], row[name],
+                      read.whole(r, iter, -kMostIndex, kMostIndex), read.whole(r, chunk, -1, kMostIndex), begin_us,
+                      end_us, point < 0 ? std::string() : row[point]});
   }
   return events;
 }

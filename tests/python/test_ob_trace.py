@@ -58,7 +58,11 @@ def test_power_samples_become_a_counter_track(ob_trace, tmp_path):
 @pytest.mark.parametrize("content,named", [
     (None, "a readable file"), ("", "no header line"), ("rank,lane\n0,a\n", "no column 'name'"),
     ("rank,lane,name,iter,chunk,start_us,end_us\n0,a,b,0,-1,x,2\n", "row 2, column 'start_us'"),
-    ("rank,lane,name,iter,chunk,start_us,end_us\n0,\"a,b,0\n", "does not end")])
+    ("rank,lane,name,iter,chunk,start_us,end_us\n0,\"a,b,0\n", "does not end"),
+    ("rank,lane,name,iter,chunk,start_us,end_us\n0,a,b,0,0,10,5\n", "end_us 5 is before start_us 10"),
+    ("rank,lane,name,iter,chunk,start_us,end_us\n1e20,a,b,0,0,1,5\n", "column 'rank': '1e20' is not a whole number"),
+    ("rank,lane,name,iter,chunk,start_us,end_us\n0,a,b,1e308,0,1,5\n", "column 'iter': '1e308' is not a whole"),
+    ("rank,lane,name,iter,chunk,start_us,end_us\n0,a,b,0.5,0,1,5\n", "column 'iter': '0.5' is not a whole")])
 def test_bad_timelines_exit_2_with_one_line_and_write_nothing(ob_trace, tmp_path, content, named):
     timeline = tmp_path / "bad.csv"
     if content is not None:
