@@ -1,7 +1,8 @@
 // Every file the suite writes appears whole or not at all, and a run's files appear as a set: each is staged to a
 // temporary name beside its target (written, flushed and synced), and only when every one is staged are they
 // renamed into place, in staging order. A failure while staging (a full disk) or a signal removes every temporary
-// and leaves the files that were there before untouched.
+// and leaves the files that were there before untouched; a signal that lands during the renames waits for them, so
+// the new set is whole, and then ends the process (128 + the signal).
 #pragma once
 
 #include <string>

@@ -265,12 +265,21 @@ bool valid_utf8(const std::string& text) {
 }
 }  // namespace
 
+// NAME_MAX of Linux's file systems less the staging suffix a file is first written under (".tmp.<pid>",
+// common/atomic_file.cpp): a longer name would fail only after the run, when its files are written.
+constexpr std::size_t kLongestFileName = 255 - 16;
+
 void require_output_policy(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs) {
   namespace fs = std::filesystem;
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const auto& [option, path] = outputs[i];
     const std::string name = option.substr(0, option.find(' '));
     require(valid_utf8(path), name, path, "a path in UTF-8");
+    const std::string file = fs::path(path).filename().string();
+    require(file.size() <= kLongestFileName, name, path,
+            "a name that leaves room for its run's files: " + option + " would write '" + file + "', " +
+                std::to_string(file.size()) + " bytes, over the " + std::to_string(kLongestFileName) +
+                " a file name may have here (255 less the staging suffix)");
     std::error_code error;
     const auto status = fs::symlink_status(path, error);
     require(!fs::is_symlink(status), name, path,

@@ -94,6 +94,11 @@ void validate(const Config& config) {
     ob::require(config.busy_us == 0 || config.busy_us / 1000 >= clock_resolution_ms(), "--busy-us",
                 ob::format_number(config.busy_us), "below steady_clock's resolution on this machine (" +
                 ob::format_number(clock_resolution_ms() * 1000, 3) + " us)");
+    // A step busy for longer than the watchdog waits would be called a stall: refused before it is started.
+    const double step_s = config.busy_us * 1e-6 * config.chunks;
+    ob::require(step_s < config.fault.timeout_s / 2, "--busy-us", ob::format_number(config.busy_us),
+                "a step of --chunks busy loops must take under half of --timeout-s (" +
+                    ob::format_number(config.fault.timeout_s) + " s), or the watchdog ends it as a stall");
   } else {
     ob::require(config.probes == 0, "--probes", std::to_string(config.probes), "needs --compute busy");
     ob::require(config.busy_us == 0, "--busy-us", ob::format_number(config.busy_us), "needs --compute busy");

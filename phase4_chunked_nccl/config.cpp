@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <sstream>
 
 #include "common/csv_writer.hpp"
 #include "common/errors.hpp"
+#include "phase4_chunked_nccl/planner.hpp"
 
 namespace phase4 {
 
@@ -220,6 +223,13 @@ void validate(const CLI::App& app, const Config& config) {
               "--plan-syncs", config.plan_syncs, "needs --plan auto or --calibrate");
   ob::require(!(config.calibrate && !config.calibration.empty()), "--calibrate", "on",
               "measures a calibration: not with --calibration FILE");
+  if (!config.calibration.empty()) {  // its content, here where no GPU is needed (its GPU and ranks: at the run)
+    std::ifstream file(config.calibration);
+    std::stringstream text;
+    text << file.rdbuf();
+    ob::require(file.good() || file.eof(), "--calibration", config.calibration, "a readable calibration file");
+    Calibration::parse(text.str(), config.calibration);
+  }
   ob::require(1.0 * config.batch * config.hidden < 2147483647.0, "--batch", std::to_string(config.batch),
               "batch * hidden must stay below 2^31");
   const bool map = config.mode == "interference";

@@ -1,11 +1,12 @@
 # Sourced by every batch file: the build to use, the output folder, an early failure if the build is missing.
 # Settings (environment variables, all optional):
-#   OB_ROOT       the overlap-bench checkout        (default: the submit directory, $SLURM_SUBMIT_DIR)
+#   OB_ROOT       the overlap-bench checkout        (default: the submit directory, $SLURM_SUBMIT_DIR; outside
+#                                                    Slurm, the checkout this file is in)
 #   OB_BUILD_DIR  the build folder                  (default: $OB_ROOT/build/gpu, from `cmake --preset gpu`, where
 #                                                    it exists, else $OB_ROOT/build/default)
 #   OB_OUT        where this job writes             (default: $OB_ROOT/results/slurm-<jobid>)
 #   OB_MPI        srun's MPI plugin for the MPI phases (default: pmix; `srun --mpi=list` shows the site's)
-OB_ROOT=${OB_ROOT:-${SLURM_SUBMIT_DIR:-$PWD}}
+OB_ROOT=${OB_ROOT:-${SLURM_SUBMIT_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}}
 if [ -z "${OB_BUILD_DIR:-}" ]; then
   OB_BUILD_DIR=$OB_ROOT/build/default
   [ -d "$OB_ROOT/build/gpu" ] && OB_BUILD_DIR=$OB_ROOT/build/gpu

@@ -38,3 +38,38 @@ def test_phase4_predict_refuses_one_element_buckets(build_dir, tmp_path):
 def test_huge_chunk_counts_are_refused_with_the_limit_named(phase2):
     result = refused([phase2, "--chunks", "100000", "--iters", "10"], "--chunks", "timeline events")
     assert "at most 1e+06" in result.stderr
+
+
+@pytest.mark.parametrize("args, option, words", [
+    (["--compute-ms", "0x1p3"], "--compute-ms", "not a finite decimal number"),
+    (["--comm-ms", "inf"], "--comm-ms", "not a finite decimal number"),
+    (["--seed", "99999999999999999999999"], "--seed", "out of range"),
+    (["--csv", "/tmp/" + "a" * 230 + ".csv"], "--csv", "a file name may have here"),
+])
+def test_numbers_and_names_that_would_be_misread_are_refused(phase2, args, option, words):
+    refused([phase2, *args], option, words)
+
+
+def test_a_busy_step_longer_than_the_watchdog_waits_is_refused(phase3):
+    import os
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    result = subprocess.run(["mpirun", "-np", "1", phase3, "--compute", "busy", "--busy-us", "1e9"],
+                            capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode != 0 and "--busy-us" in result.stderr and "watchdog" in result.stderr, result.stderr
+
+
+def test_a_batch_file_run_with_bash_from_elsewhere_finds_its_helpers(tmp_path):
+    from conftest import REPO
+    result = subprocess.run(["bash", str(REPO / "scripts" / "slurm" / "phase2.sbatch")], capture_output=True,
+                            text=True, timeout=60, cwd=tmp_path,
+                            env={"PATH": "/usr/bin:/bin", "OB_OUT": str(tmp_path / "out"),
+                                 "OB_BUILD_DIR": str(tmp_path / "no-build")})
+    assert "common.sh: No such file" not in result.stderr
+    assert result.returncode == 2 and "is missing: build first" in result.stderr, result.stderr
+
+
+def test_phase4_checks_a_calibrations_content_before_it_looks_for_a_gpu(build_dir, tmp_path):
+    phase4 = built(build_dir, "phase4_chunked_nccl/phase4_chunked_nccl")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"kind": "something else"}')
+    refused([phase4, "--calibration", bad], "--calibration", "not a phase 4 calibration")

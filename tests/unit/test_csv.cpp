@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -8,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "common/atomic_file.hpp"
 #include "common/csv_writer.hpp"
@@ -154,6 +156,35 @@ TEST_F(AtomicFileTest, ACommittedSetReplacesEveryFile) {
   EXPECT_EQ(read_all(a), "new a");
   EXPECT_EQ(read_all(b), "new b");
   EXPECT_EQ(files_in_dir(), 2u);
+}
+
+TEST_F(AtomicFileTest, ASignalDuringTheRenamesWaitsForTheWholeSet) {
+  // A child stages a set of 24 files over an old set, starts committing, and a thread of its own sends it SIGTERM
+  // the moment the first new file appears: the child ends with 143 and every file is new (never new beside old).
+  constexpr int kFiles = 24;
+  for (int i = 0; i < kFiles; ++i) ob::write_file_atomic((dir_ / ("f" + std::to_string(i))).string(), "old");
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ob::install_signal_cleanup();
+    ob::FileSet set;
+    for (int i = 0; i < kFiles; ++i) set.stage((dir_ / ("f" + std::to_string(i))).string(), std::string(1 << 20, 'n'));
+    std::thread watcher([&] {
+      while (fs::file_size(dir_ / "f0") == 3) {
+      }
+      ::kill(::getpid(), SIGTERM);
+    });
+    set.commit();
+    watcher.join();
+    ::pause();  // the signal ends the process; never here for long
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+  for (int i = 0; i < kFiles; ++i) EXPECT_EQ(fs::file_size(dir_ / ("f" + std::to_string(i))), 1u << 20) << i;
+  EXPECT_EQ(files_in_dir(), static_cast<std::size_t>(kFiles));  // no temporary left
 }
 
 TEST(CsvParse, ReadsBackWhatToStringWrites) {
