@@ -78,6 +78,9 @@ def rerun_command(summary, csv=None):
     directory = meta.get("working_directory", ".")
     if not isinstance(directory, str) or not directory:
         raise ob_csv.UsageError(f"{meta_path}: the metadata's working_directory must be a path")
+    if "\ufffd" in directory:  # the binaries write a name that is not UTF-8 with replacement characters
+        raise ob_csv.UsageError(f"{meta_path}: the run's folder name was not UTF-8 and cannot be rebuilt from the "
+                                f"metadata ('{directory}'): cd there yourself and run the command it gives with --csv")
     return f"cd {shlex.quote(directory)} && {shlex.join(words)}"
 
 

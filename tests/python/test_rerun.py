@@ -86,6 +86,7 @@ def test_rerun_refuses_what_it_cannot_use(tmp_path):
     ({"suite": "overlap-bench", "command_line": ["a"], "environment": ["X=1"]}, "environment must map"),
     ({"suite": "overlap-bench", "command_line": ["a"], "launcher": "mpirun"}, "launcher must be an object"),
     ({"suite": "overlap-bench", "command_line": ["a"], "working_directory": 7}, "working_directory must be a path"),
+    ({"suite": "overlap-bench", "command_line": ["a"], "working_directory": "/tmp/caf\ufffd"}, "was not UTF-8"),
     ({"suite": "overlap-bench", "launcher": {"name": "srun", "command_line": [None]}, "command_line": ["a"]},
      "launcher.command_line must be a non-empty list"),
 ])
