@@ -19,6 +19,7 @@ import plot_power
 import plot_scaling
 import plot_summary
 
+MOST_CHUNKS_DRAWN = 256  # the per-chunk chart of a timeline with more chunks is left out, and the report says so
 TABLE_COLUMNS = ["mode", "time_ms_p50", "time_ms_p95", "speedup", "overlap_efficiency", "overlap_pct",
                  "compute_slowdown", "busbw_GBps", "wrong", "gflops", "predicted_ms", "prediction_error"]
 INTERFERENCE_COLUMNS = ["msg_mb", "gemm_ms", "gemm_overlap_ms", "compute_slowdown", "comm_ms", "comm_overlap_ms",
@@ -103,7 +104,11 @@ def timeline_section(path, figures):
         plot_gantt.plot(plot_gantt.select(part, first, [], []), gantt,
                         f"{path.stem}{where}: {mode}, iterations {first}" + (f"\n{hardware}" if hardware else ""))
         lines += [f"![{gantt.name}](figures/{gantt.name})", ""]
-    if (frame["chunk"] >= 0).any():
+    count = frame.loc[frame["chunk"] >= 0, "chunk"].nunique()
+    if count > MOST_CHUNKS_DRAWN:  # a line per chunk: time and memory grow with them (37 s per 1000 chunks)
+        lines += [f"Per-chunk chart left out: {count} chunks, more than the {MOST_CHUNKS_DRAWN} one chart shows "
+                  "(`plot_chunks.py` draws any of them).", ""]
+    elif count:
         chunks = figures / f"{path.stem}.chunks.png"
         plot_chunks.plot(plot_chunks.per_chunk(frame, []), chunks)
         lines += [f"![{chunks.name}](figures/{chunks.name})", ""]

@@ -24,7 +24,8 @@ def refused(command, option, words):
 
 @pytest.mark.parametrize("args", [["--bucket-mb", "1e-6"], ["--sweep", "bucket-mb=25,1e-300"],
                                   ["--first-bucket-mb", "1e-6"]])
-def test_phase4_refuses_more_buckets_than_a_plan_may_hold(build_dir, args):
+def test_bad_invocation_of_phase4_bucket_caps(build_dir, args):
+    """More buckets than a plan may hold: refused up front, the limit named."""
     phase4 = built(build_dir, "phase4_chunked_nccl/phase4_chunked_nccl")
     refused([phase4, *args], "bucket-mb", "at most 65536 buckets")
 
@@ -46,7 +47,8 @@ def test_huge_chunk_counts_are_refused_with_the_limit_named(phase2):
     (["--seed", "99999999999999999999999"], "--seed", "out of range"),
     (["--csv", "/tmp/" + "a" * 230 + ".csv"], "--csv", "a file name may have here"),
 ])
-def test_numbers_and_names_that_would_be_misread_are_refused(phase2, args, option, words):
+def test_bad_invocation_of_phase2_numbers_and_names(phase2, args, option, words):
+    """Numbers and names that would be misread: refused up front."""
     refused([phase2, *args], option, words)
 
 
@@ -73,3 +75,14 @@ def test_phase4_checks_a_calibrations_content_before_it_looks_for_a_gpu(build_di
     bad = tmp_path / "bad.json"
     bad.write_text('{"kind": "something else"}')
     refused([phase4, "--calibration", bad], "--calibration", "not a phase 4 calibration")
+
+
+def test_the_report_of_a_run_with_many_chunks_stays_bounded(tmp_path):
+    import report
+
+    rows = ["rank,lane,name,iter,chunk,start_us,end_us"]
+    rows += [f"0,seq:thread 0,compute,0,{k},{10 * k},{10 * k + 5}" for k in range(3000)]
+    (tmp_path / "big.timeline.csv").write_text("\n".join(rows) + "\n")
+    text = report.write_report(tmp_path).read_text()
+    assert "Per-chunk chart left out: 3000 chunks" in text
+    assert not (tmp_path / "figures" / "big.timeline.chunks.png").exists()
