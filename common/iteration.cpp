@@ -3,9 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "common/stats.hpp"
-
 #include "common/mpi_check.hpp"
+#include "common/stats.hpp"
 #include "common/timer.hpp"
 #include "common/watchdog.hpp"
 
