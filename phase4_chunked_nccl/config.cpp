@@ -387,14 +387,6 @@ std::vector<std::string> Config::planned_syncs() const {
   return plan_syncs.empty() ? std::vector<std::string>{sync} : ob::split_list(plan_syncs);
 }
 
-bool Config::needs_calibration() const {
-  if (calibrate || !calibration.empty()) return true;
-  for (const auto& point : sweep_points()) {
-    if (point.plan_mode == "auto") return true;
-  }
-  return false;
-}
-
 Config Config::strategy_reference() const {
   Config reference = *this;
   reference.sync = "nccl";

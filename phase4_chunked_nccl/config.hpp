@@ -66,7 +66,6 @@ struct Config {
   std::string comm_reference() const;
   bool sharded() const;  // --sync names a sharded strategy
   std::vector<std::string> planned_syncs() const;  // --plan-syncs, or --sync alone
-  bool needs_calibration() const;                  // --plan auto, --calibrate or --calibration at some point
   std::vector<double> interference_sizes() const;  // --interference-mb, or powers of 2 from 1 MiB to the gradient
   // What the communicator is made with; a strategy that needs a CTA policy (ce: zero) sets it.
   NcclSettings nccl_settings() const;
