@@ -45,7 +45,7 @@ void write_run_outputs(const OutputPaths& paths, const std::string& phase, const
                        const std::vector<std::pair<std::string, std::string>>& extra = {});
 
 // The console's last line about files: "# summary: <csv>" (with the timeline beside it), or, after a failed check,
-// "# nothing written: a check failed" (a failed run leaves no file; README, "Failure behaviour").
+// "# nothing written: a check failed" (a failed run leaves no file; docs/USAGE.md, "Failure behaviour").
 std::string outputs_line(const OutputPaths& paths, bool written);
 
 }  // namespace ob

@@ -263,7 +263,7 @@ def run_config(args, hidden, layers, batch, rank, world):
         wrapped_optimizer = torch.optim.SGD(wrapped.parameters(), **optimizer_options(args))
         modes["overlap"] = timed(wrapped_step(wrapped, wrapped_optimizer), args.iters, args.warmup)
         runs.append((kind, setting, {mode: stats(slowest(times)) for mode, times in modes.items()}, len(groups)))
-        del wrapped, wrapped_optimizer, flats
+        del wrapped, wrapped_optimizer  # the next run builds its own (its buckets replace these gradients)
     return {mode: stats(slowest(times)) for mode, times in rows.items()}, runs, worst
 
 

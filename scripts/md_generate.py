@@ -19,7 +19,6 @@ import pathlib
 import re
 import shlex
 
-import pandas as pd
 
 import ob_csv
 

@@ -14,7 +14,6 @@ import os
 import pathlib
 import shutil
 import subprocess
-import sys
 
 import matplotlib.pyplot as plt
 import pandas as pd

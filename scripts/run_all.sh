@@ -131,7 +131,7 @@ for name in "${ran[@]+"${ran[@]}"}"; do
 done
 if [ "$(nproc)" -le 2 ] && [[ " ${ran[*]+"${ran[*]}"} " == *" phase3 "* ]]; then
   echo "phase3 on $(nproc) cores: each rank shares its core between compute and MPI, so what hides is what OSU's" \
-    "MPI_Test probes hide (about half, README: Phase 3 against OSU), not what a progress thread on a spare core hides"
+    "MPI_Test probes hide (about half: docs/USAGE.md, "Phase 3 against the OSU Micro-Benchmarks"), not what a progress thread on a spare core hides"
 fi
 for s in "${skipped[@]+"${skipped[@]}"}"; do echo "skipped: $s"; done
 for f in "${failed[@]+"${failed[@]}"}"; do echo "FAILED: $f"; done
