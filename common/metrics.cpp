@@ -39,10 +39,6 @@ double allreduce_busbw_GBps(double algbw, int ranks) {
   return ranks > 0 ? algbw * 2.0 * (ranks - 1) / ranks : kNaN;
 }
 
-namespace {
-
-// The pipeline of pipeline_bound_ms() started with the compute clock at `compute_end` and the communication clock
-// at `comm_end`; both clocks advanced to the tasks' ends.
 void run_pipeline(const std::vector<double>& compute_ms, const std::vector<double>& comm_ms,
                   const std::vector<int>& ready_after, double& compute_end, double& comm_end) {
   if (ready_after.size() != comm_ms.size()) {
@@ -64,19 +60,15 @@ void run_pipeline(const std::vector<double>& compute_ms, const std::vector<doubl
   }
 }
 
-double sum(const std::vector<double>& values) {
+double sum_ms(const std::vector<double>& values) {
   double total = 0;
   for (double v : values) total += v;
   return total;
 }
 
-// A step's bound from its critical path `end` and its tasks' total: the iteration overhead the isolated tasks leave
-// out added back, never below T_comm.
 double step_bound(double end, double tasks, double t_comp, double t_comm) {
   return std::max(end + std::max(0.0, t_comp - tasks), t_comm);
 }
-
-}  // namespace
 
 double pipeline_bound_ms(const std::vector<double>& compute_ms, const std::vector<double>& comm_ms,
                          const std::vector<int>& ready_after) {
@@ -88,31 +80,7 @@ double pipeline_bound_ms(const std::vector<double>& compute_ms, const std::vecto
 double schedule_bound_ms(double head_ms, const std::vector<double>& compute_ms, const std::vector<double>& comm_ms,
                          const std::vector<int>& ready_after, double tail_ms, double t_comp, double t_comm) {
   const double bound = head_ms + pipeline_bound_ms(compute_ms, comm_ms, ready_after) + tail_ms;
-  return step_bound(bound, head_ms + sum(compute_ms) + tail_ms, t_comp, t_comm);
-}
-
-double sharded_bound_ms(const ShardedStep& step, double t_comp, double t_comm) {
-  const std::size_t layers = step.layer_ms.size();
-  if (step.gather_ms.size() != layers || step.update_ms.size() != layers || step.prefetch < 0) {
-    throw std::invalid_argument("sharded_bound_ms: one gather and one update per forward layer, and a prefetch >= 0");
-  }
-  const std::size_t ahead = step.prefetch > 0 ? std::min<std::size_t>(step.prefetch, layers) : layers;
-  std::vector<double> gathered(layers);
-  double comm_end = 0.0, compute_end = 0.0;
-  auto prepare = [&](std::size_t l) {  // the update of layer l, then its gather
-    compute_end += step.update_ms[l];
-    comm_end = std::max(comm_end, compute_end) + step.gather_ms[l];
-    gathered[l] = comm_end;
-  };
-  for (std::size_t l = 0; l < ahead; ++l) prepare(l);
-  for (std::size_t l = 0; l < layers; ++l) {
-    if (l + ahead < layers) prepare(l + ahead);
-    compute_end = std::max(compute_end, gathered[l]) + step.layer_ms[l];
-  }
-  compute_end += step.forward_rest_ms;
-  run_pipeline(step.backward_ms, step.bucket_ms, step.ready_after, compute_end, comm_end);
-  const double tasks = sum(step.layer_ms) + step.forward_rest_ms + sum(step.backward_ms) + sum(step.update_ms);
-  return step_bound(std::max(compute_end, comm_end), tasks, t_comp, t_comm);
+  return step_bound(bound, head_ms + sum_ms(compute_ms) + tail_ms, t_comp, t_comm);
 }
 
 double equal_chunk_pipeline_ms(int chunks, double chunk_compute_ms, double chunk_comm_ms) {

@@ -69,21 +69,15 @@ double pipeline_bound_ms(const std::vector<double>& compute_ms, const std::vecto
 double schedule_bound_ms(double head_ms, const std::vector<double>& compute_ms, const std::vector<double>& comm_ms,
                          const std::vector<int>& ready_after, double tail_ms, double t_comp, double t_comm);
 
-// The schedule bound of a sharded step (phase 4's overlapped --sync sharded): per forward layer l, the previous
-// step's update of its slices (`update_ms`, compute stream), then its all-gather (`gather_ms`, communication stream,
-// one after another in forward order), then its forward (`layer_ms`), which waits for the gather. The first `prefetch`
-// layers (0: all) are updated and gathered before the first forward layer; layer l + prefetch just before forward
-// layer l. `forward_rest_ms` (the loss) follows the last layer; then the backward pipeline of pipeline_bound_ms()
-// with the per-bucket reductions (`bucket_ms`) queued behind the gathers. Nothing follows the last reduction (the
-// update is the next step's). Overhead and T_comm as in schedule_bound_ms().
-struct ShardedStep {
-  std::vector<double> layer_ms, gather_ms, update_ms;  // per forward layer
-  int prefetch = 0;
-  double forward_rest_ms = 0;
-  std::vector<double> backward_ms, bucket_ms;
-  std::vector<int> ready_after;
-};
-double sharded_bound_ms(const ShardedStep& step, double t_comp, double t_comm);
+// The building blocks of a schedule's bound (a phase's own schedules compose them, e.g. phase 4's sharded one):
+// run_pipeline advances a compute clock at `compute_end` and a communication clock at `comm_end` through the
+// pipeline of pipeline_bound_ms() (both to their tasks' ends); step_bound turns a critical path `end` of tasks
+// totalling `tasks` into a step's bound: the iteration overhead the isolated tasks leave out (t_comp - tasks, when
+// positive) added back, never below t_comm.
+void run_pipeline(const std::vector<double>& compute_ms, const std::vector<double>& comm_ms,
+                  const std::vector<int>& ready_after, double& compute_end, double& comm_end);
+double step_bound(double end, double tasks, double t_comp, double t_comm);
+double sum_ms(const std::vector<double>& values);
 
 // The same for `chunks` equal chunks: c + (chunks - 1) * max(c, m) + m.
 double equal_chunk_pipeline_ms(int chunks, double chunk_compute_ms, double chunk_comm_ms);

@@ -21,11 +21,11 @@
 #include "common/rank_agreement.hpp"
 #include "common/run_output.hpp"
 #include "common/watchdog.hpp"
-#include "phase4_chunked_nccl/config.hpp"
-#include "phase4_chunked_nccl/nccl_comm.hpp"
-#include "phase4_chunked_nccl/runner.hpp"
-#include "phase4_chunked_nccl/sweep.hpp"
-#include "phase4_chunked_nccl/trainer.hpp"
+#include "phase4_chunked_nccl/driver/config.hpp"
+#include "phase4_chunked_nccl/driver/nccl_comm.hpp"
+#include "phase4_chunked_nccl/driver/runner.hpp"
+#include "phase4_chunked_nccl/driver/sweep.hpp"
+#include "phase4_chunked_nccl/schedule/trainer.hpp"
 
 int main(int argc, char** argv) {
   const std::string program = "phase4_chunked_nccl";

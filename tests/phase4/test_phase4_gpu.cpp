@@ -13,10 +13,10 @@
 #include "common/cuda/device_buffer.hpp"
 #include "common/errors.hpp"
 #include "common/timeline.hpp"
-#include "phase4_chunked_nccl/kernels.cuh"
-#include "phase4_chunked_nccl/nccl_comm.hpp"
-#include "phase4_chunked_nccl/runner.hpp"
-#include "phase4_chunked_nccl/sweep.hpp"
+#include "phase4_chunked_nccl/model/kernels.cuh"
+#include "phase4_chunked_nccl/driver/nccl_comm.hpp"
+#include "phase4_chunked_nccl/driver/runner.hpp"
+#include "phase4_chunked_nccl/driver/sweep.hpp"
 
 namespace {
 
@@ -227,9 +227,9 @@ TEST_F(Phase4Gpu, EveryKnobAtOnceChecksOut) {
 // Every --sync strategy with --check: exact comm pattern, ranks in step, seq equal to the nccl strategy's within
 // kStrategyTolerance, overlap equal to its own seq, and a bound_ref no larger than its bound.
 TEST_F(Phase4Gpu, EverySyncStrategyChecksOut) {
-  for (const auto& option : phase4::sync_options()) {
+  for (const auto& row : phase4::sync_rows()) {
     auto config = small();
-    config.sync = option.name;
+    config.sync = row.name;
     config.layers = 3;  // 3 x 192^2 = 110,592 elements: not a multiple of the ce strategy's slice unit
     std::unique_ptr<phase4::NcclComm> own;
     if (!(config.nccl_settings() == nccl_->settings())) {
@@ -237,14 +237,14 @@ TEST_F(Phase4Gpu, EverySyncStrategyChecksOut) {
     }
     phase4::Trainer trainer(config, rank_, ranks_, own ? own->get() : nccl_->get(), MPI_COMM_WORLD);
     const auto result = phase4::run_point(config, trainer, MPI_COMM_WORLD, ob::SteadyClock::now(), nullptr);
-    EXPECT_EQ(result.failure, "") << option.name;
-    EXPECT_EQ(row_of(result, "comm").get("wrong"), "0") << option.name;
-    EXPECT_EQ(row_of(result, "overlap").get("overlap_vs_seq_bitwise"), "1") << option.name;
-    EXPECT_EQ(row_of(result, "overlap").get("sync"), option.name);
-    if (option.name != "nccl") {
-      EXPECT_LE(row_of(result, "overlap").number("sync_vs_nccl_rel_error"), phase4::kStrategyTolerance) << option.name;
+    EXPECT_EQ(result.failure, "") << row.name;
+    EXPECT_EQ(row_of(result, "comm").get("wrong"), "0") << row.name;
+    EXPECT_EQ(row_of(result, "overlap").get("overlap_vs_seq_bitwise"), "1") << row.name;
+    EXPECT_EQ(row_of(result, "overlap").get("sync"), row.name);
+    if (row.name != "nccl") {
+      EXPECT_LE(row_of(result, "overlap").number("sync_vs_nccl_rel_error"), phase4::kStrategyTolerance) << row.name;
     }
-    EXPECT_LE(p50(result.rows, "bound_ref"), p50(result.rows, "bound") * (1 + 1e-12)) << option.name;
+    EXPECT_LE(p50(result.rows, "bound_ref"), p50(result.rows, "bound") * (1 + 1e-12)) << row.name;
   }
 }
 
@@ -265,7 +265,7 @@ TEST_F(Phase4Gpu, ShardedStrategiesTakeUnevenSlicesAndGatherInsideTheForward) {
       own = std::make_unique<phase4::NcclComm>(rank_, ranks_, MPI_COMM_WORLD, config.nccl_settings());
     }
     phase4::Trainer trainer(config, rank_, ranks_, own ? own->get() : nccl_->get(), MPI_COMM_WORLD);
-    ASSERT_TRUE(trainer.sharded());
+    ASSERT_TRUE(config.sharded());
     EXPECT_EQ(trainer.adapt(config.plan()).buckets.size(), 2u) << name;
     const auto result = phase4::run_point(config, trainer, MPI_COMM_WORLD, ob::SteadyClock::now(), nullptr);
     EXPECT_EQ(result.failure, "") << name;

@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "common/errors.hpp"
-#include "phase4_chunked_nccl/planner.hpp"
+#include "phase4_chunked_nccl/planner/planner.hpp"
 
 namespace {
 

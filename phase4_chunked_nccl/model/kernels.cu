@@ -4,7 +4,7 @@
 
 #include "common/cuda/cuda_check.hpp"
 #include "common/verify.hpp"
-#include "phase4_chunked_nccl/kernels.cuh"
+#include "phase4_chunked_nccl/model/kernels.cuh"
 
 namespace phase4 {
 namespace {

@@ -1,4 +1,4 @@
-#include "phase4_chunked_nccl/bound_rows.hpp"
+#include "phase4_chunked_nccl/driver/bound_rows.hpp"
 
 #include <cmath>
 

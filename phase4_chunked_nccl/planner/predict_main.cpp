@@ -15,9 +15,9 @@
 #include "common/errors.hpp"
 #include "common/main_guard.hpp"
 #include "common/metadata.hpp"
-#include "phase4_chunked_nccl/bucket_plan.hpp"
+#include "phase4_chunked_nccl/schedule/bucket_plan.hpp"
 #include "common/options.hpp"
-#include "phase4_chunked_nccl/planner.hpp"
+#include "phase4_chunked_nccl/planner/planner.hpp"
 
 namespace {
 

@@ -8,7 +8,8 @@
 #include "common/modes.hpp"
 #include "common/options.hpp"
 #include "common/watchdog.hpp"
-#include "phase4_chunked_nccl/bucket_plan.hpp"
+#include "phase4_chunked_nccl/schedule/bucket_plan.hpp"
+#include "phase4_chunked_nccl/sync/registry.hpp"
 
 namespace phase4 {
 
@@ -41,7 +42,7 @@ struct Config {
   int accum_steps = 1;  // micro-steps per step: gradients accumulate, communication only after the last
   bool power = false;   // sample every GPU's power (NVML) and measure energy per iteration
   bool graph = false;   // replay each step as one captured CUDA graph
-  std::string sync = "nccl";  // how buckets are synchronised: one of sync_options()
+  std::string sync = "nccl";  // how buckets are synchronised: a strategy's name (sync/registry.hpp)
   int gemm_sm_margin = 0;     // SMs the GEMMs leave to communication (cublasSetSmCountTarget)
   int prefetch = 0;           // sharded strategies: layers gathered ahead of the forward (0: all at the step's start)
   std::string plan_mode = "caps";  // --plan: caps: --bucket-mb/--first-bucket-mb or --chunks; auto: the planner's choice
@@ -61,34 +62,15 @@ struct Config {
   std::string point_label() const;           // "chunks=20", "bucket-mb=25", with the other swept options when set
   Config accumulation_reference() const;     // one step on the K-times batch that K micro-steps must equal
   Config strategy_reference() const;         // the same with --sync nccl, whose weights every strategy must equal
-  // The strategy whose isolated communication bound_ref also takes (where faster): nccl, or for a sharded strategy
-  // sharded (the same collectives on NCCL's ring kernels).
+  // The strategy whose isolated communication bound_ref also takes (where faster): the row's reference (nccl, or
+  // for a sharded strategy sharded: the same collectives on NCCL's ring kernels).
   std::string comm_reference() const;
-  bool sharded() const;  // --sync names a sharded strategy
+  bool sharded() const;  // --sync names a strategy of the sharded schedule
   std::vector<std::string> planned_syncs() const;  // --plan-syncs, or --sync alone
   std::vector<double> interference_sizes() const;  // --interference-mb, or powers of 2 from 1 MiB to the gradient
   // What the communicator is made with; a strategy that needs a CTA policy (ce: zero) sets it.
   NcclSettings nccl_settings() const;
 };
-
-// A --sync strategy as the options know it (gradient_sync.hpp has the code): its name, what it does, and the CTA
-// policy its communicator needs ("" for any).
-struct SyncOption {
-  std::string name, help, cta_policy;
-  bool bf16 = true;      // runs with --comm-dtype bf16
-  bool sharded = false;  // each rank updates its slice of the weights; the forward gathers them
-  // The schedule bound from isolated parts holds for this strategy. Not for the copy-engine pipelines: their
-  // comm-only run times the copies without the compute stream's share of them, so their `bound` rows are models
-  // (bound_kind "model"; METRICS.md).
-  bool bounded = true;
-};
-const std::vector<SyncOption>& sync_options();
-
-// Whether --sync `name`'s bound rows are lower bounds (SyncOption::bounded).
-bool bounded_sync(const std::string& name);
-
-// Whether --sync `name` is a sharded strategy (the planner plans the all-reduce ones only).
-bool sharded_sync(const std::string& name);
 
 // The options --sweep takes (phase 4's communication options).
 const std::vector<std::string>& sweep_names();

@@ -7,7 +7,7 @@
 
 #include "common/cuda/cuda_check.hpp"
 #include "common/mpi_check.hpp"
-#include "phase4_chunked_nccl/config.hpp"
+#include "phase4_chunked_nccl/driver/config.hpp"
 
 namespace phase4 {
 

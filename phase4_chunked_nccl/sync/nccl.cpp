@@ -1,13 +1,16 @@
-// Strategies nccl and nccl-sym (gradient_sync.hpp): one in-place ncclAllReduce per bucket on the comm stream, in
+// Strategies nccl and nccl-sym (sync/gradient_sync.hpp): one in-place ncclAllReduce per bucket on the comm stream, in
 // fp32 on the gradient itself, or with --comm-dtype bf16 on a half-size wire that the compute stream fills right
 // after the backward step completing the bucket (the update reads the wire, the cast back fused into it). The two
 // differ only in their buffers: cudaMalloc for nccl; ncclMemAlloc registered as symmetric windows for nccl-sym, so
 // NCCL runs its symmetric kernels (fewer CTAs; NCCL_SYM_CTAS or the communicator's CTA policy set how many).
+#include "phase4_chunked_nccl/sync/registry.hpp"
+
+#if defined(OVERLAP_HAVE_CUDA)
 #include <cuda_bf16.h>
 
-#include "phase4_chunked_nccl/comm_buffer.hpp"
-#include "phase4_chunked_nccl/gradient_sync.hpp"
-#include "phase4_chunked_nccl/kernels.cuh"
+#include "phase4_chunked_nccl/model/kernels.cuh"
+#include "phase4_chunked_nccl/sync/comm_buffer.hpp"
+#include "phase4_chunked_nccl/sync/gradient_sync.hpp"
 
 namespace phase4 {
 namespace {
@@ -15,7 +18,8 @@ namespace {
 class NcclAllReduce final : public GradientSync {
  public:
   NcclAllReduce(const SyncContext& context, bool symmetric)
-      : nccl_(context.nccl), bf16_(context.config.comm_dtype == "bf16"),
+      : GradientSync("allreduce", context.config.comm_dtype == "bf16" ? 2 : 4),
+        nccl_(context.nccl), bf16_(context.config.comm_dtype == "bf16"),
         grads_(context.elements, symmetric && !bf16_ ? context.nccl : nullptr),
         wire_(bf16_ ? context.elements : 0, symmetric ? context.nccl : nullptr) {}
 
@@ -48,8 +52,6 @@ class NcclAllReduce final : public GradientSync {
     return grads_.get();
   }
 
-  double wire_bytes(std::uint64_t elements) const override { return (bf16_ ? 2.0 : 4.0) * elements; }
-
  private:
   ncclComm_t nccl_;
   bool bf16_;
@@ -57,14 +59,38 @@ class NcclAllReduce final : public GradientSync {
   CommBuffer<__nv_bfloat16> wire_;    // --comm-dtype bf16: the gradient as it travels
 };
 
-}  // namespace
-
-std::unique_ptr<GradientSync> make_nccl_allreduce(const SyncContext& context) {
+std::unique_ptr<GradientSync> make_plain(const SyncContext& context) {
   return std::make_unique<NcclAllReduce>(context, false);
 }
 
-std::unique_ptr<GradientSync> make_nccl_symmetric(const SyncContext& context) {
+std::unique_ptr<GradientSync> make_symmetric(const SyncContext& context) {
   return std::make_unique<NcclAllReduce>(context, true);
 }
 
+}  // namespace
+}  // namespace phase4
+#endif
+
+namespace phase4 {
+namespace {
+
+SyncRow row(const char* name, const char* help, std::unique_ptr<GradientSync> (*make)(const SyncContext&)) {
+  SyncRow row;
+  row.name = name;
+  row.help = help;
+  row.bf16 = true;
+  row.reference = "nccl";
+  row.buffers = 1;  // the gradient (the bf16 wire of --comm-dtype bf16 is counted for every strategy that has one)
+  row.make = make;
+  return row;
+}
+
+const RegisterSync kPlain(row("nccl", "in-place ncclAllReduce per bucket (ring kernels on SMs)",
+                              OB_SYNC_FACTORY(make_plain)));
+const RegisterSync kSymmetric(row("nccl-sym",
+                                  "ncclAllReduce on buffers registered as NCCL symmetric windows (symmetric kernels, "
+                                  "few CTAs)",
+                                  OB_SYNC_FACTORY(make_symmetric)));
+
+}  // namespace
 }  // namespace phase4

@@ -1,4 +1,4 @@
-#include "phase4_chunked_nccl/runner.hpp"
+#include "phase4_chunked_nccl/driver/runner.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -12,7 +12,7 @@
 #include "common/stats.hpp"
 #include "common/verify.hpp"
 #include "common/watchdog.hpp"
-#include "phase4_chunked_nccl/bound_rows.hpp"
+#include "phase4_chunked_nccl/driver/bound_rows.hpp"
 
 namespace phase4 {
 namespace {
@@ -117,31 +117,21 @@ CommTasks fastest_of(CommTasks a, const CommTasks& b) {
   return a;
 }
 
-// The schedule bound from the compute run's per-step medians and the communication's per-task medians: the
-// all-reduce schedule, or a sharded strategy's (updates and gathers inside the forward; metrics.hpp).
-double bound_from(const Config& config, const BucketPlan& plan, const ModeRun& compute, const CommTasks& tasks,
-                  double t_comp, double t_comm, MPI_Comm comm) {
-  std::vector<double> steps;
-  std::vector<int> ready;
-  for (int s = 0; s < config.layers; ++s) steps.push_back(ob::slowest_median(compute.step_ms[s], comm));
-  for (const auto& bucket : plan.buckets) ready.push_back(bucket.ready_after);
-  const double forward = ob::slowest_median(compute.forward_ms, comm);
-  const double update = ob::slowest_median(compute.update_ms, comm);
-  if (!config.sharded()) return ob::schedule_bound_ms(forward, steps, tasks.buckets, ready, update, t_comp, t_comm);
-  ob::ShardedStep step;
-  double layers = 0;
-  for (const auto& samples : compute.layer_ms) {
-    step.layer_ms.push_back(ob::slowest_median(samples, comm));
-    layers += step.layer_ms.back();
-  }
-  step.gather_ms = tasks.gathers;
-  step.update_ms.assign(config.layers, update / config.layers);  // layers of one shape: equal shares
-  step.prefetch = config.prefetch;
-  step.forward_rest_ms = std::max(0.0, forward - layers);
-  step.backward_ms = steps;
-  step.bucket_ms = tasks.buckets;
-  step.ready_after = ready;
-  return ob::sharded_bound_ms(step, t_comp, t_comm);
+// The schedule's bound (the trainer's schedule knows how) from the compute run's per-part medians and the
+// communication's per-task medians, slowest rank.
+double bound_from(const Config& config, Trainer& trainer, const BucketPlan& plan, const ModeRun& compute,
+                  const CommTasks& tasks, double t_comp, double t_comm, MPI_Comm comm) {
+  MeasuredParts parts;
+  for (int s = 0; s < config.layers; ++s) parts.backward_ms.push_back(ob::slowest_median(compute.step_ms[s], comm));
+  for (const auto& samples : compute.layer_ms) parts.layer_ms.push_back(ob::slowest_median(samples, comm));
+  for (const auto& bucket : plan.buckets) parts.ready_after.push_back(bucket.ready_after);
+  parts.forward_ms = ob::slowest_median(compute.forward_ms, comm);
+  parts.update_ms = ob::slowest_median(compute.update_ms, comm);
+  parts.bucket_ms = tasks.buckets;
+  parts.gather_ms = tasks.gathers;
+  parts.t_comp = t_comp;
+  parts.t_comm = t_comm;
+  return trainer.bound(parts);
 }
 
 // --mode interference: a row per message size, the slowest rank's medians over the passes (METRICS.md, "The
@@ -243,7 +233,7 @@ PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob:
       row.set("algbw_GBps", algbw).set("busbw_GBps", ob::allreduce_busbw_GBps(algbw, ranks));
       if (config.common.check) row.set("wrong", wrong);
     }
-    if (mode == ob::Mode::kOverlap && calibrated && !config.sharded()) {
+    if (mode == ob::Mode::kOverlap && calibrated) {  // a calibration holds all-reduce strategies only
       const Prediction prediction = predict(*calibration, *calibrated, plan);
       row.set("predicted_ms", prediction.step_ms).set("predicted_extrapolated", prediction.extrapolated);
     }
@@ -270,7 +260,7 @@ PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob:
     const double t_comp = ob::find_row(result.rows, ob::Mode::kCompute)->time_ms.p50;
     const double t_comm = ob::find_row(result.rows, ob::Mode::kComm)->time_ms.p50;
     const auto own = comm_medians(*comm_run, comm);
-    inputs.bound_ms = bound_from(config, plan, *compute, own, t_comp, t_comm, comm);
+    inputs.bound_ms = bound_from(config, trainer, plan, *compute, own, t_comp, t_comm, comm);
     // bound_ref: the same schedule with each task's fastest isolated communication, this strategy's or that of its
     // reference on NCCL's kernels (nccl, or sharded for sharded-ce).
     auto fastest = own;
@@ -285,10 +275,10 @@ PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob:
       fastest = fastest_of(own, comm_medians(reference, comm));
       t_comm_ref = std::min(t_comm, ob::summarize(ob::max_across_ranks(reference.iter_ms, comm)).p50);
     }
-    inputs.bound_ref_ms = bound_from(config, plan, *compute, fastest, t_comp, t_comm_ref, comm);
+    inputs.bound_ref_ms = bound_from(config, trainer, plan, *compute, fastest, t_comp, t_comm_ref, comm);
   }
   ob::derive_overlap_rows(result.rows, base, inputs);
-  label_bounds(result.rows, bounded_sync(config.sync), progress);
+  label_bounds(result.rows, sync_row(config.sync).bounded, progress);
   return result;
 }
 

@@ -4,8 +4,8 @@
 
 #include "common/cuda/cublas_gemm.hpp"
 #include "common/nvtx.hpp"
-#include "phase4_chunked_nccl/kernels.cuh"
-#include "phase4_chunked_nccl/model.hpp"
+#include "phase4_chunked_nccl/model/kernels.cuh"
+#include "phase4_chunked_nccl/model/model.hpp"
 
 namespace phase4 {
 

@@ -1,21 +1,9 @@
-// Phase 4's step in each mode, on a compute stream and a communication stream, timed with CUDA events through the
-// common iteration protocol (common/iteration.hpp). How a bucket is synchronised is the GradientSync strategy's
-// (gradient_sync.hpp, chosen by --sync); the trainer only decides when:
-//  seq:      forward, the whole backward, then every bucket communicated (comm stream), then the update.
-//  overlap:  after each backward step, every bucket that step completes is handed over: an event on the compute
-//            stream, the comm stream waits on it, the strategy communicates it. The update waits for the last bucket.
-//  compute:  the step without communication. comm: the buckets' communication alone (on an integer pattern whose
-//            exact sum is checked on the device with --check).
-// With --accum-steps K the first K - 1 micro-steps (forward and backward) only accumulate gradients; the last one
-// is timed and overlapped as above. The strategy's bucket_ready (e.g. the bf16 cast of --comm-dtype bf16) runs on
-// the compute stream right after the backward step that completes a bucket, in every mode (making the gradient is
-// compute). A sharded strategy (--sync sharded, sharded-ce) also gathers every layer's weights from the ranks'
-// slices before the forward reads them: seq gathers them all on the comm stream first; overlap issues the gathers
-// at the step's start, each forward layer waiting for its own, at most --prefetch layers ahead of the forward (0: no
-// limit), each layer's update of the previous step deferred to right before its gather; comm runs the gathers after
-// the buckets. A step thus starts with the update and gathers of the previous step: back to back, steps follow one
-// another exactly so (METRICS.md). With --graph each mode's step is captured once as a CUDA graph (both streams, NCCL calls and timing
-// events included) and replayed every iteration.
+// Phase 4's trainer: the model, the strategy (sync/, chosen by --sync), the schedule its row names (schedule/), the
+// compute and comm streams, cuBLAS. It runs a mode's steps through the common iteration protocol
+// (common/iteration.hpp), timed with CUDA events, and turns the marks the schedule made into per-part times and the
+// timeline. With --accum-steps K the first K - 1 micro-steps (forward and backward) only accumulate gradients; the
+// last one is timed and overlapped. With --graph each mode's step is captured once as a CUDA graph (both streams,
+// NCCL calls and timing events included) and replayed every iteration.
 #pragma once
 
 #include <mpi.h>
@@ -32,10 +20,11 @@
 #include "common/modes.hpp"
 #include "common/timeline.hpp"
 #include "common/timer.hpp"
-#include "phase4_chunked_nccl/bucket_plan.hpp"
-#include "phase4_chunked_nccl/config.hpp"
-#include "phase4_chunked_nccl/gradient_sync.hpp"
-#include "phase4_chunked_nccl/model.hpp"
+#include "phase4_chunked_nccl/schedule/bucket_plan.hpp"
+#include "phase4_chunked_nccl/driver/config.hpp"
+#include "phase4_chunked_nccl/sync/gradient_sync.hpp"
+#include "phase4_chunked_nccl/model/model.hpp"
+#include "phase4_chunked_nccl/schedule/schedule.hpp"
 
 namespace phase4 {
 
@@ -47,7 +36,8 @@ struct ModeRun {
   std::vector<double> backward_total_ms;        // per iteration: sum of the backward steps' compute-stream times
   std::vector<std::vector<double>> step_ms;     // [backward step][iteration]
   std::vector<std::vector<double>> bucket_ms;   // [bucket][iteration]
-  std::vector<std::vector<double>> gather_ms;   // [forward layer][iteration]: sharded strategies' all-gathers
+  std::vector<std::vector<double>> gather_ms;   // [forward layer][iteration]: the sharded schedule's all-gathers
+                                                // (empty: none)
   std::vector<std::vector<double>> layer_ms;    // [forward layer][iteration]: each layer's forward, compute stream
   std::vector<double> enqueue_ms;               // per iteration: host time inside the strategy's communicate()
                                                 // calls (eager runs only; empty with --graph)
@@ -107,7 +97,8 @@ class Trainer {
   // The synchronised gradient's bytes on the wire, for the bandwidth columns.
   double wire_bytes() const { return wire_bytes(model_->elements()); }
   double wire_bytes(std::uint64_t elements) const { return sync_->wire_bytes(elements); }
-  bool sharded() const { return sync_->sharded(); }
+  // This schedule's lower bound from measured parts.
+  double bound(const MeasuredParts& parts) const { return schedule_->bound(parts); }
 
   ncclComm_t comm() const { return nccl_; }
   void reset_weights();
@@ -115,13 +106,7 @@ class Trainer {
   std::uint64_t weight_fingerprint();
 
  private:
-  void step(ob::Mode mode, const BucketPlan& plan, struct StepMarks* marks);
-  void update(cudaStream_t stream);  // SGD with the synchronised gradient averaged over ranks
-  float update_scale() const;
-  // A sharded strategy's weights as every rank will see them: every layer gathered (before they are read outside a
-  // step). Nothing for the others.
-  void settle();
-  cudaEvent_t layer_event(std::vector<ob::CudaEvent>& events, int layer);  // made on first use
+  StepResources resources();
 
   const Config& config_;
   int rank_, ranks_;
@@ -131,12 +116,12 @@ class Trainer {
   // Declared in the order they are made; destroyed in reverse (the model and the strategy's buffers first).
   ob::CudaStream compute_, comm_stream_;
   ob::CudaEvent handoff_, comm_done_;
-  std::vector<ob::CudaEvent> gathered_, reached_;  // per forward layer: its gather done; the forward reached it
   ob::CublasHandle cublas_;
   ob::DeviceBuffer<char> cublas_workspace_;
   ob::DeviceBuffer<unsigned long long> scratch_;
   std::unique_ptr<GradientSync> sync_;
   std::unique_ptr<Mlp> model_;
+  std::unique_ptr<Schedule> schedule_;
 };
 
 }  // namespace phase4

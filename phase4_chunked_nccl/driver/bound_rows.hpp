@@ -1,5 +1,5 @@
 // What phase 4's bound rows are: a schedule's lower bound from its isolated parts, or, for a strategy whose
-// schedule cannot be bounded that way (SyncOption::bounded), a model; and the check that a lower bound stays below
+// schedule cannot be bounded that way (SyncRow::bounded), a model; and the check that a lower bound stays below
 // the step it bounds.
 #pragma once
 

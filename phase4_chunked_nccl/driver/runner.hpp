@@ -8,8 +8,8 @@
 
 #include "common/summary.hpp"
 #include "common/timeline.hpp"
-#include "phase4_chunked_nccl/planner.hpp"
-#include "phase4_chunked_nccl/trainer.hpp"
+#include "phase4_chunked_nccl/planner/planner.hpp"
+#include "phase4_chunked_nccl/schedule/trainer.hpp"
 
 namespace phase4 {
 

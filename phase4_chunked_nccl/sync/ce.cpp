@@ -1,4 +1,4 @@
-// Strategy ce (gradient_sync.hpp): an all-reduce that leaves the SMs to the GEMMs. NCCL 2.28 runs all-to-all and
+// Strategy ce (sync/gradient_sync.hpp): an all-reduce that leaves the SMs to the GEMMs. NCCL 2.28 runs all-to-all and
 // all-gather on the GPU's copy engines when the buffers are symmetric windows and the communicator's CTA policy is
 // NCCL_CTA_POLICY_ZERO (its log says "Init CE"); a reduction has no copy-engine form, so per bucket of n elements
 // (n a multiple of ranks * 64; the plan is aligned, the buffers padded):
@@ -14,13 +14,16 @@
 // until the compute stream reached its sum (seen in the Gantt charts: all-to-alls spaced by the backward steps).
 // finish() joins that stream back into the comm stream, which the update waits for.
 // Every rank's sum of a slice is the same bits (one rank computes it), so weights stay identical across ranks.
+#include "phase4_chunked_nccl/sync/registry.hpp"
+
+#if defined(OVERLAP_HAVE_CUDA)
 #include <deque>
 #include <vector>
 
 #include "common/cuda/handles.hpp"
-#include "phase4_chunked_nccl/comm_buffer.hpp"
-#include "phase4_chunked_nccl/gradient_sync.hpp"
-#include "phase4_chunked_nccl/kernels.cuh"
+#include "phase4_chunked_nccl/model/kernels.cuh"
+#include "phase4_chunked_nccl/sync/comm_buffer.hpp"
+#include "phase4_chunked_nccl/sync/gradient_sync.hpp"
 
 namespace phase4 {
 namespace {
@@ -112,11 +115,31 @@ class CopyEngineAllReduce final : public GradientSync {
   std::size_t opened_ = 0;    // buckets opened since the last finish(): each has its own two events
 };
 
-}  // namespace
-
 std::unique_ptr<GradientSync> make_copy_engine(const SyncContext& context) {
-  if (context.config.comm_dtype != "fp32") throw std::invalid_argument("--sync ce moves fp32 only");
   return std::make_unique<CopyEngineAllReduce>(context);
 }
 
+}  // namespace
+}  // namespace phase4
+#endif
+
+namespace phase4 {
+namespace {
+
+SyncRow copy_engine_row() {
+  SyncRow row;
+  row.name = "ce";
+  row.help = "zero-SM: copy-engine all-to-all + a small sum kernel + copy-engine all-gather on symmetric windows "
+             "(CTA policy zero; fp32)";
+  row.cta_policy = "zero";
+  row.bounded = false;
+  row.reference = "nccl";
+  row.buffers = 3;  // the gradient, the received slices, the reduced gradient
+  row.make = OB_SYNC_FACTORY(make_copy_engine);
+  return row;
+}
+
+const RegisterSync kCopyEngine(copy_engine_row());
+
+}  // namespace
 }  // namespace phase4

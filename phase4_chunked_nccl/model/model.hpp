@@ -11,7 +11,7 @@
 #include <functional>
 
 #include "common/cuda/device_buffer.hpp"
-#include "phase4_chunked_nccl/config.hpp"
+#include "phase4_chunked_nccl/driver/config.hpp"
 
 namespace phase4 {
 

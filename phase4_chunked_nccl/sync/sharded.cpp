@@ -1,4 +1,4 @@
-// Strategies sharded and sharded-ce (gradient_sync.hpp): ZeRO-1/FSDP-style data parallelism. Each layer's H*H
+// Strategies sharded and sharded-ce (sync/gradient_sync.hpp; the sharded schedule drives them): ZeRO-1/FSDP-style data parallelism. Each layer's H*H
 // weights are cut into `ranks` slices of c elements (c = H*H / ranks rounded down to a multiple of `a`: 1, or 64
 // for the copy engines) and a tail of the H*H - ranks * c elements left (none when the ranks divide the layer);
 // rank r owns slice r of every layer, every rank the tails.
@@ -17,31 +17,33 @@
 //     ncclAllGather of the layer's updated slices into the weights (sharded-ce: on the copy engines, so the weights
 //     live in a symmetric window this strategy owns).
 // Summing in rank order, every owner computes its slice's bits once, so the ranks' weights agree bit for bit.
+#include "phase4_chunked_nccl/sync/registry.hpp"
+
+#if defined(OVERLAP_HAVE_CUDA)
 #include <vector>
 
-#include "phase4_chunked_nccl/comm_buffer.hpp"
-#include "phase4_chunked_nccl/gradient_sync.hpp"
-#include "phase4_chunked_nccl/kernels.cuh"
+#include "phase4_chunked_nccl/model/kernels.cuh"
+#include "phase4_chunked_nccl/sync/comm_buffer.hpp"
+#include "phase4_chunked_nccl/sync/gradient_sync.hpp"
 
 namespace phase4 {
 namespace {
 
 constexpr std::uint64_t kCopyEngineAlignment = 64;  // elements per slice a multiple of this (256 bytes)
 
-class ShardedSync final : public GradientSync {
+class ZeroSharded final : public ShardedSync {
  public:
-  ShardedSync(const SyncContext& context, bool copy_engine)
-      : nccl_(context.nccl), rank_(context.rank), ranks_(context.ranks), layers_(context.config.layers),
+  ZeroSharded(const SyncContext& context, bool copy_engine)
+      : ShardedSync(copy_engine ? "alltoall" : "reduce_scatter"), nccl_(context.nccl), rank_(context.rank), ranks_(context.ranks), layers_(context.config.layers),
         hidden_(context.config.hidden), copy_engine_(copy_engine),
         layer_(static_cast<std::uint64_t>(hidden_) * hidden_),
         slice_(layer_ / (ranks_ * alignment()) * alignment()), tail_(layer_ - ranks_ * slice_),
         grads_(context.elements, window()), received_(copy_engine ? context.elements : layers_ * slice_, window()),
-        weights_(copy_engine ? context.elements : 0, window()) {}
+        weights_(copy_engine ? context.elements : 0, window()) {
+    use_weights(weights_.get());  // null for sharded: the model's own
+  }
 
   float* gradient() override { return grads_.get(); }
-  float* weights() override { return copy_engine_ ? weights_.get() : nullptr; }
-  bool sharded() const override { return true; }
-  const char* bucket_op() const override { return copy_engine_ ? "alltoall" : "reduce_scatter"; }
 
   // Whole layers per bucket: a layer's slices are reduced in one collective, so no bucket boundary cuts a layer.
   BucketPlan adapt(const BucketPlan& plan) const override { return align_plan(plan, hidden_, layer_); }
@@ -139,11 +141,48 @@ class ShardedSync final : public GradientSync {
   float deferred_scale_ = 0;
 };
 
-}  // namespace
-
-std::unique_ptr<GradientSync> make_sharded(const SyncContext& context, bool copy_engine) {
-  if (context.config.comm_dtype != "fp32") throw std::invalid_argument("--sync sharded moves fp32 only");
-  return std::make_unique<ShardedSync>(context, copy_engine);
+std::unique_ptr<GradientSync> make_sharded(const SyncContext& context) {
+  return std::make_unique<ZeroSharded>(context, false);
 }
 
+std::unique_ptr<GradientSync> make_sharded_copy_engine(const SyncContext& context) {
+  return std::make_unique<ZeroSharded>(context, true);
+}
+
+}  // namespace
+}  // namespace phase4
+#endif
+
+namespace phase4 {
+namespace {
+
+SyncRow sharded_row() {
+  SyncRow row;
+  row.name = "sharded";
+  row.help = "ZeRO-1 style: ncclReduceScatter per bucket in the backward, each rank updates its slices, "
+             "ncclAllGather per layer during the next forward (buckets rounded to whole layers; fp32)";
+  row.schedule = ScheduleKind::kSharded;
+  row.graph = row.accumulation = false;
+  row.reference = "sharded";
+  row.buffers = 2.5;  // the gradient, this rank's reduced slices (at most half), the gathered gradient of the checks
+  row.make = OB_SYNC_FACTORY(make_sharded);
+  return row;
+}
+
+SyncRow sharded_copy_engine_row() {
+  SyncRow row = sharded_row();
+  row.name = "sharded-ce";
+  row.help = "sharded on the copy engines: ncclAlltoAll per layer, the slices' sum fused into the update, "
+             "ncclAllGather per layer, on symmetric windows (CTA policy zero; fp32)";
+  row.cta_policy = "zero";
+  row.bounded = false;
+  row.buffers = 3;  // the gradient, the received slices, the gathered gradient of the checks
+  row.make = OB_SYNC_FACTORY(make_sharded_copy_engine);
+  return row;
+}
+
+const RegisterSync kSharded(sharded_row());
+const RegisterSync kShardedCopyEngine(sharded_copy_engine_row());
+
+}  // namespace
 }  // namespace phase4

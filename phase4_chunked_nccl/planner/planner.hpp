@@ -24,8 +24,8 @@
 #include <utility>
 #include <vector>
 
-#include "phase4_chunked_nccl/bucket_plan.hpp"
-#include "phase4_chunked_nccl/config.hpp"
+#include "phase4_chunked_nccl/schedule/bucket_plan.hpp"
+#include "phase4_chunked_nccl/driver/config.hpp"
 
 namespace phase4 {
 

@@ -1,4 +1,4 @@
-#include "phase4_chunked_nccl/sweep.hpp"
+#include "phase4_chunked_nccl/driver/sweep.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -13,8 +13,8 @@
 #include "common/options.hpp"
 #include "common/stats.hpp"
 #include "common/watchdog.hpp"
-#include "phase4_chunked_nccl/nccl_comm.hpp"
-#include "phase4_chunked_nccl/runner.hpp"
+#include "phase4_chunked_nccl/driver/nccl_comm.hpp"
+#include "phase4_chunked_nccl/driver/runner.hpp"
 
 namespace phase4 {
 

@@ -15,8 +15,8 @@
 #include "common/summary.hpp"
 #include "common/timeline.hpp"
 #include "common/timer.hpp"
-#include "phase4_chunked_nccl/config.hpp"
-#include "phase4_chunked_nccl/planner.hpp"
+#include "phase4_chunked_nccl/driver/config.hpp"
+#include "phase4_chunked_nccl/planner/planner.hpp"
 
 namespace phase4 {
 

@@ -1,0 +1,98 @@
+#include "phase4_chunked_nccl/driver/config.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "common/csv_writer.hpp"
+#include "common/errors.hpp"
+
+namespace phase4 {
+
+
+std::vector<double> Config::interference_sizes() const {
+  if (!interference_mb.empty()) return interference_mb;
+  std::vector<double> sizes;
+  for (double mb = 1; mb <= grad_mb(); mb *= 2) sizes.push_back(mb);
+  if (sizes.empty()) sizes.push_back(grad_mb());
+  return sizes;
+}
+
+std::vector<ob::Mode> Config::modes() const {
+  if (mode == "all") return ob::in_run_order({ob::Mode::kCompute, ob::Mode::kComm, ob::Mode::kSeq, ob::Mode::kOverlap});
+  return {ob::parse_mode(mode)};
+}
+
+NcclSettings Config::nccl_settings() const {
+  const std::string& needed = sync_row(sync).cta_policy;
+  return {nccl_max_ctas, nccl_min_ctas, needed.empty() ? nccl_cta_policy : needed};
+}
+
+BucketPlan Config::plan() const {
+  if (!plan_ends.empty()) return plan_from_ends(layers, hidden, plan_ends);
+  return chunks > 0 ? plan_by_chunks(layers, hidden, chunks) : plan_by_size(layers, hidden, bucket_mb, first_bucket_mb);
+}
+
+double Config::grad_mb() const { return 4.0 * layers * hidden * hidden / (1 << 20); }
+
+double Config::device_bytes() const {
+  const double w = 1.0 * layers * hidden * hidden, act = 1.0 * batch * hidden;
+  // weights, room for one weight snapshot, the strategy's buffers (its gradient included); activations A_1..A_L;
+  // inputs and targets of every micro-batch; dZ, dA; the bf16 copy of the gradient; 64 MiB of headroom.
+  const SyncRow& row = sync_row(sync);
+  double floats = (2.0 + row.buffers) * w + layers * act + 2.0 * accum_steps * act + 2.0 * act;
+  if (comm_dtype == "bf16") floats += 0.5 * w + (common.check ? w : 0.0);  // --check: an fp32-reduced reference
+  if (comm_reference() != sync) floats += sync_row(comm_reference()).buffers * w;  // bound_ref's comm-only run
+  double bytes = 4.0 * floats + (64 << 20);
+  if (common.check && accum_steps > 1) bytes += accumulation_reference().device_bytes();
+  if (common.check && sync != "nccl") bytes += strategy_reference().device_bytes();
+  return bytes;
+}
+
+
+std::string Config::point_label() const {
+  std::string label = plan_mode == "auto"  ? std::string("plan=auto")
+                      : chunks > 0    ? "chunks=" + std::to_string(chunks)
+                                      : "bucket-mb=" + ob::format_number(bucket_mb);
+  if (nccl_max_ctas > 0) label += ", nccl-max-ctas=" + std::to_string(nccl_max_ctas);
+  if (nccl_min_ctas > 0) label += ", nccl-min-ctas=" + std::to_string(nccl_min_ctas);
+  if (nccl_cta_policy != "default") label += ", nccl-cta-policy=" + nccl_cta_policy;
+  if (accum_steps > 1) label += ", accum-steps=" + std::to_string(accum_steps);
+  if (comm_dtype != "fp32") label += ", comm-dtype=" + comm_dtype;
+  if (graph) label += ", graph";
+  if (sync != "nccl") label += ", sync=" + sync;
+  if (gemm_sm_margin > 0) label += ", gemm-sm-margin=" + std::to_string(gemm_sm_margin);
+  if (prefetch > 0) label += ", prefetch=" + std::to_string(prefetch);
+  return label;
+}
+
+std::string Config::comm_reference() const {
+  const SyncRow& row = sync_row(sync);
+  return row.reference.empty() ? row.name : row.reference;
+}
+
+bool Config::sharded() const { return sync_row(sync).schedule == ScheduleKind::kSharded; }
+
+std::vector<std::string> Config::planned_syncs() const {
+  return plan_syncs.empty() ? std::vector<std::string>{sync} : ob::split_list(plan_syncs);
+}
+
+Config Config::strategy_reference() const {
+  Config reference = *this;
+  reference.sync = "nccl";
+  reference.sweep.clear();
+  reference.common.check = false;
+  return reference;
+}
+
+Config Config::accumulation_reference() const {
+  Config reference = *this;
+  reference.batch = batch * accum_steps;
+  reference.accum_steps = 1;
+  reference.sweep.clear();
+  reference.common.check = false;
+  return reference;
+}
+
+}  // namespace phase4

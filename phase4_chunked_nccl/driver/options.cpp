@@ -1,0 +1,180 @@
+// Phase 4's command line: its options (the swept ones declared in sweep_options.cpp) and what they must agree on.
+#include <fstream>
+#include <sstream>
+
+#include "common/csv_writer.hpp"
+#include "common/errors.hpp"
+#include "common/options.hpp"
+#include "phase4_chunked_nccl/driver/config.hpp"
+#include "phase4_chunked_nccl/driver/sweep_options.hpp"
+#include "phase4_chunked_nccl/planner/planner.hpp"
+
+namespace phase4 {
+namespace {
+
+// How the gradient travels: the comm stream, NCCL's CTAs, the wire's type, the strategy.
+void add_communication_options(CLI::App& app, Config& config) {
+  app.add_option("--comm-priority", config.comm_priority, "Priority of the communication stream: normal|high")
+      ->check(CLI::IsMember({"normal", "high"}))
+      ->capture_default_str();
+  add_whole_option(app, config, "nccl-max-ctas");
+  add_whole_option(app, config, "nccl-min-ctas");
+  app.add_option("--nccl-cta-policy", config.nccl_cta_policy,
+                 "NCCL's CTA policy: default, efficiency (fewest CTAs that keep decent speed), zero (none where it can)")
+      ->check(CLI::IsMember({"default", "efficiency", "zero"}))
+      ->capture_default_str();
+  app.add_option("--comm-dtype", config.comm_dtype,
+                 "Type the gradient is all-reduced in: fp32, or bf16 (cast into a half-size buffer and back)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->capture_default_str();
+  add_whole_option(app, config, "accum-steps");
+  std::string strategies;
+  for (const auto& row : sync_rows()) strategies += "\n  " + row.name + ": " + row.help;
+  app.add_option("--sync", config.sync, "How gradient buckets are synchronised:" + strategies)
+      ->check(CLI::IsMember(sync_names()))
+      ->capture_default_str();
+  add_whole_option(app, config, "gemm-sm-margin");
+  add_whole_option(app, config, "prefetch");
+}
+
+// The planner's: which plan, among which strategies, from which calibration.
+void add_planner_options(CLI::App& app, Config& config) {
+  app.add_option("--plan", config.plan_mode,
+                 "Bucket plan: caps (--bucket-mb, --first-bucket-mb or --chunks) or auto (the planner's: least "
+                 "predicted step from a calibration, --calibration or measured first)")
+      ->check(CLI::IsMember({"caps", "auto"}))
+      ->capture_default_str();
+  app.add_option("--plan-syncs", config.plan_syncs,
+                 "Strategies --plan auto chooses among and --calibrate measures, comma-separated (default: --sync)");
+  app.add_option("--calibration", config.calibration,
+                 "Calibration file (from --calibrate, same model, GPU, ranks and commit): adds predicted_ms")
+      ->check(CLI::ExistingFile);
+  app.add_flag("--calibrate", config.calibrate,
+               "Measure the planner's calibration first (compute, and each strategy's buckets alone and overlapped "
+               "over message sizes) and write it beside the summary as <stem>.calibration.json");
+}
+
+// What one sweep point asks of its strategy and of NCCL.
+void validate_point(const Config& point) {
+  if (point.chunks == 0) {
+    require_bucket_count("--bucket-mb", point.bucket_mb, point.layers, point.hidden);
+    require_bucket_count("--first-bucket-mb", point.first_bucket_mb, point.layers, point.hidden);
+  }
+  // NCCL rejects minCTAs without maxCTAs (seen with 2.28: "invalid argument").
+  const std::string min_ctas = std::to_string(point.nccl_min_ctas);
+  ob::require(point.nccl_min_ctas == 0 || point.nccl_max_ctas > 0, "--nccl-min-ctas", min_ctas,
+              "needs --nccl-max-ctas (or an nccl-max-ctas sweep)");
+  ob::require(point.nccl_min_ctas <= point.nccl_max_ctas || point.nccl_max_ctas == 0, "--nccl-min-ctas", min_ctas,
+              "at most --nccl-max-ctas (at every point of the sweep)");
+  ob::require(1.0 * point.accum_steps * point.batch * point.hidden < 2147483647.0, "--accum-steps",
+              std::to_string(point.accum_steps), "accum-steps * batch * hidden must stay below 2^31");
+  const SyncRow& sync = sync_row(point.sync);
+  ob::require(sync.bf16 || point.comm_dtype == "fp32", "--comm-dtype", point.comm_dtype,
+              "--sync " + sync.name + " moves fp32 only");
+  ob::require(sync.accumulation || point.accum_steps == 1, "--accum-steps", std::to_string(point.accum_steps),
+              "--sync " + sync.name + " runs one micro-step per step");
+  ob::require(sync.graph || !point.graph, "--graph", "on", "--sync " + sync.name + " does not run under --graph");
+  ob::require(point.plan_mode != "auto" || !point.plan_syncs.empty() || sync.schedule == ScheduleKind::kAllReduce,
+              "--plan", point.plan_mode, "--plan auto plans the all-reduce strategies: not --sync " + sync.name);
+  ob::require(sync.cta_policy.empty() || point.nccl_cta_policy == "default" ||
+                  point.nccl_cta_policy == sync.cta_policy,
+              "--nccl-cta-policy", point.nccl_cta_policy,
+              "--sync " + sync.name + " needs CTA policy " + sync.cta_policy);
+}
+
+}  // namespace
+
+void add_options(CLI::App& app, Config& config) {
+  ob::add_common_options(app, config.common);
+  app.add_option("--hidden", config.hidden, "Width H of every square layer")
+      ->transform(ob::size_suffix())
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  app.add_option("--layers", config.layers, "Layers L")->check(CLI::Range(1, 4096))->capture_default_str();
+  app.add_option("--batch", config.batch, "Rows per rank (each rank's data differs)")
+      ->transform(ob::size_suffix())
+      ->check(CLI::Range(1, 1 << 24))
+      ->capture_default_str();
+  app.add_option("--bucket-mb", config.bucket_mb, "Bucket size cap (MiB), as DDP's bucket_cap_mb")
+      ->check(ob::finite_in(kLeastBucketMb, kMostBucketMb))
+      ->capture_default_str();
+  app.add_option("--first-bucket-mb", config.first_bucket_mb, "Cap of the first bucket (MiB)")
+      ->check(ob::finite_in(kLeastBucketMb, kMostBucketMb))
+      ->capture_default_str();
+  add_whole_option(app, config, "chunks");
+  app.add_flag("--tf32,!--no-tf32", config.tf32, "GEMMs on TF32 tensor cores (default on)");
+  app.add_option("--lr", config.lr, "SGD learning rate")->check(ob::finite_in(0, 1e6))->capture_default_str();
+  app.add_option("--mode", config.mode,
+                 "seq|overlap|compute|comm|all, or interference: instead of training, the interference map (a "
+                 "backward GEMM of the model's shape and the strategy's collective, alone and at once, per message "
+                 "size: the GEMM's slowdown and the collective's stretch)")
+      ->check(CLI::IsMember({"seq", "overlap", "compute", "comm", "all", "interference"}))
+      ->capture_default_str();
+  app.add_option("--interference-mb", config.interference_mb,
+                 "--mode interference: message sizes in MiB (default: 1, 2, 4, ... up to the gradient)")
+      ->delimiter(',')
+      ->check(ob::finite_in(1e-3, 1e6));
+  app.add_option("--interference-window-ms", config.interference_window_ms,
+                 "--mode interference: how long each loop runs alone (the covering loop 3 times as long)")
+      ->check(ob::finite_in(0.1, 10000))
+      ->capture_default_str();
+  add_communication_options(app, config);
+  add_planner_options(app, config);
+  app.add_flag("--power", config.power, "Sample each GPU's power every 20 ms (NVML) and report energy per iteration");
+  app.add_flag("--graph", config.graph, "Capture each mode's step in a CUDA graph and replay it");
+  ob::add_fault_options(app, config.fault);
+  std::string names;
+  for (const auto& name : sweep_names()) names += (names.empty() ? "" : ", ") + name;
+  app.add_option("--sweep", config.sweep,
+                 "Run every point in one process: NAME=V1,V2,... with NAME one of " + names +
+                     " (plan: auto, layer: a bucket per layer, or a bucket cap in MiB)");
+}
+
+void validate(const CLI::App& app, const Config& config) {
+  ob::require(!(config.chunks > 0 && (app.count("--bucket-mb") > 0 || app.count("--first-bucket-mb") > 0)),
+              "--chunks", std::to_string(config.chunks), "--chunks and --bucket-mb/--first-bucket-mb exclude each other");
+  ob::parse_fault(config.fault.inject_fault);
+  if (!config.sweep.empty()) {
+    const Sweep sweep = parse_sweep(config.sweep);
+    ob::require(!((sweep.parameter->name == "bucket-mb" || sweep.parameter->name == "plan") && config.chunks > 0),
+                "--sweep", config.sweep, "a bucket-mb or plan sweep cannot be combined with --chunks");
+  }
+  ob::require(!(config.plan_mode == "auto" && config.chunks > 0), "--plan", config.plan_mode,
+              "--plan auto chooses the buckets: not with --chunks");
+  for (const auto& name : ob::split_list(config.plan_syncs)) {
+    const SyncRow* row = find_sync(name);
+    ob::require(row && row->schedule == ScheduleKind::kAllReduce, "--plan-syncs", config.plan_syncs,
+                "comma-separated all-reduce strategies: " + sync_list(ScheduleKind::kAllReduce) +
+                    " (sharded ones are not planned)");
+  }
+  ob::require(config.plan_syncs.empty() || config.plan_mode == "auto" || config.calibrate ||
+                  config.sweep.rfind("plan=", 0) == 0,
+              "--plan-syncs", config.plan_syncs, "needs --plan auto or --calibrate");
+  ob::require(!(config.calibrate && !config.calibration.empty()), "--calibrate", "on",
+              "measures a calibration: not with --calibration FILE");
+  if (!config.calibration.empty()) {  // its content, here where no GPU is needed (its GPU and ranks: at the run)
+    std::ifstream file(config.calibration);
+    std::stringstream text;
+    text << file.rdbuf();
+    ob::require(file.good() || file.eof(), "--calibration", config.calibration, "a readable calibration file");
+    Calibration::parse(text.str(), config.calibration);
+  }
+  ob::require(1.0 * config.batch * config.hidden < 2147483647.0, "--batch", std::to_string(config.batch),
+              "batch * hidden must stay below 2^31");
+  const bool map = config.mode == "interference";
+  ob::require(map || config.interference_mb.empty(), "--interference-mb",
+              config.interference_mb.empty() ? "" : ob::format_number(config.interference_mb.front()),
+              "needs --mode interference");
+  ob::require(map || app.count("--interference-window-ms") == 0, "--interference-window-ms",
+              ob::format_number(config.interference_window_ms), "needs --mode interference");
+  for (const double mb : config.interference_mb) {
+    ob::require(mb <= config.grad_mb(), "--interference-mb", ob::format_number(mb),
+                "at most the gradient (" + ob::format_number(config.grad_mb()) + " MiB: --layers x --hidden^2 fp32)");
+  }
+  ob::require(!map || !(config.common.check || config.calibrate || config.plan_mode == "auto"), "--mode", config.mode,
+              "the interference map times loops of one GEMM and one collective: not with --check, --calibrate or "
+              "--plan auto");
+  for (const auto& point : config.sweep_points()) validate_point(point);
+}
+
+}  // namespace phase4

@@ -1,0 +1,37 @@
+// The options --sweep can vary, each declared once (name, bounds, help, how a point takes its value): add_options()
+// adds the whole-number ones from here, and --sweep NAME=V1,V2,... checks its values against the same bounds.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "phase4_chunked_nccl/driver/config.hpp"
+
+namespace phase4 {
+
+// Bucket caps in MiB (--bucket-mb, --first-bucket-mb, a bucket-mb or plan sweep's values).
+constexpr double kLeastBucketMb = 1e-6, kMostBucketMb = 1e6;
+
+struct SweepParameter {
+  std::string name;  // the option's name without "--"
+  enum Kind { kWhole, kNumber, kStrategy, kPlan } kind;
+  double least, most;  // kWhole: the option's range; kNumber and kPlan's caps: (least, most]
+  std::string help;    // kWhole: the option's help ("" when add_options describes it itself)
+  int Config::*member = nullptr;                 // kWhole: the field it sets
+  void (*apply)(Config&, const std::string&) = nullptr;  // the others: how a point takes its value
+  bool show_default = true;
+};
+
+const std::vector<SweepParameter>& sweep_parameters();
+
+// --NAME for the whole-number option NAME of sweep_parameters(), with its declared range and help.
+void add_whole_option(CLI::App& app, Config& config, const std::string& name);
+
+struct Sweep {
+  const SweepParameter* parameter = nullptr;
+  std::vector<std::string> values;
+};
+Sweep parse_sweep(const std::string& text);  // throws ob::UsageError naming --sweep
+
+}  // namespace phase4

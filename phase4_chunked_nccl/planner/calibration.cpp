@@ -1,0 +1,219 @@
+// A calibration file (planner.hpp): written by --calibrate, read (and every value checked) by --calibration,
+// phase4_predict and scripts/predict.py.
+#include <algorithm>
+#include <cmath>
+
+#include <unistd.h>
+
+#include "common/csv_writer.hpp"
+#include "common/errors.hpp"
+#include "common/metadata.hpp"
+#include "phase4_chunked_nccl/planner/planner.hpp"
+
+namespace phase4 {
+namespace {
+
+// json[key] as T, or a UsageError naming the file and the key.
+template <typename T>
+T field(const nlohmann::json& json, const std::string& key, const std::string& where, const std::string& source) {
+  if (!json.is_object() || !json.contains(key)) {
+    throw ob::UsageError("--calibration: '" + source + "' is invalid: missing key '" + where + key + "'");
+  }
+  try {
+    return json.at(key).get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw ob::UsageError("--calibration: '" + source + "' is invalid: key '" + where + key + "' has the wrong type");
+  }
+}
+
+// The largest value a calibration may hold (a day in ms, or 1e15 bytes): the model's sums of many such stay finite.
+constexpr double kLargestCalibrated = 1e15;
+
+void require_positive(const std::vector<double>& values, const std::string& key, const std::string& source) {
+  for (double v : values) {
+    if (!(std::isfinite(v) && v > 0 && v <= kLargestCalibrated)) {
+      throw ob::UsageError("--calibration: '" + source + "' is invalid: '" + key + "' holds a value that is not in (0, " +
+                           ob::format_number(kLargestCalibrated) + "]");
+    }
+  }
+}
+
+// One entry of a calibration's 'strategies' (`where` names it in messages).
+StrategyCalibration strategy_from_json(const nlohmann::json& entry, const std::string& where, const std::string& source) {
+  const auto invalid = [&](const std::string& what) {
+    return ob::UsageError("--calibration: '" + source + "' is invalid: " + what);
+  };
+  StrategyCalibration s;
+  s.sync = field<std::string>(entry, "sync", where, source);
+  const SyncRow* row = find_sync(s.sync);
+  if (!row || row->schedule != ScheduleKind::kAllReduce) {
+    throw invalid(where + "sync '" + s.sync + "' is not an all-reduce strategy (" +
+                  sync_list(ScheduleKind::kAllReduce) + ")");
+  }
+  s.bytes = field<std::vector<double>>(entry, "bytes", where, source);
+  s.comm_ms = field<std::vector<double>>(entry, "comm_ms", where, source);
+  s.stretch = field<std::vector<double>>(entry, "stretch", where, source);
+  // Calibrations made before gap_ms was measured hold none: no gap.
+  s.gap_ms = entry.contains("gap_ms") ? field<std::vector<double>>(entry, "gap_ms", where, source)
+                                        : std::vector<double>(s.bytes.size(), 0.0);
+  s.slowdown = field<std::vector<double>>(entry, "slowdown", where, source);
+  const std::size_t n = s.bytes.size();
+  if (n == 0 || s.comm_ms.size() != n || s.gap_ms.size() != n || s.stretch.size() != n || s.slowdown.size() != n ||
+      !std::is_sorted(s.bytes.begin(), s.bytes.end()) ||
+      std::adjacent_find(s.bytes.begin(), s.bytes.end()) != s.bytes.end()) {
+    throw ob::UsageError("--calibration: '" + source + "' is invalid: " + where +
+                         "bytes must ascend, with one comm_ms, gap_ms, stretch and slowdown each");
+  }
+  require_positive(s.bytes, where + "bytes", source);
+  require_positive(s.comm_ms, where + "comm_ms", source);
+  require_positive(s.stretch, where + "stretch", source);
+  for (double v : s.gap_ms) {
+    if (!(v >= 0 && v <= kLargestCalibrated)) {
+      throw ob::UsageError("--calibration: '" + source + "' is invalid: " + where + "gap_ms must be >= 0");
+    }
+  }
+  for (double v : s.slowdown) {
+    if (!(v > -1 && v <= kLargestCalibrated)) {
+      throw ob::UsageError("--calibration: '" + source + "' is invalid: " + where + "slowdown must be > -1");
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+const StrategyCalibration* Calibration::strategy(const std::string& sync) const {
+  for (const auto& s : strategies) {
+    if (s.sync == sync) return &s;
+  }
+  return nullptr;
+}
+
+nlohmann::json Calibration::to_json() const {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& s : strategies) {
+    list.push_back({{"sync", s.sync}, {"bytes", s.bytes}, {"comm_ms", s.comm_ms}, {"gap_ms", s.gap_ms}, {"stretch", s.stretch},
+                    {"slowdown", s.slowdown}});
+  }
+  return {{"kind", "overlap-bench phase4 calibration"},
+          {"schema_version", 1},
+          {"commit", commit},
+          {"host", host},
+          {"date_utc", date_utc},
+          {"gpu", gpu},
+          {"ranks", ranks},
+          {"model",
+           {{"hidden", hidden}, {"layers", layers}, {"batch", batch}, {"tf32", tf32}, {"comm_dtype", comm_dtype},
+            {"accum_steps", accum_steps}, {"graph", graph}}},
+          {"compute",
+           {{"forward_ms", forward_ms}, {"update_ms", update_ms}, {"iteration_ms", iteration_ms},
+            {"step_ms", step_ms}}},
+          {"strategies", list}};
+}
+
+Calibration Calibration::from_json(const nlohmann::json& json, const std::string& source) {
+  if (field<std::string>(json, "kind", "", source) != "overlap-bench phase4 calibration") {
+    throw ob::UsageError("--calibration: '" + source + "' is invalid: not a phase 4 calibration");
+  }
+  const auto invalid = [&](const std::string& what) {
+    return ob::UsageError("--calibration: '" + source + "' is invalid: " + what);
+  };
+  const int version = field<int>(json, "schema_version", "", source);
+  if (version != 1) throw invalid("schema_version " + std::to_string(version) + " is not one this build reads (1)");
+  Calibration c;
+  c.commit = field<std::string>(json, "commit", "", source);
+  c.host = field<std::string>(json, "host", "", source);
+  c.date_utc = field<std::string>(json, "date_utc", "", source);
+  c.gpu = field<std::string>(json, "gpu", "", source);
+  c.ranks = field<int>(json, "ranks", "", source);
+  const auto model = field<nlohmann::json>(json, "model", "", source);
+  c.hidden = field<int>(model, "hidden", "model.", source);
+  c.layers = field<int>(model, "layers", "model.", source);
+  c.batch = field<int>(model, "batch", "model.", source);
+  c.tf32 = field<bool>(model, "tf32", "model.", source);
+  c.comm_dtype = field<std::string>(model, "comm_dtype", "model.", source);
+  c.accum_steps = field<int>(model, "accum_steps", "model.", source);
+  // Calibrations made before the graph flag was recorded were measured eagerly.
+  c.graph = model.contains("graph") ? field<bool>(model, "graph", "model.", source) : false;
+  const auto compute = field<nlohmann::json>(json, "compute", "", source);
+  c.forward_ms = field<double>(compute, "forward_ms", "compute.", source);
+  c.update_ms = field<double>(compute, "update_ms", "compute.", source);
+  c.iteration_ms = field<double>(compute, "iteration_ms", "compute.", source);
+  c.step_ms = field<std::vector<double>>(compute, "step_ms", "compute.", source);
+  for (const auto& [key, value] : {std::pair{"model.hidden", c.hidden}, {"model.layers", c.layers},
+                                    {"model.batch", c.batch}, {"model.accum_steps", c.accum_steps}, {"ranks", c.ranks}}) {
+    if (value < 1) throw invalid(std::string(key) + " must be >= 1 (it is " + std::to_string(value) + ")");
+  }
+  if (static_cast<int>(c.step_ms.size()) != c.layers) throw invalid("compute.step_ms needs one time per layer");
+  require_positive(c.step_ms, "compute.step_ms", source);
+  for (const auto& [key, value] : {std::pair{"compute.forward_ms", c.forward_ms}, {"compute.update_ms", c.update_ms},
+                                    {"compute.iteration_ms", c.iteration_ms}}) {
+    if (!(value >= 0 && value <= kLargestCalibrated)) throw invalid(std::string(key) + " must be a finite time >= 0");
+  }
+  const auto list = field<nlohmann::json>(json, "strategies", "", source);
+  if (!list.is_array() || list.empty()) {
+    throw ob::UsageError("--calibration: '" + source + "' is invalid: 'strategies' lists no strategy");
+  }
+  for (std::size_t k = 0; k < list.size(); ++k) {
+    const std::string where = "strategies[" + std::to_string(k) + "].";
+    StrategyCalibration s = strategy_from_json(list[k], where, source);
+    for (const auto& earlier : c.strategies) {
+      if (earlier.sync == s.sync) throw invalid(where + "sync '" + s.sync + "' is calibrated twice");
+    }
+    c.strategies.push_back(s);
+  }
+  return c;
+}
+
+Calibration Calibration::parse(const std::string& text, const std::string& source) {
+  const auto json = nlohmann::json::parse(text, nullptr, false);
+  ob::require(!json.is_discarded(), "--calibration", source, "not JSON");
+  return from_json(json, source);
+}
+
+std::string Calibration::mismatch(const Calibration& other) const {
+  auto differs = [](const std::string& what, const auto& here, const auto& there) {
+    nlohmann::json a = here, b = there;
+    return what + " is " + a.dump() + " here but " + b.dump() + " in the calibration";
+  };
+  if (hidden != other.hidden) return differs("hidden", other.hidden, hidden);
+  if (layers != other.layers) return differs("layers", other.layers, layers);
+  if (batch != other.batch) return differs("batch", other.batch, batch);
+  if (tf32 != other.tf32) return differs("tf32", other.tf32, tf32);
+  if (comm_dtype != other.comm_dtype) return differs("comm_dtype", other.comm_dtype, comm_dtype);
+  if (accum_steps != other.accum_steps) return differs("accum_steps", other.accum_steps, accum_steps);
+  if (graph != other.graph) return differs("graph", other.graph, graph);
+  if (ranks != other.ranks) return differs("the rank count", other.ranks, ranks);
+  if (gpu != other.gpu) return differs("the GPU", other.gpu, gpu);
+  if (commit != other.commit) return differs("the commit", other.commit, commit);
+  return "";
+}
+
+Calibration describe_run(const Config& config, int ranks, const std::string& gpu) {
+  Calibration c;
+  c.hidden = config.hidden;
+  c.layers = config.layers;
+  c.batch = config.batch;
+  c.accum_steps = config.accum_steps;
+  c.ranks = ranks;
+  c.tf32 = config.tf32;
+  c.graph = config.graph;
+  c.comm_dtype = config.comm_dtype;
+  c.gpu = gpu;
+  c.commit = ob::build_commit();
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  c.host = host;
+  c.date_utc = ob::utc_timestamp();
+  return c;
+}
+
+std::vector<double> calibration_sizes(const Config& config) {
+  const double gradient = config.grad_mb() * (1 << 20);
+  std::vector<double> sizes;
+  for (double m = std::min<double>(1 << 20, gradient / 8); m < gradient * (1 - 1e-9); m *= 4) sizes.push_back(m);
+  sizes.push_back(gradient);
+  return sizes;
+}
+
+}  // namespace phase4

@@ -1,0 +1,207 @@
+#include "phase4_chunked_nccl/planner/planner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <unistd.h>
+
+#include "common/csv_writer.hpp"
+#include "common/errors.hpp"
+#include "common/metadata.hpp"
+#include "common/metrics.hpp"
+#include "common/options.hpp"
+
+namespace phase4 {
+namespace {
+
+constexpr double kBytesPerElement = sizeof(float);  // plans and calibrations count fp32 gradient bytes
+
+// The segment [k, k + 1] of ascending `xs` holding x (the first or last one outside).
+std::size_t segment(const std::vector<double>& xs, double x) {
+  std::size_t k = 0;
+  while (k + 2 < xs.size() && x > xs[k + 1]) ++k;
+  return k;
+}
+
+// Linear in log2(x), clamped to the calibrated range.
+double log_linear(const std::vector<double>& xs, const std::vector<double>& ys, double x) {
+  if (xs.size() == 1 || x <= xs.front()) return ys.front();
+  if (x >= xs.back()) return ys.back();
+  const std::size_t k = segment(xs, x);
+  const double t = std::log2(x / xs[k]) / std::log2(xs[k + 1] / xs[k]);
+  return ys[k] + (ys[k + 1] - ys[k]) * t;
+}
+
+double bucket_bytes(const Bucket& bucket) { return bucket.size() * kBytesPerElement; }
+
+// The pieces' end elements: every layer cut into `pieces` equal parts.
+std::vector<std::uint64_t> piece_ends(int layers, int hidden, int pieces) {
+  const std::uint64_t layer = static_cast<std::uint64_t>(hidden) * hidden;
+  std::vector<std::uint64_t> ends;
+  for (int l = 0; l < layers; ++l) {
+    for (int p = 1; p <= pieces; ++p) {
+      const std::uint64_t end = l * layer + layer * p / pieces;
+      if (ends.empty() || end > ends.back()) ends.push_back(end);
+    }
+  }
+  return ends;
+}
+
+// The iteration's time outside its measured tasks (launch gaps, events), added back as schedule_bound_ms does.
+double overhead_ms(const Calibration& c) {
+  double tasks = c.forward_ms + c.update_ms;
+  for (double s : c.step_ms) tasks += s;
+  return std::max(0.0, c.iteration_ms - tasks);
+}
+
+struct Model {
+  const Calibration& calibration;
+  const StrategyCalibration& strategy;
+  const CommTime& comm;
+  double isolated_ms(double bytes) const { return comm ? comm(bytes) : strategy.comm_ms_at(bytes); }
+  // A bucket's time in the overlapped step: its isolated time stretched as calibrated. The stretch is measured on
+  // the comm stream, which is the pipeline's throughput; a strategy whose buckets end on other streams (ce: the sum
+  // on the compute stream, the all-gather on its own) has a stretch below 1 there, but nothing follows the last
+  // bucket to hide its later stages behind: that one takes at least its isolated time.
+  double bucket_ms(double bytes, bool last) const {
+    const double stretch = strategy.stretch_at(bytes);
+    return isolated_ms(bytes) * (last ? std::max(1.0, stretch) : stretch) + strategy.gap_ms_at(bytes);
+  }
+};
+
+// The plan of least predicted step for a fixed backward slowdown: f[j], the least finish time of the bucket ending
+// at piece j, is min over i < j of max(f[i], ready(j)) + bucket(i, j); any plan's later buckets only depend on that
+// finish time, and monotonically, so the minimum composes. Among plans of equal finish (a compute-bound step: the
+// last bucket decides), the one whose buckets slow the backward least (their isolated time times the slowdown of
+// their size, summed) is kept: an additive tie-break, which composes too.
+BucketPlan best_for_slowdown(const Model& model, double slowdown) {
+  const Calibration& c = model.calibration;
+  const std::uint64_t layer = static_cast<std::uint64_t>(c.hidden) * c.hidden;
+  const auto ends = piece_ends(c.layers, c.hidden, pieces_per_layer(c.layers));
+  std::vector<double> ready(c.layers);  // compute clock at the end of each backward step
+  double clock = c.forward_ms;
+  for (int s = 0; s < c.layers; ++s) ready[s] = clock += c.step_ms[s] * (1 + slowdown);
+  const std::size_t n = ends.size();
+  std::vector<double> finish(n + 1, std::numeric_limits<double>::infinity()), slowing(n + 1, 0);
+  std::vector<std::size_t> from(n + 1, 0);
+  finish[0] = 0;
+  auto end_of = [&](std::size_t j) { return j == 0 ? std::uint64_t{0} : ends[j - 1]; };
+  for (std::size_t j = 1; j <= n; ++j) {
+    const double ready_j = ready[(end_of(j) - 1) / layer];
+    for (std::size_t i = 0; i < j; ++i) {
+      const double bytes = (end_of(j) - end_of(i)) * kBytesPerElement;
+      const double t = std::max(finish[i], ready_j) + model.bucket_ms(bytes, j == n);
+      const double slows = slowing[i] + model.isolated_ms(bytes) * model.strategy.slowdown_at(bytes);
+      const double tie = 1e-9 * std::max(1.0, t);
+      if (t < finish[j] - tie || (t <= finish[j] + tie && slows < slowing[j])) {
+        finish[j] = std::min(finish[j], t), slowing[j] = slows, from[j] = i;
+      }
+    }
+  }
+  std::vector<std::uint64_t> chosen;
+  for (std::size_t j = n; j > 0; j = from[j]) chosen.push_back(end_of(j));
+  std::reverse(chosen.begin(), chosen.end());
+  return plan_from_ends(c.layers, c.hidden, chosen);
+}
+
+Prediction predict_with(const Model& model, const BucketPlan& plan) {
+  const Calibration& c = model.calibration;
+  Prediction prediction;
+  double weighted = 0, total = 0;
+  std::vector<double> comm_ms;
+  std::vector<int> ready;
+  const double low = model.strategy.bytes.front(), high = model.strategy.bytes.back();
+  for (const Bucket& bucket : plan.buckets) {
+    const double bytes = bucket_bytes(bucket);
+    const double isolated = model.isolated_ms(bytes);
+    weighted += isolated * model.strategy.slowdown_at(bytes);
+    total += isolated;
+    comm_ms.push_back(model.bucket_ms(bytes, &bucket == &plan.buckets.back()));
+    ready.push_back(bucket.ready_after);
+    prediction.extrapolated = prediction.extrapolated || bytes < low * (1 - 1e-9) || bytes > high * (1 + 1e-9);
+  }
+  prediction.slowdown = total > 0 ? weighted / total : 0;
+  std::vector<double> steps = c.step_ms;
+  for (double& s : steps) s *= 1 + prediction.slowdown;
+  prediction.step_ms =
+      c.forward_ms + ob::pipeline_bound_ms(steps, comm_ms, ready) + c.update_ms + overhead_ms(c);
+  return prediction;
+}
+
+bool same_plan(const BucketPlan& a, const BucketPlan& b) {
+  if (a.buckets.size() != b.buckets.size()) return false;
+  for (std::size_t k = 0; k < a.buckets.size(); ++k) {
+    if (a.buckets[k].end != b.buckets[k].end) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+const std::vector<double> kCandidateCapsMb = {1, 2, 5, 10, 25, 50, 64, 100, 128, 256, 512, 1024};
+
+std::pair<double, double> StrategyCalibration::comm_line_at(double m) const {
+  if (bytes.size() == 1) return {0.0, comm_ms[0] / bytes[0]};
+  const std::size_t k = segment(bytes, m);
+  const double slope = (comm_ms[k + 1] - comm_ms[k]) / (bytes[k + 1] - bytes[k]);
+  return {comm_ms[k] - slope * bytes[k], slope};
+}
+
+double StrategyCalibration::comm_ms_at(double m, bool* extrapolated) const {
+  if (extrapolated) *extrapolated = m < bytes.front() || m > bytes.back();
+  const auto [intercept, slope] = comm_line_at(m);
+  return std::max(0.0, intercept + slope * m);
+}
+
+double StrategyCalibration::gap_ms_at(double m) const { return log_linear(bytes, gap_ms, m); }
+double StrategyCalibration::stretch_at(double m) const { return log_linear(bytes, stretch, m); }
+double StrategyCalibration::slowdown_at(double m) const { return log_linear(bytes, slowdown, m); }
+
+Prediction predict(const Calibration& calibration, const StrategyCalibration& strategy, const BucketPlan& plan,
+                   const CommTime& comm) {
+  return predict_with(Model{calibration, strategy, comm}, plan);
+}
+
+int pieces_per_layer(int layers) { return std::max(1, std::min(8, 512 / std::max(1, layers))); }
+
+std::vector<PlanChoice> choose_plans(const Calibration& calibration, const std::vector<std::string>& syncs,
+                                     const CommTime& comm) {
+  std::vector<PlanChoice> choices;
+  for (const auto& strategy : calibration.strategies) {
+    if (!syncs.empty() && std::find(syncs.begin(), syncs.end(), strategy.sync) == syncs.end()) continue;
+    const Model model{calibration, strategy, comm};
+    PlanChoice best{strategy.sync, {}, {}};
+    best.prediction.step_ms = std::numeric_limits<double>::infinity();
+    auto consider = [&](const BucketPlan& plan) {
+      const Prediction prediction = predict_with(model, plan);
+      if (prediction.step_ms < best.prediction.step_ms) best = {strategy.sync, plan, prediction};
+      return prediction;
+    };
+    // A plan's slowdown lies between the calibrated extremes: the programme at slowdowns across that range, then
+    // from the best plan's own slowdown until the plan repeats.
+    const auto [low, high] = std::minmax_element(strategy.slowdown.begin(), strategy.slowdown.end());
+    constexpr int kGrid = 16;
+    for (int k = 0; k <= kGrid; ++k) consider(best_for_slowdown(model, *low + (*high - *low) * k / kGrid));
+    BucketPlan previous = best.plan;
+    for (int round = 0; round < 8; ++round) {
+      BucketPlan plan = best_for_slowdown(model, best.prediction.slowdown);
+      consider(plan);
+      if (same_plan(plan, previous)) break;
+      previous = std::move(plan);
+    }
+    // Where the slowdown grows with bucket size, a plan of small buckets may beat every programme's plan (each
+    // assumed one slowdown for all): the equal and DDP-style plans of the usual caps are candidates too.
+    for (double mb : kCandidateCapsMb) {
+      consider(plan_by_size(calibration.layers, calibration.hidden, mb, mb));
+      consider(plan_by_size(calibration.layers, calibration.hidden, mb, 1.0));
+    }
+    choices.push_back(best);
+  }
+  std::stable_sort(choices.begin(), choices.end(), [](const PlanChoice& a, const PlanChoice& b) {
+    return a.prediction.step_ms < b.prediction.step_ms;
+  });
+  return choices;
+}
+
+}  // namespace phase4

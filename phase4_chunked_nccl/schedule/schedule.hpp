@@ -1,0 +1,104 @@
+// What runs when in one training step (DESIGN.md, "Round 3: rooms"). A schedule drives a strategy (sync/): the
+// trainer owns the model, the streams and the strategy, times the steps and checks them; the schedule enqueues one
+// step of a mode on the compute and comm streams and knows its own lower bound from measured parts. The strategy's
+// row names its schedule (SyncRow::schedule):
+//   all-reduce (all_reduce.cu): forward, the backward handing each bucket over as it completes, the update after the
+//                               last bucket;
+//   sharded (sharded.cu):       the same with the weights gathered from the ranks' slices ahead of the forward and
+//                               the update deferred into the next step's forward.
+// In every schedule: seq runs the whole backward, then every bucket on the comm stream, then the update; compute is
+// the step without communication; comm the buckets' communication alone.
+#pragma once
+
+#include <cublas_v2.h>
+
+#include <memory>
+#include <vector>
+
+#include "common/modes.hpp"
+#include "common/timer.hpp"
+#include "phase4_chunked_nccl/driver/config.hpp"
+#include "phase4_chunked_nccl/model/model.hpp"
+#include "phase4_chunked_nccl/schedule/bucket_plan.hpp"
+#include "phase4_chunked_nccl/sync/gradient_sync.hpp"
+
+namespace ob {
+class EventLog;
+}
+
+namespace phase4 {
+
+// The events of one step, as indices into an EventLog (-1: not recorded).
+struct StepMarks {
+  ob::EventLog* log = nullptr;
+  int start = -1, forward_end = -1, update_start = -1, end = -1;
+  std::vector<int> step_begin, step_end;      // per backward step, compute stream
+  std::vector<int> bucket_begin, bucket_end;  // per bucket, comm stream
+  std::vector<int> gather_begin, gather_end;  // per forward layer, comm stream (the sharded schedule)
+  std::vector<int> layer_end;                 // per forward layer, compute stream
+  // Per bucket, the host clock around the strategy's communicate(): how long enqueuing it held the host thread
+  // (a collective that blocks the host delays the compute launched after it). Only with a log.
+  std::vector<ob::SteadyClock::time_point> enqueue_begin, enqueue_end;
+
+  StepMarks() = default;
+  StepMarks(ob::EventLog* log, int layers, const BucketPlan& plan);
+  int mark(cudaStream_t stream);
+};
+
+// What a step runs on; the trainer owns it all.
+struct StepResources {
+  const Config& config;
+  Mlp& model;
+  cudaStream_t compute, comm;
+  cudaEvent_t handoff, comm_done;
+  float update_scale;  // the learning rate over the ranks (the update averages the summed gradient)
+};
+
+// A schedule's bound is made of the slowest rank's medians of the compute-only run's parts and of the
+// communication's tasks (comm-only run), and the two runs' step times.
+struct MeasuredParts {
+  double forward_ms = 0, update_ms = 0;  // the forward (from the step's start), the update
+  std::vector<double> backward_ms;       // per backward step
+  std::vector<double> layer_ms;          // per forward layer
+  std::vector<double> bucket_ms;         // per bucket
+  std::vector<double> gather_ms;         // per forward layer (the sharded schedule)
+  std::vector<int> ready_after;          // per bucket: the backward step completing it
+  double t_comp = 0, t_comm = 0;
+};
+
+class Schedule {
+ public:
+  Schedule(const StepResources& resources, GradientSync& sync) : r_(resources), sync_(sync) {}
+  virtual ~Schedule() = default;
+  Schedule(const Schedule&) = delete;
+  Schedule& operator=(const Schedule&) = delete;
+
+  // One step of `mode` enqueued, its events marked in `marks`.
+  virtual void step(ob::Mode mode, const BucketPlan& plan, StepMarks& marks) = 0;
+  // The lower bound of this schedule's overlapped step from measured parts (METRICS.md, "bound").
+  virtual double bound(const MeasuredParts& parts) const = 0;
+  // The weights as every rank will see them, before they are read outside a step; and forgetting work deferred to
+  // the next step when the weights are reset.
+  virtual void settle() {}
+  virtual void reset() {}
+
+ protected:
+  // Micro-steps 1..K-1 of --accum-steps K: forward and backward, gradients accumulating.
+  void accumulate();
+  // Buckets [from, to) on the comm stream: `whole` synchronised to the end, else the strategy may leave a part to
+  // after_step() and finish().
+  void communicate(const BucketPlan& plan, std::size_t from, std::size_t to, bool whole, StepMarks& m);
+  // The last micro-step's backward: each bucket made ready as its step completes and, overlapped, handed over to
+  // the comm stream at once; then (overlapped) the strategy's deferred parts finished.
+  void backward(ob::Mode mode, const BucketPlan& plan, StepMarks& m);
+  void hand_over(cudaStream_t from, cudaEvent_t event, cudaStream_t to);
+  void update() { sync_.update(r_.model.weights(), r_.update_scale, r_.model.elements(), r_.compute); }
+
+  StepResources r_;
+  GradientSync& sync_;
+};
+
+// The schedule `kind` (the strategy's row says which) driving `sync`.
+std::unique_ptr<Schedule> make_schedule(ScheduleKind kind, const StepResources& resources, GradientSync& sync);
+
+}  // namespace phase4

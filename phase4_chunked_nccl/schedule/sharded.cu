@@ -1,0 +1,135 @@
+// The sharded schedule (schedule.hpp; strategies sharded and sharded-ce): every layer's weights are gathered from
+// the ranks' slices before the forward reads them. seq gathers them all on the comm stream first; overlap issues
+// the gathers at the step's start, each forward layer waiting for its own, at most --prefetch layers ahead of the
+// forward (0: no limit), each layer's update of the previous step deferred to right before its gather; comm runs
+// the gathers after the buckets. A step thus starts with the update and gathers of the previous step: back to back,
+// steps follow one another exactly so (METRICS.md). The compute-only step is the all-reduce schedule's.
+#include <algorithm>
+#include <stdexcept>
+
+#include "common/cuda/cuda_check.hpp"
+#include "common/cuda/handles.hpp"
+#include "common/nvtx.hpp"
+#include "phase4_chunked_nccl/schedule/schedule.hpp"
+#include "phase4_chunked_nccl/schedule/sharded_bound.hpp"
+
+namespace phase4 {
+namespace {
+
+ShardedSync& sharded(GradientSync& sync) {
+  auto* strategy = dynamic_cast<ShardedSync*>(&sync);
+  if (!strategy) throw std::logic_error("the sharded schedule drives ShardedSync strategies only");
+  return *strategy;
+}
+
+class ShardedSchedule final : public Schedule {
+ public:
+  ShardedSchedule(const StepResources& resources, GradientSync& sync) : Schedule(resources, sync), shards_(sharded(sync)) {}
+
+  void step(ob::Mode mode, const BucketPlan& plan, StepMarks& m) override {
+    const int layers = r_.config.layers;
+    const std::size_t buckets = plan.buckets.size();
+    if (mode == ob::Mode::kComm) {
+      m.start = m.mark(r_.comm);
+      communicate(plan, 0, buckets, true, m);
+      for (int layer = 1; layer <= layers; ++layer) gather(layer, m);
+      m.end = m.mark(r_.comm);
+      return;
+    }
+    m.start = m.mark(r_.compute);
+    Mlp::LayerHook before;
+    if (mode != ob::Mode::kCompute) before = gathers_before_forward(mode, m);
+    r_.model.forward(0, r_.compute, before, [&](int layer) { m.layer_end[layer - 1] = m.mark(r_.compute); });
+    m.forward_end = m.mark(r_.compute);
+    backward(mode, plan, m);
+    if (mode == ob::Mode::kSeq) {
+      hand_over(r_.compute, r_.handoff, r_.comm);
+      communicate(plan, 0, buckets, true, m);
+    }
+    if (mode != ob::Mode::kCompute) hand_over(r_.comm, r_.comm_done, r_.compute);
+    m.update_start = m.mark(r_.compute);
+    ob::NvtxRange range("update");
+    if (mode == ob::Mode::kOverlap) {
+      shards_.defer_update(r_.update_scale);  // into the next step's forward
+    } else {
+      update();
+    }
+    m.end = m.mark(r_.compute);
+  }
+
+  // Updates and gathers inside the forward (sharded_bound.hpp); the layers share the update equally (one shape).
+  double bound(const MeasuredParts& p) const override {
+    ShardedStep step;
+    double layers = 0;
+    for (double ms : p.layer_ms) layers += ms;
+    step.layer_ms = p.layer_ms;
+    step.gather_ms = p.gather_ms;
+    step.update_ms.assign(p.layer_ms.size(), p.update_ms / std::max<std::size_t>(p.layer_ms.size(), 1));
+    step.prefetch = r_.config.prefetch;
+    step.forward_rest_ms = std::max(0.0, p.forward_ms - layers);
+    step.backward_ms = p.backward_ms;
+    step.bucket_ms = p.bucket_ms;
+    step.ready_after = p.ready_after;
+    return sharded_bound_ms(step, p.t_comp, p.t_comm);
+  }
+
+  void settle() override {
+    const int layers = r_.config.layers;
+    for (int layer = 1; layer <= layers; ++layer) shards_.apply_deferred(layer, r_.model.weights(), r_.compute);
+    CUDA_CHECK(cudaStreamSynchronize(r_.compute));
+    for (int layer = 1; layer <= layers; ++layer) shards_.gather(layer, r_.model.weights(), r_.comm);
+    CUDA_CHECK(cudaStreamSynchronize(r_.comm));
+  }
+
+  void reset() override { shards_.drop_deferred(); }
+
+ private:
+  // Forward layer `layer`'s weights from every rank's slices, on the comm stream.
+  void gather(int layer, StepMarks& m) {
+    ob::NvtxRange range("gather layer " + std::to_string(layer));
+    m.gather_begin[layer - 1] = m.mark(r_.comm);
+    shards_.gather(layer, r_.model.weights(), r_.comm);
+    m.gather_end[layer - 1] = m.mark(r_.comm);
+    CUDA_CHECK(cudaEventRecord(layer_event(gathered_, layer), r_.comm));
+  }
+
+  // The gathers the forward waits for, issued before it (seq: all, the forward after the last) or ahead of it
+  // (overlap: `ahead` layers updated and gathered first, one more as each layer starts); the hook run before each
+  // forward layer.
+  Mlp::LayerHook gathers_before_forward(ob::Mode mode, StepMarks& m) {
+    const int layers = r_.config.layers;
+    hand_over(r_.compute, r_.handoff, r_.comm);  // the previous update is done
+    if (mode == ob::Mode::kSeq) {
+      for (int layer = 1; layer <= layers; ++layer) gather(layer, m);
+      hand_over(r_.comm, r_.comm_done, r_.compute);
+      return {};
+    }
+    const int ahead = r_.config.prefetch > 0 ? std::min(r_.config.prefetch, layers) : layers;
+    auto prepare = [this, &m](int layer) {
+      shards_.apply_deferred(layer, r_.model.weights(), r_.compute);
+      hand_over(r_.compute, layer_event(reached_, layer), r_.comm);
+      gather(layer, m);
+    };
+    for (int layer = 1; layer <= ahead; ++layer) prepare(layer);
+    return [this, layers, ahead, prepare](int layer) {
+      if (layer + ahead <= layers) prepare(layer + ahead);
+      CUDA_CHECK(cudaStreamWaitEvent(r_.compute, layer_event(gathered_, layer), 0));
+    };
+  }
+
+  cudaEvent_t layer_event(std::vector<ob::CudaEvent>& events, int layer) {  // made on first use
+    while (static_cast<int>(events.size()) < layer) events.push_back(ob::make_sync_event());
+    return events[layer - 1];
+  }
+
+  ShardedSync& shards_;
+  std::vector<ob::CudaEvent> gathered_, reached_;  // per forward layer: its gather done; the forward reached it
+};
+
+}  // namespace
+
+std::unique_ptr<Schedule> make_sharded_schedule(const StepResources& resources, GradientSync& sync) {
+  return std::make_unique<ShardedSchedule>(resources, sync);
+}
+
+}  // namespace phase4

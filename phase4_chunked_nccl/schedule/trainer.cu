@@ -1,0 +1,298 @@
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "common/cuda/cublas_gemm.hpp"
+#include "common/cuda/cuda_check.hpp"
+#include "common/cuda/event_timer.hpp"
+#include "common/iteration.hpp"
+#include "common/mpi_check.hpp"
+#include "common/nvtx.hpp"
+#include "common/watchdog.hpp"
+#include "phase4_chunked_nccl/model/kernels.cuh"
+#include "phase4_chunked_nccl/schedule/trainer.hpp"
+
+namespace phase4 {
+namespace {
+
+// The same step in milliseconds since the mode's origin event.
+struct StepTimes {
+  double start = 0, forward_end = 0, update_start = 0, end = 0;
+  std::vector<double> step_begin, step_end, bucket_begin, bucket_end, gather_begin, gather_end, layer_end;
+  std::vector<double> enqueue_begin, enqueue_end;  // host clock, ms on the same origin (eager only)
+};
+
+StepTimes resolve(const StepMarks& m, const std::function<double(int)>& at) {
+  auto one = [&](int index) { return index < 0 ? std::nan("") : at(index); };
+  auto all = [&](const std::vector<int>& indices) {
+    std::vector<double> times;
+    for (int index : indices) times.push_back(one(index));
+    return times;
+  };
+  return {one(m.start), one(m.forward_end), one(m.update_start), one(m.end),
+          all(m.step_begin), all(m.step_end), all(m.bucket_begin), all(m.bucket_end),
+          all(m.gather_begin), all(m.gather_end), all(m.layer_end)};
+}
+
+// One captured step, instantiated; destroyed with the run that made it.
+class CapturedStep {
+ public:
+  CapturedStep() = default;
+  ~CapturedStep() {
+    if (exec_) cudaGraphExecDestroy(exec_);
+  }
+  CapturedStep(const CapturedStep&) = delete;
+  CapturedStep& operator=(const CapturedStep&) = delete;
+  void capture(cudaStream_t origin, const std::function<void()>& body) {
+    CUDA_CHECK(cudaStreamBeginCapture(origin, cudaStreamCaptureModeThreadLocal));
+    body();
+    cudaGraph_t graph = nullptr;
+    CUDA_CHECK(cudaStreamEndCapture(origin, &graph));
+    const cudaError_t status = cudaGraphInstantiate(&exec_, graph, 0);
+    cudaGraphDestroy(graph);
+    CUDA_CHECK(status);
+  }
+  void launch(cudaStream_t stream) const { CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
+
+ private:
+  cudaGraphExec_t exec_ = nullptr;
+};
+
+constexpr std::size_t kCublasWorkspaceBytes = 32u << 20;
+
+}  // namespace
+
+Trainer::Trainer(const Config& config, int rank, int ranks, ncclComm_t nccl, MPI_Comm comm,
+                 const ob::PowerMonitor* power)
+    : config_(config), rank_(rank), ranks_(ranks), nccl_(nccl), comm_(comm), power_(power), scratch_(2) {
+  int least = 0, greatest = 0;
+  CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  compute_ = ob::make_stream();
+  comm_stream_ = ob::make_stream(config.comm_priority == "high" ? greatest : least);
+  ob::name_stream(compute_, "phase4 compute");
+  ob::name_stream(comm_stream_, "phase4 comm");
+  handoff_ = ob::make_sync_event();
+  comm_done_ = ob::make_sync_event();
+  cublas_ = ob::make_cublas();
+  // One workspace of our own on the compute stream, eager and captured alike: the same GEMM algorithms (and so the
+  // same bits) in both, and no allocation inside a capture.
+  cublas_workspace_ = ob::DeviceBuffer<char>(kCublasWorkspaceBytes);
+  CUBLAS_CHECK(cublasSetStream(cublas_, compute_));
+  CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_.get(), cublas_workspace_.bytes()));
+  if (config.gemm_sm_margin > 0) {  // the runner checked that the margin leaves SMs to compute on
+    int device = 0, sms = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    CUBLAS_CHECK(cublasSetSmCountTarget(cublas_, sms - config.gemm_sm_margin));
+  }
+  const std::uint64_t elements = static_cast<std::uint64_t>(config.layers) * config.hidden * config.hidden;
+  sync_ = make_sync(config.sync, {config, rank, ranks, nccl, elements});
+  model_ = std::make_unique<Mlp>(config, rank, cublas_, sync_->gradient(), sync_->weights());
+  schedule_ = make_schedule(sync_row(config.sync).schedule, resources(), *sync_);
+}
+
+StepResources Trainer::resources() {
+  // The update averages the summed gradient over the ranks.
+  return {config_, *model_, compute_, comm_stream_, handoff_, comm_done_, config_.lr / static_cast<float>(ranks_)};
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::reset_weights() {
+  schedule_->reset();
+  model_->reset_weights(compute_);
+  CUDA_CHECK(cudaStreamSynchronize(compute_));
+}
+
+std::vector<float> Trainer::download_weights() {
+  schedule_->settle();
+  std::vector<float> w(model_->elements());
+  CUDA_CHECK(cudaMemcpy(w.data(), model_->weights(), w.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  return w;
+}
+
+std::uint64_t Trainer::weight_fingerprint() {
+  schedule_->settle();
+  CUDA_CHECK(cudaMemsetAsync(scratch_.get(), 0, sizeof(unsigned long long), compute_));
+  fingerprint(model_->weights(), model_->elements(), scratch_.get(), compute_);
+  unsigned long long value = 0;
+  CUDA_CHECK(cudaMemcpyAsync(&value, scratch_.get(), sizeof value, cudaMemcpyDeviceToHost, compute_));
+  CUDA_CHECK(cudaStreamSynchronize(compute_));
+  return value;
+}
+
+double Trainer::comm_gradient_error(const BucketPlan& plan) {
+  StepMarks none(nullptr, config_.layers, plan);
+  schedule_->step(ob::Mode::kCompute, plan, none);  // leaves this rank's gradient, and the strategy's wire copy of it
+  const std::size_t n = model_->elements();
+  ob::DeviceBuffer<float> reference(n);
+  CUDA_CHECK(cudaMemcpyAsync(reference.get(), model_->grads(), n * sizeof(float), cudaMemcpyDeviceToDevice, compute_));
+  CUDA_CHECK(cudaStreamSynchronize(compute_));
+  NCCL_CHECK(ncclAllReduce(reference.get(), reference.get(), n, ncclFloat, ncclSum, nccl_, comm_stream_));
+  for (const auto& bucket : plan.buckets) sync_->synchronise(bucket, comm_stream_);
+  const float* got = sync_->reduced(comm_stream_);
+  ob::DeviceBuffer<double> norms(2);
+  CUDA_CHECK(cudaMemsetAsync(norms.get(), 0, norms.bytes(), comm_stream_));
+  diff_norms(got, reference.get(), n, norms.get(), comm_stream_);
+  CUDA_CHECK(cudaStreamSynchronize(comm_stream_));
+  const auto sums = norms.download();
+  return sums[1] > 0 ? std::sqrt(sums[0] / sums[1]) : std::nan("");
+}
+
+ModeRun Trainer::run_comm_with(const std::string& sync, const BucketPlan& plan, ob::SteadyClock::time_point origin) {
+  std::unique_ptr<GradientSync> other = make_sync(sync, {config_, rank_, ranks_, nccl_, model_->elements()});
+  std::unique_ptr<Schedule> its = make_schedule(sync_row(sync).schedule, resources(), *other);
+  std::swap(sync_, other);
+  std::swap(schedule_, its);
+  struct Restore {  // the trainer's own strategy and schedule come back, also when the run throws
+    Trainer& trainer;
+    std::unique_ptr<GradientSync>& sync;
+    std::unique_ptr<Schedule>& schedule;
+    ~Restore() {
+      std::swap(trainer.sync_, sync);
+      std::swap(trainer.schedule_, schedule);
+    }
+  } restore{*this, other, its};
+  return run(ob::Mode::kComm, plan, false, origin);
+}
+
+ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::SteadyClock::time_point origin,
+                     int steps, bool eager) {
+  double origin_ms = 0, energy_start = 0;
+  ob::SteadyClock::time_point timed_start;
+  ModeRun run;
+  run.mode = mode;
+  const int layers = config_.layers, nb = static_cast<int>(plan.buckets.size());
+  run.step_ms.assign(layers, {});
+  run.bucket_ms.assign(nb, {});
+  run.layer_ms.assign(layers, {});
+  const bool timing = steps <= 0, graph = config_.graph && !eager, comm_only = mode == ob::Mode::kComm;
+  const std::size_t n = model_->elements();
+  cudaStream_t first_stream = comm_only ? comm_stream_.get() : compute_.get();
+
+  ob::EventLog log;           // eager: every mark of the timed steps; graph: only the origin
+  ob::EventLog graph_log;     // graph: the marks inside the graph, recorded again by every replay
+  StepMarks captured(&graph_log, layers, plan);
+  CapturedStep captured_step;
+  if (graph) {
+    graph_log.reserve(4 + 5 * layers + 2 * nb);
+    if (mode != ob::Mode::kCompute) {  // NCCL sets up connections on a communicator's first collectives: not in a capture
+      for (const auto& bucket : plan.buckets) sync_->synchronise(bucket, comm_stream_);
+      CUDA_CHECK(cudaDeviceSynchronize());
+    }
+    captured_step.capture(first_stream, [&] { schedule_->step(mode, plan, captured); });
+  }
+
+  std::vector<StepTimes> timed;
+  StepMarks marks;
+  const ob::LoopPlan loop{mode, config_.common.warmup, config_.common.iters, steps, comm_};
+  ob::LoopHooks hooks;
+  hooks.prepare = [&](const ob::Iteration&) {
+    if (comm_only) {  // the pattern (and the strategy's wire copy): the comm mode times the communication alone
+      fill_rank_pattern(sync_->gradient(), n, config_.common.seed, rank_, comm_stream_);
+      for (const auto& bucket : plan.buckets) sync_->bucket_ready(bucket, comm_stream_);
+    }
+    CUDA_CHECK(cudaDeviceSynchronize());
+  };
+  hooks.step = [&](const ob::Iteration& it) {
+    if (it.timed && log.size() == 0) {  // the origin of this mode's timeline
+      log.record(compute_);
+      origin_ms = ob::micros_since(origin, ob::SteadyClock::now()) / 1000.0;
+      energy_start = power_ ? power_->energy_j() : std::nan("");
+      timed_start = ob::SteadyClock::now();
+    }
+    marks = StepMarks(it.timed && !graph ? &log : nullptr, layers, plan);
+    ob::NvtxRange range(ob::mode_name(mode));
+    if (graph) {
+      captured_step.launch(first_stream);
+    } else {
+      schedule_->step(mode, plan, marks);
+    }
+  };
+  hooks.elapsed_ms = [&](const ob::Iteration& it) {  // CUDA events: the step's first to last mark
+    CUDA_CHECK(cudaDeviceSynchronize());
+    if (!it.timed) return 0.0;
+    if (graph) {
+      timed.push_back(resolve(captured, [&](int index) { return ob::ms_between(log.event(0), graph_log.event(index)); }));
+    } else {
+      timed.push_back(resolve(marks, [&](int index) { return log.ms_since_origin(index); }));
+      auto host_ms = [&](ob::SteadyClock::time_point t) { return ob::micros_since(origin, t) / 1000.0 - origin_ms; };
+      for (std::size_t b = 0; b < marks.enqueue_begin.size(); ++b) {
+        if (marks.bucket_begin[b] < 0) continue;  // a bucket this mode does not communicate
+        timed.back().enqueue_begin.push_back(host_ms(marks.enqueue_begin[b]));
+        timed.back().enqueue_end.push_back(host_ms(marks.enqueue_end[b]));
+      }
+    }
+    return timed.back().end - timed.back().start;
+  };
+  hooks.check = [&](const ob::Iteration& it) {
+    if (!check) return;
+    if (comm_only) {
+      const float* reduced = sync_->reduced(comm_stream_);
+      CUDA_CHECK(cudaStreamSynchronize(comm_stream_));
+      CUDA_CHECK(cudaMemset(scratch_.get(), 0, sizeof(unsigned long long)));
+      CUDA_CHECK(cudaMemset(scratch_.get() + 1, 0xff, sizeof(unsigned long long)));
+      count_pattern_wrong(reduced, n, config_.common.seed, ranks_, scratch_.get(), scratch_.get() + 1, nullptr);
+      const auto counts = scratch_.download();
+      if (counts[0] > 0 && run.wrong == 0) {
+        run.first_wrong = "iteration " + std::to_string(it.iter) + ", first wrong index " + std::to_string(counts[1]);
+      }
+      run.wrong = std::max<std::uint64_t>(run.wrong, counts[0]);
+    } else if (mode != ob::Mode::kCompute) {
+      const std::uint64_t print = weight_fingerprint();
+      std::uint64_t lo = 0, hi = 0;
+      MPI_CHECK(MPI_Allreduce(&print, &lo, 1, MPI_UINT64_T, MPI_MIN, comm_));
+      MPI_CHECK(MPI_Allreduce(&print, &hi, 1, MPI_UINT64_T, MPI_MAX, comm_));
+      run.ranks_agree = run.ranks_agree && lo == hi;
+    }
+  };
+  run.iter_ms = ob::run_iterations(loop, hooks);
+  if (timing) {
+    run.timed_s = ob::micros_since(timed_start, ob::SteadyClock::now()) / 1e6;
+    // NVML's energy counter advances in steps (tens of ms on an H100): shorter windows would read 0.
+    const bool long_enough = run.timed_s >= kShortestEnergyWindowS;
+    run.energy_j = power_ && long_enough ? power_->energy_j() - energy_start : std::nan("");
+  }
+
+  const std::string compute_lane = std::string(ob::mode_name(mode)) + ":compute";
+  const std::string comm_lane = std::string(ob::mode_name(mode)) + ":comm";
+  const std::string host_lane = std::string(ob::mode_name(mode)) + ":host";
+  for (std::size_t it = 0; it < timed.size(); ++it) {
+    const StepTimes& t = timed[it];
+    const int iter = static_cast<int>(it);
+    auto event = [&](const std::string& lane, const char* name, int chunk, double from, double to) {
+      run.events.push_back({rank_, lane, name, iter, chunk, 1000.0 * (origin_ms + from), 1000.0 * (origin_ms + to)});
+      return to - from;
+    };
+    if (!comm_only) {
+      run.forward_ms.push_back(event(compute_lane, "forward", -1, t.start, t.forward_end));
+      for (int l = 0; l < layers; ++l) run.layer_ms[l].push_back(t.layer_end[l] - (l == 0 ? t.start : t.layer_end[l - 1]));
+      double backward = 0;
+      for (int s = 0; s < layers; ++s) {
+        const double ms = event(compute_lane, "backward", layers - s, t.step_begin[s], t.step_end[s]);
+        run.step_ms[s].push_back(ms);
+        backward += ms;
+      }
+      run.backward_total_ms.push_back(backward);
+      run.update_ms.push_back(event(compute_lane, "update", -1, t.update_start, t.end));
+    }
+    if (mode != ob::Mode::kCompute) {
+      for (int b = 0; b < nb; ++b) {
+        run.bucket_ms[b].push_back(event(comm_lane, sync_->bucket_op(), b, t.bucket_begin[b], t.bucket_end[b]));
+      }
+      for (int l = 0; l < layers; ++l) {  // the sharded schedule's gathers, where it made them
+        if (std::isnan(t.gather_begin[l])) continue;
+        if (run.gather_ms.empty()) run.gather_ms.assign(layers, {});
+        run.gather_ms[l].push_back(event(comm_lane, "allgather", l + 1, t.gather_begin[l], t.gather_end[l]));
+      }
+      double enqueue = 0;
+      for (std::size_t b = 0; b < t.enqueue_begin.size(); ++b) {
+        enqueue += event(host_lane, "enqueue", static_cast<int>(b), t.enqueue_begin[b], t.enqueue_end[b]);
+      }
+      if (!t.enqueue_begin.empty()) run.enqueue_ms.push_back(enqueue);
+    }
+  }
+  return run;
+}
+
+}  // namespace phase4

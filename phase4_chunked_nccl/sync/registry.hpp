@@ -1,0 +1,57 @@
+// The --sync strategies, nccl-tests style: each is a row in its own file under sync/ that registers itself at
+// start-up (a RegisterSync object), so adding one is one new file and no edit elsewhere. A row says everything the
+// rest of phase 4 needs to know without running it: its name and help, what it can do, which schedule drives it,
+// the device memory it needs, the strategy its bound_ref compares with, and the factory that makes it. A build
+// without CUDA has the rows with no factory: the options, the planner and phase4_predict know every strategy.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace phase4 {
+
+class GradientSync;
+struct SyncContext;
+
+// Which schedule drives a strategy (schedule/): buckets all-reduced in the backward and the update after them, or
+// buckets reduce-scattered, each rank updating its slices and the forward gathering the weights (sharded).
+enum class ScheduleKind { kAllReduce, kSharded };
+
+struct SyncRow {
+  std::string name, help;
+  ScheduleKind schedule = ScheduleKind::kAllReduce;
+  std::string cta_policy;   // the CTA policy its communicator needs ("": any)
+  bool bf16 = false;        // runs with --comm-dtype bf16
+  bool graph = true;        // runs under --graph
+  bool accumulation = true;  // runs with --accum-steps > 1
+  // The schedule's bound from isolated parts holds for it. Not for the copy-engine pipelines: their comm-only run
+  // times the copies without the compute stream's share of them, so their bound rows are models (METRICS.md).
+  bool bounded = true;
+  // The strategy on NCCL's own kernels whose isolated communication bound_ref also takes ("": this one's).
+  std::string reference;
+  // Device buffers beyond the model's own, in gradients (the gradient itself included), for the memory estimate.
+  double buffers = 1;
+  std::unique_ptr<GradientSync> (*make)(const SyncContext&) = nullptr;  // null in a build without CUDA
+};
+
+// Registers `row` (at start-up, from a strategy's file). Two rows of one name stop the program.
+struct RegisterSync {
+  explicit RegisterSync(SyncRow row);
+};
+
+const std::vector<SyncRow>& sync_rows();        // every registered strategy, by name
+const SyncRow* find_sync(const std::string& name);  // null when no such strategy is built in
+const SyncRow& sync_row(const std::string& name);   // throws std::invalid_argument naming --sync when unknown
+std::vector<std::string> sync_names(ScheduleKind kind);  // the strategies one schedule drives, by name
+std::vector<std::string> sync_names();                   // all of them
+std::string sync_list(ScheduleKind kind);                // "ce, nccl, nccl-sym": for messages
+
+}  // namespace phase4
+
+// A strategy's factory where CUDA is built, none elsewhere: OB_SYNC_FACTORY(make_mine) in its row.
+#if defined(OVERLAP_HAVE_CUDA)
+#define OB_SYNC_FACTORY(factory) (factory)
+#else
+#define OB_SYNC_FACTORY(factory) nullptr
+#endif
