@@ -69,7 +69,7 @@ double pipeline_bound_ms(const std::vector<double>& compute_ms, const std::vecto
 double schedule_bound_ms(double head_ms, const std::vector<double>& compute_ms, const std::vector<double>& comm_ms,
                          const std::vector<int>& ready_after, double tail_ms, double t_comp, double t_comm);
 
-// The building blocks of a schedule's bound (a phase's own schedules compose them, e.g. phase 4's sharded one):
+// The building blocks of a schedule's bound (a phase's own schedules compose them: phase 4's schedule/ folder):
 // run_pipeline advances a compute clock at `compute_end` and a communication clock at `comm_end` through the
 // pipeline of pipeline_bound_ms() (both to their tasks' ends); step_bound turns a critical path `end` of tasks
 // totalling `tasks` into a step's bound: the iteration overhead the isolated tasks leave out (t_comp - tasks, when

@@ -5,8 +5,11 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ob {
@@ -89,5 +92,41 @@ std::optional<double> parse_number(const std::string& text);
 
 // Splits "a,b,c" into its non-empty items.
 std::vector<std::string> split_list(const std::string& text, char separator = ',');
+
+// An option whose values are the names of an enum, parsed once by CLI11 into the enum (code compares values, never
+// names): `names` pairs each name with its value, in the order --help lists them.
+template <typename E>
+using Names = std::vector<std::pair<std::string, E>>;
+
+template <typename E>
+const std::string& name_of(const Names<E>& names, E value) {
+  for (const auto& [name, v] : names) {
+    if (v == value) return name;
+  }
+  throw std::logic_error("name_of: a value without a name");
+}
+
+template <typename E>
+CLI::Option* add_enum_option(CLI::App& app, const std::string& flag, E& value, const Names<E>& names,
+                             const std::string& help) {
+  std::string list;
+  for (const auto& [name, v] : names) list += (list.empty() ? "" : "|") + name;
+  // The name becomes the enum's number for CLI11 to store; anything else (a number included) is refused.
+  CLI::Validator by_name(
+      [names, list](std::string& text) -> std::string {
+        for (const auto& [name, v] : names) {
+          if (name == text) {
+            text = std::to_string(static_cast<long long>(v));
+            return "";
+          }
+        }
+        return "'" + text + "' is invalid: one of " + list;
+      },
+      "", "name");
+  return app.add_option(flag, value, help)
+      ->transform(by_name)
+      ->type_name("{" + list + "}")
+      ->default_str(name_of(names, value));
+}
 
 }  // namespace ob

@@ -152,7 +152,7 @@ double clock_resolution_ms() {
 std::vector<ob::Mode> Config::modes() const {
   std::vector<ob::Mode> modes = {ob::Mode::kCompute, ob::Mode::kComm};
   if (strategy == "all") {
-    modes.insert(modes.end(), {ob::Mode::kSeq, ob::Mode::kThread, ob::Mode::kNonblocking, ob::Mode::kProgress});
+    modes.insert(modes.end(), {ob::Mode::kSeq, kThread, kNonblocking, kProgress});
   } else {
     modes.push_back(ob::parse_mode(strategy));
   }

@@ -11,6 +11,11 @@
 
 namespace phase3 {
 
+// Phase 3's overlapped strategies, its own modes (common/modes.hpp: registered, not listed there).
+inline const ob::Mode kThread = ob::register_mode("thread", ob::ModeKind::kOverlapped);
+inline const ob::Mode kNonblocking = ob::register_mode("nonblocking", ob::ModeKind::kOverlapped);
+inline const ob::Mode kProgress = ob::register_mode("progress", ob::ModeKind::kOverlapped);
+
 struct Config {
   ob::CommonOptions common;
   ob::FaultOptions fault;

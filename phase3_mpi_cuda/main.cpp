@@ -5,17 +5,14 @@
 
 #include <iostream>
 #include <memory>
+#include <utility>
+#include <variant>
 
 #include "common/csv_writer.hpp"
 #include "common/errors.hpp"
-#include "common/main_guard.hpp"
-#include "common/metadata.hpp"
 #include "common/mpi_check.hpp"
+#include "common/mpi_phase.hpp"
 #include "common/mpi_session.hpp"
-#include "common/rank_agreement.hpp"
-#include "common/run_output.hpp"
-#include "common/timeline.hpp"
-#include "common/watchdog.hpp"
 #include "phase3_mpi_cuda/backend.hpp"
 #include "phase3_mpi_cuda/config.hpp"
 #include "phase3_mpi_cuda/runner.hpp"
@@ -48,105 +45,92 @@ std::string describe_shape(const phase3::Config& config) {
   return text + "gradients " + sizes + " MiB";
 }
 
+// Where rank `context.rank` computes: "cpu" or "gpu" (--device auto: a GPU where there is one), and which GPU;
+// or the exit code when --device gpu finds none.
+std::variant<int, std::pair<std::string, int>> choose_device(const phase3::Config& config,
+                                                            const ob::PhaseContext& context) {
+  std::string device = config.busy() ? "cpu" : config.device;  // the busy loop runs on the host
+#ifdef OVERLAP_HAVE_CUDA
+  const auto probe = ob::probe_cuda();
+  if (device == "auto") device = probe.devices > 0 ? "gpu" : "cpu";
+  if (device == "gpu" && probe.devices == 0) {
+    if (context.root) std::cerr << ob::no_device_message("phase3_mpi_cuda", probe) << std::endl;
+    return ob::kExitSkipped;
+  }
+  if (device == "gpu") return std::make_pair(device, ob::gpu_for_rank(ob::local_rank(MPI_COMM_WORLD), probe.devices));
+#else
+  if (device == "gpu") {
+    if (context.root) std::cerr << "phase3_mpi_cuda: no CUDA device available (built without CUDA)" << std::endl;
+    return ob::kExitSkipped;
+  }
+  device = "cpu";
+#endif
+  return std::make_pair(device, -1);  // ranks may share one GPU
+}
+
+// Every gradient size of the run on one time axis, on `device` (GPU `gpu`).
+std::variant<int, ob::PhaseResult> run(const phase3::Config& config, const ob::PhaseContext& context) {
+  const auto chosen = choose_device(config, context);
+  if (const int* code = std::get_if<int>(&chosen)) return *code;
+  const auto [device, gpu] = std::get<std::pair<std::string, int>>(chosen);
+  ob::require(!config.cuda_aware || mpi_supports_device_buffers(), "--cuda-aware", "on",
+              "this MPI library does not report CUDA support (MPIX_Query_cuda_support)");
+  const phase3::BackendFactory make_backend = [&](const phase3::Config& c) -> std::unique_ptr<phase3::Backend> {
+    if (c.busy()) return phase3::make_busy_backend(c);
+    const auto shard = phase3::make_shard(c, phase3::shard(c.batch, context.rank, context.ranks));
+#ifdef OVERLAP_HAVE_CUDA
+    if (device == "gpu") return phase3::make_gpu_backend(c, shard, gpu);
+#endif
+    return phase3::make_cpu_backend(c, shard);
+  };
+  std::ostream* progress = context.progress;
+  ob::PhaseResult result;
+  std::string description;
+  MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+  const auto origin = ob::SteadyClock::now();  // one time axis for every gradient size
+  for (auto point : config.points()) {
+    if (progress && !config.grad_mb.empty()) {
+      *progress << "phase3: gradient " << ob::format_number(point.grad_mb[0]) << " MiB (W " << point.in << "x"
+                << point.out << ")" << std::endl;
+    }
+    if (point.batch == 0) point.batch = phase3::batch_for_comm(point, make_backend, MPI_COMM_WORLD, progress);
+    auto backend = make_backend(point);
+    if (description.empty() && progress) {
+      *progress << "phase3: " << context.ranks << " rank(s), rank 0 computes on " << backend->description()
+                << std::endl;
+    }
+    description = backend->description();
+    auto part = phase3::run(point, *backend, device, MPI_COMM_WORLD, progress, origin);
+    result.rows.insert(result.rows.end(), part.rows.begin(), part.rows.end());
+    if (config.grad_mb.size() > 1) ob::label_point(part.events, "grad_mb=" + ob::format_number(point.grad_mb[0]));
+    result.events.insert(result.events.end(), part.events.begin(), part.events.end());
+    if (result.failure.empty()) result.failure = part.failure;
+  }
+#ifdef OVERLAP_HAVE_CUDA
+  if (gpu >= 0) result.device = ob::cuda_metadata(gpu);
+#endif
+  result.meta = {{"clock", "std::chrono::steady_clock"}, {"mpi_thread_level", context.mpi.provided()},
+                 {"device", description}};
+  result.header = "phase3_mpi_cuda: " + std::to_string(context.ranks) + " ranks, " + config.compute + " compute, " +
+                  describe_shape(config) + " in " + std::to_string(config.chunks) + " chunks on " + device +
+                  ", median of " + std::to_string(config.common.iters) + " steps, slowest rank (steady_clock)";
+  result.columns = phase3::console_columns();
+  return result;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string program = "phase3_mpi_cuda";
-  std::unique_ptr<ob::MpiSession> mpi;  // outlives guarded_main, so a failure can still MPI_Abort the job
-  return ob::guarded_main(program, [&]() -> int {
-    mpi = std::make_unique<ob::MpiSession>(argc, argv, MPI_THREAD_SERIALIZED);
-    const bool root = mpi->rank() == 0;
-    CLI::App app("Phase 3: MPI data-parallel training, gradient chunks all-reduced while computing", program);
-    phase3::Config config;
-    phase3::add_options(app, config);
-    ob::OutputPaths paths;
-    if (auto code = ob::parse_on_every_rank(app, argc, argv, MPI_COMM_WORLD, [&] {
-          phase3::validate(config);
-          paths = ob::resolve_output_paths("phase3", config.common);
-        })) {
-      return *code;
-    }
-    ob::Watchdog watchdog(program, mpi->rank(), mpi->size(), config.fault,
-                          [] { MPI_Abort(MPI_COMM_WORLD, ob::kExitRuntime); });
-
-    std::string device = config.busy() ? "cpu" : config.device;  // the busy loop runs on the host
-    nlohmann::json gpu_meta = nlohmann::json::array();
-    int gpu = -1;
-#ifdef OVERLAP_HAVE_CUDA
-    const auto probe = ob::probe_cuda();
-    if (device == "auto") device = probe.devices > 0 ? "gpu" : "cpu";
-    if (device == "gpu" && probe.devices == 0) {
-      if (root) std::cerr << ob::no_device_message(program, probe) << std::endl;
-      return ob::kExitSkipped;
-    }
-    if (device == "gpu") {
-      gpu = ob::gpu_for_rank(ob::local_rank(MPI_COMM_WORLD), probe.devices);  // ranks may share one
-      gpu_meta.push_back(ob::cuda_metadata(gpu));
-    }
-#else
-    if (device == "gpu") {
-      if (root) std::cerr << program << ": no CUDA device available (built without CUDA)" << std::endl;
-      return ob::kExitSkipped;
-    }
-    device = "cpu";
-#endif
-    ob::require(!config.cuda_aware || mpi_supports_device_buffers(), "--cuda-aware", "on",
-                "this MPI library does not report CUDA support (MPIX_Query_cuda_support)");
-
-    const phase3::BackendFactory make_backend = [&](const phase3::Config& c) -> std::unique_ptr<phase3::Backend> {
-      if (c.busy()) return phase3::make_busy_backend(c);
-      const auto shard = phase3::make_shard(c, phase3::shard(c.batch, mpi->rank(), mpi->size()));
-#ifdef OVERLAP_HAVE_CUDA
-      if (device == "gpu") return phase3::make_gpu_backend(c, shard, gpu);
-#endif
-      return phase3::make_cpu_backend(c, shard);
-    };
-    std::ostream* progress = root && !config.common.quiet ? &std::cerr : nullptr;
-    phase3::Result result;
-    std::string description;
-    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    const auto origin = ob::SteadyClock::now();  // one time axis for every gradient size
-    for (auto point : config.points()) {
-      if (progress && !config.grad_mb.empty()) {
-        *progress << "phase3: gradient " << ob::format_number(point.grad_mb[0]) << " MiB (W " << point.in << "x"
-                  << point.out << ")" << std::endl;
-      }
-      if (point.batch == 0) point.batch = phase3::batch_for_comm(point, make_backend, MPI_COMM_WORLD, progress);
-      auto backend = make_backend(point);
-      if (description.empty() && progress) {
-        *progress << "phase3: " << mpi->size() << " rank(s), rank 0 computes on " << backend->description() << std::endl;
-      }
-      description = backend->description();
-      auto part = phase3::run(point, *backend, device, MPI_COMM_WORLD, progress, origin);
-      result.rows.insert(result.rows.end(), part.rows.begin(), part.rows.end());
-      if (config.grad_mb.size() > 1) ob::label_point(part.events, "grad_mb=" + ob::format_number(point.grad_mb[0]));
-      result.events.insert(result.events.end(), part.events.begin(), part.events.end());
-      if (result.failure.empty()) result.failure = part.failure;
-    }
-    // A fault injected at a step that never came proved nothing: a usage error, and nothing is written.
-    if (auto code = ob::stop_on_any_rank(program, watchdog.unfired_fault(), MPI_COMM_WORLD)) return *code;
-    const auto hosts = ob::rank_hosts(MPI_COMM_WORLD);
-    const auto command_lines = ob::rank_command_lines(argc, argv, MPI_COMM_WORLD);
-    const auto gpus = ob::gather_json(gpu_meta.empty() ? nlohmann::json() : gpu_meta[0], MPI_COMM_WORLD);
-    if (root) {
-      auto meta = ob::base_metadata("phase3", argc, argv);
-      meta["hosts"] = hosts;
-      meta["rank_command_lines"] = command_lines;
-      meta["clock"] = "std::chrono::steady_clock";
-      meta["mpi_thread_level"] = mpi->provided();
-      meta["device"] = description;
-      if (!gpu_meta.empty()) meta["gpus"] = gpus;  // every rank's GPU, in rank order
-      if (result.failure.empty()) write_run_outputs(paths, "phase3", result.rows, meta, result.events);
-      std::cout << "# phase3_mpi_cuda: " << mpi->size() << " ranks, " << config.compute << " compute, "
-                << describe_shape(config) << " in " << config.chunks << " chunks on " << device << ", median of "
-                << config.common.iters << " steps, slowest rank (steady_clock)\n"
-                << ob::render_summary(result.rows, phase3::console_columns())
-                << ob::outputs_line(paths, result.failure.empty()) << "\n";
-    }
-    if (!result.failure.empty()) {
-      if (root) throw ob::CheckFailure(result.failure);
-      return ob::kExitCheckFailed;
-    }
-    return ob::kExitOk;
-  }, true);
+  phase3::Config config;
+  ob::MpiPhase phase;
+  phase.name = "phase3";
+  phase.program = "phase3_mpi_cuda";
+  phase.description = "Phase 3: MPI data-parallel training, gradient chunks all-reduced while computing";
+  phase.thread_level = MPI_THREAD_SERIALIZED;
+  phase.common = &config.common;
+  phase.fault = &config.fault;
+  phase.add_options = [&](CLI::App& app) { phase3::add_options(app, config); };
+  phase.validate = [&](const CLI::App&) { phase3::validate(config); };
+  phase.run = [&](const ob::PhaseContext& context) { return run(config, context); };
+  return ob::run_mpi_phase(argc, argv, phase);
 }

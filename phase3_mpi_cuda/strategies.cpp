@@ -46,36 +46,31 @@ class Step {
       return;
     }
     timed("compute", "forward", -1, [&] { backend_.forward(); }, &forward_ms_);
-    switch (mode_) {
-      case ob::Mode::kSeq:
-        produce({}, [](int) {});
+    if (mode_ == ob::Mode::kSeq) {
+      produce({}, [](int) {});
+      for (int k = 0; k < config_.chunks; ++k) {
+        allreduce(k);
+        backend_.return_chunk(k, rows(k));
+      }
+    } else if (mode_ == kThread) {
+      beside_compute([&](const std::atomic<int>& computed, const std::atomic<bool>& failed) {
         for (int k = 0; k < config_.chunks; ++k) {
+          ob::wait_above(computed, k);
+          if (failed.load()) return;
           allreduce(k);
           backend_.return_chunk(k, rows(k));
         }
-        break;
-      case ob::Mode::kThread:
-        beside_compute([&](const std::atomic<int>& computed, const std::atomic<bool>& failed) {
-          for (int k = 0; k < config_.chunks; ++k) {
-            ob::wait_above(computed, k);
-            if (failed.load()) return;
-            allreduce(k);
-            backend_.return_chunk(k, rows(k));
-          }
-        });
-        break;
-      case ob::Mode::kNonblocking:
-        produce([&] { test_all(); }, [&](int k) {
-          issue(k);
-          test_all();
-        });
-        while (completed_ < config_.chunks) test_all();
-        break;
-      case ob::Mode::kProgress:
-        with_progress_worker();
-        break;
-      default:  // compute
-        produce({}, [](int) {});
+      });
+    } else if (mode_ == kNonblocking) {
+      produce([&] { test_all(); }, [&](int k) {
+        issue(k);
+        test_all();
+      });
+      while (completed_ < config_.chunks) test_all();
+    } else if (mode_ == kProgress) {
+      with_progress_worker();
+    } else {  // compute
+      produce({}, [](int) {});
     }
     timed("compute", "update", -1, [&] { backend_.update(); }, &update_ms_);
   }
@@ -332,11 +327,11 @@ ModeRun run_mode(ob::Mode mode, Backend& backend, const Config& config, MPI_Comm
   const std::vector<float> expected = exact && check ? comm_pattern_sum(config, ranks) : std::vector<float>();
   std::unique_ptr<Step> step;
   std::unique_ptr<ProgressWorker> progress;
-  if (mode == ob::Mode::kProgress) {
+  if (mode == kProgress) {
     progress = std::make_unique<ProgressWorker>(config.compute_threads() < rank_cores(), ob::local_rank(comm),
                                                 config.compute_threads());
   }
-  backend.run_back_to_back(mode == ob::Mode::kProgress);
+  backend.run_back_to_back(mode == kProgress);
   const ob::LoopPlan plan{mode, config.common.warmup, config.common.iters, steps, comm};
   ob::LoopHooks hooks;
   hooks.prepare = [&](const ob::Iteration& it) {

@@ -20,13 +20,20 @@ std::vector<double> Config::interference_sizes() const {
 }
 
 std::vector<ob::Mode> Config::modes() const {
-  if (mode == "all") return ob::in_run_order({ob::Mode::kCompute, ob::Mode::kComm, ob::Mode::kSeq, ob::Mode::kOverlap});
-  return {ob::parse_mode(mode)};
+  switch (mode) {
+    case RunMode::kSeq: return {ob::Mode::kSeq};
+    case RunMode::kOverlap: return {ob::Mode::kOverlap};
+    case RunMode::kCompute: return {ob::Mode::kCompute};
+    case RunMode::kComm: return {ob::Mode::kComm};
+    case RunMode::kInterference: return {kInterferenceMode};
+    case RunMode::kAll: break;
+  }
+  return ob::in_run_order({ob::Mode::kCompute, ob::Mode::kComm, ob::Mode::kSeq, ob::Mode::kOverlap});
 }
 
 NcclSettings Config::nccl_settings() const {
-  const std::string& needed = sync_row(sync).cta_policy;
-  return {nccl_max_ctas, nccl_min_ctas, needed.empty() ? nccl_cta_policy : needed};
+  const CtaPolicy needed = sync_row(sync).cta_policy;
+  return {nccl_max_ctas, nccl_min_ctas, needed == CtaPolicy::kDefault ? nccl_cta_policy : needed};
 }
 
 BucketPlan Config::plan() const {
@@ -42,7 +49,7 @@ double Config::device_bytes() const {
   // inputs and targets of every micro-batch; dZ, dA; the bf16 copy of the gradient; 64 MiB of headroom.
   const SyncRow& row = sync_row(sync);
   double floats = (2.0 + row.buffers) * w + layers * act + 2.0 * accum_steps * act + 2.0 * act;
-  if (comm_dtype == "bf16") floats += 0.5 * w + (common.check ? w : 0.0);  // --check: an fp32-reduced reference
+  if (comm_dtype == WireType::kBf16) floats += 0.5 * w + (common.check ? w : 0.0);  // --check: an fp32-reduced reference
   if (comm_reference() != sync) floats += sync_row(comm_reference()).buffers * w;  // bound_ref's comm-only run
   double bytes = 4.0 * floats + (64 << 20);
   if (common.check && accum_steps > 1) bytes += accumulation_reference().device_bytes();
@@ -52,14 +59,14 @@ double Config::device_bytes() const {
 
 
 std::string Config::point_label() const {
-  std::string label = plan_mode == "auto"  ? std::string("plan=auto")
+  std::string label = plan_mode == PlanMode::kAuto ? std::string("plan=auto")
                       : chunks > 0    ? "chunks=" + std::to_string(chunks)
                                       : "bucket-mb=" + ob::format_number(bucket_mb);
   if (nccl_max_ctas > 0) label += ", nccl-max-ctas=" + std::to_string(nccl_max_ctas);
   if (nccl_min_ctas > 0) label += ", nccl-min-ctas=" + std::to_string(nccl_min_ctas);
-  if (nccl_cta_policy != "default") label += ", nccl-cta-policy=" + nccl_cta_policy;
+  if (nccl_cta_policy != CtaPolicy::kDefault) label += ", nccl-cta-policy=" + name(nccl_cta_policy);
   if (accum_steps > 1) label += ", accum-steps=" + std::to_string(accum_steps);
-  if (comm_dtype != "fp32") label += ", comm-dtype=" + comm_dtype;
+  if (comm_dtype != WireType::kFp32) label += ", comm-dtype=" + name(comm_dtype);
   if (graph) label += ", graph";
   if (sync != "nccl") label += ", sync=" + sync;
   if (gemm_sm_margin > 0) label += ", gemm-sm-margin=" + std::to_string(gemm_sm_margin);

@@ -8,6 +8,7 @@
 #include "common/modes.hpp"
 #include "common/options.hpp"
 #include "common/watchdog.hpp"
+#include "phase4_chunked_nccl/driver/choices.hpp"
 #include "phase4_chunked_nccl/schedule/bucket_plan.hpp"
 #include "phase4_chunked_nccl/sync/registry.hpp"
 
@@ -16,7 +17,7 @@ namespace phase4 {
 // What the NCCL communicator is made with (ncclConfig_t): a sweep point with other settings needs a new one.
 struct NcclSettings {
   int max_ctas = 0, min_ctas = 0;      // maxCTAs, minCTAs (0: NCCL's default)
-  std::string cta_policy = "default";  // CTAPolicy: default | efficiency | zero
+  CtaPolicy cta_policy = CtaPolicy::kDefault;  // CTAPolicy
   bool operator==(const NcclSettings& other) const {
     return max_ctas == other.max_ctas && min_ctas == other.min_ctas && cta_policy == other.cta_policy;
   }
@@ -33,19 +34,19 @@ struct Config {
   int chunks = 0;  // > 0: that many equal buckets instead of size-capped ones
   bool tf32 = true;
   float lr = 0.01f;
-  std::string mode = "all";
-  std::string comm_priority = "normal";  // the comm stream's priority: normal | high
+  RunMode mode = RunMode::kAll;
+  StreamPriority comm_priority = StreamPriority::kNormal;  // the comm stream's priority
   int nccl_max_ctas = 0;  // ncclConfig_t.maxCTAs (0: NCCL's default)
   int nccl_min_ctas = 0;  // ncclConfig_t.minCTAs (0: NCCL's default)
-  std::string nccl_cta_policy = "default";  // ncclConfig_t.CTAPolicy: default | efficiency | zero
-  std::string comm_dtype = "fp32";  // fp32 | bf16: the type the gradient travels in
+  CtaPolicy nccl_cta_policy = CtaPolicy::kDefault;  // ncclConfig_t.CTAPolicy
+  WireType comm_dtype = WireType::kFp32;  // the type the gradient travels in
   int accum_steps = 1;  // micro-steps per step: gradients accumulate, communication only after the last
   bool power = false;   // sample every GPU's power (NVML) and measure energy per iteration
   bool graph = false;   // replay each step as one captured CUDA graph
   std::string sync = "nccl";  // how buckets are synchronised: a strategy's name (sync/registry.hpp)
   int gemm_sm_margin = 0;     // SMs the GEMMs leave to communication (cublasSetSmCountTarget)
   int prefetch = 0;           // sharded strategies: layers gathered ahead of the forward (0: all at the step's start)
-  std::string plan_mode = "caps";  // --plan: caps: --bucket-mb/--first-bucket-mb or --chunks; auto: the planner's choice
+  PlanMode plan_mode = PlanMode::kCaps;  // caps: --bucket-mb/--first-bucket-mb or --chunks; auto: the planner's
   std::string plan_syncs;     // strategies --plan auto chooses among (comma-separated; empty: --sync alone)
   std::string calibration;    // a calibration file to predict with (planner.hpp)
   bool calibrate = false;     // measure the calibration first (written beside the summary)

@@ -20,8 +20,8 @@ class NcclComm {
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     if (settings.max_ctas > 0) config.maxCTAs = settings.max_ctas;
     if (settings.min_ctas > 0) config.minCTAs = settings.min_ctas;
-    if (settings.cta_policy == "efficiency") config.CTAPolicy = NCCL_CTA_POLICY_EFFICIENCY;
-    if (settings.cta_policy == "zero") config.CTAPolicy = NCCL_CTA_POLICY_ZERO;
+    if (settings.cta_policy == CtaPolicy::kEfficiency) config.CTAPolicy = NCCL_CTA_POLICY_EFFICIENCY;
+    if (settings.cta_policy == CtaPolicy::kZero) config.CTAPolicy = NCCL_CTA_POLICY_ZERO;
     NCCL_CHECK(ncclCommInitRankConfig(&comm_, ranks, id, rank, &config));
   }
   const NcclSettings& settings() const { return settings_; }

@@ -14,19 +14,15 @@ namespace {
 
 // How the gradient travels: the comm stream, NCCL's CTAs, the wire's type, the strategy.
 void add_communication_options(CLI::App& app, Config& config) {
-  app.add_option("--comm-priority", config.comm_priority, "Priority of the communication stream: normal|high")
-      ->check(CLI::IsMember({"normal", "high"}))
-      ->capture_default_str();
+  ob::add_enum_option(app, "--comm-priority", config.comm_priority, priority_names(),
+                      "Priority of the communication stream");
   add_whole_option(app, config, "nccl-max-ctas");
   add_whole_option(app, config, "nccl-min-ctas");
-  app.add_option("--nccl-cta-policy", config.nccl_cta_policy,
-                 "NCCL's CTA policy: default, efficiency (fewest CTAs that keep decent speed), zero (none where it can)")
-      ->check(CLI::IsMember({"default", "efficiency", "zero"}))
-      ->capture_default_str();
-  app.add_option("--comm-dtype", config.comm_dtype,
-                 "Type the gradient is all-reduced in: fp32, or bf16 (cast into a half-size buffer and back)")
-      ->check(CLI::IsMember({"fp32", "bf16"}))
-      ->capture_default_str();
+  ob::add_enum_option(app, "--nccl-cta-policy", config.nccl_cta_policy, cta_policy_names(),
+                      "NCCL's CTA policy: default, efficiency (fewest CTAs that keep decent speed), zero (none where "
+                      "it can)");
+  ob::add_enum_option(app, "--comm-dtype", config.comm_dtype, wire_names(),
+                      "Type the gradient is all-reduced in: fp32, or bf16 (cast into a half-size buffer and back)");
   add_whole_option(app, config, "accum-steps");
   std::string strategies;
   for (const auto& row : sync_rows()) strategies += "\n  " + row.name + ": " + row.help;
@@ -39,11 +35,9 @@ void add_communication_options(CLI::App& app, Config& config) {
 
 // The planner's: which plan, among which strategies, from which calibration.
 void add_planner_options(CLI::App& app, Config& config) {
-  app.add_option("--plan", config.plan_mode,
-                 "Bucket plan: caps (--bucket-mb, --first-bucket-mb or --chunks) or auto (the planner's: least "
-                 "predicted step from a calibration, --calibration or measured first)")
-      ->check(CLI::IsMember({"caps", "auto"}))
-      ->capture_default_str();
+  ob::add_enum_option(app, "--plan", config.plan_mode, plan_names(),
+                      "Bucket plan: caps (--bucket-mb, --first-bucket-mb or --chunks) or auto (the planner's: least "
+                      "predicted step from a calibration, --calibration or measured first)");
   app.add_option("--plan-syncs", config.plan_syncs,
                  "Strategies --plan auto chooses among and --calibrate measures, comma-separated (default: --sync)");
   app.add_option("--calibration", config.calibration,
@@ -69,17 +63,18 @@ void validate_point(const Config& point) {
   ob::require(1.0 * point.accum_steps * point.batch * point.hidden < 2147483647.0, "--accum-steps",
               std::to_string(point.accum_steps), "accum-steps * batch * hidden must stay below 2^31");
   const SyncRow& sync = sync_row(point.sync);
-  ob::require(sync.bf16 || point.comm_dtype == "fp32", "--comm-dtype", point.comm_dtype,
+  ob::require(sync.bf16 || point.comm_dtype == WireType::kFp32, "--comm-dtype", name(point.comm_dtype),
               "--sync " + sync.name + " moves fp32 only");
   ob::require(sync.accumulation || point.accum_steps == 1, "--accum-steps", std::to_string(point.accum_steps),
               "--sync " + sync.name + " runs one micro-step per step");
   ob::require(sync.graph || !point.graph, "--graph", "on", "--sync " + sync.name + " does not run under --graph");
-  ob::require(point.plan_mode != "auto" || !point.plan_syncs.empty() || sync.schedule == ScheduleKind::kAllReduce,
-              "--plan", point.plan_mode, "--plan auto plans the all-reduce strategies: not --sync " + sync.name);
-  ob::require(sync.cta_policy.empty() || point.nccl_cta_policy == "default" ||
+  ob::require(point.plan_mode != PlanMode::kAuto || !point.plan_syncs.empty() ||
+                  sync.schedule == ScheduleKind::kAllReduce,
+              "--plan", name(point.plan_mode), "--plan auto plans the all-reduce strategies: not --sync " + sync.name);
+  ob::require(sync.cta_policy == CtaPolicy::kDefault || point.nccl_cta_policy == CtaPolicy::kDefault ||
                   point.nccl_cta_policy == sync.cta_policy,
-              "--nccl-cta-policy", point.nccl_cta_policy,
-              "--sync " + sync.name + " needs CTA policy " + sync.cta_policy);
+              "--nccl-cta-policy", name(point.nccl_cta_policy),
+              "--sync " + sync.name + " needs CTA policy " + name(sync.cta_policy));
 }
 
 }  // namespace
@@ -104,12 +99,10 @@ void add_options(CLI::App& app, Config& config) {
   add_whole_option(app, config, "chunks");
   app.add_flag("--tf32,!--no-tf32", config.tf32, "GEMMs on TF32 tensor cores (default on)");
   app.add_option("--lr", config.lr, "SGD learning rate")->check(ob::finite_in(0, 1e6))->capture_default_str();
-  app.add_option("--mode", config.mode,
-                 "seq|overlap|compute|comm|all, or interference: instead of training, the interference map (a "
-                 "backward GEMM of the model's shape and the strategy's collective, alone and at once, per message "
-                 "size: the GEMM's slowdown and the collective's stretch)")
-      ->check(CLI::IsMember({"seq", "overlap", "compute", "comm", "all", "interference"}))
-      ->capture_default_str();
+  ob::add_enum_option(app, "--mode", config.mode, run_mode_names(),
+                      "The modes to run (all: compute, comm, seq, overlap), or interference: instead of training, the "
+                      "interference map (a backward GEMM of the model's shape and the strategy's collective, alone "
+                      "and at once, per message size: the GEMM's slowdown and the collective's stretch)");
   app.add_option("--interference-mb", config.interference_mb,
                  "--mode interference: message sizes in MiB (default: 1, 2, 4, ... up to the gradient)")
       ->delimiter(',')
@@ -139,7 +132,7 @@ void validate(const CLI::App& app, const Config& config) {
     ob::require(!((sweep.parameter->name == "bucket-mb" || sweep.parameter->name == "plan") && config.chunks > 0),
                 "--sweep", config.sweep, "a bucket-mb or plan sweep cannot be combined with --chunks");
   }
-  ob::require(!(config.plan_mode == "auto" && config.chunks > 0), "--plan", config.plan_mode,
+  ob::require(!(config.plan_mode == PlanMode::kAuto && config.chunks > 0), "--plan", name(config.plan_mode),
               "--plan auto chooses the buckets: not with --chunks");
   for (const auto& name : ob::split_list(config.plan_syncs)) {
     const SyncRow* row = find_sync(name);
@@ -147,7 +140,7 @@ void validate(const CLI::App& app, const Config& config) {
                 "comma-separated all-reduce strategies: " + sync_list(ScheduleKind::kAllReduce) +
                     " (sharded ones are not planned)");
   }
-  ob::require(config.plan_syncs.empty() || config.plan_mode == "auto" || config.calibrate ||
+  ob::require(config.plan_syncs.empty() || config.plan_mode == PlanMode::kAuto || config.calibrate ||
                   config.sweep.rfind("plan=", 0) == 0,
               "--plan-syncs", config.plan_syncs, "needs --plan auto or --calibrate");
   ob::require(!(config.calibrate && !config.calibration.empty()), "--calibrate", "on",
@@ -161,7 +154,7 @@ void validate(const CLI::App& app, const Config& config) {
   }
   ob::require(1.0 * config.batch * config.hidden < 2147483647.0, "--batch", std::to_string(config.batch),
               "batch * hidden must stay below 2^31");
-  const bool map = config.mode == "interference";
+  const bool map = config.mode == RunMode::kInterference;
   ob::require(map || config.interference_mb.empty(), "--interference-mb",
               config.interference_mb.empty() ? "" : ob::format_number(config.interference_mb.front()),
               "needs --mode interference");
@@ -171,7 +164,8 @@ void validate(const CLI::App& app, const Config& config) {
     ob::require(mb <= config.grad_mb(), "--interference-mb", ob::format_number(mb),
                 "at most the gradient (" + ob::format_number(config.grad_mb()) + " MiB: --layers x --hidden^2 fp32)");
   }
-  ob::require(!map || !(config.common.check || config.calibrate || config.plan_mode == "auto"), "--mode", config.mode,
+  ob::require(!map || !(config.common.check || config.calibrate || config.plan_mode == PlanMode::kAuto), "--mode",
+              name(config.mode),
               "the interference map times loops of one GEMM and one collective: not with --check, --calibrate or "
               "--plan auto");
   for (const auto& point : config.sweep_points()) validate_point(point);

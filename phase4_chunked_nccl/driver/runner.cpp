@@ -64,18 +64,19 @@ std::string check_point(const Config& config, Trainer& trainer, const BucketPlan
     note(compare_weights(replayed, seq, 0.0, "graph replay differs from eager execution", "graph_vs_eager", comm,
                          row));
   }
-  if (config.comm_dtype == "bf16" || config.sync != "nccl") {
+  const bool bf16 = config.comm_dtype == WireType::kBf16;
+  if (bf16 || config.sync != "nccl") {
     ob::progress_note("the gradient check");
     const double error = ob::max_across_ranks({trainer.comm_gradient_error(plan)}, comm)[0];
     trainer.reset_weights();
     row.set("comm_grad_rel_error", error);
-    const double tolerance = config.comm_dtype == "bf16" ? kBf16GradientTolerance : kStrategyTolerance;
+    const double tolerance = bf16 ? kBf16GradientTolerance : kStrategyTolerance;
     if (!(error <= tolerance)) {
-      note("--sync " + config.sync + " --comm-dtype " + config.comm_dtype + ": gradient relative error " +
+      note("--sync " + config.sync + " --comm-dtype " + name(config.comm_dtype) + ": gradient relative error " +
            ob::format_number(error) + " above " + ob::format_number(tolerance));
     }
   }
-  if (config.sync != "nccl" && config.comm_dtype == "fp32") {
+  if (config.sync != "nccl" && !bf16) {
     ob::progress_note("the strategy check");
     const Config nccl = config.strategy_reference();
     Trainer reference(nccl, rank, ranks, trainer.comm(), comm);
@@ -147,7 +148,7 @@ PointResult interference_point(const Config& config, Trainer& trainer, const ob:
     const Interference map = trainer.interference(std::max<std::uint64_t>(elements, 1),
                                                   config.interference_window_ms, config.common.iters);
     ob::SummaryRow row = base;
-    row.mode = ob::Mode::kInterference;
+    row.mode = kInterferenceMode;
     row.config("msg_mb", sizeof(float) * static_cast<double>(map.elements) / (1 << 20));
     row.set_times(ob::max_across_ranks(map.gemm_overlap_ms, comm));
     const double gemm = ob::slowest_median(map.gemm_ms, comm), gemm_overlap = row.time_ms.p50;
@@ -162,10 +163,86 @@ PointResult interference_point(const Config& config, Trainer& trainer, const ob:
   return result;
 }
 
+// The columns every row of a point shares: its configuration.
+ob::SummaryRow base_row(const Config& config, const BucketPlan& plan, int ranks) {
+  ob::SummaryRow base;
+  base.ranks = ranks;
+  base.chunks = config.chunks;
+  base.iters = config.common.iters;
+  const bool caps = config.chunks == 0 && config.plan_ends.empty();
+  base.config("hidden", config.hidden).config("layers", config.layers).config("batch", config.batch)
+      .config("bucket_mb", caps ? config.bucket_mb : std::nan(""))
+      .config("first_bucket_mb", caps ? config.first_bucket_mb : std::nan(""))
+      .config("buckets", plan.buckets.size()).config("grad_mb", config.grad_mb()).config("tf32", config.tf32)
+      .config("comm_priority", name(config.comm_priority)).config("nccl_max_ctas", config.nccl_max_ctas)
+      .config("nccl_min_ctas", config.nccl_min_ctas).config("nccl_cta_policy", name(config.nccl_settings().cta_policy))
+      .config("comm_dtype", name(config.comm_dtype))
+      .config("accum_steps", config.accum_steps).config("graph", config.graph).config("sync", config.sync)
+      .config("gemm_sm_margin", config.gemm_sm_margin).config("prefetch", config.prefetch)
+      .config("plan", name(config.plan_mode)).config("clock", "cuda_event");
+  return base;
+}
+
+// One mode's row from its run (slowest rank's times), with the bandwidth, energy and check columns where they apply.
+ob::SummaryRow mode_row(const Config& config, const ob::SummaryRow& base, const ModeRun& run, double wire_bytes,
+                        std::uint64_t wrong, MPI_Comm comm) {
+  ob::SummaryRow row = base;
+  row.mode = run.mode;
+  row.set_times(ob::max_across_ranks(run.iter_ms, comm));
+  if (run.mode != ob::Mode::kComm) row.set("backward_ms_p50", ob::slowest_median(run.backward_total_ms, comm));
+  if (run.mode != ob::Mode::kCompute) row.set("enqueue_ms_p50", ob::slowest_median(run.enqueue_ms, comm));
+  if (config.power) {  // the job's energy (every GPU) per timed iteration, and the mean power of one GPU
+    const double joules = ob::sum_across_ranks({run.energy_j}, comm)[0];
+    const double seconds = ob::max_across_ranks({run.timed_s}, comm)[0];
+    row.set("energy_j_per_iter", joules / config.common.iters).set("power_w_avg", joules / seconds / base.ranks);
+  }
+  if (run.mode == ob::Mode::kComm) {
+    const double algbw = ob::algbw_GBps(wire_bytes, row.time_ms.p50);
+    row.set("algbw_GBps", algbw).set("busbw_GBps", ob::allreduce_busbw_GBps(algbw, base.ranks));
+    if (config.common.check) row.set("wrong", wrong);
+  }
+  return row;
+}
+
+// bound and bound_ref from the compute-only and comm-only runs (neither when one of them did not run). bound_ref:
+// the same schedule with each task's fastest isolated communication, this strategy's or its reference's on NCCL's
+// own kernels (the row's reference: nccl, or sharded for sharded-ce).
+ob::OverlapInputs bound_inputs(const Config& config, Trainer& trainer, const BucketPlan& plan,
+                               const std::vector<ModeRun>& runs, const std::vector<ob::SummaryRow>& rows,
+                               MPI_Comm comm, ob::SteadyClock::time_point origin, std::ostream* progress) {
+  ob::OverlapInputs inputs;
+  inputs.compute_time_field = "backward_ms_p50";
+  const ModeRun* compute = nullptr;
+  const ModeRun* comm_run = nullptr;
+  for (const auto& run : runs) {
+    if (run.mode == ob::Mode::kCompute) compute = &run;
+    if (run.mode == ob::Mode::kComm) comm_run = &run;
+  }
+  if (!compute || !comm_run) return inputs;
+  const double t_comp = ob::find_row(rows, ob::Mode::kCompute)->time_ms.p50;
+  const double t_comm = ob::find_row(rows, ob::Mode::kComm)->time_ms.p50;
+  const auto own = comm_medians(*comm_run, comm);
+  inputs.bound_ms = bound_from(config, trainer, plan, *compute, own, t_comp, t_comm, comm);
+  auto fastest = own;
+  double t_comm_ref = t_comm;
+  const std::string reference_sync = config.comm_reference();
+  if (config.sync != reference_sync) {
+    if (progress) {
+      *progress << "phase4: " << config.point_label() << ": comm of --sync " << reference_sync << " (bound_ref)"
+                << std::endl;
+    }
+    const auto reference = trainer.run_comm_with(reference_sync, plan, origin);
+    fastest = fastest_of(own, comm_medians(reference, comm));
+    t_comm_ref = std::min(t_comm, ob::summarize(ob::max_across_ranks(reference.iter_ms, comm)).p50);
+  }
+  inputs.bound_ref_ms = bound_from(config, trainer, plan, *compute, fastest, t_comp, t_comm_ref, comm);
+  return inputs;
+}
+
 }  // namespace
 
 std::vector<ob::ConsoleColumn> console_columns(const Config& config) {
-  if (config.mode == "interference") {
+  if (config.mode == RunMode::kInterference) {
     return {{"msg", "MiB", "msg_mb"},       {"gemm alone", "ms", "gemm_ms"},    {"slowdown", "", "compute_slowdown"},
             {"comm alone", "ms", "comm_ms"}, {"stretch", "x", "comm_stretch"}, {"busbw", "GB/s", "busbw_GBps"},
             {"covered", "", "covered"}};
@@ -182,23 +259,8 @@ PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob:
   MPI_CHECK(MPI_Comm_size(comm, &ranks));
   const BucketPlan plan = trainer.adapt(config.plan());
   validate_plan(plan, config.layers, config.hidden);
-  PointResult result;
-
-  ob::SummaryRow base;
-  base.ranks = ranks;
-  base.chunks = config.chunks;
-  base.iters = config.common.iters;
-  base.config("hidden", config.hidden).config("layers", config.layers).config("batch", config.batch)
-      .config("bucket_mb", config.chunks > 0 || !config.plan_ends.empty() ? std::nan("") : config.bucket_mb)
-      .config("first_bucket_mb", config.chunks > 0 || !config.plan_ends.empty() ? std::nan("") : config.first_bucket_mb)
-      .config("buckets", plan.buckets.size()).config("grad_mb", config.grad_mb()).config("tf32", config.tf32)
-      .config("comm_priority", config.comm_priority).config("nccl_max_ctas", config.nccl_max_ctas)
-      .config("nccl_min_ctas", config.nccl_min_ctas).config("nccl_cta_policy", config.nccl_settings().cta_policy)
-      .config("comm_dtype", config.comm_dtype)
-      .config("accum_steps", config.accum_steps).config("graph", config.graph).config("sync", config.sync)
-      .config("gemm_sm_margin", config.gemm_sm_margin).config("prefetch", config.prefetch)
-      .config("plan", config.plan_mode).config("clock", "cuda_event");
-  if (config.mode == "interference") return interference_point(config, trainer, base, comm, progress);
+  const ob::SummaryRow base = base_row(config, plan, ranks);
+  if (config.mode == RunMode::kInterference) return interference_point(config, trainer, base, comm, progress);
   const StrategyCalibration* calibrated = calibration ? calibration->strategy(config.sync) : nullptr;
 
   ob::SummaryRow equivalence;
@@ -207,7 +269,7 @@ PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob:
     if (progress) *progress << "phase4: " << config.point_label() << ": checks" << std::endl;
     checks.fail(check_point(config, trainer, plan, comm, rank, ranks, origin, equivalence));
   }
-
+  PointResult result;
   const auto modes = config.modes();
   std::vector<ModeRun> runs;
   runs.reserve(modes.size());
@@ -218,21 +280,7 @@ PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob:
     const ModeRun& run = runs.back();
     const std::uint64_t wrong = ob::total_across_ranks(run.wrong, comm);
     checks.mode_checks(mode, run.ranks_agree, wrong, run.first_wrong);
-    ob::SummaryRow row = base;
-    row.mode = mode;
-    row.set_times(ob::max_across_ranks(run.iter_ms, comm));
-    if (mode != ob::Mode::kComm) row.set("backward_ms_p50", ob::slowest_median(run.backward_total_ms, comm));
-    if (mode != ob::Mode::kCompute) row.set("enqueue_ms_p50", ob::slowest_median(run.enqueue_ms, comm));
-    if (config.power) {  // the job's energy (every GPU) per timed iteration, and the mean power of one GPU
-      const double joules = ob::sum_across_ranks({run.energy_j}, comm)[0];
-      const double seconds = ob::max_across_ranks({run.timed_s}, comm)[0];
-      row.set("energy_j_per_iter", joules / config.common.iters).set("power_w_avg", joules / seconds / ranks);
-    }
-    if (mode == ob::Mode::kComm) {
-      const double algbw = ob::algbw_GBps(trainer.wire_bytes(), row.time_ms.p50);
-      row.set("algbw_GBps", algbw).set("busbw_GBps", ob::allreduce_busbw_GBps(algbw, ranks));
-      if (config.common.check) row.set("wrong", wrong);
-    }
+    ob::SummaryRow row = mode_row(config, base, run, trainer.wire_bytes(), wrong, comm);
     if (mode == ob::Mode::kOverlap && calibrated) {  // a calibration holds all-reduce strategies only
       const Prediction prediction = predict(*calibration, *calibrated, plan);
       row.set("predicted_ms", prediction.step_ms).set("predicted_extrapolated", prediction.extrapolated);
@@ -247,37 +295,8 @@ PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob:
   }
   trainer.reset_weights();
   result.failure = checks.first();
-
-  ob::OverlapInputs inputs;
-  inputs.compute_time_field = "backward_ms_p50";
-  const ModeRun* compute = nullptr;
-  const ModeRun* comm_run = nullptr;
-  for (const auto& run : runs) {
-    if (run.mode == ob::Mode::kCompute) compute = &run;
-    if (run.mode == ob::Mode::kComm) comm_run = &run;
-  }
-  if (compute && comm_run) {
-    const double t_comp = ob::find_row(result.rows, ob::Mode::kCompute)->time_ms.p50;
-    const double t_comm = ob::find_row(result.rows, ob::Mode::kComm)->time_ms.p50;
-    const auto own = comm_medians(*comm_run, comm);
-    inputs.bound_ms = bound_from(config, trainer, plan, *compute, own, t_comp, t_comm, comm);
-    // bound_ref: the same schedule with each task's fastest isolated communication, this strategy's or that of its
-    // reference on NCCL's kernels (nccl, or sharded for sharded-ce).
-    auto fastest = own;
-    double t_comm_ref = t_comm;
-    const std::string reference_sync = config.comm_reference();
-    if (config.sync != reference_sync) {
-      if (progress) {
-        *progress << "phase4: " << config.point_label() << ": comm of --sync " << reference_sync << " (bound_ref)"
-                  << std::endl;
-      }
-      const auto reference = trainer.run_comm_with(reference_sync, plan, origin);
-      fastest = fastest_of(own, comm_medians(reference, comm));
-      t_comm_ref = std::min(t_comm, ob::summarize(ob::max_across_ranks(reference.iter_ms, comm)).p50);
-    }
-    inputs.bound_ref_ms = bound_from(config, trainer, plan, *compute, fastest, t_comp, t_comm_ref, comm);
-  }
-  ob::derive_overlap_rows(result.rows, base, inputs);
+  ob::derive_overlap_rows(result.rows, base,
+                          bound_inputs(config, trainer, plan, runs, result.rows, comm, origin, progress));
   label_bounds(result.rows, sync_row(config.sync).bounded, progress);
   return result;
 }

@@ -75,7 +75,7 @@ Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, 
   for (const auto& sync : base.planned_syncs()) {
     Config config = base;
     config.sync = sync;
-    config.plan_mode = "caps";
+    config.plan_mode = PlanMode::kCaps;
     config.chunks = 0;
     config.plan_ends.clear();
     config.common.check = false;
@@ -139,7 +139,7 @@ Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, 
 
 // A --plan auto point with the plan (and strategy) of least predicted step.
 Config resolve_plan(const Config& point, const Calibration& calibration, std::ostream* progress) {
-  if (point.plan_mode != "auto") return point;
+  if (point.plan_mode != PlanMode::kAuto) return point;
   const auto choices = choose_plans(calibration, point.planned_syncs());
   Config resolved = point;
   resolved.sync = choices.front().sync;
@@ -173,8 +173,8 @@ Calibration load_calibration(const std::string& path, const Config& config, int 
   ob::require(differs.empty(), "--calibration", path, differs);
   for (const auto& point : config.sweep_points()) {
     for (const auto& sync : point.planned_syncs()) {
-      if (point.plan_mode != "auto" && sync != point.sync) continue;
-      ob::require(point.plan_mode != "auto" || calibration.strategy(sync), "--calibration", path,
+      if (point.plan_mode != PlanMode::kAuto && sync != point.sync) continue;
+      ob::require(point.plan_mode != PlanMode::kAuto || calibration.strategy(sync), "--calibration", path,
                   "it holds no calibration of --sync " + sync + " (measure it with --calibrate --plan-syncs)");
     }
   }
@@ -188,7 +188,7 @@ SweepResult run_sweep(const std::vector<Config>& points, int rank, int ranks, MP
   SweepResult result;
   CommCache comms(rank, ranks, comm, live_comm);
   bool needs = calibrate;
-  for (const auto& point : points) needs = needs || point.plan_mode == "auto";
+  for (const auto& point : points) needs = needs || point.plan_mode == PlanMode::kAuto;
   if (needs && !calibration) {
     int device = 0;
     CUDA_CHECK(cudaGetDevice(&device));

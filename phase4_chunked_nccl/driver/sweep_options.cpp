@@ -56,7 +56,7 @@ const std::vector<SweepParameter>& sweep_parameters() {
       {"sync", P::kStrategy, 0, 0, "", nullptr, [](Config& c, const std::string& v) { c.sync = v; }},
       {"plan", P::kPlan, kLeastBucketMb, kMostBucketMb, "", nullptr,
        [](Config& c, const std::string& v) {
-         c.plan_mode = v == "auto" ? "auto" : "caps";
+         c.plan_mode = v == "auto" ? PlanMode::kAuto : PlanMode::kCaps;
          c.chunks = v == "layer" ? c.layers : 0;
          if (v != "auto" && v != "layer") c.bucket_mb = c.first_bucket_mb = *ob::parse_number(v);
        }},

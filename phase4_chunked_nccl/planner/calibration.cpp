@@ -198,7 +198,7 @@ Calibration describe_run(const Config& config, int ranks, const std::string& gpu
   c.ranks = ranks;
   c.tf32 = config.tf32;
   c.graph = config.graph;
-  c.comm_dtype = config.comm_dtype;
+  c.comm_dtype = name(config.comm_dtype);
   c.gpu = gpu;
   c.commit = ob::build_commit();
   char host[256] = {0};

@@ -15,9 +15,9 @@
 #include "common/errors.hpp"
 #include "common/main_guard.hpp"
 #include "common/metadata.hpp"
-#include "phase4_chunked_nccl/schedule/bucket_plan.hpp"
 #include "common/options.hpp"
 #include "phase4_chunked_nccl/planner/planner.hpp"
+#include "phase4_chunked_nccl/schedule/bucket_plan.hpp"
 
 namespace {
 
@@ -71,128 +71,141 @@ phase4::CommTime scaled_comm(const phase4::StrategyCalibration& s, int calibrate
   };
 }
 
+// What the command line asks.
+struct Options {
+  std::string calibration_path, csv, links_text = "ib400,eth100", ranks_text = "2,4,8,16,32,64,128,256,512,1024";
+  std::string sync;
+  int per_node = 8;
+  double bucket_mb = 0, first_bucket_mb = 1.0;
+  CLI::Option* fixed = nullptr;  // --bucket-mb given: predict that plan, not the best one
+};
+
+void add_options(CLI::App& app, Options& o) {
+  app.add_option("--calibration", o.calibration_path, "A calibration written by phase4_chunked_nccl --calibrate")
+      ->required();
+  app.add_option("--ranks", o.ranks_text, "Rank counts, comma-separated (each >= 2)")->capture_default_str();
+  app.add_option("--links", o.links_text,
+                 "Networks between nodes, comma-separated: ib400 (50 GB/s, 5 us per GPU), eth100 (12.5 GB/s, "
+                 "20 us) or NAME:GBPS:LATENCY_US")
+      ->capture_default_str();
+  app.add_option("--gpus-per-node", o.per_node, "GPUs per node joined by the calibrated link")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--sync", o.sync, "Predict this calibrated strategy only (default: the best at each point)");
+  o.fixed = app.add_option("--bucket-mb", o.bucket_mb,
+                           "Predict this plan instead of the best one: buckets of at most this many MiB, as "
+                           "phase 4's --bucket-mb (to compare with a measured run of that plan)");
+  app.add_option("--first-bucket-mb", o.first_bucket_mb, "With --bucket-mb: the first bucket's cap, as phase 4's")
+      ->needs(o.fixed)
+      ->capture_default_str();
+  app.add_option("--csv", o.csv, "Write the prediction here (default: stdout)");
+}
+
+// The options checked against each other and against the calibration they name.
+struct Inputs {
+  std::vector<int> ranks;
+  std::vector<Link> links;
+  phase4::Calibration calibration;
+};
+
+Inputs read_inputs(const Options& o) {
+  Inputs in;
+  for (const auto& item : ob::split_list(o.ranks_text)) {
+    const auto value = ob::parse_number(item);
+    ob::require(value && *value >= 2 && *value <= (1 << 20) && *value == std::floor(*value), "--ranks", o.ranks_text,
+                "whole numbers from 2 to 1048576, comma-separated");
+    in.ranks.push_back(static_cast<int>(*value));
+  }
+  ob::require(!in.ranks.empty(), "--ranks", o.ranks_text, "whole numbers from 2, comma-separated");
+  for (const auto& item : ob::split_list(o.links_text)) in.links.push_back(parse_link(item));
+  ob::require(!in.links.empty(), "--links", o.links_text, "ib400, eth100 or NAME:GBPS:LATENCY_US");
+  if (!o.csv.empty()) {
+    ob::require_writable_parent("--csv", o.csv);
+    ob::require_output_policy({{"--csv", o.csv}}, {{"--calibration", o.calibration_path}});
+  }
+  for (const auto& [name, value] : {std::pair{"--bucket-mb", o.bucket_mb}, {"--first-bucket-mb", o.first_bucket_mb}}) {
+    ob::require(!o.fixed->count() || (value > 0 && std::isfinite(value)), name, ob::format_number(value),
+                "a size > 0 in MiB");
+  }
+  std::ifstream file(o.calibration_path);
+  ob::require(file.good(), "--calibration", o.calibration_path, "a readable calibration file");
+  std::stringstream text;
+  text << file.rdbuf();
+  in.calibration = phase4::Calibration::parse(text.str(), o.calibration_path);
+  if (o.fixed->count()) {
+    phase4::require_bucket_count("--bucket-mb", o.bucket_mb, in.calibration.layers, in.calibration.hidden);
+    phase4::require_bucket_count("--first-bucket-mb", o.first_bucket_mb, in.calibration.layers, in.calibration.hidden);
+  }
+  ob::require(o.sync.empty() || in.calibration.strategy(o.sync) != nullptr, "--sync", o.sync,
+              "a strategy the calibration holds");
+  return in;
+}
+
+// DDP's plan for a cap: a 1 MiB first bucket, then buckets of the cap; the cap predicted best, and its step.
+double best_ddp_cap(const phase4::Calibration& c, const phase4::StrategyCalibration& s, const phase4::CommTime& comm,
+                    double* best_ms) {
+  double best_cap = 25;
+  *best_ms = INFINITY;
+  for (double cap : phase4::kCandidateCapsMb) {
+    const double ms = phase4::predict(c, s, phase4::plan_by_size(c.layers, c.hidden, cap, 1.0), comm).step_ms;
+    if (ms < *best_ms) *best_ms = ms, best_cap = cap;
+  }
+  return best_cap;
+}
+
+// One point's row: the best strategy's plan (or the given plan) on `n` ranks over `link`, and DDP's best cap.
+std::vector<std::string> point_row(const Options& o, const phase4::Calibration& c, const Link& link, int n) {
+  std::vector<phase4::PlanChoice> kept;
+  std::vector<phase4::CommTime> comms;
+  for (const auto& s : c.strategies) {
+    comms.push_back(scaled_comm(s, c.ranks, n, o.per_node, link));
+    if (!o.sync.empty() && s.sync != o.sync) continue;
+    if (o.fixed->count()) {  // the given plan
+      const auto plan = phase4::plan_by_size(c.layers, c.hidden, o.bucket_mb, o.first_bucket_mb);
+      kept.push_back({s.sync, plan, phase4::predict(c, s, plan, comms.back())});
+    } else {
+      kept.push_back(phase4::choose_plans(c, {s.sync}, comms.back()).front());
+    }
+  }
+  const phase4::PlanChoice* best = &kept.front();
+  for (const auto& choice : kept) {
+    if (choice.prediction.step_ms < best->prediction.step_ms) best = &choice;
+  }
+  const auto* strategy = c.strategy(best->sync);
+  double ddp_ms = 0;
+  const double cap = best_ddp_cap(c, *strategy, comms[static_cast<std::size_t>(strategy - c.strategies.data())], &ddp_ms);
+  std::uint64_t largest = 0;
+  for (const auto& b : best->plan.buckets) largest = std::max(largest, b.size());
+  auto mb = [](std::uint64_t elements) { return ob::format_number(elements * 4.0 / (1 << 20), 4); };
+  return {link.name, std::to_string(n), std::to_string((n + o.per_node - 1) / o.per_node), best->sync,
+          ob::format_number(best->prediction.step_ms, 6), std::to_string(best->plan.buckets.size()),
+          mb(best->plan.buckets.front().size()), mb(largest), ob::format_number(best->prediction.slowdown, 4),
+          best->prediction.extrapolated ? "1" : "0", ob::format_number(cap), ob::format_number(ddp_ms, 6), c.gpu,
+          std::to_string(c.ranks), c.commit};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string program = "phase4_predict";
   return ob::guarded_main(program, [&]() -> int {
     CLI::App app("The planner's what-if: predicted step and best bucket plan on N ranks, from a calibration", program);
-    std::string calibration_path, csv, links_text = "ib400,eth100", ranks_text = "2,4,8,16,32,64,128,256,512,1024";
-    std::string sync;
-    int per_node = 8;
-    double bucket_mb = 0, first_bucket_mb = 1.0;
-    app.add_option("--calibration", calibration_path, "A calibration written by phase4_chunked_nccl --calibrate")
-        ->required();
-    app.add_option("--ranks", ranks_text, "Rank counts, comma-separated (each >= 2)")->capture_default_str();
-    app.add_option("--links", links_text,
-                   "Networks between nodes, comma-separated: ib400 (50 GB/s, 5 us per GPU), eth100 (12.5 GB/s, "
-                   "20 us) or NAME:GBPS:LATENCY_US")
-        ->capture_default_str();
-    app.add_option("--gpus-per-node", per_node, "GPUs per node joined by the calibrated link")
-        ->check(CLI::Range(1, 1024))
-        ->capture_default_str();
-    app.add_option("--sync", sync, "Predict this calibrated strategy only (default: the best at each point)");
-    auto* fixed = app.add_option("--bucket-mb", bucket_mb,
-                                 "Predict this plan instead of the best one: buckets of at most this many MiB, as "
-                                 "phase 4's --bucket-mb (to compare with a measured run of that plan)");
-    app.add_option("--first-bucket-mb", first_bucket_mb, "With --bucket-mb: the first bucket's cap, as phase 4's")
-        ->needs(fixed)
-        ->capture_default_str();
-    app.add_option("--csv", csv, "Write the prediction here (default: stdout)");
+    Options options;
+    add_options(app, options);
     app.set_version_flag("--version", ob::version_text(program), "Print the version, commit and build, then exit");
     if (auto code = ob::parse_options(app, argc, argv, true)) return *code;
-
-    std::vector<int> ranks;
-    for (const auto& item : ob::split_list(ranks_text)) {
-      const auto value = ob::parse_number(item);
-      ob::require(value && *value >= 2 && *value <= (1 << 20) && *value == std::floor(*value), "--ranks", ranks_text,
-                  "whole numbers from 2 to 1048576, comma-separated");
-      ranks.push_back(static_cast<int>(*value));
-    }
-    ob::require(!ranks.empty(), "--ranks", ranks_text, "whole numbers from 2, comma-separated");
-    std::vector<Link> links;
-    for (const auto& item : ob::split_list(links_text)) links.push_back(parse_link(item));
-    ob::require(!links.empty(), "--links", links_text, "ib400, eth100 or NAME:GBPS:LATENCY_US");
-    if (!csv.empty()) {
-      ob::require_writable_parent("--csv", csv);
-      ob::require_output_policy({{"--csv", csv}}, {{"--calibration", calibration_path}});
-    }
-    for (const auto& [name, value] : {std::pair{"--bucket-mb", bucket_mb}, {"--first-bucket-mb", first_bucket_mb}}) {
-      ob::require(!fixed->count() || (value > 0 && std::isfinite(value)), name, ob::format_number(value),
-                  "a size > 0 in MiB");
-    }
-
-    std::ifstream file(calibration_path);
-    ob::require(file.good(), "--calibration", calibration_path, "a readable calibration file");
-    std::stringstream text;
-    text << file.rdbuf();
-    const auto calibration = phase4::Calibration::parse(text.str(), calibration_path);
-    if (fixed->count()) {
-      phase4::require_bucket_count("--bucket-mb", bucket_mb, calibration.layers, calibration.hidden);
-      phase4::require_bucket_count("--first-bucket-mb", first_bucket_mb, calibration.layers, calibration.hidden);
-    }
-    std::vector<std::string> syncs;
-    if (!sync.empty()) {
-      ob::require(calibration.strategy(sync) != nullptr, "--sync", sync, "a strategy the calibration holds");
-      syncs.push_back(sync);
-    }
-
+    const Inputs in = read_inputs(options);
     ob::CsvTable table({"link", "ranks", "nodes", "sync", "predicted_ms", "buckets", "first_bucket_mb",
                         "largest_bucket_mb", "slowdown", "extrapolated", "ddp_bucket_cap_mb", "ddp_predicted_ms",
                         "calibrated_gpu", "calibrated_ranks", "calibration_commit"});
-    auto mb = [](std::uint64_t elements) { return ob::format_number(elements * 4.0 / (1 << 20), 4); };
-    // DDP's plan for a cap: a 1 MiB first bucket, then buckets of the cap; the cap predicted best.
-    auto best_ddp_cap = [&](const phase4::StrategyCalibration& s, const phase4::CommTime& comm, double* best_ms) {
-      double best_cap = 25;
-      *best_ms = INFINITY;
-      for (double cap : phase4::kCandidateCapsMb) {
-        const auto plan = phase4::plan_by_size(calibration.layers, calibration.hidden, cap, 1.0);
-        const double ms = phase4::predict(calibration, s, plan, comm).step_ms;
-        if (ms < *best_ms) *best_ms = ms, best_cap = cap;
-      }
-      return best_cap;
-    };
-    for (const auto& link : links) {
-      for (int n : ranks) {
-        std::vector<phase4::CommTime> comms;
-        for (const auto& s : calibration.strategies) {
-          comms.push_back(scaled_comm(s, calibration.ranks, n, per_node, link));
-        }
-        // The best plan of each strategy under its scaled communication; the best strategy first.
-        const phase4::PlanChoice* best = nullptr;
-        std::vector<phase4::PlanChoice> kept;
-        for (std::size_t k = 0; k < calibration.strategies.size(); ++k) {
-          const auto& s = calibration.strategies[k];
-          if (!syncs.empty() && s.sync != syncs[0]) continue;
-          if (fixed->count()) {  // the given plan
-            const auto plan = phase4::plan_by_size(calibration.layers, calibration.hidden, bucket_mb, first_bucket_mb);
-            kept.push_back({s.sync, plan, phase4::predict(calibration, s, plan, comms[k])});
-          } else {
-            kept.push_back(phase4::choose_plans(calibration, {s.sync}, comms[k]).front());
-          }
-        }
-        for (const auto& choice : kept) {
-          if (!best || choice.prediction.step_ms < best->prediction.step_ms) best = &choice;
-        }
-        const auto* strategy = calibration.strategy(best->sync);
-        const std::size_t index = static_cast<std::size_t>(strategy - calibration.strategies.data());
-        double ddp_ms = 0;
-        const double cap = best_ddp_cap(*strategy, comms[index], &ddp_ms);
-        std::uint64_t largest = 0;
-        for (const auto& b : best->plan.buckets) largest = std::max(largest, b.size());
-        table.add_row({link.name, std::to_string(n), std::to_string((n + per_node - 1) / per_node), best->sync,
-                       ob::format_number(best->prediction.step_ms, 6), std::to_string(best->plan.buckets.size()),
-                       mb(best->plan.buckets.front().size()), mb(largest),
-                       ob::format_number(best->prediction.slowdown, 4), best->prediction.extrapolated ? "1" : "0",
-                       ob::format_number(cap), ob::format_number(ddp_ms, 6), calibration.gpu,
-                       std::to_string(calibration.ranks), calibration.commit});
-      }
+    for (const auto& link : in.links) {
+      for (int n : in.ranks) table.add_row(point_row(options, in.calibration, link, n));
     }
-    if (csv.empty()) {
+    if (options.csv.empty()) {
       std::cout << table.to_string();
     } else {
-      ob::write_file_atomic(csv, table.to_string());
-      std::cerr << program << ": wrote " << csv << " (" << table.rows().size() << " points)" << std::endl;
+      ob::write_file_atomic(options.csv, table.to_string());
+      std::cerr << program << ": wrote " << options.csv << " (" << table.rows().size() << " points)" << std::endl;
     }
     return ob::kExitOk;
   });

@@ -7,6 +7,7 @@
 #include "common/cuda/cublas_gemm.hpp"
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/event_timer.hpp"
+#include "common/iteration.hpp"
 #include "common/mpi_check.hpp"
 #include "phase4_chunked_nccl/model/kernels.cuh"
 #include "phase4_chunked_nccl/schedule/trainer.hpp"
@@ -79,7 +80,10 @@ Interference Trainer::interference(std::uint64_t elements, double window_ms, int
   double guesses[2] = {pass(3, 0).gemm_ms, pass(0, 3).comm_ms};
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, guesses, 2, MPI_DOUBLE, MPI_MAX, comm_));
   const double gemm_guess = guesses[0], comm_guess = guesses[1];
-  for (int p = 0; p < passes; ++p) {
+  // The timed passes through the iteration protocol (a barrier, the watchdog's progress, every sample kept): each
+  // iteration is one pass of each loop alone and each inside the other, in that order.
+  ob::LoopHooks hooks;
+  hooks.step = [&](const ob::Iteration&) {
     result.gemm_ms.push_back(pass(count(gemm_guess, 1), 0).gemm_ms);
     result.comm_ms.push_back(pass(0, count(comm_guess, 1)).comm_ms);
     const Pass inside_comm = pass(count(gemm_guess, 1), count(comm_guess, kInterferenceCover));
@@ -87,7 +91,8 @@ Interference Trainer::interference(std::uint64_t elements, double window_ms, int
     const Pass inside_gemm = pass(count(gemm_guess, kInterferenceCover), count(comm_guess, 1));
     result.comm_overlap_ms.push_back(inside_gemm.comm_ms);
     result.covered = result.covered && inside_comm.gemm_first && !inside_gemm.gemm_first;
-  }
+  };
+  ob::run_iterations({kInterferenceMode, 0, passes, 0, comm_}, hooks);
   return result;
 }
 

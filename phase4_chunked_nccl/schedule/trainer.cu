@@ -34,6 +34,54 @@ StepTimes resolve(const StepMarks& m, const std::function<double(int)>& at) {
           all(m.gather_begin), all(m.gather_end), all(m.layer_end)};
 }
 
+// A mode's timed steps as per-part times and timeline events (times from the run's origin, `origin_ms` on the host
+// clock): forward, per-layer, backward steps and update on the compute lane; buckets and gathers on the comm lane;
+// the host's enqueue time per bucket on the host lane.
+void collect(const std::vector<StepTimes>& timed, double origin_ms, int rank, int layers, const char* bucket_op,
+             ModeRun& run) {
+  const ob::Mode mode = run.mode;
+  const bool comm_only = mode == ob::Mode::kComm;
+  const int nb = static_cast<int>(run.bucket_ms.size());
+  const std::string compute_lane = std::string(ob::mode_name(mode)) + ":compute";
+  const std::string comm_lane = std::string(ob::mode_name(mode)) + ":comm";
+  const std::string host_lane = std::string(ob::mode_name(mode)) + ":host";
+  for (std::size_t it = 0; it < timed.size(); ++it) {
+    const StepTimes& t = timed[it];
+    const int iter = static_cast<int>(it);
+    auto event = [&](const std::string& lane, const char* name, int chunk, double from, double to) {
+      run.events.push_back({rank, lane, name, iter, chunk, 1000.0 * (origin_ms + from), 1000.0 * (origin_ms + to)});
+      return to - from;
+    };
+    if (!comm_only) {
+      run.forward_ms.push_back(event(compute_lane, "forward", -1, t.start, t.forward_end));
+      for (int l = 0; l < layers; ++l) run.layer_ms[l].push_back(t.layer_end[l] - (l == 0 ? t.start : t.layer_end[l - 1]));
+      double backward = 0;
+      for (int s = 0; s < layers; ++s) {
+        const double ms = event(compute_lane, "backward", layers - s, t.step_begin[s], t.step_end[s]);
+        run.step_ms[s].push_back(ms);
+        backward += ms;
+      }
+      run.backward_total_ms.push_back(backward);
+      run.update_ms.push_back(event(compute_lane, "update", -1, t.update_start, t.end));
+    }
+    if (mode != ob::Mode::kCompute) {
+      for (int b = 0; b < nb; ++b) {
+        run.bucket_ms[b].push_back(event(comm_lane, bucket_op, b, t.bucket_begin[b], t.bucket_end[b]));
+      }
+      for (int l = 0; l < layers; ++l) {  // the sharded schedule's gathers, where it made them
+        if (std::isnan(t.gather_begin[l])) continue;
+        if (run.gather_ms.empty()) run.gather_ms.assign(layers, {});
+        run.gather_ms[l].push_back(event(comm_lane, "allgather", l + 1, t.gather_begin[l], t.gather_end[l]));
+      }
+      double enqueue = 0;
+      for (std::size_t b = 0; b < t.enqueue_begin.size(); ++b) {
+        enqueue += event(host_lane, "enqueue", static_cast<int>(b), t.enqueue_begin[b], t.enqueue_end[b]);
+      }
+      if (!t.enqueue_begin.empty()) run.enqueue_ms.push_back(enqueue);
+    }
+  }
+}
+
 // One captured step, instantiated; destroyed with the run that made it.
 class CapturedStep {
  public:
@@ -60,7 +108,27 @@ class CapturedStep {
 
 constexpr std::size_t kCublasWorkspaceBytes = 32u << 20;
 
+// An eager step's times: its marks, and the host's enqueue times per communicated bucket on the same origin.
+StepTimes eager_times(const StepMarks& marks, const ob::EventLog& log, ob::SteadyClock::time_point origin,
+                      double origin_ms) {
+  StepTimes times = resolve(marks, [&](int index) { return log.ms_since_origin(index); });
+  auto host_ms = [&](ob::SteadyClock::time_point t) { return ob::micros_since(origin, t) / 1000.0 - origin_ms; };
+  for (std::size_t b = 0; b < marks.enqueue_begin.size(); ++b) {
+    if (marks.bucket_begin[b] < 0) continue;  // a bucket this mode does not communicate
+    times.enqueue_begin.push_back(host_ms(marks.enqueue_begin[b]));
+    times.enqueue_end.push_back(host_ms(marks.enqueue_end[b]));
+  }
+  return times;
+}
+
 }  // namespace
+
+// A captured step and the marks its replays record.
+struct Replay {
+  ob::EventLog log;
+  StepMarks marks;
+  CapturedStep step;
+};
 
 Trainer::Trainer(const Config& config, int rank, int ranks, ncclComm_t nccl, MPI_Comm comm,
                  const ob::PowerMonitor* power)
@@ -68,7 +136,7 @@ Trainer::Trainer(const Config& config, int rank, int ranks, ncclComm_t nccl, MPI
   int least = 0, greatest = 0;
   CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   compute_ = ob::make_stream();
-  comm_stream_ = ob::make_stream(config.comm_priority == "high" ? greatest : least);
+  comm_stream_ = ob::make_stream(config.comm_priority == StreamPriority::kHigh ? greatest : least);
   ob::name_stream(compute_, "phase4 compute");
   ob::name_stream(comm_stream_, "phase4 comm");
   handoff_ = ob::make_sync_event();
@@ -156,6 +224,20 @@ ModeRun Trainer::run_comm_with(const std::string& sync, const BucketPlan& plan, 
   return run(ob::Mode::kComm, plan, false, origin);
 }
 
+// --graph: one step of `mode` captured (NCCL's connections made first, outside the capture), its marks recorded
+// again by every replay.
+std::unique_ptr<Replay> Trainer::capture(ob::Mode mode, const BucketPlan& plan, cudaStream_t origin_stream) {
+  auto replay = std::make_unique<Replay>();
+  replay->marks = StepMarks(&replay->log, config_.layers, plan);
+  replay->log.reserve(4 + 5 * config_.layers + 2 * plan.buckets.size());
+  if (mode != ob::Mode::kCompute) {
+    for (const auto& bucket : plan.buckets) sync_->synchronise(bucket, comm_stream_);
+    CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  replay->step.capture(origin_stream, [&] { schedule_->step(mode, plan, replay->marks); });
+  return replay;
+}
+
 ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::SteadyClock::time_point origin,
                      int steps, bool eager) {
   double origin_ms = 0, energy_start = 0;
@@ -170,18 +252,8 @@ ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::Stea
   const std::size_t n = model_->elements();
   cudaStream_t first_stream = comm_only ? comm_stream_.get() : compute_.get();
 
-  ob::EventLog log;           // eager: every mark of the timed steps; graph: only the origin
-  ob::EventLog graph_log;     // graph: the marks inside the graph, recorded again by every replay
-  StepMarks captured(&graph_log, layers, plan);
-  CapturedStep captured_step;
-  if (graph) {
-    graph_log.reserve(4 + 5 * layers + 2 * nb);
-    if (mode != ob::Mode::kCompute) {  // NCCL sets up connections on a communicator's first collectives: not in a capture
-      for (const auto& bucket : plan.buckets) sync_->synchronise(bucket, comm_stream_);
-      CUDA_CHECK(cudaDeviceSynchronize());
-    }
-    captured_step.capture(first_stream, [&] { schedule_->step(mode, plan, captured); });
-  }
+  ob::EventLog log;  // eager: every mark of the timed steps; graph: only the origin
+  const std::unique_ptr<Replay> replay = graph ? capture(mode, plan, first_stream) : nullptr;
 
   std::vector<StepTimes> timed;
   StepMarks marks;
@@ -203,8 +275,8 @@ ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::Stea
     }
     marks = StepMarks(it.timed && !graph ? &log : nullptr, layers, plan);
     ob::NvtxRange range(ob::mode_name(mode));
-    if (graph) {
-      captured_step.launch(first_stream);
+    if (replay) {
+      replay->step.launch(first_stream);
     } else {
       schedule_->step(mode, plan, marks);
     }
@@ -212,39 +284,15 @@ ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::Stea
   hooks.elapsed_ms = [&](const ob::Iteration& it) {  // CUDA events: the step's first to last mark
     CUDA_CHECK(cudaDeviceSynchronize());
     if (!it.timed) return 0.0;
-    if (graph) {
-      timed.push_back(resolve(captured, [&](int index) { return ob::ms_between(log.event(0), graph_log.event(index)); }));
+    if (replay) {
+      timed.push_back(resolve(replay->marks, [&](int i) { return ob::ms_between(log.event(0), replay->log.event(i)); }));
     } else {
-      timed.push_back(resolve(marks, [&](int index) { return log.ms_since_origin(index); }));
-      auto host_ms = [&](ob::SteadyClock::time_point t) { return ob::micros_since(origin, t) / 1000.0 - origin_ms; };
-      for (std::size_t b = 0; b < marks.enqueue_begin.size(); ++b) {
-        if (marks.bucket_begin[b] < 0) continue;  // a bucket this mode does not communicate
-        timed.back().enqueue_begin.push_back(host_ms(marks.enqueue_begin[b]));
-        timed.back().enqueue_end.push_back(host_ms(marks.enqueue_end[b]));
-      }
+      timed.push_back(eager_times(marks, log, origin, origin_ms));
     }
     return timed.back().end - timed.back().start;
   };
   hooks.check = [&](const ob::Iteration& it) {
-    if (!check) return;
-    if (comm_only) {
-      const float* reduced = sync_->reduced(comm_stream_);
-      CUDA_CHECK(cudaStreamSynchronize(comm_stream_));
-      CUDA_CHECK(cudaMemset(scratch_.get(), 0, sizeof(unsigned long long)));
-      CUDA_CHECK(cudaMemset(scratch_.get() + 1, 0xff, sizeof(unsigned long long)));
-      count_pattern_wrong(reduced, n, config_.common.seed, ranks_, scratch_.get(), scratch_.get() + 1, nullptr);
-      const auto counts = scratch_.download();
-      if (counts[0] > 0 && run.wrong == 0) {
-        run.first_wrong = "iteration " + std::to_string(it.iter) + ", first wrong index " + std::to_string(counts[1]);
-      }
-      run.wrong = std::max<std::uint64_t>(run.wrong, counts[0]);
-    } else if (mode != ob::Mode::kCompute) {
-      const std::uint64_t print = weight_fingerprint();
-      std::uint64_t lo = 0, hi = 0;
-      MPI_CHECK(MPI_Allreduce(&print, &lo, 1, MPI_UINT64_T, MPI_MIN, comm_));
-      MPI_CHECK(MPI_Allreduce(&print, &hi, 1, MPI_UINT64_T, MPI_MAX, comm_));
-      run.ranks_agree = run.ranks_agree && lo == hi;
-    }
+    if (check) check_step(mode, it.iter, run);
   };
   run.iter_ms = ob::run_iterations(loop, hooks);
   if (timing) {
@@ -254,45 +302,31 @@ ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::Stea
     run.energy_j = power_ && long_enough ? power_->energy_j() - energy_start : std::nan("");
   }
 
-  const std::string compute_lane = std::string(ob::mode_name(mode)) + ":compute";
-  const std::string comm_lane = std::string(ob::mode_name(mode)) + ":comm";
-  const std::string host_lane = std::string(ob::mode_name(mode)) + ":host";
-  for (std::size_t it = 0; it < timed.size(); ++it) {
-    const StepTimes& t = timed[it];
-    const int iter = static_cast<int>(it);
-    auto event = [&](const std::string& lane, const char* name, int chunk, double from, double to) {
-      run.events.push_back({rank_, lane, name, iter, chunk, 1000.0 * (origin_ms + from), 1000.0 * (origin_ms + to)});
-      return to - from;
-    };
-    if (!comm_only) {
-      run.forward_ms.push_back(event(compute_lane, "forward", -1, t.start, t.forward_end));
-      for (int l = 0; l < layers; ++l) run.layer_ms[l].push_back(t.layer_end[l] - (l == 0 ? t.start : t.layer_end[l - 1]));
-      double backward = 0;
-      for (int s = 0; s < layers; ++s) {
-        const double ms = event(compute_lane, "backward", layers - s, t.step_begin[s], t.step_end[s]);
-        run.step_ms[s].push_back(ms);
-        backward += ms;
-      }
-      run.backward_total_ms.push_back(backward);
-      run.update_ms.push_back(event(compute_lane, "update", -1, t.update_start, t.end));
-    }
-    if (mode != ob::Mode::kCompute) {
-      for (int b = 0; b < nb; ++b) {
-        run.bucket_ms[b].push_back(event(comm_lane, sync_->bucket_op(), b, t.bucket_begin[b], t.bucket_end[b]));
-      }
-      for (int l = 0; l < layers; ++l) {  // the sharded schedule's gathers, where it made them
-        if (std::isnan(t.gather_begin[l])) continue;
-        if (run.gather_ms.empty()) run.gather_ms.assign(layers, {});
-        run.gather_ms[l].push_back(event(comm_lane, "allgather", l + 1, t.gather_begin[l], t.gather_end[l]));
-      }
-      double enqueue = 0;
-      for (std::size_t b = 0; b < t.enqueue_begin.size(); ++b) {
-        enqueue += event(host_lane, "enqueue", static_cast<int>(b), t.enqueue_begin[b], t.enqueue_end[b]);
-      }
-      if (!t.enqueue_begin.empty()) run.enqueue_ms.push_back(enqueue);
-    }
-  }
+  collect(timed, origin_ms, rank_, layers, sync_->bucket_op(), run);
   return run;
 }
+
+// --check after a step: comm-only, the exact pattern sum on the device; seq and overlap, the ranks' weights equal.
+void Trainer::check_step(ob::Mode mode, int iter, ModeRun& run) {
+  if (mode == ob::Mode::kComm) {
+    const float* reduced = sync_->reduced(comm_stream_);
+    CUDA_CHECK(cudaStreamSynchronize(comm_stream_));
+    CUDA_CHECK(cudaMemset(scratch_.get(), 0, sizeof(unsigned long long)));
+    CUDA_CHECK(cudaMemset(scratch_.get() + 1, 0xff, sizeof(unsigned long long)));
+    count_pattern_wrong(reduced, model_->elements(), config_.common.seed, ranks_, scratch_.get(), scratch_.get() + 1, nullptr);
+    const auto counts = scratch_.download();
+    if (counts[0] > 0 && run.wrong == 0) {
+      run.first_wrong = "iteration " + std::to_string(iter) + ", first wrong index " + std::to_string(counts[1]);
+    }
+    run.wrong = std::max<std::uint64_t>(run.wrong, counts[0]);
+  } else if (mode != ob::Mode::kCompute) {
+    const std::uint64_t print = weight_fingerprint();
+    std::uint64_t lo = 0, hi = 0;
+    MPI_CHECK(MPI_Allreduce(&print, &lo, 1, MPI_UINT64_T, MPI_MIN, comm_));
+    MPI_CHECK(MPI_Allreduce(&print, &hi, 1, MPI_UINT64_T, MPI_MAX, comm_));
+    run.ranks_agree = run.ranks_agree && lo == hi;
+  }
+}
+
 
 }  // namespace phase4

@@ -65,6 +65,8 @@ struct Interference {
 // Timed iterations shorter than this in all get no energy figure: the energy counter's steps would dominate it.
 constexpr double kShortestEnergyWindowS = 0.5;
 
+struct Replay;  // a captured step (--graph)
+
 class Trainer {
  public:
   // `power` (may be null) gives the energy of each mode's timed iterations.
@@ -107,6 +109,8 @@ class Trainer {
 
  private:
   StepResources resources();
+  void check_step(ob::Mode mode, int iter, ModeRun& run);
+  std::unique_ptr<Replay> capture(ob::Mode mode, const BucketPlan& plan, cudaStream_t origin_stream);
 
   const Config& config_;
   int rank_, ranks_;

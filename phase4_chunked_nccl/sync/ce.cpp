@@ -131,7 +131,7 @@ SyncRow copy_engine_row() {
   row.name = "ce";
   row.help = "zero-SM: copy-engine all-to-all + a small sum kernel + copy-engine all-gather on symmetric windows "
              "(CTA policy zero; fp32)";
-  row.cta_policy = "zero";
+  row.cta_policy = CtaPolicy::kZero;
   row.bounded = false;
   row.reference = "nccl";
   row.buffers = 3;  // the gradient, the received slices, the reduced gradient

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "phase4_chunked_nccl/driver/choices.hpp"
+
 namespace phase4 {
 
 class GradientSync;
@@ -21,7 +23,7 @@ enum class ScheduleKind { kAllReduce, kSharded };
 struct SyncRow {
   std::string name, help;
   ScheduleKind schedule = ScheduleKind::kAllReduce;
-  std::string cta_policy;   // the CTA policy its communicator needs ("": any)
+  CtaPolicy cta_policy = CtaPolicy::kDefault;  // the CTA policy its communicator needs (kDefault: any)
   bool bf16 = false;        // runs with --comm-dtype bf16
   bool graph = true;        // runs under --graph
   bool accumulation = true;  // runs with --accum-steps > 1

@@ -174,7 +174,7 @@ SyncRow sharded_copy_engine_row() {
   row.name = "sharded-ce";
   row.help = "sharded on the copy engines: ncclAlltoAll per layer, the slices' sum fused into the update, "
              "ncclAllGather per layer, on symmetric windows (CTA policy zero; fp32)";
-  row.cta_policy = "zero";
+  row.cta_policy = CtaPolicy::kZero;
   row.bounded = false;
   row.buffers = 3;  // the gradient, the received slices, the gathered gradient of the checks
   row.make = OB_SYNC_FACTORY(make_sharded_copy_engine);

@@ -40,12 +40,12 @@ TEST(Phase3Ranges, ShardsCoverTheBatchExactlyOnceEvenWhenUneven) {
 
 TEST(Phase3Options, ModesAlwaysEndWithComputeAndComm) {
   phase3::Config config;
-  EXPECT_EQ(config.modes(), (std::vector<ob::Mode>{ob::Mode::kCompute, ob::Mode::kComm, ob::Mode::kSeq, ob::Mode::kThread,
-                                                   ob::Mode::kNonblocking, ob::Mode::kProgress}));
+  EXPECT_EQ(config.modes(), (std::vector<ob::Mode>{ob::Mode::kCompute, ob::Mode::kComm, ob::Mode::kSeq, phase3::kThread,
+                                                   phase3::kNonblocking, phase3::kProgress}));
   config.strategy = "thread";
-  EXPECT_EQ(config.modes(), (std::vector<ob::Mode>{ob::Mode::kCompute, ob::Mode::kComm, ob::Mode::kThread}));
+  EXPECT_EQ(config.modes(), (std::vector<ob::Mode>{ob::Mode::kCompute, ob::Mode::kComm, phase3::kThread}));
   config.compute = "busy";  // the comm-only run sizes the busy loop: it runs first
-  EXPECT_EQ(config.modes(), (std::vector<ob::Mode>{ob::Mode::kComm, ob::Mode::kCompute, ob::Mode::kThread}));
+  EXPECT_EQ(config.modes(), (std::vector<ob::Mode>{ob::Mode::kComm, ob::Mode::kCompute, phase3::kThread}));
 }
 
 TEST(Phase3Options, GradientSweepSetsTheColumnsOfW) {

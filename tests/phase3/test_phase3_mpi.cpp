@@ -152,7 +152,7 @@ TEST(Phase3Mpi, CheckersCatchACorruptedAllReduceUnderBusyCompute) {
   config.busy_us = 10;
   const bool corrupt_here = ob::testing::world_rank() == 0;
   Corrupting backend(phase3::make_busy_backend(config), corrupt_here);
-  for (const auto mode : {ob::Mode::kSeq, ob::Mode::kProgress}) {
+  for (const auto mode : {ob::Mode::kSeq, phase3::kProgress}) {
     const auto run = phase3::run_mode(mode, backend, config, MPI_COMM_WORLD, ob::SteadyClock::now(), true, 2);
     EXPECT_EQ(run.wrong, corrupt_here ? 1u : 0u) << ob::mode_name(mode);
   }

@@ -138,7 +138,7 @@ const ob::SummaryRow& row_of(const phase4::PointResult& result, const std::strin
 
 TEST_F(Phase4Gpu, Bf16CommunicationReportsItsErrorAndKeepsRanksInStep) {
   auto config = small();
-  config.comm_dtype = "bf16";
+  config.comm_dtype = phase4::WireType::kBf16;
   phase4::Trainer trainer(config, rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
   const auto result = phase4::run_point(config, trainer, MPI_COMM_WORLD, ob::SteadyClock::now(), nullptr);
   EXPECT_EQ(result.failure, "");  // ranks agree bitwise after every step; the comm pattern is exact in bf16
@@ -216,9 +216,9 @@ TEST_F(Phase4Gpu, GraphReplayGivesTheEagerWeightsAndTimesEveryEvent) {
 TEST_F(Phase4Gpu, EveryKnobAtOnceChecksOut) {
   auto config = small();
   config.graph = true;
-  config.comm_dtype = "bf16";
+  config.comm_dtype = phase4::WireType::kBf16;
   config.accum_steps = 2;
-  config.comm_priority = "high";
+  config.comm_priority = phase4::StreamPriority::kHigh;
   phase4::Trainer trainer(config, rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
   const auto result = phase4::run_point(config, trainer, MPI_COMM_WORLD, ob::SteadyClock::now(), nullptr);
   EXPECT_EQ(result.failure, "");

@@ -40,13 +40,13 @@ TEST(Phase4Options, DefaultsTf32AndSweeps) {
   ASSERT_EQ(exit_code_of({"--sweep", "nccl-max-ctas=2,4,8", "--comm-priority", "high"}, &config), -1);
   EXPECT_EQ(config.sweep_points()[1].nccl_max_ctas, 4);
   EXPECT_EQ(config.sweep_points()[1].point_label(), "bucket-mb=25, nccl-max-ctas=4");
-  EXPECT_EQ(config.comm_priority, "high");
+  EXPECT_EQ(config.comm_priority, phase4::StreamPriority::kHigh);
 }
 
 TEST(Phase4Options, KnobsAndTheirSweeps) {
   phase4::Config config;
   ASSERT_EQ(exit_code_of({"--comm-dtype", "bf16", "--accum-steps", "4", "--graph", "--power"}, &config), -1);
-  EXPECT_EQ(config.comm_dtype, "bf16");
+  EXPECT_EQ(config.comm_dtype, phase4::WireType::kBf16);
   EXPECT_EQ(config.point_label(), "bucket-mb=25, accum-steps=4, comm-dtype=bf16, graph");
   const phase4::Config big = config.accumulation_reference();
   EXPECT_EQ(big.batch, 4 * config.batch);
@@ -60,7 +60,7 @@ TEST(Phase4Options, KnobsAndTheirSweeps) {
   ASSERT_EQ(exit_code_of({"--nccl-cta-policy", "efficiency", "--sweep", "nccl-max-ctas=4,8"}, &config), -1);
   const auto points = config.sweep_points();
   EXPECT_EQ(points[1].point_label(), "bucket-mb=25, nccl-max-ctas=8, nccl-cta-policy=efficiency");
-  EXPECT_EQ(points[1].nccl_settings().cta_policy, "efficiency");
+  EXPECT_EQ(points[1].nccl_settings().cta_policy, phase4::CtaPolicy::kEfficiency);
   EXPECT_FALSE(points[0].nccl_settings() == points[1].nccl_settings());
   EXPECT_TRUE(points[1].nccl_settings() == points[1].nccl_settings());
 }
@@ -68,9 +68,9 @@ TEST(Phase4Options, KnobsAndTheirSweeps) {
 TEST(Phase4Options, DeviceBytesGrowWithEachKnob) {
   phase4::Config config;
   const double base = config.device_bytes(), w = 4.0 * config.layers * config.hidden * config.hidden;
-  config.comm_dtype = "bf16";
+  config.comm_dtype = phase4::WireType::kBf16;
   EXPECT_DOUBLE_EQ(config.device_bytes() - base, 0.5 * w);  // the bf16 copy of the gradient
-  config.comm_dtype = "fp32";
+  config.comm_dtype = phase4::WireType::kFp32;
   config.accum_steps = 3;  // two more micro-batches of inputs and targets
   EXPECT_DOUBLE_EQ(config.device_bytes() - base, 4.0 * 2 * 2.0 * config.batch * config.hidden);
 }
@@ -81,13 +81,13 @@ TEST(Phase4Options, SyncStrategiesAndTheirNeeds) {
   EXPECT_EQ(config.sync, "nccl");
   EXPECT_TRUE(phase4::find_sync("nccl") && phase4::find_sync("nccl-sym") && phase4::find_sync("ce"));
   ASSERT_EQ(exit_code_of({"--sync", "ce"}, &config), -1);
-  EXPECT_EQ(config.nccl_settings().cta_policy, "zero");  // copy-engine collectives need CTA policy zero
+  EXPECT_EQ(config.nccl_settings().cta_policy, phase4::CtaPolicy::kZero);  // copy-engine collectives need CTA policy zero
   EXPECT_EQ(config.point_label(), "bucket-mb=25, sync=ce");
   EXPECT_EQ(exit_code_of({"--sync", "ce", "--comm-dtype", "bf16"}), ob::kExitUsage);
   EXPECT_EQ(exit_code_of({"--sync", "ce", "--nccl-cta-policy", "efficiency"}), ob::kExitUsage);
   EXPECT_EQ(exit_code_of({"--sync", "ring"}), ob::kExitUsage);
   ASSERT_EQ(exit_code_of({"--sync", "nccl-sym", "--comm-dtype", "bf16"}, &config), -1);
-  EXPECT_EQ(config.nccl_settings().cta_policy, "default");
+  EXPECT_EQ(config.nccl_settings().cta_policy, phase4::CtaPolicy::kDefault);
   // A sync sweep: every strategy on the same configuration, each point its own communicator settings.
   ASSERT_EQ(exit_code_of({"--sweep", "sync=nccl,nccl-sym,ce"}, &config), -1);
   const auto points = config.sweep_points();
@@ -112,7 +112,7 @@ TEST(Phase4Options, ShardedStrategiesRefuseWhatTheyCannotHonour) {
   phase4::Config config;
   ASSERT_EQ(exit_code_of({"--sync", "sharded-ce", "--prefetch", "2"}, &config), -1);
   EXPECT_TRUE(config.sharded());
-  EXPECT_EQ(config.nccl_settings().cta_policy, "zero");
+  EXPECT_EQ(config.nccl_settings().cta_policy, phase4::CtaPolicy::kZero);
   EXPECT_EQ(config.comm_reference(), "sharded");
   EXPECT_EQ(config.point_label(), "bucket-mb=25, sync=sharded-ce, prefetch=2");
   config.sync = "ce";

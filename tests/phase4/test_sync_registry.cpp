@@ -60,7 +60,7 @@ TEST(SyncRegistry, TheHelpListsEveryStrategyWithItsHelp) {
 }
 
 TEST(SyncRegistry, RowsSayWhatTheRestOfPhase4NeedsToKnow) {
-  EXPECT_EQ(phase4::sync_row("ce").cta_policy, "zero");
+  EXPECT_EQ(phase4::sync_row("ce").cta_policy, phase4::CtaPolicy::kZero);
   EXPECT_EQ(phase4::sync_row("sharded-ce").schedule, phase4::ScheduleKind::kSharded);
   EXPECT_EQ(phase4::sync_row("sharded-ce").reference, "sharded");
   EXPECT_FALSE(phase4::sync_row("sharded").graph);

@@ -58,3 +58,47 @@ def test_every_relative_link_resolves():
             if not (page.parent / target.split("#")[0]).exists():
                 broken.append(f"{page.relative_to(REPO)}: {target}")
     assert not broken, "\n".join(broken)
+
+
+# The binaries whose every option the reference (docs/USAGE.md) names, and options of the tools the docs show
+# beside ours (mpirun, Slurm, CMake, CTest, pip), which no --help of ours lists.
+BINARIES = ["phase1_cuda_baseline/phase1_cuda_baseline", "phase2_omp_overlap/phase2_omp_overlap",
+            "phase3_mpi_cuda/phase3_mpi_cuda", "phase4_chunked_nccl/phase4_chunked_nccl",
+            "phase4_chunked_nccl/phase4_predict"]
+OTHER_TOOLS = {"--allow-run-as-root", "--bind-to", "--oversubscribe", "--account", "--partition", "--nodes",
+               "--ntasks", "--ntasks-per-node", "--cpus-per-task", "--gpus-per-task", "--gpu-bind", "--mpi", "--build",
+               "--install", "--prefix", "--preset", "--test-dir", "--nproc", "--x", "--test-only", "--trace", "--nvtx"}
+OPTION = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*)")
+
+
+def helps(build_dir):
+    from conftest import built
+    texts = {}
+    for relative in BINARIES:
+        binary = built(build_dir, relative)
+        texts[binary.name] = subprocess.run([str(binary), "--help"], capture_output=True, text=True, timeout=60).stdout
+    return texts
+
+
+def test_every_option_the_docs_name_exists_and_every_option_is_in_the_reference(build_dir):
+    texts = helps(build_dir)
+    ours = set().union(*(set(OPTION.findall(text)) for text in texts.values()))
+    scripts = "".join(p.read_text() for p in (REPO / "scripts").rglob("*") if p.suffix in {".py", ".sh", ".sbatch"})
+    scripts += (REPO / "common" / "tools" / "trace_main.cpp").read_text()
+    docs = (REPO / "README.md").read_text() + (REPO / "docs" / "USAGE.md").read_text()
+    taken = ours | OTHER_TOOLS  # and the scripts' own: an argparse name or a case label in their source
+    unknown = sorted(o for o in set(OPTION.findall(docs)) - taken
+                     if not any(f"{before}{o}{after}" in scripts for before, after in [('"', ""), ("", ")"), ("", "|"), ("|", "")]))
+    assert not unknown, f"the docs name options nothing takes: {unknown}"
+    reference = set(OPTION.findall((REPO / "docs" / "USAGE.md").read_text()))
+    for name, text in texts.items():
+        missing = sorted(set(OPTION.findall(text)) - {"--help", "--version"} - reference)
+        assert not missing, f"{name} takes options docs/USAGE.md does not name: {missing}"
+
+
+def test_the_sweep_names_in_the_reference_are_the_binarys(build_dir):
+    help_text = " ".join(helps(build_dir)["phase4_chunked_nccl"].split())
+    names = re.search(r"NAME one of ([a-z, -]+?) \(", help_text).group(1).split(", ")
+    sentence = re.search(r"`--sweep NAME=V1,V2,\.\.\.` takes (.*?)\(below\)", (REPO / "docs" / "USAGE.md").read_text(),
+                         re.S).group(1)
+    assert sorted(re.findall(r"`([a-z-]+)`", sentence)) == sorted(names)

@@ -75,9 +75,12 @@ TEST(Summary, NoIdealWithoutComputeAndCommButABoundWhenGiven) {
   EXPECT_FALSE(rows[0].has("speedup"));
 }
 
+// A phase's own overlapped mode, registered here as a phase registers it (common/ does not list it).
+const ob::Mode kBeside = ob::register_mode("beside", ob::ModeKind::kOverlapped);
+
 TEST(Summary, SeqMissingMeansCompPlusComm) {
   std::vector<ob::SummaryRow> rows = {measured(ob::Mode::kCompute, 100, 100), measured(ob::Mode::kComm, 50, 0),
-                                      measured(ob::Mode::kThread, 120, 100)};
+                                      measured(kBeside, 120, 100)};
   ob::derive_overlap_rows(rows, rows.front(), {});
   EXPECT_DOUBLE_EQ(rows[2].number("speedup"), 150.0 / 120.0);
   EXPECT_FALSE(rows[2].has("compute_slowdown"));  // no compute-time field named
@@ -168,15 +171,20 @@ TEST(Summary, EveryMeasuredRowCarriesItsSpreadAndAWideOneIsUnstable) {
 }
 
 TEST(Modes, NamesRoundTripAndRunOrderIsFixed) {
-  for (auto mode : {ob::Mode::kCompute, ob::Mode::kComm, ob::Mode::kSeq, ob::Mode::kOverlap, ob::Mode::kThread,
-                    ob::Mode::kNonblocking, ob::Mode::kProgress, ob::Mode::kIdeal, ob::Mode::kBound, ob::Mode::kBoundRef}) {
+  const ob::Mode later = ob::register_mode("later", ob::ModeKind::kOverlapped);
+  const ob::Mode other = ob::register_mode("other", ob::ModeKind::kOther);
+  for (auto mode : {ob::Mode::kCompute, ob::Mode::kComm, ob::Mode::kSeq, ob::Mode::kOverlap, kBeside, later, other,
+                    ob::Mode::kIdeal, ob::Mode::kBound, ob::Mode::kBoundRef}) {
     EXPECT_EQ(ob::parse_mode(ob::mode_name(mode)), mode);
   }
+  EXPECT_EQ(ob::register_mode("beside", ob::ModeKind::kOverlapped), kBeside);  // once per name
+  EXPECT_THROW(ob::register_mode("beside", ob::ModeKind::kDerived), std::logic_error);
   EXPECT_THROW(ob::parse_mode("all"), std::invalid_argument);
-  EXPECT_EQ(ob::in_run_order({ob::Mode::kNonblocking, ob::Mode::kSeq, ob::Mode::kComm, ob::Mode::kCompute,
-                              ob::Mode::kSeq}),
-            (std::vector<ob::Mode>{ob::Mode::kCompute, ob::Mode::kComm, ob::Mode::kSeq, ob::Mode::kNonblocking}));
-  EXPECT_TRUE(ob::is_overlapped(ob::Mode::kThread));
+  EXPECT_EQ(ob::in_run_order({other, later, ob::Mode::kSeq, ob::Mode::kComm, kBeside, ob::Mode::kCompute,
+                              ob::Mode::kSeq, ob::Mode::kOverlap}),
+            (std::vector<ob::Mode>{ob::Mode::kCompute, ob::Mode::kComm, ob::Mode::kSeq, ob::Mode::kOverlap, kBeside,
+                                   later, other}));
+  EXPECT_TRUE(ob::is_overlapped(kBeside));
   EXPECT_FALSE(ob::is_overlapped(ob::Mode::kSeq));
   EXPECT_TRUE(ob::is_derived(ob::Mode::kBoundRef));
 }

@@ -1,0 +1,74 @@
+#include "common/mpi_phase.hpp"
+
+#include <iostream>
+#include <memory>
+
+#include "common/errors.hpp"
+#include "common/main_guard.hpp"
+#include "common/metadata.hpp"
+#include "common/mpi_session.hpp"
+#include "common/rank_agreement.hpp"
+
+namespace ob {
+namespace {
+
+// Rank 0: the metadata, the outputs (when every check passed) and the console.
+void report(int argc, char** argv, const MpiPhase& phase, const OutputPaths& paths, PhaseResult& result,
+            const nlohmann::json& gathered) {
+  auto meta = base_metadata(phase.name, argc, argv);
+  for (const auto& [key, value] : gathered.items()) meta[key] = value;
+  for (const auto& [key, value] : result.meta.items()) meta[key] = value;
+  const bool passed = result.failure.empty();
+  if (passed) {
+    write_run_outputs(paths, phase.name, result.rows, meta, result.events, result.power ? &*result.power : nullptr,
+                      result.extra_files);
+  }
+  std::cout << "# " << result.header << "\n"
+            << render_summary(result.rows, result.columns) << outputs_line(paths, passed) << "\n";
+  for (const auto& note : result.notes) {
+    if (passed) std::cout << note << "\n";
+  }
+}
+
+}  // namespace
+
+int run_mpi_phase(int argc, char** argv, const MpiPhase& phase) {
+  std::unique_ptr<MpiSession> mpi;  // outlives guarded_main, so a failure can still MPI_Abort the job
+  return guarded_main(phase.program, [&]() -> int {
+    mpi = std::make_unique<MpiSession>(argc, argv, phase.thread_level);
+    CLI::App app(phase.description, phase.program);
+    phase.add_options(app);
+    OutputPaths paths;
+    if (auto code = parse_on_every_rank(app, argc, argv, MPI_COMM_WORLD, [&] {
+          phase.validate(app);
+          paths = resolve_output_paths(phase.name, *phase.common);
+        })) {
+      return *code;
+    }
+    const auto on_stall = phase.on_stall;
+    Watchdog watchdog(phase.program, mpi->rank(), mpi->size(), *phase.fault, [on_stall] {
+      if (on_stall) on_stall();
+      MPI_Abort(MPI_COMM_WORLD, kExitRuntime);
+    });
+    const bool root = mpi->rank() == 0;
+    const PhaseContext context{*mpi, mpi->rank(), mpi->size(), root, paths,
+                               root && !phase.common->quiet ? &std::cerr : nullptr};
+    auto outcome = phase.run(context);
+    if (const int* code = std::get_if<int>(&outcome)) return *code;
+    PhaseResult& result = std::get<PhaseResult>(outcome);
+    // A fault injected at a step that never came proved nothing: a usage error, and nothing is written.
+    if (auto code = stop_on_any_rank(phase.program, watchdog.unfired_fault(), MPI_COMM_WORLD)) return *code;
+    nlohmann::json gathered = {{"hosts", rank_hosts(MPI_COMM_WORLD)},
+                               {"rank_command_lines", rank_command_lines(argc, argv, MPI_COMM_WORLD)}};
+    const nlohmann::json devices = gather_json(result.device, MPI_COMM_WORLD);
+    if (!result.device.is_null()) gathered["gpus"] = devices;  // every rank's GPU, in rank order
+    if (root) report(argc, argv, phase, paths, result, gathered);
+    if (!result.failure.empty()) {
+      if (root) throw CheckFailure(result.failure);
+      return kExitCheckFailed;
+    }
+    return kExitOk;
+  }, true);
+}
+
+}  // namespace ob

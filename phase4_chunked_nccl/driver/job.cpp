@@ -1,0 +1,137 @@
+#include "phase4_chunked_nccl/driver/job.hpp"
+
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "common/cuda/cuda_check.hpp"
+#include "common/cuda/device_info.hpp"
+#include "common/cuda/power_monitor.hpp"
+#include "common/errors.hpp"
+#include "common/mpi_check.hpp"
+#include "common/mpi_session.hpp"
+#include "common/rank_agreement.hpp"
+#include "phase4_chunked_nccl/driver/runner.hpp"
+#include "phase4_chunked_nccl/driver/sweep.hpp"
+
+namespace phase4 {
+namespace {
+
+const char* const kProgram = "phase4_chunked_nccl";
+
+// This rank's GPU, made current (one per rank: NCCL refuses two ranks on one GPU), or -1, said on stderr, when
+// there is none.
+int choose_gpu(const ob::PhaseContext& context) {
+  const auto probe = ob::probe_cuda();
+  if (probe.devices == 0) {
+    if (context.root) std::cerr << ob::no_device_message(kProgram, probe) << std::endl;
+    return -1;
+  }
+  // Every task sees every GPU of its node, or only its own: either way a GPU of its own, unless a node has more
+  // ranks than GPUs.
+  const int device = ob::gpu_for_rank(ob::local_rank(MPI_COMM_WORLD), probe.devices);
+  CUDA_CHECK(cudaSetDevice(device));
+  char bus_id[32] = {};
+  CUDA_CHECK(cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, device));
+  const std::string shared = ob::first_nonempty(ob::shared_gpu(ob::gather_on_node(bus_id, MPI_COMM_WORLD)),
+                                                MPI_COMM_WORLD);
+  if (!shared.empty()) {
+    if (context.root) std::cerr << kProgram << ": needs one GPU per rank: " << shared << std::endl;
+    return -1;
+  }
+  return device;
+}
+
+// Every point, with every strategy it may plan among, fits on the GPU (exit 2 naming the estimate otherwise).
+void require_fit(const Config& config, const std::vector<Config>& points) {
+  for (const auto& point : points) {
+    for (const auto& sync : point.plan_mode == PlanMode::kAuto || config.calibrate ? point.planned_syncs()
+                                                                           : std::vector<std::string>{point.sync}) {
+      auto planned = point;
+      planned.sync = sync;
+      ob::require_fits_on_device("--batch", std::to_string(point.batch), planned.device_bytes());
+    }
+  }
+}
+
+// --power: NVML's monitor where every rank has one (null otherwise, said on stderr).
+std::unique_ptr<ob::PowerMonitor> power_monitor(const Config& config, int device, const ob::PhaseContext& context,
+                                                ob::SteadyClock::time_point origin) {
+  if (!config.power) return nullptr;
+  auto power = std::make_unique<ob::PowerMonitor>(device, context.rank, origin);
+  int available = power->available(), everywhere = 0;
+  MPI_CHECK(MPI_Allreduce(&available, &everywhere, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+  if (everywhere) return power;
+  if (context.root || !available) {
+    std::cerr << "phase4: rank " << context.rank << ": power: unavailable ("
+              << (available ? "not on every rank" : power->why()) << ")" << std::endl;
+  }
+  return nullptr;
+}
+
+// What the metadata and the console say about the run.
+void describe(const Config& config, const SweepResult& sweep, const ob::PowerMonitor* power, bool asked_for_power,
+              const ob::PhaseContext& context, ob::PhaseResult& result) {
+  const char* nvls = std::getenv("NCCL_NVLS_ENABLE");
+  result.meta = {{"clock", "cuda_event"}, {"nccl_nvls_enable", nvls ? nvls : "unset"},
+                 {"power", power ? "nvml, every 20 ms" : asked_for_power ? "unavailable" : "off"}};
+  if (sweep.measured) {
+    result.meta["calibration"] = context.paths.calibration_json;
+    result.extra_files.emplace_back(context.paths.calibration_json, sweep.measured->to_json().dump(2) + "\n");
+    result.notes.push_back("# calibration: " + context.paths.calibration_json);
+  }
+  if (!config.calibration.empty()) result.meta["calibration"] = config.calibration;
+  result.header = std::string(kProgram) + ": " + std::to_string(context.ranks) + " rank(s), MLP H=" +
+                  std::to_string(config.hidden) + " L=" + std::to_string(config.layers) + " B=" +
+                  std::to_string(config.batch) + " per rank, " + (config.tf32 ? "TF32" : "fp32") +
+                  " GEMMs, median of " + std::to_string(config.common.iters) +
+                  (config.mode == RunMode::kInterference ? " passes" : " steps") + ", slowest rank (CUDA events)";
+  result.columns = console_columns(config);
+}
+
+}  // namespace
+
+std::atomic<ncclComm_t>& live_comm() {
+  static std::atomic<ncclComm_t> comm{nullptr};
+  return comm;
+}
+
+std::variant<int, ob::PhaseResult> run_job(Config& config, const ob::PhaseContext& context) {
+  const int device = choose_gpu(context);
+  if (device < 0) return ob::kExitSkipped;
+  auto points = config.sweep_points();
+  require_fit(config, points);
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  std::optional<Calibration> calibration;
+  if (!config.calibration.empty()) {
+    calibration = load_calibration(config.calibration, config, context.ranks, prop.name, MPI_COMM_WORLD);
+  }
+  require_sm_margin(points);
+  MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+  const auto origin = ob::SteadyClock::now();
+  const auto power = power_monitor(config, device, context, origin);
+  const bool asked_for_power = config.power;
+  config.power = power != nullptr;  // energy columns only where power is measured
+  for (auto& point : points) point.power = config.power;
+  if (context.progress && context.ranks == 1) {
+    *context.progress << "phase4: 1 rank: the all-reduces move no data (comm is a no-op)" << std::endl;
+  }
+  const auto sweep = run_sweep(points, context.rank, context.ranks, MPI_COMM_WORLD, origin, power.get(), live_comm(),
+                               context.progress, calibration ? &*calibration : nullptr, config.calibrate);
+  ob::PhaseResult result;
+  result.rows = sweep.rows;
+  result.events = sweep.events;
+  result.failure = sweep.failure;
+  result.device = ob::cuda_metadata(device);
+  if (power) {
+    const auto samples = ob::gather_power(power->samples(), MPI_COMM_WORLD);
+    result.power = ob::power_csv(samples);
+    result.notes.push_back("# power: " + context.paths.power_csv + " (" + std::to_string(samples.size()) + " samples)");
+  }
+  describe(config, sweep, power.get(), asked_for_power, context, result);
+  return result;
+}
+
+}  // namespace phase4
