@@ -109,6 +109,32 @@ for entry in "${phases[@]}"; do
   esac
 done
 
+# On 2 GPUs or more, phase 4's planner: a calibration measured once (every all-reduce strategy), then the plan it
+# chooses against the default plan (25 MiB buckets, --sync nccl) as fresh processes in interleaved rounds
+# (scripts/compare.py), their ratio with its interval.
+planner_rounds=$([ "$quick" = 1 ] && echo 3 || echo 5)
+if [ "$gpus" -ge 2 ] && [ "$list" = 1 ]; then
+  ob_log "would run phase 4's planner on $gpus MPI ranks: --calibrate, then its plan against the default in" \
+         "$planner_rounds interleaved rounds"
+fi
+planner_sentence=""
+if [ "$gpus" -ge 2 ] && [ "$list" = 0 ] && [[ " ${ran[*]+"${ran[*]}"} " == *" phase4 "* ]]; then
+  ob_log "phase 4's planner: calibrating, then its plan against the default in $planner_rounds interleaved rounds"
+  p4="mpirun -np $gpus --bind-to none $build/phase4_chunked_nccl/phase4_chunked_nccl $p4_args --quiet"
+  syncs="--plan-syncs nccl,nccl-sym,ce"
+  if $p4 --calibrate $syncs --csv "$out/planner-calibrate.csv" >"$out/planner-calibrate.log" 2>&1 &&
+     python3 "$OB_ROOT/scripts/compare.py" --out "$out/planner" --rounds "$planner_rounds" --baseline default \
+       --contender "default=$p4 --csv {csv}" \
+       --contender "planned=$p4 --plan auto $syncs --calibration $out/planner-calibrate.calibration.json --csv {csv}" \
+       >"$out/planner.log" 2>&1; then
+    planner_sentence=$(grep -E '^- ' "$out/planner.log" || true)
+    ran+=("planner")
+  else
+    failed+=("planner (logs: $out/planner-calibrate.log, $out/planner.log)")
+    tail -n 5 "$out/planner.log" "$out/planner-calibrate.log" >&2 2>/dev/null || true
+  fi
+fi
+
 if [ "$list" = 1 ]; then
   for s in "${skipped[@]+"${skipped[@]}"}"; do ob_log "would skip $s"; done
   exit 0
@@ -125,6 +151,18 @@ echo "overlap-bench summary ($(hostname -s), $(date -u +%Y-%m-%dT%H:%M:%SZ))"
 [ -z "$busy_note" ] || echo "$busy_note"
 for name in "${ran[@]+"${ran[@]}"}"; do
   echo "== $name"
+  if [ "$name" = planner ]; then
+    echo "phase 4's planner (its calibration: $out/planner-calibrate.calibration.json), the planned step against the" \
+      "default one over $planner_rounds interleaved rounds (fresh processes; $out/planner/compare.csv):"
+    echo "${planner_sentence:-(no verdict: see $out/planner.log)}"
+    python3 - "$out/planner/runs/r0-planned.csv" <<'PY' || true
+import sys, pandas as pd
+row = pd.read_csv(sys.argv[1]).set_index("mode").loc["overlap"]
+print(f"the planner chose --sync {row['sync']} with {int(row['buckets'])} buckets"
+      f" (the default: --sync nccl, 25 MiB buckets after a 1 MiB first)")
+PY
+    continue
+  fi
   [ "$name" = phase3 ] && echo "phase3 ran 2 MPI ranks $p3_where"
   python3 "$OB_ROOT/scripts/verdict.py" "$out/$name.csv" --cores "$(nproc)" 2>&1 || true
   grep -E '^(#|  )' "$out/$name.log" | grep -v '^# \(summary\|timeline\)' || true
