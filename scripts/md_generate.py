@@ -6,6 +6,7 @@ A block is written between two comments, its arguments relative to the Markdown 
   <!-- generated: summary CSV [modes=seq,overlap] [columns=time_ms_p50,speedup] -->   rows of a summary CSV
   <!-- generated: overlaps GLOB [where=bucket_mb:25] [columns=...] -->  every overlapped row of those summaries,
                                              the fastest per configuration marked
+  <!-- generated: table CSV [columns=a,b] -->  any CSV's rows (a derived table, e.g. a run set beside another)
   <!-- generated: compare CSV -->            an ob-compare result: its ratios, intervals and verdicts in words
   <!-- generated: verdict CSV [CSV ...] -->  the main job's sentences for those summaries (verdict.py)
   <!-- generated: excerpt FILE from=TEXT lines=N -->  N lines of a log from the first line holding TEXT
@@ -55,6 +56,18 @@ def summary_block(base, plain, keyed):
     columns = keyed["columns"].split(",") if "columns" in keyed else SUMMARY_COLUMNS
     if "mode" not in columns:
         columns = ["mode"] + columns
+    return report.markdown_table(frame, columns)
+
+
+def table_block(base, plain, keyed):
+    import pandas as pd
+    import report
+
+    frame = pd.read_csv(source(base, plain[0]))
+    columns = keyed["columns"].split(",") if "columns" in keyed else list(frame.columns)
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ob_csv.UsageError(f"{base / plain[0]}: no column {', '.join(missing)} (named by a generated block)")
     return report.markdown_table(frame, columns)
 
 
@@ -134,7 +147,7 @@ def overlaps_block(base, plain, keyed):
     return report.markdown_table(frame.sort_values(["configuration", "time_ms_p50"]), columns.split(","))
 
 
-KINDS = {"overlaps": overlaps_block, "summary": summary_block, "compare": compare_block, "verdict": verdict_block, "excerpt": excerpt_block,
+KINDS = {"overlaps": overlaps_block, "summary": summary_block, "table": table_block, "compare": compare_block, "verdict": verdict_block, "excerpt": excerpt_block,
          "index": index_block}
 
 

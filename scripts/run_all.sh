@@ -127,7 +127,7 @@ if [ "$gpus" -ge 2 ] && [ "$list" = 0 ] && [[ " ${ran[*]+"${ran[*]}"} " == *" ph
        --contender "default=$p4 --csv {csv}" \
        --contender "planned=$p4 --plan auto $syncs --calibration $out/planner-calibrate.calibration.json --csv {csv}" \
        >"$out/planner.log" 2>&1; then
-    planner_sentence=$(grep -E '^- ' "$out/planner.log" || true)
+    planner_sentence=$(grep -E ' is (faster than|slower than|not resolved against) ' "$out/planner.log" || true)
     ran+=("planner")
   else
     failed+=("planner (logs: $out/planner-calibrate.log, $out/planner.log)")

@@ -37,6 +37,18 @@ def test_a_block_that_drifted_from_its_data_is_found(tmp_path):
     assert subprocess.run([*script, "--check", str(page)], capture_output=True, timeout=60).returncode == 0
 
 
+def test_a_table_block_is_any_csv_and_names_a_missing_column(tmp_path):
+    (tmp_path / "t.csv").write_text("sync,ratio\nnccl,1.25\n")
+    page = tmp_path / "page.md"
+    page.write_text("<!-- generated: table t.csv columns=sync,ratio -->\n<!-- /generated -->\n")
+    script = [sys.executable, str(REPO / "scripts" / "md_generate.py")]
+    assert subprocess.run([*script, str(page)], capture_output=True, timeout=60).returncode == 0
+    assert "| nccl | 1.25 |" in page.read_text()
+    page.write_text("<!-- generated: table t.csv columns=speed -->\n<!-- /generated -->\n")
+    result = subprocess.run([*script, str(page)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "no column speed" in result.stderr, result.stderr
+
+
 def test_readme_is_a_guide_of_at_most_200_lines():
     assert len((REPO / "README.md").read_text().splitlines()) <= 200
 
