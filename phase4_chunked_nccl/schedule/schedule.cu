@@ -30,6 +30,33 @@ StepMarks::StepMarks(ob::EventLog* event_log, int layers, const BucketPlan& plan
 
 int StepMarks::mark(cudaStream_t stream) { return log ? log->record(stream) : -1; }
 
+void Schedule::train(ob::Mode mode, const BucketPlan& plan, StepMarks& m,
+                     const std::function<Mlp::LayerHook()>& before_forward, const std::function<void()>& update_step) {
+  m.start = m.mark(r_.compute);
+  accumulate();
+  const Mlp::LayerHook before = before_forward();
+  r_.model.forward(r_.config.accum_steps - 1, r_.compute, before,
+                   [&](int layer) { m.layer_end[layer - 1] = m.mark(r_.compute); });
+  m.forward_end = m.mark(r_.compute);
+  backward(mode, plan, m);
+  if (mode == ob::Mode::kSeq) {
+    hand_over(r_.compute, r_.handoff, r_.comm);
+    communicate(plan, 0, plan.buckets.size(), true, m);
+  }
+  if (mode != ob::Mode::kCompute) hand_over(r_.comm, r_.comm_done, r_.compute);
+  m.update_start = m.mark(r_.compute);
+  ob::NvtxRange range("update");
+  update_step();
+  m.end = m.mark(r_.compute);
+}
+
+void Schedule::communicate_only(const BucketPlan& plan, StepMarks& m, const std::function<void()>& more) {
+  m.start = m.mark(r_.comm);
+  communicate(plan, 0, plan.buckets.size(), true, m);
+  if (more) more();
+  m.end = m.mark(r_.comm);
+}
+
 void Schedule::accumulate() {
   for (int k = 0; k + 1 < r_.config.accum_steps; ++k) {
     r_.model.forward(k, r_.compute);

@@ -12,6 +12,7 @@
 
 #include <cublas_v2.h>
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -83,6 +84,14 @@ class Schedule {
   virtual void reset() {}
 
  protected:
+  // A training mode's step (seq, overlap, compute): the accumulation micro-steps, then `before_forward()` (work the
+  // forward waits for; it returns the hook run before each forward layer), the forward, the backward (overlapped:
+  // each bucket handed over as its step completes), seq's buckets after it, and `update_step()` once the last bucket
+  // is done; every part marked in `m`.
+  void train(ob::Mode mode, const BucketPlan& plan, StepMarks& m, const std::function<Mlp::LayerHook()>& before_forward,
+             const std::function<void()>& update_step);
+  // The comm-only step: every bucket synchronised on the comm stream, then `more` (more collectives, or nothing).
+  void communicate_only(const BucketPlan& plan, StepMarks& m, const std::function<void()>& more);
   // Micro-steps 1..K-1 of --accum-steps K: forward and backward, gradients accumulating.
   void accumulate();
   // Buckets [from, to) on the comm stream: `whole` synchronised to the end, else the strategy may leave a part to

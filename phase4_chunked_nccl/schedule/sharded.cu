@@ -27,34 +27,21 @@ class ShardedSchedule final : public Schedule {
   ShardedSchedule(const StepResources& resources, GradientSync& sync) : Schedule(resources, sync), shards_(sharded(sync)) {}
 
   void step(ob::Mode mode, const BucketPlan& plan, StepMarks& m) override {
-    const int layers = r_.config.layers;
-    const std::size_t buckets = plan.buckets.size();
     if (mode == ob::Mode::kComm) {
-      m.start = m.mark(r_.comm);
-      communicate(plan, 0, buckets, true, m);
-      for (int layer = 1; layer <= layers; ++layer) gather(layer, m);
-      m.end = m.mark(r_.comm);
-      return;
+      return communicate_only(plan, m, [&] {
+        for (int layer = 1; layer <= r_.config.layers; ++layer) gather(layer, m);
+      });
     }
-    m.start = m.mark(r_.compute);
-    Mlp::LayerHook before;
-    if (mode != ob::Mode::kCompute) before = gathers_before_forward(mode, m);
-    r_.model.forward(0, r_.compute, before, [&](int layer) { m.layer_end[layer - 1] = m.mark(r_.compute); });
-    m.forward_end = m.mark(r_.compute);
-    backward(mode, plan, m);
-    if (mode == ob::Mode::kSeq) {
-      hand_over(r_.compute, r_.handoff, r_.comm);
-      communicate(plan, 0, buckets, true, m);
-    }
-    if (mode != ob::Mode::kCompute) hand_over(r_.comm, r_.comm_done, r_.compute);
-    m.update_start = m.mark(r_.compute);
-    ob::NvtxRange range("update");
-    if (mode == ob::Mode::kOverlap) {
-      shards_.defer_update(r_.update_scale);  // into the next step's forward
-    } else {
-      update();
-    }
-    m.end = m.mark(r_.compute);
+    const auto before_forward = [&] {
+      return mode == ob::Mode::kCompute ? Mlp::LayerHook() : gathers_before_forward(mode, m);
+    };
+    train(mode, plan, m, before_forward, [&] {
+      if (mode == ob::Mode::kOverlap) {
+        shards_.defer_update(r_.update_scale);  // into the next step's forward
+      } else {
+        update();
+      }
+    });
   }
 
   // Updates and gathers inside the forward (sharded_bound.hpp); the layers share the update equally (one shape).
