@@ -125,6 +125,7 @@ double bound_from(const Config& config, Trainer& trainer, const BucketPlan& plan
   MeasuredParts parts;
   for (int s = 0; s < config.layers; ++s) parts.backward_ms.push_back(ob::slowest_median(compute.step_ms[s], comm));
   for (const auto& samples : compute.layer_ms) parts.layer_ms.push_back(ob::slowest_median(samples, comm));
+  for (const auto& samples : compute.layer_update_ms) parts.layer_update_ms.push_back(ob::slowest_median(samples, comm));
   for (const auto& bucket : plan.buckets) parts.ready_after.push_back(bucket.ready_after);
   parts.forward_ms = ob::slowest_median(compute.forward_ms, comm);
   parts.update_ms = ob::slowest_median(compute.update_ms, comm);

@@ -21,7 +21,8 @@ std::unique_ptr<Schedule> make_schedule(ScheduleKind kind, const StepResources& 
 
 StepMarks::StepMarks(ob::EventLog* event_log, int layers, const BucketPlan& plan)
     : log(event_log), step_begin(layers, -1), step_end(layers, -1), bucket_begin(plan.buckets.size(), -1),
-      bucket_end(plan.buckets.size(), -1), gather_begin(layers, -1), gather_end(layers, -1), layer_end(layers, -1) {
+      bucket_end(plan.buckets.size(), -1), gather_begin(layers, -1), gather_end(layers, -1), layer_begin(layers, -1),
+      layer_end(layers, -1), update_begin(layers, -1), update_end(layers, -1) {
   if (log) {
     enqueue_begin.resize(plan.buckets.size());
     enqueue_end.resize(plan.buckets.size());
@@ -30,12 +31,22 @@ StepMarks::StepMarks(ob::EventLog* event_log, int layers, const BucketPlan& plan
 
 int StepMarks::mark(cudaStream_t stream) { return log ? log->record(stream) : -1; }
 
+void Schedule::run(ob::Mode mode, const BucketPlan& plan, StepMarks& marks) {
+  if (mode != ob::Mode::kCompute) return step(mode, plan, marks);
+  const Collectives::Silence silence(sync_.collectives());
+  step(ob::Mode::kOverlap, plan, marks);
+}
+
 void Schedule::train(ob::Mode mode, const BucketPlan& plan, StepMarks& m,
                      const std::function<Mlp::LayerHook()>& before_forward, const std::function<void()>& update_step) {
   m.start = m.mark(r_.compute);
   accumulate();
   const Mlp::LayerHook before = before_forward();
-  r_.model.forward(r_.config.accum_steps - 1, r_.compute, before,
+  const auto begin = [&](int layer) {  // with no work of its own between two layers, one event ends and begins them
+    if (before) before(layer);
+    m.layer_begin[layer - 1] = before || layer == 1 ? m.mark(r_.compute) : m.layer_end[layer - 2];
+  };
+  r_.model.forward(r_.config.accum_steps - 1, r_.compute, begin,
                    [&](int layer) { m.layer_end[layer - 1] = m.mark(r_.compute); });
   m.forward_end = m.mark(r_.compute);
   backward(mode, plan, m);
@@ -43,7 +54,7 @@ void Schedule::train(ob::Mode mode, const BucketPlan& plan, StepMarks& m,
     hand_over(r_.compute, r_.handoff, r_.comm);
     communicate(plan, 0, plan.buckets.size(), true, m);
   }
-  if (mode != ob::Mode::kCompute) hand_over(r_.comm, r_.comm_done, r_.compute);
+  hand_over(r_.comm, r_.comm_done, r_.compute);
   m.update_start = m.mark(r_.compute);
   ob::NvtxRange range("update");
   update_step();

@@ -7,7 +7,8 @@
 //   sharded (sharded.cu):       the same with the weights gathered from the ranks' slices ahead of the forward and
 //                               the update deferred into the next step's forward.
 // In every schedule: seq runs the whole backward, then every bucket on the comm stream, then the update; compute is
-// the step without communication; comm the buckets' communication alone.
+// the overlapped step with the strategy's collectives, and only they, left out (its sums, casts, copies, sliced
+// updates and stream waits stay: the same work less the communication); comm the buckets' communication alone.
 #pragma once
 
 #include <cublas_v2.h>
@@ -36,7 +37,9 @@ struct StepMarks {
   std::vector<int> step_begin, step_end;      // per backward step, compute stream
   std::vector<int> bucket_begin, bucket_end;  // per bucket, comm stream
   std::vector<int> gather_begin, gather_end;  // per forward layer, comm stream (the sharded schedule)
-  std::vector<int> layer_end;                 // per forward layer, compute stream
+  std::vector<int> layer_begin, layer_end;    // per forward layer, compute stream (begin: after the work and the
+                                              // waits enqueued before it)
+  std::vector<int> update_begin, update_end;  // per forward layer: its deferred update (the sharded schedule)
   // Per bucket, the host clock around the strategy's communicate(): how long enqueuing it held the host thread
   // (a collective that blocks the host delays the compute launched after it). Only with a log.
   std::vector<ob::SteadyClock::time_point> enqueue_begin, enqueue_end;
@@ -61,6 +64,7 @@ struct MeasuredParts {
   double forward_ms = 0, update_ms = 0;  // the forward (from the step's start), the update
   std::vector<double> backward_ms;       // per backward step
   std::vector<double> layer_ms;          // per forward layer
+  std::vector<double> layer_update_ms;   // per forward layer: its deferred update (the sharded schedule; empty: none)
   std::vector<double> bucket_ms;         // per bucket
   std::vector<double> gather_ms;         // per forward layer (the sharded schedule)
   std::vector<int> ready_after;          // per bucket: the backward step completing it
@@ -74,8 +78,9 @@ class Schedule {
   Schedule(const Schedule&) = delete;
   Schedule& operator=(const Schedule&) = delete;
 
-  // One step of `mode` enqueued, its events marked in `marks`.
-  virtual void step(ob::Mode mode, const BucketPlan& plan, StepMarks& marks) = 0;
+  // One step of `mode` enqueued, its events marked in `marks`; the compute-only step is step(overlap) with the
+  // strategy's collectives silenced (collectives.hpp).
+  void run(ob::Mode mode, const BucketPlan& plan, StepMarks& marks);
   // The lower bound of this schedule's overlapped step from measured parts (METRICS.md, "bound").
   virtual double bound(const MeasuredParts& parts) const = 0;
   // The weights as every rank will see them, before they are read outside a step; and forgetting work deferred to
@@ -84,7 +89,9 @@ class Schedule {
   virtual void reset() {}
 
  protected:
-  // A training mode's step (seq, overlap, compute): the accumulation micro-steps, then `before_forward()` (work the
+  // One step of `mode`: seq, overlap or comm.
+  virtual void step(ob::Mode mode, const BucketPlan& plan, StepMarks& marks) = 0;
+  // A training mode's step (seq or overlap): the accumulation micro-steps, then `before_forward()` (work the
   // forward waits for; it returns the hook run before each forward layer), the forward, the backward (overlapped:
   // each bucket handed over as its step completes), seq's buckets after it, and `update_step()` once the last bucket
   // is done; every part marked in `m`.

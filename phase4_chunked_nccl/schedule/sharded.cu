@@ -3,12 +3,14 @@
 // the gathers at the step's start, each forward layer waiting for its own, at most --prefetch layers ahead of the
 // forward (0: no limit), each layer's update of the previous step deferred to right before its gather; comm runs
 // the gathers after the buckets. A step thus starts with the update and gathers of the previous step: back to back,
-// steps follow one another exactly so (METRICS.md). The compute-only step is the all-reduce schedule's.
+// steps follow one another exactly so (METRICS.md). The compute-only step is the overlapped one without its
+// collectives (Schedule::run): the deferred updates, the stream waits and the reductions' absence alike.
 #include <algorithm>
 #include <stdexcept>
 
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/handles.hpp"
+#include "common/metrics.hpp"
 #include "common/nvtx.hpp"
 #include "phase4_chunked_nccl/schedule/schedule.hpp"
 #include "phase4_chunked_nccl/schedule/sharded_bound.hpp"
@@ -32,10 +34,7 @@ class ShardedSchedule final : public Schedule {
         for (int layer = 1; layer <= r_.config.layers; ++layer) gather(layer, m);
       });
     }
-    const auto before_forward = [&] {
-      return mode == ob::Mode::kCompute ? Mlp::LayerHook() : gathers_before_forward(mode, m);
-    };
-    train(mode, plan, m, before_forward, [&] {
+    train(mode, plan, m, [&] { return gathers_before_forward(mode, m); }, [&] {
       if (mode == ob::Mode::kOverlap) {
         shards_.defer_update(r_.update_scale);  // into the next step's forward
       } else {
@@ -44,16 +43,15 @@ class ShardedSchedule final : public Schedule {
     });
   }
 
-  // Updates and gathers inside the forward (sharded_bound.hpp); the layers share the update equally (one shape).
+  // Updates and gathers inside the forward (sharded_bound.hpp): the compute-only step is the overlapped one, so its
+  // forward holds each layer's deferred update, measured apart (and its step-end update is empty).
   double bound(const MeasuredParts& p) const override {
     ShardedStep step;
-    double layers = 0;
-    for (double ms : p.layer_ms) layers += ms;
     step.layer_ms = p.layer_ms;
     step.gather_ms = p.gather_ms;
-    step.update_ms.assign(p.layer_ms.size(), p.update_ms / std::max<std::size_t>(p.layer_ms.size(), 1));
+    step.update_ms = p.layer_update_ms;
     step.prefetch = r_.config.prefetch;
-    step.forward_rest_ms = std::max(0.0, p.forward_ms - layers);
+    step.forward_rest_ms = std::max(0.0, p.forward_ms - ob::sum_ms(p.layer_ms) - ob::sum_ms(p.layer_update_ms));
     step.backward_ms = p.backward_ms;
     step.bucket_ms = p.bucket_ms;
     step.ready_after = p.ready_after;
@@ -93,7 +91,9 @@ class ShardedSchedule final : public Schedule {
     }
     const int ahead = r_.config.prefetch > 0 ? std::min(r_.config.prefetch, layers) : layers;
     auto prepare = [this, &m](int layer) {
+      m.update_begin[layer - 1] = m.mark(r_.compute);
       shards_.apply_deferred(layer, r_.model.weights(), r_.compute);
+      m.update_end[layer - 1] = m.mark(r_.compute);
       hand_over(r_.compute, layer_event(reached_, layer), r_.comm);
       gather(layer, m);
     };

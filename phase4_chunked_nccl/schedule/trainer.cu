@@ -18,7 +18,8 @@ namespace {
 // The same step in milliseconds since the mode's origin event.
 struct StepTimes {
   double start = 0, forward_end = 0, update_start = 0, end = 0;
-  std::vector<double> step_begin, step_end, bucket_begin, bucket_end, gather_begin, gather_end, layer_end;
+  std::vector<double> step_begin, step_end, bucket_begin, bucket_end, gather_begin, gather_end, layer_begin, layer_end,
+      update_begin, update_end;
   std::vector<double> enqueue_begin, enqueue_end;  // host clock, ms on the same origin (eager only)
 };
 
@@ -31,7 +32,8 @@ StepTimes resolve(const StepMarks& m, const std::function<double(int)>& at) {
   };
   return {one(m.start), one(m.forward_end), one(m.update_start), one(m.end),
           all(m.step_begin), all(m.step_end), all(m.bucket_begin), all(m.bucket_end),
-          all(m.gather_begin), all(m.gather_end), all(m.layer_end)};
+          all(m.gather_begin), all(m.gather_end), all(m.layer_begin), all(m.layer_end), all(m.update_begin),
+          all(m.update_end)};
 }
 
 // A mode's timed steps as per-part times and timeline events (times from the run's origin, `origin_ms` on the host
@@ -54,7 +56,12 @@ void collect(const std::vector<StepTimes>& timed, double origin_ms, int rank, in
     };
     if (!comm_only) {
       run.forward_ms.push_back(event(compute_lane, "forward", -1, t.start, t.forward_end));
-      for (int l = 0; l < layers; ++l) run.layer_ms[l].push_back(t.layer_end[l] - (l == 0 ? t.start : t.layer_end[l - 1]));
+      for (int l = 0; l < layers; ++l) {
+        run.layer_ms[l].push_back(t.layer_end[l] - t.layer_begin[l]);
+        if (std::isnan(t.update_begin[l])) continue;  // the sharded schedule's deferred updates, where it made them
+        if (run.layer_update_ms.empty()) run.layer_update_ms.assign(layers, {});
+        run.layer_update_ms[l].push_back(t.update_end[l] - t.update_begin[l]);
+      }
       double backward = 0;
       for (int s = 0; s < layers; ++s) {
         const double ms = event(compute_lane, "backward", layers - s, t.step_begin[s], t.step_end[s]);
@@ -191,7 +198,7 @@ std::uint64_t Trainer::weight_fingerprint() {
 
 double Trainer::comm_gradient_error(const BucketPlan& plan) {
   StepMarks none(nullptr, config_.layers, plan);
-  schedule_->step(ob::Mode::kCompute, plan, none);  // leaves this rank's gradient, and the strategy's wire copy of it
+  schedule_->run(ob::Mode::kCompute, plan, none);  // leaves this rank's gradient, and the strategy's wire copy of it
   const std::size_t n = model_->elements();
   ob::DeviceBuffer<float> reference(n);
   CUDA_CHECK(cudaMemcpyAsync(reference.get(), model_->grads(), n * sizeof(float), cudaMemcpyDeviceToDevice, compute_));
@@ -229,12 +236,12 @@ ModeRun Trainer::run_comm_with(const std::string& sync, const BucketPlan& plan, 
 std::unique_ptr<Replay> Trainer::capture(ob::Mode mode, const BucketPlan& plan, cudaStream_t origin_stream) {
   auto replay = std::make_unique<Replay>();
   replay->marks = StepMarks(&replay->log, config_.layers, plan);
-  replay->log.reserve(4 + 5 * config_.layers + 2 * plan.buckets.size());
+  replay->log.reserve(4 + 8 * config_.layers + 2 * plan.buckets.size());
   if (mode != ob::Mode::kCompute) {
     for (const auto& bucket : plan.buckets) sync_->synchronise(bucket, comm_stream_);
     CUDA_CHECK(cudaDeviceSynchronize());
   }
-  replay->step.capture(origin_stream, [&] { schedule_->step(mode, plan, replay->marks); });
+  replay->step.capture(origin_stream, [&] { schedule_->run(mode, plan, replay->marks); });
   return replay;
 }
 
@@ -278,7 +285,7 @@ ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::Stea
     if (replay) {
       replay->step.launch(first_stream);
     } else {
-      schedule_->step(mode, plan, marks);
+      schedule_->run(mode, plan, marks);
     }
   };
   hooks.elapsed_ms = [&](const ob::Iteration& it) {  // CUDA events: the step's first to last mark

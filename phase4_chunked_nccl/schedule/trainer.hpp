@@ -39,6 +39,8 @@ struct ModeRun {
   std::vector<std::vector<double>> gather_ms;   // [forward layer][iteration]: the sharded schedule's all-gathers
                                                 // (empty: none)
   std::vector<std::vector<double>> layer_ms;    // [forward layer][iteration]: each layer's forward, compute stream
+  std::vector<std::vector<double>> layer_update_ms;  // [forward layer][iteration]: the sharded schedule's deferred
+                                                     // update before it (empty: none)
   std::vector<double> enqueue_ms;               // per iteration: host time inside the strategy's communicate()
                                                 // calls (eager runs only; empty with --graph)
   std::vector<ob::TimelineEvent> events;

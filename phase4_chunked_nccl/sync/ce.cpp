@@ -33,7 +33,7 @@ constexpr std::uint64_t kSliceAlignment = 64;  // elements per rank slice are a 
 class CopyEngineAllReduce final : public GradientSync {
  public:
   explicit CopyEngineAllReduce(const SyncContext& context)
-      : nccl_(context.nccl), rank_(context.rank), ranks_(context.ranks), hidden_(context.config.hidden),
+      : GradientSync(context.nccl), rank_(context.rank), ranks_(context.ranks), hidden_(context.config.hidden),
         padded_((context.elements + unit() - 1) / unit() * unit()),
         grads_(padded_, context.nccl), recv_(padded_, context.nccl), out_(padded_, context.nccl),
         gather_(ob::make_stream()), gathered_(ob::make_sync_event()) {}
@@ -45,8 +45,7 @@ class CopyEngineAllReduce final : public GradientSync {
   void communicate(const Bucket& bucket, cudaStream_t comm) override {
     Pending pending{bucket, event(2 * opened_), event(2 * opened_ + 1)};
     ++opened_;
-    NCCL_CHECK(ncclAlltoAll(grads_.get() + bucket.begin, recv_.get() + bucket.begin, slice(bucket), ncclFloat, nccl_,
-                            comm));
+    collectives().all_to_all(grads_.get() + bucket.begin, recv_.get() + bucket.begin, slice(bucket), comm);
     CUDA_CHECK(cudaEventRecord(pending.exchanged, comm));
     open_.push_back(pending);
   }
@@ -101,10 +100,9 @@ class CopyEngineAllReduce final : public GradientSync {
       CUDA_CHECK(cudaEventRecord(pending.summed, compute));
       CUDA_CHECK(cudaStreamWaitEvent(gather, pending.summed, 0));
     }
-    NCCL_CHECK(ncclAllGather(mine, out_.get() + pending.bucket.begin, n, ncclFloat, nccl_, gather));
+    collectives().all_gather(mine, out_.get() + pending.bucket.begin, n, gather);
   }
 
-  ncclComm_t nccl_;
   int rank_, ranks_, hidden_;
   std::uint64_t padded_;
   CommBuffer<float> grads_, recv_, out_;

@@ -18,6 +18,7 @@
 
 #include "phase4_chunked_nccl/driver/config.hpp"
 #include "phase4_chunked_nccl/schedule/bucket_plan.hpp"
+#include "phase4_chunked_nccl/sync/collectives.hpp"
 #include "phase4_chunked_nccl/sync/registry.hpp"
 
 namespace phase4 {
@@ -31,10 +32,10 @@ struct SyncContext {
 
 class GradientSync {
  public:
-  // `op`: the timeline's name of a bucket's communication; `wire_bytes_per_element`: what one element costs on the
-  // wire (the bandwidth columns).
-  explicit GradientSync(const char* op = "allreduce", double wire_bytes_per_element = 4)
-      : op_(op), wire_bytes_per_element_(wire_bytes_per_element) {}
+  // `comm`: the communicator its collectives run on; `op`: the timeline's name of a bucket's communication;
+  // `wire_bytes_per_element`: what one element costs on the wire (the bandwidth columns).
+  explicit GradientSync(ncclComm_t comm, const char* op = "allreduce", double wire_bytes_per_element = 4)
+      : collectives_(comm), op_(op), wire_bytes_per_element_(wire_bytes_per_element) {}
   virtual ~GradientSync() = default;
   GradientSync(const GradientSync&) = delete;
   GradientSync& operator=(const GradientSync&) = delete;
@@ -71,11 +72,14 @@ class GradientSync {
   // A weight buffer of the strategy's own (elements long, e.g. a symmetric window its gathers need), or null: the
   // model allocates its own.
   float* weights() const { return weights_; }
+  // Every collective this strategy enqueues (silenced for the compute-only step: collectives.hpp).
+  Collectives& collectives() { return collectives_; }
 
  protected:
   void use_weights(float* weights) { weights_ = weights; }
 
  private:
+  Collectives collectives_;
   const char* op_;
   double wire_bytes_per_element_;
   float* weights_ = nullptr;

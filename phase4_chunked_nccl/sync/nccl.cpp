@@ -18,8 +18,8 @@ namespace {
 class NcclAllReduce final : public GradientSync {
  public:
   NcclAllReduce(const SyncContext& context, bool symmetric)
-      : GradientSync("allreduce", context.config.comm_dtype == WireType::kBf16 ? 2 : 4),
-        nccl_(context.nccl), bf16_(context.config.comm_dtype == WireType::kBf16),
+      : GradientSync(context.nccl, "allreduce", context.config.comm_dtype == WireType::kBf16 ? 2 : 4),
+        bf16_(context.config.comm_dtype == WireType::kBf16),
         grads_(context.elements, symmetric && !bf16_ ? context.nccl : nullptr),
         wire_(bf16_ ? context.elements : 0, symmetric ? context.nccl : nullptr) {}
 
@@ -31,11 +31,9 @@ class NcclAllReduce final : public GradientSync {
 
   void communicate(const Bucket& bucket, cudaStream_t comm) override {
     if (bf16_) {
-      __nv_bfloat16* wire = wire_.get() + bucket.begin;
-      NCCL_CHECK(ncclAllReduce(wire, wire, bucket.size(), ncclBfloat16, ncclSum, nccl_, comm));
+      collectives().all_reduce(wire_.get() + bucket.begin, bucket.size(), ncclBfloat16, comm);
     } else {
-      float* data = grads_.get() + bucket.begin;
-      NCCL_CHECK(ncclAllReduce(data, data, bucket.size(), ncclFloat, ncclSum, nccl_, comm));
+      collectives().all_reduce(grads_.get() + bucket.begin, bucket.size(), ncclFloat, comm);
     }
   }
 
@@ -53,7 +51,6 @@ class NcclAllReduce final : public GradientSync {
   }
 
  private:
-  ncclComm_t nccl_;
   bool bf16_;
   CommBuffer<float> grads_;           // symmetric only when it is what travels (fp32)
   CommBuffer<__nv_bfloat16> wire_;    // --comm-dtype bf16: the gradient as it travels

@@ -34,7 +34,7 @@ constexpr std::uint64_t kCopyEngineAlignment = 64;  // elements per slice a mult
 class ZeroSharded final : public ShardedSync {
  public:
   ZeroSharded(const SyncContext& context, bool copy_engine)
-      : ShardedSync(copy_engine ? "alltoall" : "reduce_scatter"), nccl_(context.nccl), rank_(context.rank), ranks_(context.ranks), layers_(context.config.layers),
+      : ShardedSync(context.nccl, copy_engine ? "alltoall" : "reduce_scatter"), nccl_(context.nccl), rank_(context.rank), ranks_(context.ranks), layers_(context.config.layers),
         hidden_(context.config.hidden), copy_engine_(copy_engine),
         layer_(static_cast<std::uint64_t>(hidden_) * hidden_),
         slice_(layer_ / (ranks_ * alignment()) * alignment()), tail_(layer_ - ranks_ * slice_),
@@ -49,19 +49,18 @@ class ZeroSharded final : public ShardedSync {
   BucketPlan adapt(const BucketPlan& plan) const override { return align_plan(plan, hidden_, layer_); }
 
   void communicate(const Bucket& bucket, cudaStream_t comm) override {
-    if (!copy_engine_) NCCL_CHECK(ncclGroupStart());
+    const Collectives& nccl = collectives();
+    if (!copy_engine_) nccl.group_start();
     for (std::uint64_t at = bucket.begin; at < bucket.end; at += layer_) {
       const std::uint64_t slot = at / layer_;
       if (slice_ > 0 && copy_engine_) {
-        NCCL_CHECK(ncclAlltoAll(grads_.get() + at, received_.get() + at, slice_, ncclFloat, nccl_, comm));
+        nccl.all_to_all(grads_.get() + at, received_.get() + at, slice_, comm);
       } else if (slice_ > 0) {
-        NCCL_CHECK(ncclReduceScatter(grads_.get() + at, received_.get() + slot * slice_, slice_, ncclFloat, ncclSum,
-                                     nccl_, comm));
+        nccl.reduce_scatter(grads_.get() + at, received_.get() + slot * slice_, slice_, comm);
       }
-      float* tail = grads_.get() + at + ranks_ * slice_;
-      if (tail_ > 0) NCCL_CHECK(ncclAllReduce(tail, tail, tail_, ncclFloat, ncclSum, nccl_, comm));
+      if (tail_ > 0) nccl.all_reduce(grads_.get() + at + ranks_ * slice_, tail_, ncclFloat, comm);
     }
-    if (!copy_engine_) NCCL_CHECK(ncclGroupEnd());
+    if (!copy_engine_) nccl.group_end();
   }
 
   void update(float* weights, float scale, std::size_t, cudaStream_t compute) override {
@@ -86,7 +85,7 @@ class ZeroSharded final : public ShardedSync {
   void gather(int layer, float* weights, cudaStream_t comm) override {
     if (slice_ == 0) return;  // a layer smaller than the ranks: all tail, already the same everywhere
     float* at = weights + static_cast<std::uint64_t>(layers_ - layer) * layer_;
-    NCCL_CHECK(ncclAllGather(at + rank_ * slice_, at, slice_, ncclFloat, nccl_, comm));
+    collectives().all_gather(at + rank_ * slice_, at, slice_, comm);
   }
 
   // Every rank's reduced slices gathered into one full gradient (the checks; allocated on first use).
@@ -95,7 +94,7 @@ class ZeroSharded final : public ShardedSync {
     sum_rows(full_.get() + rank_ * slice_, received_.get(), received(), stream);
     for (int slot = 0; slot < layers_ && slice_ > 0; ++slot) {
       float* at = full_.get() + slot * layer_;
-      NCCL_CHECK(ncclAllGather(at + rank_ * slice_, at, slice_, ncclFloat, nccl_, stream));
+      collectives().all_gather(at + rank_ * slice_, at, slice_, stream);
     }
     const std::size_t pitch = layer_ * sizeof(float);
     if (tail_ > 0) {

@@ -1,6 +1,6 @@
 // Phase 4 on GPUs under mpirun (1 and 2 ranks): every mode and every --sync strategy with --check, both kinds of
-// bucket layout, overlap equal to seq, exact all-reduce, the schedule bound between ideal and seq, and the device
-// checkers fed corrupted buffers. Skips (exit 77) without a CUDA device.
+// bucket layout, overlap equal to seq, exact all-reduce, the schedule bound between ideal and seq, overlap no faster
+// than compute-only and no bound above overlap, and the device checkers fed corrupted buffers. Skips (exit 77) without a CUDA device.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -299,6 +299,42 @@ TEST_F(Phase4Gpu, ShardedStrategiesTakeUnevenSlicesAndGatherInsideTheForward) {
     }
     EXPECT_EQ(gathers, config.common.iters * config.layers * ranks_) << name;
     EXPECT_EQ(reductions, config.common.iters * 2 * ranks_) << name;
+  }
+}
+
+// The derived rows keep their definitions (METRICS.md) for every strategy on three shapes: the overlapped step is no
+// faster than its compute-only step (the same step with the collectives, and only they, left out), and a bound row
+// (not a model) is no slower than the overlapped step, each beyond the rows' own 95 % intervals (and 5 us, the
+// events' resolution many times over).
+TEST_F(Phase4Gpu, OverlapNeverBeatsItsComputeOnlyStepAndNoBoundExceedsIt) {
+  const int shapes[][3] = {{192, 5, 96}, {256, 4, 512}, {512, 3, 128}};  // hidden, layers, batch
+  for (const auto& row : phase4::sync_rows()) {
+    for (const auto& shape : shapes) {
+      auto config = small();
+      config.sync = row.name;
+      config.hidden = shape[0], config.layers = shape[1], config.batch = shape[2];
+      config.common.check = false;
+      config.common.iters = 20;
+      config.common.warmup = 3;
+      const std::string what = row.name + " at " + std::to_string(shape[0]) + "," + std::to_string(shape[1]) + "," +
+                               std::to_string(shape[2]);
+      std::unique_ptr<phase4::NcclComm> own;
+      if (!(config.nccl_settings() == nccl_->settings())) {
+        own = std::make_unique<phase4::NcclComm>(rank_, ranks_, MPI_COMM_WORLD, config.nccl_settings());
+      }
+      phase4::Trainer trainer(config, rank_, ranks_, own ? own->get() : nccl_->get(), MPI_COMM_WORLD);
+      const auto result = phase4::run_point(config, trainer, MPI_COMM_WORLD, ob::SteadyClock::now(), nullptr);
+      const auto spread = [](const ob::SummaryRow& r) { return std::isnan(r.time_ci_rel) ? 0.0 : r.time_ci_rel; };
+      const auto& compute = row_of(result, "compute");
+      const auto& overlap = row_of(result, "overlap");
+      EXPECT_GE(overlap.time_ms.p50 * (1 + spread(overlap)) + 0.005, compute.time_ms.p50 * (1 - spread(compute)))
+          << what;
+      for (const std::string mode : {"bound", "bound_ref"}) {
+        const auto& bound = row_of(result, mode);
+        if (bound.get("bound_kind") != "bound") continue;
+        EXPECT_LE(bound.time_ms.p50, overlap.time_ms.p50 * (1 + spread(overlap)) + 0.005) << what << ": " << mode;
+      }
+    }
   }
 }
 

@@ -167,6 +167,22 @@ TEST(Phase4Bounds, CopyEnginePipelinesHaveModelsNotBoundsAndABoundAboveTheStepIs
   EXPECT_TRUE(quiet.str().empty());  // a model may lie above the step
 }
 
+TEST(Phase4Bounds, AnOverlappedStepFasterThanItsComputeOnlyStepIsSaid) {
+  std::vector<ob::SummaryRow> rows(2);
+  rows[0].mode = ob::Mode::kCompute;
+  rows[0].set_times({11.45, 11.46, 11.44, 11.45});
+  rows[1].mode = ob::Mode::kOverlap;
+  rows[1].set_times({11.18, 11.19, 11.17, 11.18});
+  std::ostringstream said;
+  phase4::label_bounds(rows, true, &said);
+  EXPECT_NE(said.str().find("warning: the overlapped step 11.18 ms is faster than its compute-only step 11.45 ms"),
+            std::string::npos) << said.str();
+  rows[1].set_times({11.40, 11.6, 11.3, 11.9, 11.2, 11.45});  // within the two spreads: nothing said
+  std::ostringstream quiet;
+  phase4::label_bounds(rows, true, &quiet);
+  EXPECT_TRUE(quiet.str().empty()) << quiet.str();
+}
+
 TEST(Phase4Options, ASweepTakesEachValueOnceAndNoEmptyOne) {
   for (const std::string sweep : {"chunks=1,1", "chunks=1,,2", "chunks=,1", "bucket-mb=25,25.0", "sync=nccl,nccl"}) {
     EXPECT_EQ(exit_code_of({"--sweep", sweep}), 2) << sweep;

@@ -81,3 +81,17 @@ def test_a_strategy_is_one_file_that_registers_itself():
         if path.parent.name != "sync":
             text = cxx_shape.strip(path.read_text())
             assert not re.search(factories, text) and 'sync == ""' not in text, path.name
+
+
+def test_strategies_enqueue_their_collectives_through_one_door():
+    """The compute-only step silences a strategy's collectives (sync/collectives.hpp); a strategy that called NCCL's
+    collectives itself would keep communicating in it, and the compute row would no longer be the same work."""
+    collectives = r"\bnccl(AllReduce|ReduceScatter|AllGather|AlltoAll|Broadcast|Reduce|Send|Recv|GroupStart|GroupEnd)\("
+    for path in (PHASE4 / "sync").glob("*.*"):
+        if path.name == "collectives.hpp":
+            continue
+        assert not re.search(collectives, cxx_shape.strip(path.read_text())), path.name
+    door = cxx_shape.strip((PHASE4 / "sync" / "collectives.hpp").read_text())
+    calls = re.findall(collectives, door)
+    guarded = re.findall(r"if \(!silent_\) NCCL_CHECK\(nccl\w+\(", door)
+    assert len(calls) == len(guarded) >= 6, (calls, guarded)
