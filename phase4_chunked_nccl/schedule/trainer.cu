@@ -298,8 +298,13 @@ ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::Stea
     }
     return timed.back().end - timed.back().start;
   };
+  // Comm-only steps are checked each (their pattern is refilled before each anyway); the weights once, after the
+  // last step (ranks that differ once differ from then on): checked between timed steps, the GPU would idle between
+  // them where the compute-only run does not, and the sharded schedule's deferred update would be settled outside
+  // the step that owns it.
+  const int last = timing ? config_.common.iters - 1 : steps - 1;
   hooks.check = [&](const ob::Iteration& it) {
-    if (check) check_step(mode, it.iter, run);
+    if (check && (comm_only || it.iter == last)) check_step(mode, it.iter, run);
   };
   run.iter_ms = ob::run_iterations(loop, hooks);
   if (timing) {

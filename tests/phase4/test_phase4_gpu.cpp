@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <stdexcept>
@@ -73,9 +74,9 @@ TEST_F(Phase4Gpu, EveryModeChecksOutWithSizeCappedBuckets) {
       EXPECT_EQ(row.get("overlap_vs_seq_rel_error"), "0");
     }
   }
-  const double ideal = p50(result.rows, "ideal"), bound = p50(result.rows, "bound"), seq = p50(result.rows, "seq");
-  EXPECT_GE(bound, ideal);
-  EXPECT_LE(bound, seq * 1.05) << "the schedule bound lies between T_ideal and T_seq";
+  // Above T_ideal by construction; its place below the step: OverlapNeverBeatsItsComputeOnlyStepAndNoBoundExceedsIt
+  // (this shape's steps are the host's launches, not the GPU's work).
+  EXPECT_GE(p50(result.rows, "bound"), p50(result.rows, "ideal"));
   if (rank_ == 0) {
     int overlapped_comm = 0;
     for (const auto& e : result.events) overlapped_comm += e.lane == "overlap:comm";
@@ -272,7 +273,6 @@ TEST_F(Phase4Gpu, ShardedStrategiesTakeUnevenSlicesAndGatherInsideTheForward) {
     EXPECT_EQ(row_of(result, "comm").get("wrong"), "0") << name;
     EXPECT_EQ(row_of(result, "overlap").get("overlap_vs_seq_bitwise"), "1") << name;
     EXPECT_LE(row_of(result, "overlap").number("sync_vs_nccl_rel_error"), phase4::kStrategyTolerance) << name;
-    EXPECT_LE(p50(result.rows, "bound"), p50(result.rows, "seq") * 1.05) << name;
     if (rank_ != 0) continue;
     // Per iteration and rank: the forward's span, each all-gather's, each reduction's.
     std::map<std::pair<int, int>, std::pair<double, double>> forward, backward;
@@ -302,12 +302,13 @@ TEST_F(Phase4Gpu, ShardedStrategiesTakeUnevenSlicesAndGatherInsideTheForward) {
   }
 }
 
-// The derived rows keep their definitions (METRICS.md) for every strategy on three shapes: the overlapped step is no
-// faster than its compute-only step (the same step with the collectives, and only they, left out), and a bound row
-// (not a model) is no slower than the overlapped step, each beyond the rows' own 95 % intervals (and 5 us, the
-// events' resolution many times over).
+// The derived rows keep their definitions (METRICS.md) for every strategy on three shapes whose steps are the GPU's
+// work (about 1 ms; smaller ones time the host's launches): the overlapped step is no faster than its compute-only
+// step (the same step with the collectives, and only they, left out), and a bound row (not a model), made of the
+// compute-only run's parts, no slower than the overlapped step; each beyond the two runs' 95 % intervals, and beyond
+// 2 % (two runs of the same work in one process drift by about that on one H100).
 TEST_F(Phase4Gpu, OverlapNeverBeatsItsComputeOnlyStepAndNoBoundExceedsIt) {
-  const int shapes[][3] = {{192, 5, 96}, {256, 4, 512}, {512, 3, 128}};  // hidden, layers, batch
+  const int shapes[][3] = {{2048, 4, 2048}, {1024, 6, 4096}, {3072, 3, 1024}};  // hidden, layers, batch
   for (const auto& row : phase4::sync_rows()) {
     for (const auto& shape : shapes) {
       auto config = small();
@@ -327,12 +328,12 @@ TEST_F(Phase4Gpu, OverlapNeverBeatsItsComputeOnlyStepAndNoBoundExceedsIt) {
       const auto spread = [](const ob::SummaryRow& r) { return std::isnan(r.time_ci_rel) ? 0.0 : r.time_ci_rel; };
       const auto& compute = row_of(result, "compute");
       const auto& overlap = row_of(result, "overlap");
-      EXPECT_GE(overlap.time_ms.p50 * (1 + spread(overlap)) + 0.005, compute.time_ms.p50 * (1 - spread(compute)))
-          << what;
+      const double slack = std::max(0.02, spread(compute) + spread(overlap));
+      EXPECT_GE(overlap.time_ms.p50 * (1 + slack), compute.time_ms.p50) << what;
       for (const std::string mode : {"bound", "bound_ref"}) {
         const auto& bound = row_of(result, mode);
         if (bound.get("bound_kind") != "bound") continue;
-        EXPECT_LE(bound.time_ms.p50, overlap.time_ms.p50 * (1 + spread(overlap)) + 0.005) << what << ": " << mode;
+        EXPECT_LE(bound.time_ms.p50, overlap.time_ms.p50 * (1 + slack)) << what << ": " << mode;
       }
     }
   }
