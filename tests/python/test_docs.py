@@ -76,7 +76,7 @@ def test_every_relative_link_resolves():
 # beside ours (mpirun, Slurm, CMake, CTest, pip), which no --help of ours lists.
 BINARIES = ["phase1_cuda_baseline/phase1_cuda_baseline", "phase2_omp_overlap/phase2_omp_overlap",
             "phase3_mpi_cuda/phase3_mpi_cuda", "phase4_chunked_nccl/phase4_chunked_nccl",
-            "phase4_chunked_nccl/phase4_predict"]
+            "phase4_chunked_nccl/phase4_predict", "phase4_chunked_nccl/phase4_model"]
 OTHER_TOOLS = {"--allow-run-as-root", "--bind-to", "--oversubscribe", "--account", "--partition", "--nodes",
                "--ntasks", "--ntasks-per-node", "--cpus-per-task", "--gpus-per-task", "--gpu-bind", "--mpi", "--build",
                "--install", "--prefix", "--preset", "--test-dir", "--nproc", "--x", "--test-only", "--trace", "--nvtx"}

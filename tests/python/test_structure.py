@@ -15,7 +15,7 @@ ROOMS = ["model", "sync", "schedule", "planner", "driver"]
 SOURCES = sorted(p for p in PHASE4.rglob("*") if p.suffix in {".cpp", ".cu", ".hpp", ".cuh"})
 MAINS = [REPO / f"{phase}/main.cpp" for phase in
          ["phase1_cuda_baseline", "phase2_omp_overlap", "phase3_mpi_cuda", "phase4_chunked_nccl"]]
-MAINS.append(PHASE4 / "planner" / "predict_main.cpp")
+MAINS += [PHASE4 / "planner" / "predict_main.cpp", PHASE4 / "model" / "model_main.cpp"]
 
 
 def test_phase4_stands_in_its_rooms():
