@@ -15,6 +15,7 @@ enum class PlanMode { kCaps, kAuto };                                           
 enum class WireType { kFp32, kBf16 };                                           // --comm-dtype
 enum class StreamPriority { kNormal, kHigh };                                   // --comm-priority
 enum class CtaPolicy { kDefault, kEfficiency, kZero };                          // --nccl-cta-policy
+enum class Transport { kNvlink, kShm, kSocket };                                // --transport
 
 inline const ob::Names<RunMode>& run_mode_names() {
   static const ob::Names<RunMode> names = {{"seq", RunMode::kSeq},         {"overlap", RunMode::kOverlap},
@@ -40,10 +41,17 @@ inline const ob::Names<CtaPolicy>& cta_policy_names() {
   return names;
 }
 
+inline const ob::Names<Transport>& transport_names() {
+  static const ob::Names<Transport> names = {
+      {"nvlink", Transport::kNvlink}, {"shm", Transport::kShm}, {"socket", Transport::kSocket}};
+  return names;
+}
+
 inline const std::string& name(RunMode v) { return ob::name_of(run_mode_names(), v); }
 inline const std::string& name(PlanMode v) { return ob::name_of(plan_names(), v); }
 inline const std::string& name(WireType v) { return ob::name_of(wire_names(), v); }
 inline const std::string& name(StreamPriority v) { return ob::name_of(priority_names(), v); }
 inline const std::string& name(CtaPolicy v) { return ob::name_of(cta_policy_names(), v); }
+inline const std::string& name(Transport v) { return ob::name_of(transport_names(), v); }
 
 }  // namespace phase4

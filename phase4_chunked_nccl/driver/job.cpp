@@ -14,6 +14,7 @@
 #include "common/rank_agreement.hpp"
 #include "phase4_chunked_nccl/driver/runner.hpp"
 #include "phase4_chunked_nccl/driver/sweep.hpp"
+#include "phase4_chunked_nccl/driver/transport.hpp"
 
 namespace phase4 {
 namespace {
@@ -98,6 +99,7 @@ std::atomic<ncclComm_t>& live_comm() {
 }
 
 std::variant<int, ob::PhaseResult> run_job(Config& config, const ob::PhaseContext& context) {
+  apply_transport(config.transport);  // before the first NCCL call
   const int device = choose_gpu(context);
   if (device < 0) return ob::kExitSkipped;
   auto points = config.sweep_points();

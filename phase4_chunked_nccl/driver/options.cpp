@@ -21,6 +21,10 @@ void add_communication_options(CLI::App& app, Config& config) {
   ob::add_enum_option(app, "--nccl-cta-policy", config.nccl_cta_policy, cta_policy_names(),
                       "NCCL's CTA policy: default, efficiency (fewest CTAs that keep decent speed), zero (none where "
                       "it can)");
+  ob::add_enum_option(app, "--transport", config.transport, transport_names(),
+                      "How NCCL moves data between the GPUs: nvlink (peer to peer, NCCL's choice), shm (through host "
+                      "shared memory), socket (its network transport over loopback); the NCCL variables it sets are "
+                      "in the metadata");
   ob::add_enum_option(app, "--comm-dtype", config.comm_dtype, wire_names(),
                       "Type the gradient is all-reduced in: fp32, or bf16 (cast into a half-size buffer and back)");
   add_whole_option(app, config, "accum-steps");
@@ -68,6 +72,15 @@ void validate_point(const Config& point) {
   ob::require(sync.accumulation || point.accum_steps == 1, "--accum-steps", std::to_string(point.accum_steps),
               "--sync " + sync.name + " runs one micro-step per step");
   ob::require(sync.graph || !point.graph, "--graph", "on", "--sync " + sync.name + " does not run under --graph");
+  std::vector<std::string> used = point.planned_syncs();
+  used.push_back(point.sync);
+  for (const auto& planned : used) {
+    const SyncRow* row = find_sync(planned);  // an unknown name is refused where --plan-syncs is read
+    ob::require(!row || !row->peer_access || point.transport == Transport::kNvlink, "--transport",
+                name(point.transport),
+                "--sync " + planned + " needs the GPUs' peer access, which this transport turns off (--sync nccl and "
+                "sharded run on it)");
+  }
   ob::require(point.plan_mode != PlanMode::kAuto || !point.plan_syncs.empty() ||
                   sync.schedule == ScheduleKind::kAllReduce,
               "--plan", name(point.plan_mode), "--plan auto plans the all-reduce strategies: not --sync " + sync.name);

@@ -131,6 +131,7 @@ SyncRow copy_engine_row() {
              "(CTA policy zero; fp32)";
   row.cta_policy = CtaPolicy::kZero;
   row.bounded = false;
+  row.peer_access = true;
   row.reference = "nccl";
   row.buffers = 3;  // the gradient, the received slices, the reduced gradient
   row.make = OB_SYNC_FACTORY(make_copy_engine);

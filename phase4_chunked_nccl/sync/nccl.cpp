@@ -84,10 +84,15 @@ SyncRow row(const char* name, const char* help, std::unique_ptr<GradientSync> (*
 
 const RegisterSync kPlain(row("nccl", "in-place ncclAllReduce per bucket (ring kernels on SMs)",
                               OB_SYNC_FACTORY(make_plain)));
-const RegisterSync kSymmetric(row("nccl-sym",
-                                  "ncclAllReduce on buffers registered as NCCL symmetric windows (symmetric kernels, "
-                                  "few CTAs)",
-                                  OB_SYNC_FACTORY(make_symmetric)));
+SyncRow symmetric_row() {
+  SyncRow symmetric = row("nccl-sym",
+                          "ncclAllReduce on buffers registered as NCCL symmetric windows (symmetric kernels, few CTAs)",
+                          OB_SYNC_FACTORY(make_symmetric));
+  symmetric.peer_access = true;
+  return symmetric;
+}
+
+const RegisterSync kSymmetric(symmetric_row());
 
 }  // namespace
 }  // namespace phase4

@@ -27,6 +27,7 @@ struct SyncRow {
   bool bf16 = false;        // runs with --comm-dtype bf16
   bool graph = true;        // runs under --graph
   bool accumulation = true;  // runs with --accum-steps > 1
+  bool peer_access = false;  // needs the GPUs' peer access (symmetric windows, copy engines): --transport nvlink only
   // The schedule's bound from isolated parts holds for it. Not for the copy-engine pipelines: their comm-only run
   // times the copies without the compute stream's share of them, so their bound rows are models (METRICS.md).
   bool bounded = true;

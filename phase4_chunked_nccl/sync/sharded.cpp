@@ -175,6 +175,7 @@ SyncRow sharded_copy_engine_row() {
              "ncclAllGather per layer, on symmetric windows (CTA policy zero; fp32)";
   row.cta_policy = CtaPolicy::kZero;
   row.bounded = false;
+  row.peer_access = true;
   row.buffers = 3;  // the gradient, the received slices, the gathered gradient of the checks
   row.make = OB_SYNC_FACTORY(make_sharded_copy_engine);
   return row;

@@ -6,6 +6,7 @@
 #include "common/run_output.hpp"
 #include "phase4_chunked_nccl/driver/bound_rows.hpp"
 #include "phase4_chunked_nccl/driver/config.hpp"
+#include "phase4_chunked_nccl/driver/transport.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace {
@@ -181,6 +182,25 @@ TEST(Phase4Bounds, AnOverlappedStepFasterThanItsComputeOnlyStepIsSaid) {
   std::ostringstream quiet;
   phase4::label_bounds(rows, true, &quiet);
   EXPECT_TRUE(quiet.str().empty()) << quiet.str();
+}
+
+TEST(Phase4Options, SlowerTransportsRefuseTheStrategiesThatNeedPeerAccessAndSayTheirVariables) {
+  phase4::Config config;
+  ASSERT_EQ(exit_code_of({"--transport", "socket", "--sync", "sharded"}, &config), -1);
+  EXPECT_EQ(config.transport, phase4::Transport::kSocket);
+  EXPECT_EQ(exit_code_of({"--transport", "shm"}), -1);
+  for (const std::string sync : {"nccl-sym", "ce", "sharded-ce"}) {
+    EXPECT_EQ(exit_code_of({"--transport", "shm", "--sync", sync}), ob::kExitUsage) << sync;
+    EXPECT_EQ(exit_code_of({"--transport", "nvlink", "--sync", sync}), -1) << sync;
+  }
+  EXPECT_EQ(exit_code_of({"--transport", "socket", "--sweep", "sync=nccl,ce"}), ob::kExitUsage);
+  EXPECT_EQ(exit_code_of({"--transport", "socket", "--plan", "auto", "--plan-syncs", "nccl,ce"}), ob::kExitUsage);
+  EXPECT_EQ(exit_code_of({"--transport", "pcie"}), ob::kExitUsage);
+  using Env = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(phase4::transport_environment(phase4::Transport::kNvlink), Env{});
+  EXPECT_EQ(phase4::transport_environment(phase4::Transport::kShm), (Env{{"NCCL_P2P_DISABLE", "1"}}));
+  EXPECT_EQ(phase4::transport_environment(phase4::Transport::kSocket),
+            (Env{{"NCCL_P2P_DISABLE", "1"}, {"NCCL_SHM_DISABLE", "1"}, {"NCCL_NET", "Socket"}, {"NCCL_SOCKET_IFNAME", "lo"}}));
 }
 
 TEST(Phase4Options, ASweepTakesEachValueOnceAndNoEmptyOne) {

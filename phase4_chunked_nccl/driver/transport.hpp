@@ -1,0 +1,21 @@
+// --transport (docs/USAGE.md, "Transports"): how NCCL moves data between the GPUs of one host, chosen through NCCL's
+// own variables, set in this process before its first NCCL call. Every rank parses the same options, so every rank
+// sets them; the run's metadata records them with the rest of its NCCL environment.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "phase4_chunked_nccl/driver/choices.hpp"
+
+namespace phase4 {
+
+// nvlink: none (NCCL's own choice: peer to peer); shm: NCCL_P2P_DISABLE=1 (host shared memory); socket: also
+// NCCL_SHM_DISABLE=1, NCCL_NET=Socket and NCCL_SOCKET_IFNAME=lo (its network transport over loopback).
+std::vector<std::pair<std::string, std::string>> transport_environment(Transport transport);
+
+// Sets them, over whatever the environment held.
+void apply_transport(Transport transport);
+
+}  // namespace phase4
