@@ -218,6 +218,29 @@ def test_shell_script_help_is_its_header_only(tool):
     assert "Usage:" in result.stdout and "set -" not in result.stdout and "#" not in result.stdout, result.stdout
 
 
+def bench_gpu_steps(tmp_path, gpus, *args):
+    """bench_gpu.sh's steps as it would run them on `gpus` GPUs: {name: command}, in order."""
+    result = subprocess.run(["bash", str(SCRIPTS / "bench_gpu.sh"), "--dry-run", "--out", str(tmp_path), *args],
+                            capture_output=True, text=True, timeout=60, env={**os.environ, "GPUS": str(gpus)})
+    assert result.returncode == 0, result.stderr
+    return dict(line.split(": ", 1) for line in result.stdout.splitlines())
+
+
+def test_bench_gpu_runs_the_steps_its_table_holds(tmp_path):
+    """The steps are a table (bench_gpu.parts) the script expands: loops, configurations, conditions, placeholders."""
+    steps = bench_gpu_steps(tmp_path, 2)
+    assert len(steps) == 116 and not [c for c in steps.values() if "{" in c.replace("${cap", "")]
+    assert [n for n in steps if n.startswith("phase4-sync-")][:3] == [
+        "phase4-sync-nccl-4096-16-512", "phase4-sync-nccl-sym-4096-16-512", "phase4-sync-ce-4096-16-512"]
+    assert steps["phase4-1024-32-4096"].endswith(
+        "-np 2 " + str(REPO / "build/gpu/phase4_chunked_nccl/phase4_chunked_nccl") +
+        f" --check --hidden 1024 --layers 32 --batch 4096 --csv {tmp_path}/phase4-1024-32-4096.csv")
+    assert "--iters 40" in steps["phase4-power-4096-16-8192"] and "--iters 200" in steps["phase4-power-4096-16-512"]
+    assert "planner-check-2gpu" not in steps and "planner-check-2gpu" in bench_gpu_steps(tmp_path, 4)
+    assert ("nvtx-ncu" in steps) != ("nvtx-nsys" in steps)
+    assert list(bench_gpu_steps(tmp_path, 2, "--part", "phase3")) == ["phase3-gpu", "phase3-gpu-auto", "report"]
+
+
 def test_run_all_quick_end_to_end(tmp_path):
     out = tmp_path / "run"
     env = dict(os.environ)
