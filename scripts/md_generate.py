@@ -7,6 +7,8 @@ A block is written between two comments, its arguments relative to the Markdown 
   <!-- generated: overlaps GLOB [where=bucket_mb:25] [columns=...] -->  every overlapped row of those summaries,
                                              the fastest per configuration marked
   <!-- generated: table CSV [columns=a,b] -->  any CSV's rows (a derived table, e.g. a run set beside another)
+  <!-- generated: modes GLOB [modes=seq,overlap] [columns=overlap_pct] -->  one row per summary: each mode's median
+                                             and the overlapped row's metrics
   <!-- generated: compare CSV -->            an ob-compare result: its ratios, intervals and verdicts in words
   <!-- generated: verdict CSV [CSV ...] -->  the main job's sentences for those summaries (verdict.py)
   <!-- generated: excerpt FILE from=TEXT lines=N -->  N lines of a log from the first line holding TEXT
@@ -147,7 +149,32 @@ def overlaps_block(base, plain, keyed):
     return report.markdown_table(frame.sort_values(["configuration", "time_ms_p50"]), columns.split(","))
 
 
-KINDS = {"overlaps": overlaps_block, "summary": summary_block, "table": table_block, "compare": compare_block, "verdict": verdict_block, "excerpt": excerpt_block,
+def modes_block(base, plain, keyed):
+    """One row per summary a glob names: its configuration, each named mode's median (ms) and the overlapped row's
+    named metrics. Rows of one run side by side; nothing divided across runs."""
+    import pandas as pd
+    import report
+
+    paths = sorted({p for pattern in plain for p in base.glob(pattern)})
+    if not paths:
+        raise ob_csv.UsageError(f"{base}: no file matches {' '.join(plain)}")
+    modes = keyed.get("modes", "seq,overlap,ideal,bound").split(",")
+    metrics = [m for m in keyed.get("columns", "").split(",") if m]
+    rows = []
+    for path in paths:
+        frame = ob_csv.load_summary(path).set_index("mode")
+        head = frame.iloc[0]
+        row = {"configuration": ",".join(str(int(head[k])) for k in ("hidden", "layers", "batch"))}
+        for mode in modes:
+            row[f"{mode}_ms"] = frame.loc[mode, "time_ms_p50"] if mode in frame.index else float("nan")
+        for metric in metrics:
+            row[metric] = frame.loc["overlap", metric] if "overlap" in frame.index and metric in frame else float("nan")
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    return report.markdown_table(table, list(table.columns))
+
+
+KINDS = {"modes": modes_block, "overlaps": overlaps_block, "summary": summary_block, "table": table_block, "compare": compare_block, "verdict": verdict_block, "excerpt": excerpt_block,
          "index": index_block}
 
 
