@@ -25,7 +25,9 @@
 #         busy and real compute, every strategy), nvtx (an Nsight Systems capture of phase 4 on 2 GPUs, or ncu's
 #         NVTX ranges per kernel where nsys is missing, with the range list), ddp (PyTorch DDP, expert over four bucket caps and default settings, and FSDP2,
 #         on the six configurations), sanitize (compute-sanitizer
-#         memcheck and racecheck on phase 1's kernels and on phase 4 with one rank). Default: all parts.
+#         memcheck and racecheck on phase 1's kernels and on phase 4 with one rank), compare (issue 32's comparison
+#         on the six configurations: every strategy and the planner's plan against DDP at four caps and FSDP2,
+#         interleaved rounds of fresh processes; after planner). Default: all parts.
 #   --out DIR  results folder (default results/runs/<host>-gpu-<date-time>)
 #   --dry-run  print every step's name and command; build and run nothing
 # Multi-GPU runs keep NVLink multicast off (NCCL_NVLS_ENABLE=0 and friends), as the lent machines require.
