@@ -62,3 +62,16 @@ def test_bad_usage_exits_2_before_any_work(model, tmp_path):
         assert result.returncode == 2, (args, result.stderr)
     (tmp_path / "not.json").write_text("{")
     assert run(model, "--model", tmp_path / "not.json").returncode == 2
+
+
+def test_the_output_policy_holds_for_phase4_model(model, tmp_path):
+    """A config.json given as --csv, a link, or a device is refused before any work, the file left as it was."""
+    config = tmp_path / "config.json"
+    config.write_text((MODELS / "gpt2.config.json").read_text())
+    result = run(model, "--model", config, "--csv", config)
+    assert result.returncode == 2 and "--csv" in result.stderr
+    assert json.loads(config.read_text())["n_embd"] == 768
+    link = tmp_path / "link.csv"
+    link.symlink_to(tmp_path / "elsewhere.csv")
+    result = run(model, "--model", "gpt2", "--csv", link)
+    assert result.returncode == 2 and "symbolic link" in result.stderr and link.is_symlink()
