@@ -1,7 +1,12 @@
 #include "phase4_chunked_nccl/driver/job.hpp"
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <memory>
 #include <optional>
 
@@ -14,6 +19,7 @@
 #include "common/rank_agreement.hpp"
 #include "phase4_chunked_nccl/driver/runner.hpp"
 #include "phase4_chunked_nccl/driver/sweep.hpp"
+#include "phase4_chunked_nccl/driver/nccl_path.hpp"
 #include "phase4_chunked_nccl/driver/transport.hpp"
 
 namespace phase4 {
@@ -91,6 +97,25 @@ void describe(const Config& config, const SweepResult& sweep, const ob::PowerMon
   result.columns = console_columns(config);
 }
 
+// --nccl-path: this process's NCCL log, to a file of its own from the first NCCL call on.
+std::string start_nccl_log(const Config& config) {
+  if (!config.nccl_path) return "";
+  const auto file = std::filesystem::temp_directory_path() / ("overlap-nccl-" + std::to_string(getpid()) + ".log");
+  for (const auto& [name, value] : nccl_log_environment(file.string())) setenv(name.c_str(), value.c_str(), 1);
+  return file.string();
+}
+
+// What the log says, into the metadata (rank 0's account); the file removed.
+void read_nccl_log(const std::string& file, ob::PhaseResult& result) {
+  if (file.empty()) return;
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  result.meta["nccl_path"] = parse_nccl_log(text.str()).to_json();
+  std::error_code ignored;
+  std::filesystem::remove(file, ignored);
+}
+
 }  // namespace
 
 std::atomic<ncclComm_t>& live_comm() {
@@ -100,6 +125,7 @@ std::atomic<ncclComm_t>& live_comm() {
 
 std::variant<int, ob::PhaseResult> run_job(Config& config, const ob::PhaseContext& context) {
   apply_transport(config.transport);  // before the first NCCL call
+  const std::string nccl_log = start_nccl_log(config);
   const int device = choose_gpu(context);
   if (device < 0) return ob::kExitSkipped;
   auto points = config.sweep_points();
@@ -133,6 +159,7 @@ std::variant<int, ob::PhaseResult> run_job(Config& config, const ob::PhaseContex
     result.notes.push_back("# power: " + context.paths.power_csv + " (" + std::to_string(samples.size()) + " samples)");
   }
   describe(config, sweep, power.get(), asked_for_power, context, result);
+  read_nccl_log(nccl_log, result);
   return result;
 }
 

@@ -25,6 +25,9 @@ void add_communication_options(CLI::App& app, Config& config) {
                       "How NCCL moves data between the GPUs: nvlink (peer to peer, NCCL's choice), shm (through host "
                       "shared memory), socket (its network transport over loopback); the NCCL variables it sets are "
                       "in the metadata");
+  app.add_flag("--nccl-path", config.nccl_path,
+               "Read the path NCCL took (its transports, channels, copy engines, registered buffers) from its own "
+               "INFO log into the metadata's nccl_path");
   ob::add_enum_option(app, "--comm-dtype", config.comm_dtype, wire_names(),
                       "Type the gradient is all-reduced in: fp32, or bf16 (cast into a half-size buffer and back)");
   add_whole_option(app, config, "accum-steps");

@@ -6,6 +6,7 @@
 #include "common/run_output.hpp"
 #include "phase4_chunked_nccl/driver/bound_rows.hpp"
 #include "phase4_chunked_nccl/driver/config.hpp"
+#include "phase4_chunked_nccl/driver/nccl_path.hpp"
 #include "phase4_chunked_nccl/driver/transport.hpp"
 #include "tests/support/test_support.hpp"
 
@@ -208,4 +209,38 @@ TEST(Phase4Options, ASweepTakesEachValueOnceAndNoEmptyOne) {
     EXPECT_EQ(exit_code_of({"--sweep", sweep}), 2) << sweep;
   }
   EXPECT_EQ(exit_code_of({"--sweep", "chunks=1,2"}), -1);
+}
+
+// --nccl-path reads NCCL's own INFO log: lines as NCCL 2.28 wrote them on the 2 x H200 machine
+// (results/2xH200/strategies/phase4-sync-nccl-log-ce.log) and channel lines in the form NCCL prints them.
+TEST(Phase4NcclPath, TheLogSaysWhichTransportsChannelsAndCopyEnginesRan) {
+  const std::string log =
+      "vm:5721:5721 [0] NCCL INFO NCCL version 2.28.3+cuda13.0\n"
+      "vm:5721:5721 [0] NCCL INFO Using network Socket\n"
+      "vm:5721:5721 [0] NCCL INFO 24 coll channels, 24 collnet channels, 0 nvls channels, 32 p2p channels, 32 p2p "
+      "channels per peer\n"
+      "vm:5721:5800 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read\n"
+      "vm:5721:5800 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via P2P/CUMEM/read\n"
+      "vm:5721:5800 [0] NCCL INFO Channel 02/0 : 1[1] -> 0[0] [receive] via NET/Socket/0\n"
+      "vm:5721:5721 [0] NCCL INFO Init CE, rank 0 baseUCSymReadyPtr 0x7fed3f000000, seq num 0\n"
+      "vm:5721:5721 [0] NCCL INFO register comm 0x55eb41c85040 buffer 0x7fdf87000000 size 16777216\n"
+      "vm:5721:5721 [0] NCCL WARN Channel 03/0 : via SHM/direct/direct (a warning, not a channel)\n"
+      "unrelated output via P2P/direct\n";
+  const phase4::NcclPath path = phase4::parse_nccl_log(log);
+  EXPECT_EQ(path.version, "2.28.3+cuda13.0");
+  EXPECT_EQ(path.network, "Socket");
+  EXPECT_EQ(path.transports, (std::vector<std::string>{"NET/Socket/0", "P2P/CUMEM/read"}));
+  EXPECT_EQ(path.coll_channels, 24);
+  EXPECT_EQ(path.p2p_channels, 32);
+  EXPECT_TRUE(path.copy_engine);
+  EXPECT_EQ(path.registrations, 1);
+  const auto none = phase4::parse_nccl_log("");
+  EXPECT_EQ(none.coll_channels, -1);
+  EXPECT_FALSE(none.copy_engine);
+  EXPECT_TRUE(none.transports.empty());
+  EXPECT_EQ(phase4::nccl_log_environment("/tmp/x.log").back(),
+            (std::pair<std::string, std::string>{"NCCL_DEBUG_FILE", "/tmp/x.log"}));
+  phase4::Config config;
+  ASSERT_EQ(exit_code_of({"--nccl-path"}, &config), -1);
+  EXPECT_TRUE(config.nccl_path);
 }
