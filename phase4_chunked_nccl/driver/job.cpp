@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <memory>
 #include <optional>
+#include <sstream>
 
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/device_info.hpp"
@@ -17,9 +17,9 @@
 #include "common/mpi_check.hpp"
 #include "common/mpi_session.hpp"
 #include "common/rank_agreement.hpp"
+#include "phase4_chunked_nccl/driver/nccl_path.hpp"
 #include "phase4_chunked_nccl/driver/runner.hpp"
 #include "phase4_chunked_nccl/driver/sweep.hpp"
-#include "phase4_chunked_nccl/driver/nccl_path.hpp"
 #include "phase4_chunked_nccl/driver/transport.hpp"
 
 namespace phase4 {

@@ -18,9 +18,6 @@ class Collectives {
  public:
   explicit Collectives(ncclComm_t comm) : comm_(comm) {}
 
-  ncclComm_t comm() const { return comm_; }
-  bool silent() const { return silent_; }
-
   void all_reduce(void* data, std::size_t n, ncclDataType_t type, cudaStream_t stream) const {
     if (!silent_) NCCL_CHECK(ncclAllReduce(data, data, n, type, ncclSum, comm_, stream));
   }
