@@ -111,9 +111,8 @@ step() {
   esac
   local var=${loop%%=*} values=${loop#*=} v
   [ "$values" = @configs ] && values=$(IFS=/; echo "${configs[*]}")
-  local IFS_saved=$IFS
+  local list
   IFS=/ read -r -a list <<<"$values"
-  IFS=$IFS_saved
   for v in "${list[@]}"; do
     local n=${name//\{$var\}/$v} c=${command//\{$var\}/$v}
     if [ "$var" = c ]; then
@@ -136,9 +135,7 @@ for part in "${parts[@]}"; do
     step "$name" "$command" $loops
   done <"$table"
 done
-if [ "$dry" = 1 ]; then
-  run report python3 "$OB_ROOT/scripts/report.py" "$out"
-elif compgen -G "$out/*.csv" >/dev/null; then  # a test-only run writes no CSV: nothing to report
+if [ "$dry" = 1 ] || compgen -G "$out/*.csv" >/dev/null; then  # a test-only run writes no CSV: nothing to report
   run report python3 "$OB_ROOT/scripts/report.py" "$out"
 fi
 [ "$dry" = 1 ] && exit 0
