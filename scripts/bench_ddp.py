@@ -14,8 +14,8 @@ comm (those all-reduces alone), overlap (DDP or FSDP2) and the derived ideal. Ea
 settings (system pytorch-ddp: gradient_as_bucket_view, static_graph, high-priority NCCL stream through
 TORCH_NCCL_HIGH_PRIORITY=1, fused SGD, zero_grad(set_to_none=True)) unless --default (system pytorch-ddp-default).
 Each --bucket-mb value is one wrapped run; a value given again is a repeat, kept as its own rows (column repeat).
---fsdp runs PyTorch FSDP2 instead (system pytorch-fsdp2: fully_shard on every layer and the model, eager, with and
-without resharding after the forward; column reshard_after_forward). DDP's and FSDP2's gradients are checked against
+--fsdp runs PyTorch FSDP2 instead (system pytorch-fsdp2: fully_shard on every layer and the model, eager, without
+and with resharding after the forward, or as --reshard-after-forward says; column reshard_after_forward). DDP's and FSDP2's gradients are checked against
 a manual all-reduce of the same step's gradients. Writes phase 4's summary columns; the metadata's commit is checked
 as the binaries' is (ob_csv.commit_id).
 """
@@ -54,6 +54,9 @@ def parse_args():
                         help="GEMMs on TF32 tensor cores, as phase 4's --tf32 (default: on)")
     parser.add_argument("--default", action="store_true", help="DDP's default settings instead of the expert ones")
     parser.add_argument("--fsdp", action="store_true", help="PyTorch FSDP2 (fully_shard per layer) instead of DDP")
+    parser.add_argument("--reshard-after-forward", type=int, nargs="+", choices=[0, 1], default=[0, 1],
+                        help="with --fsdp: FSDP2's reshard_after_forward, one wrapped run each; one value gives one "
+                             "overlap row, as a comparison's contender needs (default: 0 1)")
     parser.add_argument("--iters", type=int, default=20, help="timed iterations per mode (default: 20)")
     parser.add_argument("--warmup", type=int, default=5, help="untimed iterations before them (default: 5)")
     parser.add_argument("--lr", type=float, default=0.01, help="SGD learning rate (default: 0.01)")
@@ -69,6 +72,8 @@ def parse_args():
               ("--bucket-mb", " ".join(map(str, args.bucket_mb)),
                all(math.isfinite(mb) and mb > 0 for mb in args.bucket_mb), "numbers > 0"),
               ("--fsdp", "on", not (args.fsdp and args.default), "not with --default"),
+              ("--reshard-after-forward", " ".join(map(str, args.reshard_after_forward)),
+               args.fsdp or args.reshard_after_forward == [0, 1], "with --fsdp only"),
               ("--lr", args.lr, math.isfinite(args.lr) and args.lr >= 0, "a number >= 0"),
               ("--seed", args.seed, args.seed >= 0, "at least 0")]
     for option, value, ok, allowed in checks:
@@ -150,8 +155,10 @@ def optimizer_options(args):
 
 
 def settings(args):
-    """(kind, setting) of each wrapped run, repeats kept in order: DDP's bucket caps, or FSDP2's two reshardings."""
-    return [("fsdp", reshard) for reshard in (0, 1)] if args.fsdp else [("ddp", mb) for mb in args.bucket_mb]
+    """(kind, setting) of each wrapped run, repeats kept in order: DDP's bucket caps, or FSDP2's reshardings."""
+    if args.fsdp:
+        return [("fsdp", reshard) for reshard in args.reshard_after_forward]
+    return [("ddp", mb) for mb in args.bucket_mb]
 
 
 def run_config(args, hidden, layers, batch, rank, world):

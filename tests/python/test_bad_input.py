@@ -206,6 +206,8 @@ BENCH_DDP = [
     (["--seed", "-3"], "--seed"), (["--csv", f"{NO_DIR}/x.csv"], "--csv"), (["--csv", "{work}"], "--csv"),
     (["--csv", "{work}/x.txt"], "--csv"), (["--no-such-option"], "--no-such-option"), ([], "--csv"),
     (["--bucket-mb", "25", "-64"], "--bucket-mb"), (["--fsdp", "--default"], "--fsdp"),
+    (["--reshard-after-forward", "0"], "--reshard-after-forward"),
+    (["--fsdp", "--reshard-after-forward", "2"], "--reshard-after-forward"),
 ]
 
 

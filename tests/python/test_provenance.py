@@ -107,6 +107,16 @@ def test_every_repeat_is_its_own_rows_with_its_own_seq_and_comm():
     assert "repeat" in bench_ddp.CONFIG_KEYS
 
 
+def test_fsdp2_runs_the_reshardings_asked_for_one_overlap_row_each():
+    class Args:
+        fsdp, bucket_mb, reshard_after_forward = True, [25.0], [0, 1]
+    assert bench_ddp.settings(Args) == [("fsdp", 0), ("fsdp", 1)]
+    Args.reshard_after_forward = [0]  # one row: a comparison's contender
+    assert bench_ddp.settings(Args) == [("fsdp", 0)]
+    Args.fsdp = False
+    assert bench_ddp.settings(Args) == [("ddp", 25.0)]
+
+
 def test_every_mode_steps_with_the_wrapped_steps_optimizer():
     class Args:
         lr, default, fsdp = 0.01, False, False
