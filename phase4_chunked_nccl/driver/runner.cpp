@@ -192,7 +192,10 @@ ob::SummaryRow mode_row(const Config& config, const ob::SummaryRow& base, const 
   row.mode = run.mode;
   row.set_times(ob::max_across_ranks(run.iter_ms, comm));
   if (run.mode != ob::Mode::kComm) row.set("backward_ms_p50", ob::slowest_median(run.backward_total_ms, comm));
-  if (run.mode != ob::Mode::kCompute) row.set("enqueue_ms_p50", ob::slowest_median(run.enqueue_ms, comm));
+  if (run.mode != ob::Mode::kCompute) {
+    row.set("enqueue_ms_p50", ob::slowest_median(run.enqueue_ms, comm))
+        .set("enqueue_span_ms_p50", ob::slowest_median(run.enqueue_span_ms, comm));
+  }
   if (config.power) {  // the job's energy (every GPU) per timed iteration, and the mean power of one GPU
     const double joules = ob::sum_across_ranks({run.energy_j}, comm)[0];
     const double seconds = ob::max_across_ranks({run.timed_s}, comm)[0];

@@ -84,7 +84,10 @@ void collect(const std::vector<StepTimes>& timed, double origin_ms, int rank, in
       for (std::size_t b = 0; b < t.enqueue_begin.size(); ++b) {
         enqueue += event(host_lane, "enqueue", static_cast<int>(b), t.enqueue_begin[b], t.enqueue_end[b]);
       }
-      if (!t.enqueue_begin.empty()) run.enqueue_ms.push_back(enqueue);
+      if (!t.enqueue_begin.empty()) {
+        run.enqueue_ms.push_back(enqueue);
+        run.enqueue_span_ms.push_back(t.enqueue_end.back() - t.enqueue_begin.front());
+      }
     }
   }
 }

@@ -173,16 +173,17 @@ TEST(Phase4Bounds, ACommOnlyStepAtTheHostsPaceMakesTheBoundAModel) {
   std::vector<ob::SummaryRow> rows(3);
   rows[0].mode = ob::Mode::kComm;
   rows[0].set_times({2.0, 2.01, 1.99, 2.0});
-  rows[0].set("enqueue_ms_p50", 1.9);  // 330 tiny buckets: the GPU waited for each launch
+  rows[0].set("enqueue_span_ms_p50", 1.9);  // 330 tiny buckets: the GPU waited for each launch
   rows[1].mode = ob::Mode::kOverlap;
   rows[1].set_times({2.8, 2.81, 2.79, 2.8});
   rows[2] = ob::derived_row(ob::Mode::kBound, 2.96, rows[1]);
   std::ostringstream said;
   phase4::label_bounds(rows, true, &said);
   EXPECT_EQ(rows[2].get("bound_kind"), "model");
-  EXPECT_NE(said.str().find("note: the comm-only step spent 1.9 of its 2 ms enqueuing"), std::string::npos) << said.str();
+  EXPECT_NE(said.str().find("note: the host enqueued the comm-only step's collectives for 1.9 of its 2 ms"),
+            std::string::npos) << said.str();
   EXPECT_EQ(said.str().find("warning"), std::string::npos) << said.str();  // a model may lie above the step
-  rows[0].set("enqueue_ms_p50", 0.9);  // under half: the GPU set the pace, the bound holds and is checked
+  rows[0].set("enqueue_span_ms_p50", 0.9);  // under half: the GPU set the pace, the bound holds and is checked
   std::ostringstream checked;
   phase4::label_bounds(rows, true, &checked);
   EXPECT_EQ(rows[2].get("bound_kind"), "bound");
