@@ -14,7 +14,7 @@ nlohmann::json NcclPath::to_json() const {
 NcclPath parse_nccl_log(const std::string& log) {
   static const std::regex version(R"(NCCL INFO NCCL version (\S+))");
   static const std::regex network(R"(NCCL INFO Using network (\S+))");
-  static const std::regex via(R"(NCCL INFO Channel \d+/\d+ : .* via (\S+))");
+  static const std::regex via(R"(NCCL INFO Channel \d+(/\d+)? : .* via (\S+))");  // SHM's lines name no /connection
   static const std::regex channels(R"(NCCL INFO (\d+) coll channels, .* (\d+) p2p channels,)");
   NcclPath path;
   std::istringstream lines(log);
@@ -27,8 +27,8 @@ NcclPath parse_nccl_log(const std::string& log) {
     } else if (std::regex_search(line, m, network)) {
       path.network = m[1];
     } else if (std::regex_search(line, m, via)) {
-      if (std::find(path.transports.begin(), path.transports.end(), m[1].str()) == path.transports.end()) {
-        path.transports.push_back(m[1]);
+      if (std::find(path.transports.begin(), path.transports.end(), m[2].str()) == path.transports.end()) {
+        path.transports.push_back(m[2]);
       }
     } else if (std::regex_search(line, m, channels)) {
       path.coll_channels = std::stoi(m[1]);

@@ -243,6 +243,7 @@ TEST(Phase4NcclPath, TheLogSaysWhichTransportsChannelsAndCopyEnginesRan) {
       "vm:5721:5800 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read\n"
       "vm:5721:5800 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via P2P/CUMEM/read\n"
       "vm:5721:5800 [0] NCCL INFO Channel 02/0 : 1[1] -> 0[0] [receive] via NET/Socket/0\n"
+      "vm:5721:5800 [0] NCCL INFO Channel 03 : 0[0] -> 1[1] via SHM/direct/direct\n"  // NCCL_P2P_DISABLE=1's lines
       "vm:5721:5721 [0] NCCL INFO Init CE, rank 0 baseUCSymReadyPtr 0x7fed3f000000, seq num 0\n"
       "vm:5721:5721 [0] NCCL INFO register comm 0x55eb41c85040 buffer 0x7fdf87000000 size 16777216\n"
       "vm:5721:5721 [0] NCCL WARN Channel 03/0 : via SHM/direct/direct (a warning, not a channel)\n"
@@ -250,7 +251,7 @@ TEST(Phase4NcclPath, TheLogSaysWhichTransportsChannelsAndCopyEnginesRan) {
   const phase4::NcclPath path = phase4::parse_nccl_log(log);
   EXPECT_EQ(path.version, "2.28.3+cuda13.0");
   EXPECT_EQ(path.network, "Socket");
-  EXPECT_EQ(path.transports, (std::vector<std::string>{"NET/Socket/0", "P2P/CUMEM/read"}));
+  EXPECT_EQ(path.transports, (std::vector<std::string>{"NET/Socket/0", "P2P/CUMEM/read", "SHM/direct/direct"}));
   EXPECT_EQ(path.coll_channels, 24);
   EXPECT_EQ(path.p2p_channels, 32);
   EXPECT_TRUE(path.copy_engine);
