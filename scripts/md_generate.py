@@ -4,11 +4,12 @@ names, or with --check says which blocks differ from what their data gives (exit
 
 A block is written between two comments, its arguments relative to the Markdown file's folder:
   <!-- generated: summary CSV [modes=seq,overlap] [columns=time_ms_p50,speedup] -->   rows of a summary CSV
-  <!-- generated: overlaps GLOB [where=bucket_mb:25] [columns=...] -->  every overlapped row of those summaries,
-                                             the fastest per configuration marked
+  <!-- generated: overlaps GLOB [where=bucket_mb:25] [columns=...] [only=fastest] -->  every overlapped row of
+                                             those summaries, the fastest per configuration marked (or alone)
   <!-- generated: table CSV [columns=a,b] -->  any CSV's rows (a derived table, e.g. a run set beside another)
-  <!-- generated: modes GLOB [modes=seq,overlap] [columns=overlap_pct] -->  one row per summary: each mode's median
-                                             and the overlapped row's metrics
+  <!-- generated: modes GLOB [modes=seq,overlap] [columns=overlap_pct] [by=sync,bucket_mb] -->  one row per
+                                             summary (per point of a sweep: the by= columns, shown too): each
+                                             mode's median and the overlapped row's metrics
   <!-- generated: compare CSV -->            an ob-compare result: its ratios, intervals and verdicts in words
   <!-- generated: verdict CSV [CSV ...] -->  the main job's sentences for those summaries (verdict.py)
   <!-- generated: excerpt FILE from=TEXT lines=N -->  N lines of a log from the first line holding TEXT
@@ -145,6 +146,8 @@ def overlaps_block(base, plain, keyed):
     frame["configuration"] = frame[key].astype(int).astype(str).agg(",".join, axis=1)
     fastest = frame.groupby("configuration")["time_ms_p50"].transform("min") == frame["time_ms_p50"]
     frame["fastest"] = ["yes" if f else "" for f in fastest]
+    if keyed.get("only") == "fastest":
+        frame = frame[fastest]
     columns = keyed.get("columns", "configuration,sync,time_ms_p50,time_ms_p50_ci_rel,compute_slowdown,fastest")
     return report.markdown_table(frame.sort_values(["configuration", "time_ms_p50"]), columns.split(","))
 
@@ -160,16 +163,27 @@ def modes_block(base, plain, keyed):
         raise ob_csv.UsageError(f"{base}: no file matches {' '.join(plain)}")
     modes = keyed.get("modes", "seq,overlap,ideal,bound").split(",")
     metrics = [m for m in keyed.get("columns", "").split(",") if m]
+    by = [b for b in keyed.get("by", "").split(",") if b]
     rows = []
     for path in paths:
-        frame = ob_csv.load_summary(path).set_index("mode")
-        head = frame.iloc[0]
-        row = {"configuration": ",".join(str(int(head[k])) for k in ("hidden", "layers", "batch"))}
-        for mode in modes:
-            row[f"{mode}_ms"] = frame.loc[mode, "time_ms_p50"] if mode in frame.index else float("nan")
-        for metric in metrics:
-            row[metric] = frame.loc["overlap", metric] if "overlap" in frame.index and metric in frame else float("nan")
-        rows.append(row)
+        whole = ob_csv.load_summary(path)
+        missing = [b for b in by if b not in whole.columns]
+        if missing:
+            raise ob_csv.UsageError(f"{path}: no column {', '.join(missing)} (named by by=)")
+        # One row per point of a sweep: the rows that share the by= columns' values.
+        for _, part in (whole.groupby(by, sort=False, dropna=False) if by else [(None, whole)]):
+            if part["mode"].duplicated().any():
+                raise ob_csv.UsageError(f"{path}: a mode appears twice in one point; name the sweep's column in by=")
+            frame = part.set_index("mode")
+            head = frame.iloc[0]
+            row = {"configuration": ",".join(str(int(head[k])) for k in ("hidden", "layers", "batch"))}
+            row.update({b: head[b] for b in by})
+            for mode in modes:
+                row[f"{mode}_ms"] = frame.loc[mode, "time_ms_p50"] if mode in frame.index else float("nan")
+            for metric in metrics:
+                row[metric] = (frame.loc["overlap", metric] if "overlap" in frame.index and metric in frame
+                               else float("nan"))
+            rows.append(row)
     table = pd.DataFrame(rows)
     return report.markdown_table(table, list(table.columns))
 

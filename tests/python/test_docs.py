@@ -64,6 +64,23 @@ def test_a_modes_block_sets_one_runs_modes_side_by_side(tmp_path):
     assert "| 4096,16,2048 | 17.5 | 15 | 42.5 |" in text and "| 4096,16,512 | 10.5 | 9.25 | 42.5 |" in text
 
 
+def test_a_modes_block_gives_a_sweep_one_row_per_point_named_by_its_columns(tmp_path):
+    header = "system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,time_ms_max,hidden,layers,batch,sync,bucket_mb\n"
+    (tmp_path / "sweep.csv").write_text(header + "".join(
+        f"overlap-bench,phase4,{mode},2,0,5,{ms},1,1,1,4096,16,512,ce,{mb}\n"
+        for mb, seq, overlap in [(25, 10.5, 7.0), (64, 9.5, 6.25)] for mode, ms in [("seq", seq), ("overlap", overlap)]))
+    page = tmp_path / "page.md"
+    script = [sys.executable, str(REPO / "scripts" / "md_generate.py")]
+    page.write_text("<!-- generated: modes sweep.csv by=sync,bucket_mb modes=seq,overlap -->\n<!-- /generated -->\n")
+    assert subprocess.run([*script, str(page)], capture_output=True, timeout=60).returncode == 0
+    text = page.read_text()
+    assert "| configuration | sync | bucket_mb | seq_ms | overlap_ms |" in text
+    assert "| 4096,16,512 | ce | 25 | 10.5 | 7 |" in text and "| 4096,16,512 | ce | 64 | 9.5 | 6.25 |" in text
+    page.write_text("<!-- generated: modes sweep.csv modes=seq,overlap -->\n<!-- /generated -->\n")  # points mixed
+    result = subprocess.run([*script, str(page)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "a mode appears twice" in result.stderr, result.stderr
+
+
 def test_readme_is_a_guide_of_at_most_200_lines():
     assert len((REPO / "README.md").read_text().splitlines()) <= 200
 
@@ -139,10 +156,7 @@ HAND_TYPED_TABLE_ROWS = {
     "results/2xH200/nccl-tests/README.md": 14,
     "results/2xH200/phase3-osu/README.md": 13,
     "results/2xH200/planner/README.md": 18,
-    "results/2xH200/sharded/README.md": 16,
     "results/2xH200/sm-margin/README.md": 4,
-    "results/2xH200/strategies/README.md": 73,
-    "results/4xH200/sharded/README.md": 16,
     "results/cpu-2core/phase3-osu/README.md": 5,
     "results/predictions/from-2xH200/README.md": 12,
 }
