@@ -10,6 +10,8 @@ A block is written between two comments, its arguments relative to the Markdown 
   <!-- generated: modes GLOB [modes=seq,overlap] [columns=overlap_pct] [by=sync,bucket_mb] -->  one row per
                                              summary (per point of a sweep: the by= columns, shown too): each
                                              mode's median and the overlapped row's metrics
+  <!-- generated: pivot GLOB rows=a,b columns=c values=d,e [where=mode:x] -->  rows laid out by c, each cell
+                                             d / e
   <!-- generated: compare CSV -->            an ob-compare result: its ratios, intervals and verdicts in words
   <!-- generated: verdict CSV [CSV ...] -->  the main job's sentences for those summaries (verdict.py)
   <!-- generated: excerpt FILE from=TEXT lines=N -->  N lines of a log from the first line holding TEXT
@@ -152,6 +154,37 @@ def overlaps_block(base, plain, keyed):
     return report.markdown_table(frame.sort_values(["configuration", "time_ms_p50"]), columns.split(","))
 
 
+def pivot_block(base, plain, keyed):
+    """Rows of the CSVs a glob names (where= filters) laid out as rows= by columns=: each cell the values= columns
+    joined by " / " (4 significant digits), e.g. an interference map's slowdown and stretch per strategy and size."""
+    import pandas as pd
+    import report
+
+    paths = sorted({p for pattern in plain for p in base.glob(pattern)})
+    if not paths:
+        raise ob_csv.UsageError(f"{base}: no file matches {' '.join(plain)}")
+    frame = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
+    rows, values = keyed.get("rows", "").split(","), keyed.get("values", "").split(",")
+    across = keyed.get("columns", "")
+    missing = [c for c in rows + values + [across] + ([keyed["where"].split(":", 1)[0]] if "where" in keyed else [])
+               if c not in frame.columns]
+    if missing:
+        raise ob_csv.UsageError(f"{base}: no column {', '.join(missing)} (named by a pivot block)")
+    if "where" in keyed:
+        column, value = keyed["where"].split(":", 1)
+        frame = frame[frame[column].astype(str) == value]
+
+    def text(value):
+        return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+    frame = frame.assign(cell=[" / ".join(text(v) for v in row) for row in frame[values].itertuples(index=False)])
+    table = frame.pivot_table(index=rows, columns=across, values="cell", aggfunc="first", sort=False)
+    table = table[sorted(table.columns, key=lambda c: (isinstance(c, str), c))]  # numbers in order, then names
+    table.columns = [f"{across} {text(c)}" for c in table.columns]
+    table = table.reset_index()
+    return report.markdown_table(table, list(table.columns))
+
+
 def modes_block(base, plain, keyed):
     """One row per summary a glob names: its configuration, each named mode's median (ms) and the overlapped row's
     named metrics. Rows of one run side by side; nothing divided across runs."""
@@ -188,7 +221,7 @@ def modes_block(base, plain, keyed):
     return report.markdown_table(table, list(table.columns))
 
 
-KINDS = {"modes": modes_block, "overlaps": overlaps_block, "summary": summary_block, "table": table_block, "compare": compare_block, "verdict": verdict_block, "excerpt": excerpt_block,
+KINDS = {"pivot": pivot_block, "modes": modes_block, "overlaps": overlaps_block, "summary": summary_block, "table": table_block, "compare": compare_block, "verdict": verdict_block, "excerpt": excerpt_block,
          "index": index_block}
 
 
