@@ -7,11 +7,11 @@ A block is written between two comments, its arguments relative to the Markdown 
   <!-- generated: overlaps GLOB [where=bucket_mb:25] [columns=...] [only=fastest] -->  every overlapped row of
                                              those summaries, the fastest per configuration marked (or alone)
   <!-- generated: table CSV [columns=a,b] -->  any CSV's rows (a derived table, e.g. a run set beside another)
-  <!-- generated: modes GLOB [modes=seq,overlap] [columns=overlap_pct] [by=sync,bucket_mb] -->  one row per
-                                             summary (per point of a sweep: the by= columns, shown too): each
-                                             mode's median and the overlapped row's metrics
+  <!-- generated: modes GLOB [modes=seq,overlap] [columns=overlap_pct,thread.overlap_pct] [by=sync,bucket_mb] -->
+                                             one row per summary (per point of a sweep: the by= columns, shown
+                                             too): each mode's median and the overlapped (or a named) row's metrics
   <!-- generated: pivot GLOB rows=a,b columns=c values=d,e [where=mode:x] -->  rows laid out by c, each cell
-                                             d / e
+                                             d / e (rows=file: one row per file)
   <!-- generated: compare CSV -->            an ob-compare result: its ratios, intervals and verdicts in words
   <!-- generated: verdict CSV [CSV ...] -->  the main job's sentences for those summaries (verdict.py)
   <!-- generated: excerpt FILE from=TEXT lines=N -->  N lines of a log from the first line holding TEXT
@@ -163,7 +163,7 @@ def pivot_block(base, plain, keyed):
     paths = sorted({p for pattern in plain for p in base.glob(pattern)})
     if not paths:
         raise ob_csv.UsageError(f"{base}: no file matches {' '.join(plain)}")
-    frame = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
+    frame = pd.concat([pd.read_csv(p).assign(file=p.stem) for p in paths], ignore_index=True)  # rows=file: per file
     rows, values = keyed.get("rows", "").split(","), keyed.get("values", "").split(",")
     across = keyed.get("columns", "")
     missing = [c for c in rows + values + [across] + ([keyed["where"].split(":", 1)[0]] if "where" in keyed else [])
@@ -209,13 +209,16 @@ def modes_block(base, plain, keyed):
                 raise ob_csv.UsageError(f"{path}: a mode appears twice in one point; name the sweep's column in by=")
             frame = part.set_index("mode")
             head = frame.iloc[0]
-            row = {"configuration": ",".join(str(int(head[k])) for k in ("hidden", "layers", "batch"))}
+            shape = ("hidden", "layers", "batch")
+            row = {"configuration": ",".join(str(int(head[k])) for k in shape) if all(k in frame for k in shape)
+                   else path.stem}  # phases without phase 4's model: the file names the run
             row.update({b: head[b] for b in by})
             for mode in modes:
                 row[f"{mode}_ms"] = frame.loc[mode, "time_ms_p50"] if mode in frame.index else float("nan")
-            for metric in metrics:
-                row[metric] = (frame.loc["overlap", metric] if "overlap" in frame.index and metric in frame
-                               else float("nan"))
+            for metric in metrics:  # the overlapped row's, or MODE.COLUMN: that mode's row's
+                mode, _, column = metric.rpartition(".")
+                mode = mode or "overlap"
+                row[metric] = frame.loc[mode, column] if mode in frame.index and column in frame else float("nan")
             rows.append(row)
     table = pd.DataFrame(rows)
     return report.markdown_table(table, list(table.columns))
