@@ -60,13 +60,18 @@ struct Model {
   const StrategyCalibration& strategy;
   const CommTime& comm;
   double isolated_ms(double bytes) const { return comm ? comm(bytes) : strategy.comm_ms_at(bytes); }
-  // A bucket's time in the overlapped step: its isolated time stretched as calibrated. The stretch is measured on
-  // the comm stream, which is the pipeline's throughput; a strategy whose buckets end on other streams (ce: the sum
-  // on the compute stream, the all-gather on its own) has a stretch below 1 there, but nothing follows the last
-  // bucket to hide its later stages behind: that one takes at least its isolated time.
+  // A bucket's time in the overlapped step: its isolated time, and what the compute beside it added on the
+  // calibrated link (stretch - 1 times the calibrated time). The stretch is measured on the comm stream, which is
+  // the pipeline's throughput; a strategy whose buckets end on other streams (ce: the sum on the compute stream, the
+  // all-gather on its own) has a stretch below 1 there, but nothing follows the last bucket to hide its later
+  // stages behind: that one takes at least its isolated time. On a slower link (a CommTime) the GEMMs' cost to the
+  // collective's kernels stays what it was, not a share of the longer time: on 2 x H100 over host memory (25 MB
+  // buckets of 4096,16,512) the stretch scaled with the link's time put the step about a quarter above the
+  // measured one, this within a few per cent (results/2xH100/round3/slow-links).
   double bucket_ms(double bytes, bool last) const {
     const double stretch = strategy.stretch_at(bytes);
-    return isolated_ms(bytes) * (last ? std::max(1.0, stretch) : stretch) + strategy.gap_ms_at(bytes);
+    return isolated_ms(bytes) + ((last ? std::max(1.0, stretch) : stretch) - 1) * strategy.comm_ms_at(bytes) +
+           strategy.gap_ms_at(bytes);
   }
 };
 

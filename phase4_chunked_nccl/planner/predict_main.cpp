@@ -5,6 +5,7 @@
 // scripts/predict.py runs it and draws the scaling plot.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -18,6 +19,7 @@
 #include "common/options.hpp"
 #include "phase4_chunked_nccl/planner/planner.hpp"
 #include "phase4_chunked_nccl/schedule/bucket_plan.hpp"
+#include "phase4_chunked_nccl/sync/registry.hpp"
 
 namespace {
 
@@ -69,6 +71,13 @@ phase4::CommTime scaled_comm(const phase4::StrategyCalibration& s, int calibrate
     const double tree = std::log2(n) * alpha + bytes * per_byte * 2 * (n0 - 1) / n0;
     return std::min(ring, tree);
   };
+}
+
+// Whether a strategy runs where ranks span nodes: those that need the GPUs' peer access (symmetric windows, copy
+// engines) do not (phase 4 refuses them on --transport shm and socket too).
+bool runs_across_nodes(const std::string& sync) {
+  const phase4::SyncRow* row = phase4::find_sync(sync);
+  return !row || !row->peer_access;
 }
 
 // What the command line asks.
@@ -138,6 +147,15 @@ Inputs read_inputs(const Options& o) {
   }
   ob::require(o.sync.empty() || in.calibration.strategy(o.sync) != nullptr, "--sync", o.sync,
               "a strategy the calibration holds");
+  // Points across nodes need a strategy that runs there.
+  const bool across = std::any_of(in.ranks.begin(), in.ranks.end(), [&](int n) { return n > o.per_node; });
+  const bool any = std::any_of(in.calibration.strategies.begin(), in.calibration.strategies.end(), [&](const auto& s) {
+    return (o.sync.empty() || s.sync == o.sync) && runs_across_nodes(s.sync);
+  });
+  ob::require(!across || any, o.sync.empty() ? "--calibration" : "--sync",
+              o.sync.empty() ? o.calibration_path : o.sync,
+              "a strategy that runs across nodes (one without peer access: nccl, sharded) where --ranks exceed "
+              "--gpus-per-node");
   return in;
 }
 
@@ -160,6 +178,7 @@ std::vector<std::string> point_row(const Options& o, const phase4::Calibration& 
   for (const auto& s : c.strategies) {
     comms.push_back(scaled_comm(s, c.ranks, n, o.per_node, link));
     if (!o.sync.empty() && s.sync != o.sync) continue;
+    if (n > o.per_node && !runs_across_nodes(s.sync)) continue;
     if (o.fixed->count()) {  // the given plan
       const auto plan = phase4::plan_by_size(c.layers, c.hidden, o.bucket_mb, o.first_bucket_mb);
       kept.push_back({s.sync, plan, phase4::predict(c, s, plan, comms.back())});

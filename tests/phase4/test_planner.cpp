@@ -77,6 +77,16 @@ TEST(Planner, PredictionIsTheScheduleWithContention) {
   EXPECT_NEAR(phase4::predict(piped, piped.strategies[0], one).step_ms, 5.4 + 0.9 + 0.01 + 0.5 + 0.25, 1e-9);
 }
 
+TEST(Planner, OnASlowerLinkTheStretchAddsWhatItAddedOnTheCalibratedOne) {
+  const auto c = calibration(4);
+  const auto plan = phase4::plan_by_size(4, 512, 4, 4);  // one bucket of 4 MiB after the backward
+  // Isolated 0.9 ms calibrated; over a link ten times slower 9 ms, and the stretch adds 0.2 * 0.9 ms, not 0.2 * 9:
+  // the backward ends at 1 + 4 * 1.1 = 5.4 ms, then 9 + 0.18 + 0.01, the update and the overhead.
+  const phase4::CommTime slow = [&](double bytes) { return 10 * c.strategies[0].comm_ms_at(bytes); };
+  EXPECT_NEAR(phase4::predict(c, c.strategies[0], plan, slow).step_ms, 5.4 + 9 + 0.18 + 0.01 + 0.5 + 0.25, 1e-9);
+  EXPECT_NEAR(phase4::predict(c, c.strategies[0], plan).step_ms, 5.4 + 0.9 * 1.2 + 0.01 + 0.5 + 0.25, 1e-9);
+}
+
 // Every plan whose boundaries fall on the programme's pieces, as end lists.
 void every_plan(std::uint64_t pieces, std::uint64_t piece, const std::function<void(std::vector<std::uint64_t>)>& f) {
   for (std::uint64_t mask = 0; mask < (1ull << (pieces - 1)); ++mask) {
