@@ -183,3 +183,23 @@ def test_check_prediction_names_text_in_a_numeric_column(predictor, tmp_path):
                              "--predictor", str(predictor)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "column 'bucket_mb', row" in result.stderr and "'lots'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_across_nodes_no_strategy_that_needs_peer_access_is_chosen(predictor, tmp_path):
+    """ce (copy engines on symmetric windows) is the calibration's fastest, but it needs the GPUs' peer access: within
+    a node it is chosen, across nodes nccl is; --sync ce across nodes, or a calibration of ce alone, exits 2."""
+    nccl = {"sync": "nccl", "bytes": [MIB, 4 * MIB, 16 * MIB], "comm_ms": [0.05, 0.1, 0.3],
+            "stretch": [1.2, 1.15, 1.1], "slowdown": [0.2, 0.25, 0.3]}
+    ce = dict(nccl, sync="ce", comm_ms=[0.02, 0.04, 0.12], slowdown=[0.0, 0.0, 0.0])
+    cal = calibration(tmp_path, strategies=[nccl, ce])
+    csv = tmp_path / "w.csv"
+    result = predict(predictor, cal, "--csv", csv, "--ranks", "2,8,16,64", "--links", "ib400")
+    assert result.returncode == 0, result.stderr
+    chosen = pd.read_csv(csv).set_index("ranks")["sync"].to_dict()
+    assert chosen == {2: "ce", 8: "ce", 16: "nccl", 64: "nccl"}, chosen
+    for args, named in ((["--sync", "ce"], "--sync: 'ce' is invalid"), ([], "--calibration")):
+        only = cal if args else calibration(tmp_path, strategies=[ce])
+        bad = predict(predictor, only, "--csv", tmp_path / "x.csv", "--ranks", "16", *args)
+        assert bad.returncode == 2 and named in bad.stderr and "runs across nodes" in bad.stderr, bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1 and not (tmp_path / "x.csv").exists()
+    assert predict(predictor, calibration(tmp_path, strategies=[ce]), "--csv", csv, "--ranks", "2,8").returncode == 0
