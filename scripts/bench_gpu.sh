@@ -4,7 +4,7 @@
 #
 # The steps are a table, scripts/bench_gpu.parts (part, name, loops, command); this script expands and runs them.
 #
-# Usage: scripts/bench_gpu.sh [--out DIR] [--part PART]... [--dry-run]
+# Usage: scripts/bench_gpu.sh [--out DIR] [--part PART]... [--config H,L,B]... [--dry-run]
 #   PART: test (ctest -L gpu, and -L mpi), phase1 (default size and 4096^3), phase3 (2 ranks on GPUs: round 1's
 #         size, and --batch auto with the ring MPI_Iallreduce),
 #         phase4 (one rank per GPU: the six configurations), phase4-sweeps (chunk and bucket sweeps on
@@ -28,6 +28,8 @@
 #         memcheck and racecheck on phase 1's kernels and on phase 4 with one rank), compare (issue 32's comparison
 #         on the six configurations: every strategy and the planner's plan against DDP at four caps and FSDP2,
 #         interleaved rounds of fresh processes; after planner). Default: all parts.
+#   --config H,L,B  run the steps that loop over the six configurations on this one only (repeatable): a part too
+#              long for one call (compare: about half an hour a configuration on 2 GPUs) split over several
 #   --out DIR  results folder (default results/runs/<host>-gpu-<date-time>)
 #   --dry-run  print every step's name and command; build and run nothing
 # Multi-GPU runs keep NVLink multicast off (NCCL_NVLS_ENABLE=0 and friends), as the lent machines require.
@@ -37,9 +39,15 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 table="$OB_ROOT/scripts/bench_gpu.parts"
 
 out="" parts=() dry=0
+configs=(4096,16,512 4096,16,2048 4096,16,8192 1024,32,256 1024,32,4096 2048,24,1024)
+chosen=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=${2:?--out needs a directory}; shift 2 ;;
+    --config)
+      [[ "${2:-}" =~ ^[1-9][0-9]*,[1-9][0-9]*,[1-9][0-9]*$ ]] ||
+        ob_die "--config: '${2:-}' is invalid: H,L,B as positive whole numbers (e.g. 4096,16,512)" 2
+      chosen+=("$2"); shift 2 ;;
     --part) parts+=("${2:?--part needs a name}"); shift 2 ;;
     --dry-run) dry=1; shift ;;
     -h|--help) ob_usage "$0"; exit 0 ;;
@@ -54,6 +62,7 @@ for p in "${parts[@]}"; do
     *) ob_die "--part: '$p' is invalid: one of ${all_parts[*]}" 2 ;;
   esac
 done
+[ "${#chosen[@]}" -eq 0 ] || configs=("${chosen[@]}")
 [ -n "$out" ] || out="$OB_ROOT/results/runs/$(hostname -s)-gpu-$(date +%Y%m%d-%H%M%S)"
 build="$OB_ROOT/build/gpu"
 gpus=$( [ "$dry" = 1 ] && echo "${GPUS:-2}" || ob_gpu_count)
@@ -84,7 +93,6 @@ run() {
 }
 
 # The values a table's command names besides its loops'.
-configs=(4096,16,512 4096,16,2048 4096,16,8192 1024,32,256 1024,32,4096 2048,24,1024)
 declare -A value=(
   [build]=$build [root]=$OB_ROOT [out]=$out [gpus]=$gpus [configs]="${configs[*]}"
   [mpi]="mpirun --bind-to none -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS"

@@ -241,6 +241,14 @@ def test_bench_gpu_runs_the_steps_its_table_holds(tmp_path):
     assert "planner-check-2gpu" not in steps and "planner-check-2gpu" in bench_gpu_steps(tmp_path, 4)
     assert ("nvtx-ncu" in steps) != ("nvtx-nsys" in steps)
     assert list(bench_gpu_steps(tmp_path, 2, "--part", "phase3")) == ["phase3-gpu", "phase3-gpu-auto", "report"]
+    # --config: the loops over the six configurations take the ones named; other steps stay.
+    one = bench_gpu_steps(tmp_path, 2, "--part", "planner", "--part", "compare", "--config", "4096,16,2048")
+    assert [n for n in one if n.startswith(("planner-4", "planner-1", "planner-2", "compare-"))] == [
+        "planner-4096-16-2048", "compare-4096-16-2048"]
+    assert "--configs 4096,16,2048" in one["compare-4096-16-2048"]
+    bad = subprocess.run(["bash", str(SCRIPTS / "bench_gpu.sh"), "--dry-run", "--config", "4096,16"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--config: '4096,16' is invalid" in bad.stderr, bad.stderr
 
 
 def test_run_all_quick_end_to_end(tmp_path):
