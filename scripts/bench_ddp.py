@@ -28,8 +28,10 @@ import socket
 import sys
 import time
 
-import ob_csv
-import ob_metrics
+STARTED = time.monotonic()  # the process's setup time goes into the metadata (timings_s)
+
+import ob_csv  # noqa: E402 (after the clock starts)
+import ob_metrics  # noqa: E402
 
 try:
     import torch
@@ -37,6 +39,7 @@ try:
     from torch import nn
 except ImportError:  # the arguments are still checked; main() then says what is missing
     torch = dist = nn = None
+IMPORTED = time.monotonic()
 
 
 # The summary columns that describe a configuration (beside system, phase, ranks, chunks, iters), named in the
@@ -319,10 +322,12 @@ def main():
     if not torch.cuda.is_available():
         print("bench_ddp: no CUDA device available", file=sys.stderr)
         return 77
+    timings = {"import": round(IMPORTED - STARTED, 2)}
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     torch.cuda.set_device(local_rank)
     dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
     rank, world = dist.get_rank(), dist.get_world_size()
+    timings["process_group"] = round(time.monotonic() - STARTED, 2)
     torch.backends.cuda.matmul.allow_tf32 = args.tf32
     system = "pytorch-fsdp2" if args.fsdp else "pytorch-ddp-default" if args.default else "pytorch-ddp"
     lines, failures = [], []
@@ -330,7 +335,9 @@ def main():
         hidden, layers, batch = map(int, text.split(","))
         if rank == 0:
             print(f"bench_ddp: {system} {text}", file=sys.stderr, flush=True)
+        begun = time.monotonic()
         results, runs, worst = run_config(args, hidden, layers, batch, rank, world)
+        timings[f"config {text}"] = round(time.monotonic() - begun, 2)
         if not worst <= 1e-5:  # NaN fails too
             failures.append(f"{text}: {system} gradients differ from a manual all-reduce by {worst:.3g} (relative)")
         lines += summary_rows(args, system, world, (hidden, layers, batch), results, runs, worst)
@@ -350,6 +357,8 @@ def main():
                 "torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
                 "gpus": [{"gpu_name": torch.cuda.get_device_name(0)}], "ranks": world, "clock": "cuda_event",
                 "commit": ob_csv.commit_id(),
+                # seconds since the process started: torch imported, the process group up; each configuration's run
+                "timings_s": timings,
                 "config_columns": ["system", "phase", "ranks", "chunks", "iters", *CONFIG_KEYS]}
         meta_path = path.with_name(path.stem + ".meta.json")
         meta_path.with_suffix(".tmp").write_text(json.dumps(meta, indent=2) + "\n")
