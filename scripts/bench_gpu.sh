@@ -27,7 +27,9 @@
 #         on the six configurations), sanitize (compute-sanitizer
 #         memcheck and racecheck on phase 1's kernels and on phase 4 with one rank), compare (issue 32's comparison
 #         on the six configurations: every strategy and the planner's plan against DDP at four caps and FSDP2,
-#         interleaved rounds of fresh processes; after planner). Default: all parts.
+#         interleaved rounds of fresh processes; after planner), transports (NVLink, host memory and sockets:
+#         comm-only bus bandwidth beside nccl-tests, the six configurations, the planner's slow-link predictions
+#         against them; after planner). Default: all parts.
 #   --config H,L,B  run the steps that loop over the six configurations on this one only (repeatable): a part too
 #              long for one call (compare: about half an hour a configuration on 2 GPUs) split over several
 #   --out DIR  results folder (default results/runs/<host>-gpu-<date-time>)
@@ -114,8 +116,8 @@ step() {
   case "$loop" in
     -) step "$name" "$command" "$@"; return ;;
     "gpus>2") [ "$gpus" -gt 2 ] && step "$name" "$command" "$@"; return ;;
-    nsys) command -v nsys >/dev/null && step "$name" "$command" "$@"; return ;;
-    "!nsys") command -v nsys >/dev/null || step "$name" "$command" "$@"; return ;;
+    has:*) command -v "${loop#has:}" >/dev/null && step "$name" "$command" "$@"; return ;;
+    "!has:"*) command -v "${loop#!has:}" >/dev/null || step "$name" "$command" "$@"; return ;;
   esac
   local var=${loop%%=*} values=${loop#*=} v
   [ "$values" = @configs ] && values=$(IFS=/; echo "${configs[*]}")

@@ -5,7 +5,13 @@ for the row's rank count and plan (phase4_predict: the row's strategy and bucket
 --plan auto row), beside the measured step, and the error = measured / predicted - 1. Writes the table as CSV and
 prints it; exits 2, naming it, for a row whose model no calibration holds.
 
-Usage: check_prediction.py --calibrations A.calibration.json [B ...] --measured run.csv [...] --csv check.csv
+On a slower link (a row whose `transport` column is not the calibration's nvlink): --links-from names phase 4's
+comm-only sweeps over bucket sizes on that transport (`--mode comm --transport T --sweep bucket-mb=...`), fitted as
+step = buckets * alpha + gradient bytes / beta, and the prediction is given only that fit, as a link between the
+ranks (`--gpus-per-node 1 --links T:beta:alpha`); the table names the fit.
+
+Usage: check_prediction.py --calibrations A.calibration.json [B ...] --measured run.csv [...] [--links-from comm.csv
+       ...] --csv check.csv
 """
 
 import json
@@ -13,13 +19,15 @@ import math
 import pathlib
 import tempfile
 
+import numpy as np
 import pandas as pd
 
 import ob_csv
 import predict
 
-COLUMNS = ["hidden", "layers", "batch", "graph", "ranks", "plan", "sync", "bucket_mb", "first_bucket_mb",
-           "measured_ms", "predicted_ms", "predicted_sync", "error", "calibrated_ranks", "calibration"]
+COLUMNS = ["hidden", "layers", "batch", "graph", "ranks", "plan", "sync", "bucket_mb", "first_bucket_mb", "transport",
+           "link", "measured_ms", "predicted_ms", "predicted_sync", "error", "calibrated_ranks", "calibration"]
+CALIBRATED = "nvlink"  # the transport calibrations are made on (phase 4's default)
 
 
 def calibrations_by_model(paths):
@@ -37,12 +45,32 @@ def calibrations_by_model(paths):
     return found
 
 
-def predicted(predictor, calibration, row):
-    """phase4_predict's step for the row's rank count: its plan (strategy and caps), or the best for plan auto."""
+def link_fits(paths):
+    """transport -> phase4_predict's link NAME:GBPS:LATENCY_US, fitted from comm-only sweeps on it."""
+    fits = {}
+    for path in paths:
+        comm = ob_csv.load_summary(path)
+        comm = comm[comm["mode"] == "comm"]
+        if "transport" not in comm or comm["transport"].nunique() != 1 or comm["buckets"].nunique() < 2:
+            raise ob_csv.UsageError(f"--links-from: '{path}' is invalid: a comm-only sweep over bucket sizes on one "
+                                    "--transport (two bucket counts at least)")
+        slope, intercept = np.polyfit(comm["buckets"].astype(float), comm["time_ms_p50"].astype(float), 1)
+        gigabytes = float(comm["grad_mb"].iloc[0]) * (1 << 20) / 1e9
+        if not (slope > 0 and intercept > 0):
+            raise ob_csv.UsageError(f"--links-from: '{path}' is invalid: its steps do not fit buckets * alpha + "
+                                    "bytes / beta with both positive")
+        transport = str(comm["transport"].iloc[0])
+        fits[transport] = f"{transport}:{gigabytes / (intercept / 1e3):.4g}:{slope * 1e3:.4g}"
+    return fits
+
+
+def predicted(predictor, calibration, row, link):
+    """phase4_predict's step for the row's rank count: its plan (strategy and caps), or the best for plan auto; over
+    `link` between every two ranks where one is given."""
     with tempfile.TemporaryDirectory() as work:
         csv = pathlib.Path(work) / "p.csv"
         command = [predictor, "--calibration", str(calibration), "--ranks", str(int(row["ranks"])), "--links",
-                   "ib400", "--csv", str(csv)]
+                   link or "ib400", "--csv", str(csv)] + (["--gpus-per-node", "1"] if link else [])
         if row["plan"] != "auto":
             command += ["--sync", row["sync"], "--bucket-mb", str(row["bucket_mb"]),
                         "--first-bucket-mb", str(row["first_bucket_mb"])]
@@ -70,13 +98,15 @@ def overlap_rows(path):
                                     "not a number")
         rows[column] = values
     rows["graph"] = rows["graph"].astype(bool) if "graph" in rows else False
+    rows["transport"] = rows["transport"].fillna(CALIBRATED) if "transport" in rows else CALIBRATED
     return rows
 
 
-def check(calibrations, measured, predictor):
+def check(calibrations, measured, predictor, links=()):
     """The table, and how many rows were left out: plans cut into equal chunks (--chunks, plan=layer), which
     phase4_predict does not take."""
     by_model = calibrations_by_model(calibrations)
+    fits = link_fits(links)
     table, skipped = [], 0
     for path in measured:
         for _, row in overlap_rows(path).iterrows():
@@ -88,9 +118,13 @@ def check(calibrations, measured, predictor):
                 raise ob_csv.UsageError(f"{path}: no calibration of H={key[0]} L={key[1]} B={key[2]}"
                                         f"{' --graph' if key[3] else ''} among --calibrations")
             calibration, calibrated = by_model[key]
-            ms, sync = predicted(predictor, calibration, row)
+            transport = row["transport"]
+            if transport != CALIBRATED and transport not in fits:
+                raise ob_csv.UsageError(f"{path}: a run on --transport {transport}, and no --links-from sweep on it")
+            link = fits.get(transport, "")
+            ms, sync = predicted(predictor, calibration, row, link)
             table.append(dict(zip(COLUMNS, [*key, int(row["ranks"]), row["plan"], row["sync"], row["bucket_mb"],
-                                            row["first_bucket_mb"], row["time_ms_p50"], ms, sync,
+                                            row["first_bucket_mb"], transport, link, row["time_ms_p50"], ms, sync,
                                             row["time_ms_p50"] / ms - 1, calibrated, calibration.name])))
     return pd.DataFrame(table, columns=COLUMNS), skipped
 
@@ -99,17 +133,21 @@ def main():
     parser = ob_csv.ArgumentParser(description=ob_csv.describe(__doc__))
     parser.add_argument("--calibrations", nargs="+", required=True, help="calibration JSON files (phase4 --calibrate)")
     parser.add_argument("--measured", nargs="+", required=True, type=pathlib.Path, help="phase 4 summary CSVs")
+    parser.add_argument("--links-from", nargs="+", default=[], type=pathlib.Path,
+                        help="phase 4 comm-only sweeps over bucket sizes, one per slower --transport the measured "
+                             "runs used")
     parser.add_argument("--csv", required=True, type=pathlib.Path, help="the table to write")
     parser.add_argument("--predictor", help="the phase4_predict binary (default: on PATH, or in build/)")
     args = parser.parse_args()
     if not args.csv.parent.is_dir():
         raise ob_csv.UsageError(f"--csv: '{args.csv}' is invalid: its directory must exist")
     ob_csv.require_outputs([("--csv", args.csv)], [("--calibrations", c) for c in args.calibrations]
-                           + [("--measured", m) for m in args.measured])
-    table, skipped = check(args.calibrations, args.measured, predict.find_predictor(args.predictor))
+                           + [("--measured", m) for m in args.measured]
+                           + [("--links-from", m) for m in args.links_from])
+    table, skipped = check(args.calibrations, args.measured, predict.find_predictor(args.predictor), args.links_from)
     ob_csv.write_text_atomic(args.csv, table.to_csv(index=False))
-    shown = table[["hidden", "layers", "batch", "ranks", "plan", "sync", "bucket_mb", "measured_ms", "predicted_ms",
-                   "error"]]
+    shown = table[["hidden", "layers", "batch", "ranks", "plan", "sync", "bucket_mb", "transport", "measured_ms",
+                   "predicted_ms", "error"]]
     print(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     print(f"check_prediction.py: {len(table)} rows in {args.csv}; {int((table['error'].abs() <= 0.10).sum())} "
           f"within 10 %" + (f"; {skipped} rows of chunked plans left out" if skipped else ""))

@@ -185,3 +185,14 @@ def test_no_new_table_of_numbers_is_typed_by_hand():
         name = str(path.relative_to(REPO))
         rows = hand_typed_table_rows(path.read_text())
         assert len(rows) <= HAND_TYPED_TABLE_ROWS.get(name, 0), (name, rows[:3])
+
+
+def test_the_console_commands_the_docs_name_are_the_packages():
+    """Every `ob-*` command README.md and docs/USAGE.md name is one pyproject.toml installs, and each it installs is
+    named in docs/USAGE.md."""
+    installed = set(re.findall(r"^(ob-[a-z-]+) = ", (REPO / "pyproject.toml").read_text(), re.M))
+    usage = (REPO / "docs" / "USAGE.md").read_text()
+    named = set(re.findall(r"`(ob-[a-z-]+)`", (REPO / "README.md").read_text() + usage))
+    in_usage = set(re.findall(r"`(ob-[a-z-]+)`", usage))
+    assert named <= installed, f"named but not installed: {sorted(named - installed)}"
+    assert installed <= in_usage, f"installed but not in docs/USAGE.md: {sorted(installed - in_usage)}"

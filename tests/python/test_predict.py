@@ -203,3 +203,33 @@ def test_across_nodes_no_strategy_that_needs_peer_access_is_chosen(predictor, tm
         assert bad.returncode == 2 and named in bad.stderr and "runs across nodes" in bad.stderr, bad.stderr
         assert len(bad.stderr.strip().splitlines()) == 1 and not (tmp_path / "x.csv").exists()
     assert predict(predictor, calibration(tmp_path, strategies=[ce]), "--csv", csv, "--ranks", "2,8").returncode == 0
+
+
+def test_check_prediction_on_a_slower_link_is_given_only_the_links_fit(predictor, tmp_path):
+    """A run on --transport shm: its prediction is the NVLink calibration over a link fitted from the comm-only sweep
+    on shm (step = buckets * alpha + bytes / beta); a shm run with no sweep, or a sweep of one bucket count, exits 2."""
+    cal = calibration(tmp_path)
+    head = "system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,time_ms_max,"
+    sweep = tmp_path / "comm-shm.csv"
+    sweep.write_text(head + "hidden,layers,batch,bucket_mb,first_bucket_mb,buckets,grad_mb,transport\n" + "".join(
+        f"overlap-bench,phase4,comm,2,0,10,{b * 0.03 + 10},1,1,1,4096,4,8,{mb},1,{b},256,shm\n"
+        for mb, b in [(1, 256), (16, 17), (64, 5), (256, 2)]))
+    measured = tmp_path / "step-shm.csv"
+    measured.write_text(head + "hidden,layers,batch,bucket_mb,first_bucket_mb,plan,sync,transport\n"
+                        "overlap-bench,phase4,overlap,2,0,20,30,1,1,1,1024,4,256,4,1,caps,nccl,shm\n")
+    out = tmp_path / "check.csv"
+    command = [sys.executable, str(REPO / "scripts" / "check_prediction.py"), "--calibrations", str(cal),
+               "--measured", str(measured), "--csv", str(out), "--predictor", str(predictor)]
+    result = subprocess.run(command + ["--links-from", str(sweep)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    row = pd.read_csv(out).iloc[0]
+    assert row["transport"] == "shm" and row["link"] == "shm:26.84:30", row["link"]  # 256 MiB in 10 ms; 30 us
+    alone = tmp_path / "alone.csv"
+    assert predict(predictor, cal, "--csv", alone, "--ranks", "2", "--gpus-per-node", "1", "--links", "shm:26.84:30",
+                   "--sync", "nccl", "--bucket-mb", "4").returncode == 0
+    assert row["predicted_ms"] == pytest.approx(pd.read_csv(alone)["predicted_ms"][0])
+    for extra, words in (([], "a run on --transport shm, and no --links-from sweep on it"),
+                         (["--links-from", str(measured)], "--links-from: '")):
+        bad = subprocess.run(command + extra, capture_output=True, text=True, timeout=120)
+        assert bad.returncode == 2 and words in bad.stderr, bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr

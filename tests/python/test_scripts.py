@@ -1,5 +1,6 @@
 """The plotting and report scripts on CSVs written by the real binaries (phases 2 and 3) and on hand-made edge
 cases; run_all.sh --quick end to end."""
+import json
 import os
 import shutil
 import struct
@@ -230,7 +231,7 @@ def test_bench_gpu_runs_the_steps_its_table_holds(tmp_path):
     """The steps are a table (bench_gpu.parts) the script expands: loops, configurations, conditions, placeholders."""
     steps = bench_gpu_steps(tmp_path, 2)
     placeholders = [c for c in steps.values() if "{" in c.replace("${cap", "").replace("{csv}", "")]
-    assert len(steps) == 122 and not placeholders, placeholders[:1]
+    assert len(steps) == 150 and not placeholders, placeholders[:1]
     assert steps["compare-4096-16-512"].count("--contender") == 10  # ob-compare fills in its own {csv}
     assert [n for n in steps if n.startswith("phase4-sync-")][:3] == [
         "phase4-sync-nccl-4096-16-512", "phase4-sync-nccl-sym-4096-16-512", "phase4-sync-ce-4096-16-512"]
@@ -241,6 +242,10 @@ def test_bench_gpu_runs_the_steps_its_table_holds(tmp_path):
     assert "planner-check-2gpu" not in steps and "planner-check-2gpu" in bench_gpu_steps(tmp_path, 4)
     assert ("nvtx-ncu" in steps) != ("nvtx-nsys" in steps)
     assert list(bench_gpu_steps(tmp_path, 2, "--part", "phase3")) == ["phase3-gpu", "phase3-gpu-auto", "report"]
+    # The transports: nccl-tests only where all_reduce_perf is on the PATH, the prediction from the fits.
+    assert "--transport socket --nccl-path --check" in steps["transport-socket-sharded-4096-16-8192"]
+    assert ("transport-nccl-tests-shm" in steps) == (shutil.which("all_reduce_perf") is not None)
+    assert "--links-from" in steps["transport-prediction"]
     # --config: the loops over the six configurations take the ones named; other steps stay.
     one = bench_gpu_steps(tmp_path, 2, "--part", "planner", "--part", "compare", "--config", "4096,16,2048")
     assert [n for n in one if n.startswith(("planner-4", "planner-1", "planner-2", "compare-"))] == [
@@ -329,3 +334,20 @@ def test_figures_name_their_hardware_and_keep_colours(tmp_path):
     report_md = report.write_report(tmp_path).read_text()
     assert "| predicted_ms | prediction_error |" in report_md and "| 5 | 0.2 |" in report_md
     assert not (tmp_path / "figures" / "phase4-over-ddp.png").exists()
+
+
+def test_with_nccl_env_runs_a_command_under_a_runs_nccl_variables(tmp_path):
+    """nccl-tests under the variables --transport set: NCCL_* from the metadata, not the log's own NCCL_DEBUG*."""
+    meta = tmp_path / "run.meta.json"
+    meta.write_text(json.dumps({"environment": {"NCCL_P2P_DISABLE": "1", "NCCL_DEBUG": "INFO", "HOME": "/elsewhere"}}))
+    shown = "import os; print(os.environ.get('NCCL_P2P_DISABLE'), os.environ.get('NCCL_DEBUG'), os.environ['HOME'])"
+    result = subprocess.run([sys.executable, str(SCRIPTS / "with_nccl_env.py"), str(meta), sys.executable, "-c", shown],
+                            capture_output=True, text=True, timeout=60, env={**os.environ, "NCCL_DEBUG": "WARN"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["1", "WARN", os.environ["HOME"]], result.stdout
+    assert "NCCL_P2P_DISABLE=1" in result.stderr
+    for args, words in (([str(tmp_path / "none.json"), "true"], "none.json' is invalid"),
+                        ([str(meta), str(tmp_path / "no-such-tool")], "could not run"), ([str(meta)], "usage:")):
+        bad = subprocess.run([sys.executable, str(SCRIPTS / "with_nccl_env.py"), *args], capture_output=True, text=True,
+                             timeout=60)
+        assert bad.returncode == 2 and words in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
