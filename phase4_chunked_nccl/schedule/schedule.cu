@@ -44,7 +44,8 @@ void Schedule::train(ob::Mode mode, const BucketPlan& plan, StepMarks& m,
   const Mlp::LayerHook before = before_forward();
   const auto begin = [&](int layer) {  // with no work of its own between two layers, one event ends and begins them
     if (before) before(layer);  // it may name the layer's begin itself
-    if (m.layer_begin[layer - 1] < 0) m.layer_begin[layer - 1] = layer == 1 ? m.mark(r_.compute) : m.layer_end[layer - 2];
+    int& begun = m.layer_begin[layer - 1];
+    if (begun < 0) begun = layer == 1 ? m.mark(r_.compute) : m.layer_end[layer - 2];
   };
   r_.model.forward(r_.config.accum_steps - 1, r_.compute, begin,
                    [&](int layer) { m.layer_end[layer - 1] = m.mark(r_.compute); });

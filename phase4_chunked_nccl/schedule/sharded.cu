@@ -95,7 +95,7 @@ class ShardedSchedule final : public Schedule {
     // layer's end; none: mark one), with nothing between, so that mark begins it; its end mark is the event its
     // gather waits for. One event per update and none per forward layer's start beyond the step's own: each one
     // recorded among the copy engines' waits costs microseconds, and three more per layer made sharded-ce's
-    // overlapped step 1-5 % slower (results/2xH100/round3, before-after).
+    // overlapped step 1-5 % slower (results/2xH100/round3, before-after; 1xH100/round3/sharded-marks: this way back).
     auto prepare = [this, &m](int layer, int previous) {
       m.update_begin[layer - 1] = previous >= 0 ? previous : m.mark(r_.compute);
       shards_.apply_deferred(layer, r_.model.weights(), r_.compute);

@@ -42,9 +42,9 @@ struct ModeRun {
   std::vector<std::vector<double>> layer_update_ms;  // [forward layer][iteration]: the sharded schedule's deferred
                                                      // update before it (empty: none)
   std::vector<double> enqueue_ms;               // per iteration: host time inside the strategy's communicate()
-  std::vector<double> enqueue_span_ms;          // per iteration: host time from the first such call's start to the
-                                                // last one's end
                                                 // calls (eager runs only; empty with --graph)
+  std::vector<double> enqueue_span_ms;          // per iteration: host time from the first such call's start to the
+                                                // last one's end (likewise)
   std::vector<ob::TimelineEvent> events;
   bool ranks_agree = true;                      // --check: weight fingerprints equal on every rank after each step
   std::uint64_t wrong = 0;                      // comm --check: elements off the exact pattern sum
