@@ -19,10 +19,10 @@ import math
 import pathlib
 import tempfile
 
-import numpy as np
 import pandas as pd
 
 import ob_csv
+import ob_metrics
 import predict
 
 COLUMNS = ["hidden", "layers", "batch", "graph", "ranks", "plan", "sync", "bucket_mb", "first_bucket_mb", "transport",
@@ -54,13 +54,13 @@ def link_fits(paths):
         if "transport" not in comm or comm["transport"].nunique() != 1 or comm["buckets"].nunique() < 2:
             raise ob_csv.UsageError(f"--links-from: '{path}' is invalid: a comm-only sweep over bucket sizes on one "
                                     "--transport (two bucket counts at least)")
-        slope, intercept = np.polyfit(comm["buckets"].astype(float), comm["time_ms_p50"].astype(float), 1)
-        gigabytes = float(comm["grad_mb"].iloc[0]) * (1 << 20) / 1e9
-        if not (slope > 0 and intercept > 0):
+        fit = ob_metrics.link_fit(comm["buckets"].astype(float), comm["time_ms_p50"].astype(float),
+                                  float(comm["grad_mb"].iloc[0]) * (1 << 20))
+        if fit is None:
             raise ob_csv.UsageError(f"--links-from: '{path}' is invalid: its steps do not fit buckets * alpha + "
                                     "bytes / beta with both positive")
         transport = str(comm["transport"].iloc[0])
-        fits[transport] = f"{transport}:{gigabytes / (intercept / 1e3):.4g}:{slope * 1e3:.4g}"
+        fits[transport] = f"{transport}:{fit[1]:.4g}:{fit[0] * 1e3:.4g}"
     return fits
 
 

@@ -49,3 +49,20 @@ def overlap_metrics(t_seq, t_comp, t_comm, t_ovl):
     """The columns of an overlapped row: speedup, overlap_efficiency, overlap_pct."""
     return {"speedup": speedup(t_seq, t_ovl), "overlap_efficiency": overlap_efficiency(t_comp, t_comm, t_ovl),
             "overlap_pct": overlap_pct(t_ovl, t_comp, t_comm)}
+
+
+def link_fit(buckets, step_ms, gradient_bytes):
+    """A transport's comm-only steps over bucket counts (the same gradient cut finer or coarser) fitted as
+    step = buckets * alpha + bytes / beta: (alpha in ms per bucket, beta in GB/s), by least squares; None where fewer
+    than two bucket counts or a fit that is not positive in both."""
+    points = sorted(zip(buckets, step_ms))
+    if len({b for b, _ in points}) < 2:
+        return None
+    n = len(points)
+    mean_b = sum(b for b, _ in points) / n
+    mean_t = sum(t for _, t in points) / n
+    slope = sum((b - mean_b) * (t - mean_t) for b, t in points) / sum((b - mean_b) ** 2 for b, _ in points)
+    intercept = mean_t - slope * mean_b
+    if not (slope > 0 and intercept > 0):
+        return None
+    return slope, gradient_bytes / 1e9 / (intercept / 1e3)

@@ -10,6 +10,7 @@ import sys
 import ob_csv
 import plot_gantt
 import plot_interference
+import plot_topology
 import report
 import pandas as pd
 import pytest
@@ -231,7 +232,7 @@ def test_bench_gpu_runs_the_steps_its_table_holds(tmp_path):
     """The steps are a table (bench_gpu.parts) the script expands: loops, configurations, conditions, placeholders."""
     steps = bench_gpu_steps(tmp_path, 2)
     placeholders = [c for c in steps.values() if "{" in c.replace("${cap", "").replace("{csv}", "")]
-    assert len(steps) == 150 and not placeholders, placeholders[:1]
+    assert len(steps) == 163 and not placeholders, placeholders[:1]
     assert steps["compare-4096-16-512"].count("--contender") == 10  # ob-compare fills in its own {csv}
     assert [n for n in steps if n.startswith("phase4-sync-")][:3] == [
         "phase4-sync-nccl-4096-16-512", "phase4-sync-nccl-sym-4096-16-512", "phase4-sync-ce-4096-16-512"]
@@ -351,3 +352,33 @@ def test_with_nccl_env_runs_a_command_under_a_runs_nccl_variables(tmp_path):
         bad = subprocess.run([sys.executable, str(SCRIPTS / "with_nccl_env.py"), *args], capture_output=True, text=True,
                              timeout=60)
         assert bad.returncode == 2 and words in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+
+
+def test_plot_topology_draws_each_configuration_against_the_fitted_link(tmp_path):
+    """plot_topology.py: the steps of one configuration on three transports against each transport's bandwidth fitted
+    from its comm-only sweep; a run on a transport with no sweep, or a sweep of one bucket count, exits 2."""
+    head = "system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,time_ms_max,"
+    sweeps, steps = [], []
+    for transport, alpha, seconds, overlap in (("nvlink", 0.015, 0.001, 9.0), ("shm", 0.03, 0.01, 44.0),
+                                               ("socket", 0.2, 0.1, 540.0)):
+        sweep = tmp_path / f"comm-{transport}.csv"
+        sweep.write_text(head + "hidden,layers,batch,buckets,grad_mb,transport\n" + "".join(
+            f"overlap-bench,phase4,comm,2,0,10,{b * alpha + 1000 * seconds},1,1,1,4096,4,8,{b},256,{transport}\n"
+            for b in (256, 17, 5, 2)))
+        step = tmp_path / f"step-{transport}.csv"
+        step.write_text(head + "hidden,layers,batch,transport,overlap_pct\n"
+                        f"overlap-bench,phase4,compute,2,0,20,5,1,1,1,4096,16,512,{transport},\n"
+                        f"overlap-bench,phase4,overlap,2,0,20,{overlap},1,1,1,4096,16,512,{transport},10\n")
+        sweeps.append(str(sweep)), steps.append(str(step))
+    output = tmp_path / "topology.png"
+    result = script("plot_topology.py", *steps, "--links-from", *sweeps, "-o", output)
+    assert result.returncode == 0, result.stderr
+    assert output.stat().st_size > 10000
+    points = plot_topology.points(steps, plot_topology.bandwidths(sweeps))
+    assert [round(bw, 1) for bw, *_ in points["4096,16,512"]] == [2.7, 26.8, 268.4]  # 256 MiB in 100, 10, 1 ms
+    assert [round(r, 1) for _, r, *_ in points["4096,16,512"]] == [108.0, 8.8, 1.8]
+    for args, words in (([steps[1], "--links-from", sweeps[0]], "no --links-from sweep on it"),
+                        ([steps[0], "--links-from", steps[0]], "--links-from: '")):
+        bad = script("plot_topology.py", *args, "-o", tmp_path / "x.png")
+        assert bad.returncode == 2 and words in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+        assert not (tmp_path / "x.png").exists()
