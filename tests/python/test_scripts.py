@@ -213,7 +213,7 @@ def test_every_script_has_help():
     assert library.returncode == 0 and "no command line of its own" in library.stdout
 
 
-@pytest.mark.parametrize("tool", ["test.sh", "run_all.sh", "bench_gpu.sh"])
+@pytest.mark.parametrize("tool", ["test.sh", "run_all.sh", "bench_gpu.sh", "cuda_aware_mpi.sh"])
 def test_shell_script_help_is_its_header_only(tool):
     result = subprocess.run([str(SCRIPTS / tool), "--help"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
@@ -382,3 +382,23 @@ def test_plot_topology_draws_each_configuration_against_the_fitted_link(tmp_path
         bad = script("plot_topology.py", *args, "-o", tmp_path / "x.png")
         assert bad.returncode == 2 and words in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
         assert not (tmp_path / "x.png").exists()
+
+
+def test_cuda_aware_mpi_checks_its_arguments_before_any_work(tmp_path):
+    """cuda_aware_mpi.sh: a missing or wrongly named tarball, a PREFIX that holds files, a bad --jobs: exit 2 naming
+    it, nothing unpacked or built."""
+    tarball = tmp_path / "openmpi.tar.xz"
+    tarball.write_bytes(b"")
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "x").write_text("")
+    for args, words in (([str(tmp_path / "none.tar.xz"), str(tmp_path / "p")], "OPENMPI-SOURCE: '"),
+                        ([str(full / "x"), str(tmp_path / "p")], "OPENMPI-SOURCE: '"),
+                        ([str(tarball), str(full)], "PREFIX: '"),
+                        ([str(tarball), str(tmp_path / "p"), "--jobs", "0"], "--jobs: '0' is invalid"),
+                        ([str(tarball)], "usage:")):
+        result = subprocess.run(["bash", str(SCRIPTS / "cuda_aware_mpi.sh"), *args], capture_output=True, text=True,
+                                timeout=60)
+        assert result.returncode == 2 and words in result.stderr, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full", "openmpi.tar.xz"]
