@@ -48,7 +48,7 @@ def main(predictor):
         step = measured.loc["overlap", "time_ms_p50"]
         rows.append({"transport": transport, "alpha_us": round(alpha * 1e3, 1), "beta_GBps": round(beta, 2),
                      "predicted_ms": round(same.predicted_ms, 3), "measured_ms": round(step, 3),
-                     "error": round(same.predicted_ms / step - 1, 3),
+                     "error": round(step / same.predicted_ms - 1, 3),  # measured / predicted - 1, as check_prediction
                      "measured_seq_ms": round(measured.loc["seq", "time_ms_p50"], 3),
                      "best_plan": f"{best.sync}, {int(best.buckets)} buckets", "best_predicted_ms": round(best.predicted_ms, 3),
                      "predictor_commit": commit})
