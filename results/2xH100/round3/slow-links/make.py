@@ -11,10 +11,11 @@ import pathlib
 import subprocess
 import sys
 
-import numpy as np
 import pandas as pd
 
 HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[3] / "scripts"))
+import ob_metrics  # noqa: E402 (the suite's link fit, as check_prediction.py --links-from fits)
 CALIBRATION = HERE / "planner-4096-16-512.calibration.json"
 
 
@@ -22,9 +23,8 @@ def fit(transport):
     """alpha (ms per bucket) and beta (GB/s) of the comm-only step over bucket counts."""
     comm = pd.read_csv(HERE.parent / "transports" / f"comm-{transport}.csv")
     comm = comm[comm["mode"] == "comm"]
-    slope, intercept = np.polyfit(comm["buckets"], comm["time_ms_p50"], 1)
-    gbytes = comm["grad_mb"].iloc[0] * (1 << 20) / 1e9
-    return slope, gbytes / (intercept / 1e3)
+    return ob_metrics.link_fit(comm["buckets"].astype(float), comm["time_ms_p50"].astype(float),
+                               float(comm["grad_mb"].iloc[0]) * (1 << 20))
 
 
 def predict(predictor, link, *plan):
