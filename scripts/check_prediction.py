@@ -45,22 +45,26 @@ def calibrations_by_model(paths):
     return found
 
 
+def link_fit_of(path):
+    """(transport, alpha ms per bucket, beta GB/s) of a phase 4 comm-only sweep over bucket sizes on one transport."""
+    comm = ob_csv.load_summary(path)
+    comm = comm[comm["mode"] == "comm"]
+    fit = None
+    if "transport" in comm and comm["transport"].nunique() == 1 and {"buckets", "grad_mb"} <= set(comm.columns):
+        fit = ob_metrics.link_fit(comm["buckets"].astype(float), comm["time_ms_p50"].astype(float),
+                                  float(comm["grad_mb"].iloc[0]) * (1 << 20))
+    if fit is None:
+        raise ob_csv.UsageError(f"--links-from: '{path}' is invalid: a comm-only sweep over bucket sizes on one "
+                                "--transport (two bucket counts at least), fitting buckets * alpha + bytes / beta")
+    return str(comm["transport"].iloc[0]), fit[0], fit[1]
+
+
 def link_fits(paths):
     """transport -> phase4_predict's link NAME:GBPS:LATENCY_US, fitted from comm-only sweeps on it."""
     fits = {}
     for path in paths:
-        comm = ob_csv.load_summary(path)
-        comm = comm[comm["mode"] == "comm"]
-        if "transport" not in comm or comm["transport"].nunique() != 1 or comm["buckets"].nunique() < 2:
-            raise ob_csv.UsageError(f"--links-from: '{path}' is invalid: a comm-only sweep over bucket sizes on one "
-                                    "--transport (two bucket counts at least)")
-        fit = ob_metrics.link_fit(comm["buckets"].astype(float), comm["time_ms_p50"].astype(float),
-                                  float(comm["grad_mb"].iloc[0]) * (1 << 20))
-        if fit is None:
-            raise ob_csv.UsageError(f"--links-from: '{path}' is invalid: its steps do not fit buckets * alpha + "
-                                    "bytes / beta with both positive")
-        transport = str(comm["transport"].iloc[0])
-        fits[transport] = f"{transport}:{fit[1]:.4g}:{fit[0] * 1e3:.4g}"
+        transport, alpha, beta = link_fit_of(path)
+        fits[transport] = f"{transport}:{beta:.4g}:{alpha * 1e3:.4g}"
     return fits
 
 

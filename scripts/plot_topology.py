@@ -8,25 +8,13 @@ Usage: plot_topology.py STEP.csv [...] --links-from COMM.csv [...] -o topology.p
 """
 import matplotlib.pyplot as plt
 
+import check_prediction
 import ob_csv
-import ob_metrics
 
 
 def bandwidths(paths):
     """transport -> fitted bandwidth (GB/s) from comm-only sweeps."""
-    found = {}
-    for path in paths:
-        comm = ob_csv.load_summary(path)
-        comm = comm[comm["mode"] == "comm"]
-        fit = None
-        if "transport" in comm and comm["transport"].nunique() == 1 and {"buckets", "grad_mb"} <= set(comm.columns):
-            fit = ob_metrics.link_fit(comm["buckets"].astype(float), comm["time_ms_p50"].astype(float),
-                                      float(comm["grad_mb"].iloc[0]) * (1 << 20))
-        if fit is None:
-            raise ob_csv.UsageError(f"--links-from: '{path}' is invalid: a comm-only sweep over bucket sizes on one "
-                                    "--transport (two bucket counts at least)")
-        found[str(comm["transport"].iloc[0])] = fit[1]
-    return found
+    return {transport: beta for transport, _, beta in map(check_prediction.link_fit_of, paths)}
 
 
 def points(paths, links):

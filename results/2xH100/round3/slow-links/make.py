@@ -15,16 +15,13 @@ import pandas as pd
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[3] / "scripts"))
-import ob_metrics  # noqa: E402 (the suite's link fit, as check_prediction.py --links-from fits)
+import check_prediction  # noqa: E402 (the suite's link fit, as check_prediction.py --links-from fits)
 CALIBRATION = HERE / "planner-4096-16-512.calibration.json"
 
 
 def fit(transport):
     """alpha (ms per bucket) and beta (GB/s) of the comm-only step over bucket counts."""
-    comm = pd.read_csv(HERE.parent / "transports" / f"comm-{transport}.csv")
-    comm = comm[comm["mode"] == "comm"]
-    return ob_metrics.link_fit(comm["buckets"].astype(float), comm["time_ms_p50"].astype(float),
-                               float(comm["grad_mb"].iloc[0]) * (1 << 20))
+    return check_prediction.link_fit_of(HERE.parent / "transports" / f"comm-{transport}.csv")[1:]
 
 
 def predict(predictor, link, *plan):
