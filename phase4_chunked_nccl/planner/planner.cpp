@@ -35,13 +35,13 @@ double log_linear(const std::vector<double>& xs, const std::vector<double>& ys, 
 
 double bucket_bytes(const Bucket& bucket) { return bucket.size() * kBytesPerElement; }
 
-// The pieces' end elements: every layer cut into `pieces` equal parts.
-std::vector<std::uint64_t> piece_ends(int layers, int hidden, int pieces) {
-  const std::uint64_t layer = static_cast<std::uint64_t>(hidden) * hidden;
+// The pieces' end elements: every backward step's gradient cut into `pieces` equal parts.
+std::vector<std::uint64_t> piece_ends(const GradientLayout& layout, int pieces) {
   std::vector<std::uint64_t> ends;
-  for (int l = 0; l < layers; ++l) {
+  for (int s = 0; s < layout.steps(); ++s) {
+    const std::uint64_t begin = layout.begin(s), size = layout.ends[s] - begin;
     for (int p = 1; p <= pieces; ++p) {
-      const std::uint64_t end = l * layer + layer * p / pieces;
+      const std::uint64_t end = begin + size * p / pieces;
       if (ends.empty() || end > ends.back()) ends.push_back(end);
     }
   }
@@ -59,6 +59,7 @@ struct Model {
   const Calibration& calibration;
   const StrategyCalibration& strategy;
   const CommTime& comm;
+  GradientLayout layout = calibration.layout();
   double isolated_ms(double bytes) const { return comm ? comm(bytes) : strategy.comm_ms_at(bytes); }
   // A bucket's time in the overlapped step: its isolated time, and what the compute beside it added on the
   // calibrated link (stretch - 1 times the calibrated time). The stretch is measured on the comm stream, which is
@@ -82,18 +83,18 @@ struct Model {
 // their size, summed) is kept: an additive tie-break, which composes too.
 BucketPlan best_for_slowdown(const Model& model, double slowdown) {
   const Calibration& c = model.calibration;
-  const std::uint64_t layer = static_cast<std::uint64_t>(c.hidden) * c.hidden;
-  const auto ends = piece_ends(c.layers, c.hidden, pieces_per_layer(c.layers));
-  std::vector<double> ready(c.layers);  // compute clock at the end of each backward step
+  const GradientLayout& layout = model.layout;
+  const auto ends = piece_ends(layout, pieces_per_layer(layout.steps()));
+  std::vector<double> ready(c.step_ms.size());  // compute clock at the end of each backward step
   double clock = c.forward_ms;
-  for (int s = 0; s < c.layers; ++s) ready[s] = clock += c.step_ms[s] * (1 + slowdown);
+  for (std::size_t s = 0; s < ready.size(); ++s) ready[s] = clock += c.step_ms[s] * (1 + slowdown);
   const std::size_t n = ends.size();
   std::vector<double> finish(n + 1, std::numeric_limits<double>::infinity()), slowing(n + 1, 0);
   std::vector<std::size_t> from(n + 1, 0);
   finish[0] = 0;
   auto end_of = [&](std::size_t j) { return j == 0 ? std::uint64_t{0} : ends[j - 1]; };
   for (std::size_t j = 1; j <= n; ++j) {
-    const double ready_j = ready[(end_of(j) - 1) / layer];
+    const double ready_j = ready[static_cast<std::size_t>(layout.ready_step(end_of(j)))];
     for (std::size_t i = 0; i < j; ++i) {
       const double bytes = (end_of(j) - end_of(i)) * kBytesPerElement;
       const double t = std::max(finish[i], ready_j) + model.bucket_ms(bytes, j == n);
@@ -107,7 +108,7 @@ BucketPlan best_for_slowdown(const Model& model, double slowdown) {
   std::vector<std::uint64_t> chosen;
   for (std::size_t j = n; j > 0; j = from[j]) chosen.push_back(end_of(j));
   std::reverse(chosen.begin(), chosen.end());
-  return plan_from_ends(c.layers, c.hidden, chosen);
+  return plan_from_ends(layout, chosen);
 }
 
 Prediction predict_with(const Model& model, const BucketPlan& plan) {
@@ -143,6 +144,10 @@ bool same_plan(const BucketPlan& a, const BucketPlan& b) {
 }
 
 }  // namespace
+
+GradientLayout Calibration::layout() const {
+  return step_elements.empty() ? GradientLayout::equal(layers, hidden) : GradientLayout::of_sizes(step_elements);
+}
 
 const std::vector<double> kCandidateCapsMb = {1, 2, 5, 10, 25, 50, 64, 100, 128, 256, 512, 1024};
 
@@ -198,8 +203,8 @@ std::vector<PlanChoice> choose_plans(const Calibration& calibration, const std::
     // Where the slowdown grows with bucket size, a plan of small buckets may beat every programme's plan (each
     // assumed one slowdown for all): the equal and DDP-style plans of the usual caps are candidates too.
     for (double mb : kCandidateCapsMb) {
-      consider(plan_by_size(calibration.layers, calibration.hidden, mb, mb));
-      consider(plan_by_size(calibration.layers, calibration.hidden, mb, 1.0));
+      consider(plan_by_size(model.layout, mb, mb));
+      consider(plan_by_size(model.layout, mb, 1.0));
     }
     choices.push_back(best);
   }

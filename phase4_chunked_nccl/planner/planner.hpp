@@ -55,6 +55,13 @@ struct Calibration {
   double forward_ms = 0, update_ms = 0, iteration_ms = 0;
   std::vector<double> step_ms;  // per backward step, layer L first
   std::vector<StrategyCalibration> strategies;
+  // The gradient each backward step writes, where it is not `layers` steps of hidden^2 (a model estimated from this
+  // calibration: model_estimate.hpp; never read from or written to a file), and that model's name.
+  std::vector<std::uint64_t> step_elements;
+  std::string model;
+
+  // The backward steps' gradient: step_elements, else `layers` equal layers of hidden^2.
+  GradientLayout layout() const;
 
   const StrategyCalibration* strategy(const std::string& sync) const;  // nullptr if not calibrated
   nlohmann::json to_json() const;
@@ -98,11 +105,11 @@ struct PlanChoice {
 // Bucket caps (MiB) whose plans the choice and the DDP recommendation also weigh.
 extern const std::vector<double> kCandidateCapsMb;
 
-// Pieces every layer is cut into for the programme: at most 8, at most 512 pieces in all.
+// Pieces every backward step is cut into for the programme: at most 8, at most 512 pieces in all (at least one).
 int pieces_per_layer(int layers);
 
 // The plan of least predicted step for each strategy in `syncs` (all calibrated ones when empty), the best of them
-// first. Boundaries fall on 1/pieces_per_layer() of a layer.
+// first. Boundaries fall on 1/pieces_per_layer() of a backward step.
 std::vector<PlanChoice> choose_plans(const Calibration& calibration, const std::vector<std::string>& syncs = {},
                                      const CommTime& comm = nullptr);
 

@@ -1,14 +1,16 @@
 // phase4_predict: the planner's what-if, on the CPU. From a calibration that phase4_chunked_nccl measured (on a few
 // GPUs of one node), the predicted overlapped step of the same model on N ranks, with the best bucket plan at each
 // point (METRICS.md, "The planner"), for GPUs joined within a node by the calibrated link and across nodes by a
-// given network; and the PyTorch DDP bucket_cap_mb the model predicts best on the calibrated ranks.
-// scripts/predict.py runs it and draws the scaling plot.
+// given network; and the PyTorch DDP bucket_cap_mb the model predicts best on the calibrated ranks. With --model, the
+// same for a transformer, its compute estimated from the calibration's GEMM rates (model_estimate.hpp); --layers-csv
+// writes its backward steps with the chosen buckets. scripts/predict.py runs it and draws the plots.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "common/atomic_file.hpp"
@@ -17,6 +19,7 @@
 #include "common/main_guard.hpp"
 #include "common/metadata.hpp"
 #include "common/options.hpp"
+#include "phase4_chunked_nccl/planner/model_estimate.hpp"
 #include "phase4_chunked_nccl/planner/planner.hpp"
 #include "phase4_chunked_nccl/schedule/bucket_plan.hpp"
 #include "phase4_chunked_nccl/sync/registry.hpp"
@@ -83,8 +86,8 @@ bool runs_across_nodes(const std::string& sync) {
 // What the command line asks.
 struct Options {
   std::string calibration_path, csv, links_text = "ib400,eth100", ranks_text = "2,4,8,16,32,64,128,256,512,1024";
-  std::string sync;
-  int per_node = 8;
+  std::string sync, model, layers_csv;
+  int per_node = 8, seq = 2048, micro_batch = 1, blocks = 0;
   double bucket_mb = 0, first_bucket_mb = 1.0;
   CLI::Option* fixed = nullptr;  // --bucket-mb given: predict that plan, not the best one
 };
@@ -108,13 +111,32 @@ void add_options(CLI::App& app, Options& o) {
       ->needs(o.fixed)
       ->capture_default_str();
   app.add_option("--csv", o.csv, "Write the prediction here (default: stdout)");
+  auto* model = app.add_option("--model", o.model,
+                               "Predict this transformer instead of the calibrated model: a preset (gpt2, gpt2-xl, "
+                               "llama3-8b, qwen2.5-7b) or a config.json; its compute estimated from the calibration");
+  app.add_option("--seq", o.seq, "With --model: tokens per sequence")
+      ->needs(model)
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--micro-batch", o.micro_batch, "With --model: sequences per rank and step")
+      ->needs(model)
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  app.add_option("--blocks", o.blocks, "With --model: its first N blocks only (0: all)")
+      ->needs(model)
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  app.add_option("--layers-csv", o.layers_csv,
+                 "Write every backward step (its gradient, its compute, the bucket it ends in) of the best plan on "
+                 "the calibrated ranks here");
 }
 
 // The options checked against each other and against the calibration they name.
 struct Inputs {
   std::vector<int> ranks;
   std::vector<Link> links;
-  phase4::Calibration calibration;
+  phase4::Calibration calibration;  // with --model: that model's estimate
+  std::vector<std::string> step_names;  // the backward steps' names
 };
 
 Inputs read_inputs(const Options& o) {
@@ -128,9 +150,18 @@ Inputs read_inputs(const Options& o) {
   ob::require(!in.ranks.empty(), "--ranks", o.ranks_text, "whole numbers from 2, comma-separated");
   for (const auto& item : ob::split_list(o.links_text)) in.links.push_back(parse_link(item));
   ob::require(!in.links.empty(), "--links", o.links_text, "ib400, eth100 or NAME:GBPS:LATENCY_US");
-  if (!o.csv.empty()) {
-    ob::require_writable_parent("--csv", o.csv);
-    ob::require_output_policy({{"--csv", o.csv}}, {{"--calibration", o.calibration_path}});
+  std::vector<ob::NamedPath> outputs;
+  if (!o.csv.empty()) outputs.push_back({"--csv", o.csv});
+  if (!o.layers_csv.empty()) outputs.push_back({"--layers-csv", o.layers_csv});
+  for (const auto& [option, path] : outputs) ob::require_writable_parent(option, path);
+  std::vector<ob::NamedPath> inputs = {{"--calibration", o.calibration_path}};
+  if (!o.model.empty()) inputs.push_back({"--model", o.model});
+  if (!outputs.empty()) ob::require_output_policy(outputs, inputs);
+  std::optional<phase4::ModelWork> work;
+  if (!o.model.empty()) {
+    work = phase4::ModelWork{phase4::load_transformer(o.model), o.blocks, o.seq, o.micro_batch};
+    ob::require(o.blocks <= work->shape.layers, "--blocks", std::to_string(o.blocks),
+                "at most the model's " + std::to_string(work->shape.layers) + " blocks");
   }
   for (const auto& [name, value] : {std::pair{"--bucket-mb", o.bucket_mb}, {"--first-bucket-mb", o.first_bucket_mb}}) {
     ob::require(!o.fixed->count() || (value > 0 && std::isfinite(value)), name, ob::format_number(value),
@@ -141,9 +172,16 @@ Inputs read_inputs(const Options& o) {
   std::stringstream text;
   text << file.rdbuf();
   in.calibration = phase4::Calibration::parse(text.str(), o.calibration_path);
+  if (work) {
+    in.calibration = phase4::estimate_model(in.calibration, *work);
+    in.step_names = phase4::estimate_step_names(*work);
+  } else {
+    for (int l = in.calibration.layers; l >= 1; --l) in.step_names.push_back("layer " + std::to_string(l));
+  }
   if (o.fixed->count()) {
-    phase4::require_bucket_count("--bucket-mb", o.bucket_mb, in.calibration.layers, in.calibration.hidden);
-    phase4::require_bucket_count("--first-bucket-mb", o.first_bucket_mb, in.calibration.layers, in.calibration.hidden);
+    const std::uint64_t elements = in.calibration.layout().elements();
+    phase4::require_bucket_count("--bucket-mb", o.bucket_mb, elements);
+    phase4::require_bucket_count("--first-bucket-mb", o.first_bucket_mb, elements);
   }
   ob::require(o.sync.empty() || in.calibration.strategy(o.sync) != nullptr, "--sync", o.sync,
               "a strategy the calibration holds");
@@ -165,7 +203,7 @@ double best_ddp_cap(const phase4::Calibration& c, const phase4::StrategyCalibrat
   double best_cap = 25;
   *best_ms = INFINITY;
   for (double cap : phase4::kCandidateCapsMb) {
-    const double ms = phase4::predict(c, s, phase4::plan_by_size(c.layers, c.hidden, cap, 1.0), comm).step_ms;
+    const double ms = phase4::predict(c, s, phase4::plan_by_size(c.layout(), cap, 1.0), comm).step_ms;
     if (ms < *best_ms) *best_ms = ms, best_cap = cap;
   }
   return best_cap;
@@ -180,7 +218,7 @@ std::vector<std::string> point_row(const Options& o, const phase4::Calibration& 
     if (!o.sync.empty() && s.sync != o.sync) continue;
     if (n > o.per_node && !runs_across_nodes(s.sync)) continue;
     if (o.fixed->count()) {  // the given plan
-      const auto plan = phase4::plan_by_size(c.layers, c.hidden, o.bucket_mb, o.first_bucket_mb);
+      const auto plan = phase4::plan_by_size(c.layout(), o.bucket_mb, o.first_bucket_mb);
       kept.push_back({s.sync, plan, phase4::predict(c, s, plan, comms.back())});
     } else {
       kept.push_back(phase4::choose_plans(c, {s.sync}, comms.back()).front());
@@ -200,7 +238,33 @@ std::vector<std::string> point_row(const Options& o, const phase4::Calibration& 
           ob::format_number(best->prediction.step_ms, 6), std::to_string(best->plan.buckets.size()),
           mb(best->plan.buckets.front().size()), mb(largest), ob::format_number(best->prediction.slowdown, 4),
           best->prediction.extrapolated ? "1" : "0", ob::format_number(cap), ob::format_number(ddp_ms, 6), c.gpu,
-          std::to_string(c.ranks), c.commit};
+          std::to_string(c.ranks), c.commit, c.model, c.model.empty() ? "0" : "1"};
+}
+
+// Every backward step of the best plan on the calibrated ranks and link (no network): its gradient, its compute
+// (measured, or estimated for a model), the bucket of that plan and of DDP's best cap it ends in.
+ob::CsvTable layers_table(const phase4::Calibration& c, const std::vector<std::string>& names, const std::string& sync) {
+  const auto best = phase4::choose_plans(c, sync.empty() ? std::vector<std::string>{} : std::vector{sync}).front();
+  double ddp_ms = 0;
+  const double cap = best_ddp_cap(c, *c.strategy(best.sync), nullptr, &ddp_ms);
+  const phase4::GradientLayout layout = c.layout();
+  const auto ddp = phase4::plan_by_size(layout, cap, 1.0);
+  auto bucket_of = [](const phase4::BucketPlan& plan, std::uint64_t end) {  // the bucket holding element end - 1
+    std::size_t b = 0;
+    while (plan.buckets[b].end < end) ++b;
+    return std::to_string(b);
+  };
+  ob::CsvTable table({"step", "name", "grad_mib", "cumulative_grad_mib", "backward_ms", "compute_estimated", "sync",
+                      "bucket", "buckets", "ddp_bucket_cap_mb", "ddp_bucket"});
+  for (int s = 0; s < layout.steps(); ++s) {
+    const auto mib = [](std::uint64_t elements) { return ob::format_number(elements * 4.0 / (1 << 20), 6); };
+    table.add_row({std::to_string(s), names[static_cast<std::size_t>(s)], mib(layout.ends[s] - layout.begin(s)),
+                   mib(layout.ends[s]), ob::format_number(c.step_ms[static_cast<std::size_t>(s)], 6),
+                   c.model.empty() ? "0" : "1", best.sync, bucket_of(best.plan, layout.ends[s]),
+                   std::to_string(best.plan.buckets.size()), ob::format_number(cap),
+                   bucket_of(ddp, layout.ends[s])});
+  }
+  return table;
 }
 
 }  // namespace
@@ -216,9 +280,15 @@ int main(int argc, char** argv) {
     const Inputs in = read_inputs(options);
     ob::CsvTable table({"link", "ranks", "nodes", "sync", "predicted_ms", "buckets", "first_bucket_mb",
                         "largest_bucket_mb", "slowdown", "extrapolated", "ddp_bucket_cap_mb", "ddp_predicted_ms",
-                        "calibrated_gpu", "calibrated_ranks", "calibration_commit"});
+                        "calibrated_gpu", "calibrated_ranks", "calibration_commit", "model", "compute_estimated"});
     for (const auto& link : in.links) {
       for (int n : in.ranks) table.add_row(point_row(options, in.calibration, link, n));
+    }
+    if (!options.layers_csv.empty()) {
+      const auto layers = layers_table(in.calibration, in.step_names, options.sync);
+      ob::write_file_atomic(options.layers_csv, layers.to_string());
+      std::cerr << program << ": wrote " << options.layers_csv << " (" << layers.rows().size() << " steps)"
+                << std::endl;
     }
     if (options.csv.empty()) {
       std::cout << table.to_string();

@@ -1,9 +1,9 @@
 // How the gradient is cut into all-reduce buckets. All dW live in one contiguous fp32 buffer laid out in backward
-// order (layer L first, each layer H x H elements). Buckets are element ranges of that buffer, cut either by size
-// (a first bucket of at most first_bucket_mb, then buckets of at most bucket_mb, as PyTorch DDP does) or into
-// `chunks` equal pieces. Buckets may span layer boundaries and layers may span buckets: a bucket is ready once the
-// backward pass has written every layer it overlaps, i.e. after the backward step of the layer holding its last
-// element.
+// order: backward step s writes one range of it (a GradientLayout: phase 4's model has L equal steps of H x H
+// elements, layer L first; a transformer one step per tensor, of any size). Buckets are element ranges of that
+// buffer, cut either by size (a first bucket of at most first_bucket_mb, then buckets of at most bucket_mb, as PyTorch
+// DDP does) or into `chunks` equal pieces. Buckets may span step boundaries and steps may span buckets: a bucket is
+// ready once the backward pass has written every step it overlaps, i.e. after the step holding its last element.
 #pragma once
 
 #include <cstdint>
@@ -18,9 +18,24 @@ struct Bucket {
   std::uint64_t size() const { return end - begin; }
 };
 
+// Where each backward step's gradient ends in the buffer: step s writes [ends[s - 1], ends[s]) (from 0 for s = 0).
+struct GradientLayout {
+  std::vector<std::uint64_t> ends;  // ascending, the last one the gradient's length
+
+  // `layers` steps of hidden^2 elements each (phase 4's model).
+  static GradientLayout equal(int layers, int hidden);
+  // Steps of the given sizes (each > 0), in backward order; throws std::invalid_argument otherwise.
+  static GradientLayout of_sizes(const std::vector<std::uint64_t>& sizes);
+  std::uint64_t elements() const { return ends.empty() ? 0 : ends.back(); }
+  int steps() const { return static_cast<int>(ends.size()); }
+  std::uint64_t begin(int step) const { return step == 0 ? 0 : ends[static_cast<std::size_t>(step) - 1]; }
+  // The step that writes element `end - 1` (end in [1, elements()]).
+  int ready_step(std::uint64_t end) const;
+};
+
 struct BucketPlan {
   std::vector<Bucket> buckets;
-  std::uint64_t elements = 0;  // layers * hidden^2
+  std::uint64_t elements = 0;  // the gradient's length
   std::string describe() const;  // "42 buckets: 1 MiB first, 25 MiB cap"
 };
 
@@ -28,28 +43,45 @@ struct BucketPlan {
 // one-element buckets would take memory in proportion to the gradient (seen: 24 GB for --bucket-mb 1e-7).
 inline constexpr std::uint64_t kMostBuckets = 1 << 16;
 
-// Throws ob::UsageError naming `option` when buckets of `bucket_mb` MiB cut a gradient of layers x hidden^2 fp32
-// into more than kMostBuckets (the caps are refused up front, not when the plan is built).
-void require_bucket_count(const std::string& option, double bucket_mb, int layers, int hidden);
+// Throws ob::UsageError naming `option` when buckets of `bucket_mb` MiB cut a gradient of `elements` fp32 into more
+// than kMostBuckets (the caps are refused up front, not when the plan is built).
+void require_bucket_count(const std::string& option, double bucket_mb, std::uint64_t elements);
 
 // Size-capped buckets: first at most first_bucket_mb, then at most bucket_mb (MiB of fp32); each at least one
-// element. Throws std::invalid_argument for non-positive sizes.
-BucketPlan plan_by_size(int layers, int hidden, double bucket_mb, double first_bucket_mb);
+// element. Throws std::invalid_argument for non-positive sizes or an empty layout.
+BucketPlan plan_by_size(const GradientLayout& layout, double bucket_mb, double first_bucket_mb);
 
 // `chunks` equal pieces (sizes differ by at most one element); capped at one element each.
-BucketPlan plan_by_chunks(int layers, int hidden, int chunks);
+BucketPlan plan_by_chunks(const GradientLayout& layout, int chunks);
 
-// Buckets ending at `ends` (elements, ascending, the last one layers * hidden^2); throws std::invalid_argument
+// Buckets ending at `ends` (elements, ascending, the last one the gradient's length); throws std::invalid_argument
 // otherwise.
-BucketPlan plan_from_ends(int layers, int hidden, const std::vector<std::uint64_t>& ends);
+BucketPlan plan_from_ends(const GradientLayout& layout, const std::vector<std::uint64_t>& ends);
 
 // The same plan with every bucket boundary but the last moved up to a multiple of `multiple` elements (buckets that
 // vanish are dropped; ready steps follow the new ends): what a strategy that splits each bucket into equal per-rank
 // slices needs. Only the last bucket may end off the multiple.
-BucketPlan align_plan(const BucketPlan& plan, int hidden, std::uint64_t multiple);
+BucketPlan align_plan(const BucketPlan& plan, const GradientLayout& layout, std::uint64_t multiple);
 
 // Throws std::logic_error unless the buckets cover every element exactly once, in order, with ready steps that
-// hold their last element's layer.
-void validate_plan(const BucketPlan& plan, int layers, int hidden);
+// hold their last element's step.
+void validate_plan(const BucketPlan& plan, const GradientLayout& layout);
+
+// Phase 4's model of `layers` equal layers of width `hidden` (GradientLayout::equal).
+inline void require_bucket_count(const std::string& option, double bucket_mb, int layers, int hidden) {
+  require_bucket_count(option, bucket_mb, GradientLayout::equal(layers, hidden).elements());
+}
+inline BucketPlan plan_by_size(int layers, int hidden, double bucket_mb, double first_bucket_mb) {
+  return plan_by_size(GradientLayout::equal(layers, hidden), bucket_mb, first_bucket_mb);
+}
+inline BucketPlan plan_by_chunks(int layers, int hidden, int chunks) {
+  return plan_by_chunks(GradientLayout::equal(layers, hidden), chunks);
+}
+inline BucketPlan plan_from_ends(int layers, int hidden, const std::vector<std::uint64_t>& ends) {
+  return plan_from_ends(GradientLayout::equal(layers, hidden), ends);
+}
+inline void validate_plan(const BucketPlan& plan, int layers, int hidden) {
+  validate_plan(plan, GradientLayout::equal(layers, hidden));
+}
 
 }  // namespace phase4

@@ -33,14 +33,14 @@ constexpr std::uint64_t kSliceAlignment = 64;  // elements per rank slice are a 
 class CopyEngineAllReduce final : public GradientSync {
  public:
   explicit CopyEngineAllReduce(const SyncContext& context)
-      : GradientSync(context.nccl), rank_(context.rank), ranks_(context.ranks), hidden_(context.config.hidden),
-        padded_((context.elements + unit() - 1) / unit() * unit()),
+      : GradientSync(context.nccl), rank_(context.rank), ranks_(context.ranks), layout_(context.layout),
+        padded_((context.elements() + unit() - 1) / unit() * unit()),
         grads_(padded_, context.nccl), recv_(padded_, context.nccl), out_(padded_, context.nccl),
         gather_(ob::make_stream()), gathered_(ob::make_sync_event()) {}
 
   float* gradient() override { return grads_.get(); }
 
-  BucketPlan adapt(const BucketPlan& plan) const override { return align_plan(plan, hidden_, unit()); }
+  BucketPlan adapt(const BucketPlan& plan) const override { return align_plan(plan, layout_, unit()); }
 
   void communicate(const Bucket& bucket, cudaStream_t comm) override {
     Pending pending{bucket, event(2 * opened_), event(2 * opened_ + 1)};
@@ -103,7 +103,8 @@ class CopyEngineAllReduce final : public GradientSync {
     collectives().all_gather(mine, out_.get() + pending.bucket.begin, n, gather);
   }
 
-  int rank_, ranks_, hidden_;
+  int rank_, ranks_;
+  GradientLayout layout_;
   std::uint64_t padded_;
   CommBuffer<float> grads_, recv_, out_;
   ob::CudaStream gather_;     // overlapped runs: the all-gathers

@@ -27,7 +27,8 @@ struct SyncContext {
   const Config& config;
   int rank = 0, ranks = 1;
   ncclComm_t nccl = nullptr;
-  std::uint64_t elements = 0;  // the gradient's length
+  GradientLayout layout;  // the gradient's backward steps (bucket_plan.hpp)
+  std::uint64_t elements() const { return layout.elements(); }
 };
 
 class GradientSync {

@@ -20,8 +20,8 @@ class NcclAllReduce final : public GradientSync {
   NcclAllReduce(const SyncContext& context, bool symmetric)
       : GradientSync(context.nccl, "allreduce", context.config.comm_dtype == WireType::kBf16 ? 2 : 4),
         bf16_(context.config.comm_dtype == WireType::kBf16),
-        grads_(context.elements, symmetric && !bf16_ ? context.nccl : nullptr),
-        wire_(bf16_ ? context.elements : 0, symmetric ? context.nccl : nullptr) {}
+        grads_(context.elements(), symmetric && !bf16_ ? context.nccl : nullptr),
+        wire_(bf16_ ? context.elements() : 0, symmetric ? context.nccl : nullptr) {}
 
   float* gradient() override { return grads_.get(); }
 

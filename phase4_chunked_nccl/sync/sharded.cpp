@@ -35,18 +35,18 @@ class ZeroSharded final : public ShardedSync {
  public:
   ZeroSharded(const SyncContext& context, bool copy_engine)
       : ShardedSync(context.nccl, copy_engine ? "alltoall" : "reduce_scatter"), nccl_(context.nccl), rank_(context.rank), ranks_(context.ranks), layers_(context.config.layers),
-        hidden_(context.config.hidden), copy_engine_(copy_engine),
+        hidden_(context.config.hidden), layout_(context.layout), copy_engine_(copy_engine),
         layer_(static_cast<std::uint64_t>(hidden_) * hidden_),
         slice_(layer_ / (ranks_ * alignment()) * alignment()), tail_(layer_ - ranks_ * slice_),
-        grads_(context.elements, window()), received_(copy_engine ? context.elements : layers_ * slice_, window()),
-        weights_(copy_engine ? context.elements : 0, window()) {
+        grads_(context.elements(), window()), received_(copy_engine ? context.elements() : layers_ * slice_, window()),
+        weights_(copy_engine ? context.elements() : 0, window()) {
     use_weights(weights_.get());  // null for sharded: the model's own
   }
 
   float* gradient() override { return grads_.get(); }
 
   // Whole layers per bucket: a layer's slices are reduced in one collective, so no bucket boundary cuts a layer.
-  BucketPlan adapt(const BucketPlan& plan) const override { return align_plan(plan, hidden_, layer_); }
+  BucketPlan adapt(const BucketPlan& plan) const override { return align_plan(plan, layout_, layer_); }
 
   void communicate(const Bucket& bucket, cudaStream_t comm) override {
     const Collectives& nccl = collectives();
@@ -133,6 +133,7 @@ class ZeroSharded final : public ShardedSync {
 
   ncclComm_t nccl_;
   int rank_, ranks_, layers_, hidden_;
+  GradientLayout layout_;
   bool copy_engine_;
   std::uint64_t layer_, slice_, tail_;
   CommBuffer<float> grads_, received_, weights_, full_;

@@ -86,7 +86,7 @@ TEST(BucketPlan, ValidatorCatchesGapsOverlapsAndWrongReadySteps) {
 TEST(BucketPlan, AlignedPlanMovesBoundariesUpToTheMultiple) {
   // 3 layers of 100 elements, 35-element buckets, aligned to 16: ends 48, 80, 112, 144, 176, 208, 256, 288, 300.
   const auto plan = phase4::plan_by_size(3, 10, 35 * kElemMb, 35 * kElemMb);
-  const auto aligned = phase4::align_plan(plan, 10, 16);
+  const auto aligned = phase4::align_plan(plan, phase4::GradientLayout::equal(3, 10), 16);
   phase4::validate_plan(aligned, 3, 10);  // still every element once, ready steps following the new ends
   for (std::size_t b = 0; b + 1 < aligned.buckets.size(); ++b) EXPECT_EQ(aligned.buckets[b].end % 16, 0u) << b;
   EXPECT_EQ(aligned.buckets.back().end, 300u);  // the last bucket keeps the gradient's end
@@ -94,8 +94,33 @@ TEST(BucketPlan, AlignedPlanMovesBoundariesUpToTheMultiple) {
   EXPECT_EQ(aligned.buckets[1].ready_after, 0);
   EXPECT_EQ(aligned.buckets[2].ready_after, 1);  // 112 reaches into layer 2
   // A multiple larger than the buckets swallows some of them.
-  const auto coarse = phase4::align_plan(plan, 10, 128);
+  const auto coarse = phase4::align_plan(plan, phase4::GradientLayout::equal(3, 10), 128);
   phase4::validate_plan(coarse, 3, 10);
   EXPECT_EQ(coarse.buckets.size(), 3u);  // 128, 256, 300
-  EXPECT_THROW(phase4::align_plan(plan, 10, 0), std::invalid_argument);
+  EXPECT_THROW(phase4::align_plan(plan, phase4::GradientLayout::equal(3, 10), 0), std::invalid_argument);
+}
+
+TEST(BucketPlan, UnequalStepsAsATransformersTensors) {
+  // Steps of 10, 1, 30 and 5 elements (a matrix, its bias, a wider matrix, a norm): a bucket is ready after the step
+  // holding its last element, whatever the sizes.
+  const auto layout = phase4::GradientLayout::of_sizes({10, 1, 30, 5});
+  EXPECT_EQ(layout.elements(), 46u);
+  EXPECT_EQ(layout.steps(), 4);
+  EXPECT_EQ(layout.ready_step(10), 0);
+  EXPECT_EQ(layout.ready_step(11), 1);
+  EXPECT_EQ(layout.ready_step(12), 2);
+  EXPECT_EQ(layout.ready_step(46), 3);
+  const auto plan = phase4::plan_by_size(layout, 12 * kElemMb, 12 * kElemMb);
+  phase4::validate_plan(plan, layout);
+  const std::vector<int> ready = {2, 2, 2, 3};  // ends 12, 24, 36 (inside the 30), 46
+  ASSERT_EQ(plan.buckets.size(), ready.size());
+  for (std::size_t b = 0; b < ready.size(); ++b) EXPECT_EQ(plan.buckets[b].ready_after, ready[b]) << b;
+  // The equal layout is phase 4's model: the same plans as the (layers, hidden) forms.
+  const auto equal = phase4::GradientLayout::equal(3, 10);
+  EXPECT_EQ(equal.ends, (std::vector<std::uint64_t>{100, 200, 300}));
+  EXPECT_THROW(phase4::GradientLayout::of_sizes({4, 0, 2}), std::invalid_argument);
+  EXPECT_THROW(phase4::GradientLayout::of_sizes({}), std::invalid_argument);
+  // A plan of another gradient is refused.
+  EXPECT_THROW(phase4::validate_plan(phase4::plan_by_chunks(phase4::GradientLayout::of_sizes({10, 36}), 3), layout),
+               std::logic_error);
 }

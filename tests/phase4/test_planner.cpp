@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "common/errors.hpp"
+#include "phase4_chunked_nccl/planner/model_estimate.hpp"
 #include "phase4_chunked_nccl/planner/planner.hpp"
 
 namespace {
@@ -187,3 +188,44 @@ TEST(Planner, CalibrationFileRoundTripsAndNamesWhatIsWrong) {
 }
 
 }  // namespace
+
+TEST(Planner, AModelsEstimateKeepsItsTensorsAndTheCalibratedGemmRates) {
+  // 4 layers of 512, batch 64: forward 1 ms for 4 GEMMs of 2 x 64 x 512^2 flop; backward 4 x 1 ms for 7 such GEMMs.
+  const phase4::Calibration c = calibration(4);
+  const phase4::GemmRates rates = phase4::gemm_rates(c);
+  const double gemm = 2.0 * 64 * 512 * 512;
+  EXPECT_DOUBLE_EQ(rates.forward, 4 * gemm / 1.0);
+  EXPECT_DOUBLE_EQ(rates.backward, 7 * gemm / 4.0);
+  const phase4::ModelWork work{phase4::load_transformer("gpt2"), 2, 128, 2};
+  const phase4::Calibration e = phase4::estimate_model(c, work);
+  const auto tensors = phase4::parameter_tensors(work.shape, 2);
+  ASSERT_EQ(e.step_ms.size(), tensors.size());
+  ASSERT_EQ(e.layout().steps(), static_cast<int>(tensors.size()));
+  EXPECT_EQ(e.layout().elements(), static_cast<std::uint64_t>(phase4::parameter_count(work.shape, 2)));
+  EXPECT_EQ(e.model, "gpt2");
+  const double tokens = 128.0 * 2;
+  const double core = phase4::attention_flops_per_token(work.shape, 128) * tokens;
+  double forward = 0;
+  for (std::size_t s = 0; s < tensors.size(); ++s) {
+    const double flop = tensors[s].forward_flops_per_token() * tokens;
+    const bool v = tensors[s].name.find("attn.v") != std::string::npos && tensors[s].gemm;
+    forward += flop + (v ? core : 0);
+    // dW and dX of every GEMM, the attention core's backward before V's; nothing for vectors and lookups.
+    EXPECT_NEAR(e.step_ms[s], (2 * flop + (v ? 2 * core : 0)) / rates.backward, 1e-12) << tensors[s].name;
+  }
+  EXPECT_NEAR(e.forward_ms, forward / rates.forward, 1e-12);
+  EXPECT_NEAR(e.update_ms, 0.5 * static_cast<double>(e.layout().elements()) / (4.0 * 512 * 512), 1e-12);
+  // The planner runs on it: its plan covers the model's gradient, ready steps from the tensors' ends.
+  const auto choice = phase4::choose_plans(e).front();
+  phase4::validate_plan(choice.plan, e.layout());
+  EXPECT_GE(choice.prediction.step_ms, e.forward_ms + e.update_ms);
+  // Accumulation micro-steps hide the forward's own time: refused, naming the option.
+  phase4::Calibration accumulated = c;
+  accumulated.accum_steps = 2;
+  try {
+    phase4::estimate_model(accumulated, work);
+    FAIL() << "an accumulating calibration was taken";
+  } catch (const ob::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--accum-steps 1"), std::string::npos) << e.what();
+  }
+}

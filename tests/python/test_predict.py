@@ -35,6 +35,11 @@ def predictor(build_dir):
     return built(build_dir, "phase4_chunked_nccl/phase4_predict")
 
 
+@pytest.fixture(scope="session")
+def model_binary(build_dir):
+    return built(build_dir, "phase4_chunked_nccl/phase4_model")
+
+
 def predict(predictor, *args, cwd=None):
     return subprocess.run([sys.executable, str(REPO / "scripts" / "predict.py"), *map(str, args), "--predictor",
                            str(predictor)], capture_output=True, text=True, timeout=120, cwd=cwd)
@@ -233,3 +238,38 @@ def test_check_prediction_on_a_slower_link_is_given_only_the_links_fit(predictor
         bad = subprocess.run(command + extra, capture_output=True, text=True, timeout=120)
         assert bad.returncode == 2 and words in bad.stderr, bad.stderr
         assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
+
+
+def test_a_transformer_is_predicted_from_the_calibration_with_its_buckets_drawn(predictor, model_binary, tmp_path):
+    """--model: the same calibration's communication and GEMM rates on gpt2's tensors (the compute estimated, and
+    said so); the steps CSV holds every tensor phase4_model lists, in backward order, and the buckets they end in;
+    the recommendation names a strategy and a DDP cap from 8 GPUs up; the figure is drawn."""
+    cal = calibration(tmp_path)
+    csv, steps, png = tmp_path / "w.csv", tmp_path / "steps.csv", tmp_path / "steps.png"
+    result = predict(predictor, cal, "--csv", csv, "--ranks", "2,8,64", "--model", "gpt2", "--seq", "256",
+                     "--layers-csv", steps, "--layers-figure", png)
+    assert result.returncode == 0, result.stderr
+    frame = pd.read_csv(csv)
+    assert (frame["model"] == "gpt2").all() and (frame["compute_estimated"] == 1).all()
+    assert "compute ESTIMATED" in result.stdout
+    assert "ib400: 8: nccl, cap" in result.stdout and "64: nccl, cap" in result.stdout
+    tensors = tmp_path / "tensors.csv"
+    assert subprocess.run([str(model_binary), "--model", "gpt2", "--csv", str(tensors)], capture_output=True,
+                          timeout=60).returncode == 0
+    listed, planned = pd.read_csv(tensors), pd.read_csv(steps)
+    assert planned["name"].tolist() == listed["name"].tolist()
+    assert planned["grad_mib"].to_numpy() == pytest.approx(listed["grad_mib"].to_numpy(), rel=1e-5)
+    # Buckets in backward order: each step ends in the same bucket as the step before it or a later one.
+    assert planned["bucket"].is_monotonic_increasing and planned["bucket"].iloc[-1] == planned["buckets"].iloc[0] - 1
+    assert planned["ddp_bucket"].is_monotonic_increasing
+    # Only GEMMs cost compute in the estimate: norms and biases none, the V projection carries the attention core.
+    vectors = planned[planned["name"].str.contains("norm|bias")]
+    assert (vectors["backward_ms"] == 0).all() and (planned["backward_ms"] >= 0).all()
+    block = planned[planned["name"].str.startswith("block 3 ")].set_index("name")["backward_ms"]
+    assert block["block 3 attn.v"] > block["block 3 attn.k"]
+    assert png.stat().st_size > 10000
+    # The model's options need --model; more blocks than the model has exit 2 naming --blocks.
+    bad = predict(predictor, cal, "--csv", tmp_path / "x.csv", "--seq", "512")
+    assert bad.returncode == 2 and "need --model" in bad.stderr, bad.stderr
+    bad = predict(predictor, cal, "--csv", tmp_path / "x.csv", "--model", "gpt2", "--blocks", "13")
+    assert bad.returncode == 2 and "--blocks" in bad.stderr and not (tmp_path / "x.csv").exists(), bad.stderr

@@ -1,0 +1,57 @@
+#include "phase4_chunked_nccl/planner/model_estimate.hpp"
+
+#include <cmath>
+
+#include "common/errors.hpp"
+
+namespace phase4 {
+
+GemmRates gemm_rates(const Calibration& c) {
+  if (c.accum_steps != 1) {
+    throw ob::UsageError("--calibration: a model's estimate needs a calibration made with --accum-steps 1 (this one: " +
+                         std::to_string(c.accum_steps) + "), whose forward time is one forward");
+  }
+  const double gemm = 2.0 * c.batch * static_cast<double>(c.hidden) * c.hidden;  // one B x H x H GEMM
+  double backward_ms = 0;
+  for (double ms : c.step_ms) backward_ms += ms;
+  // The backward: dW on every layer, dX on all but the first.
+  const double backward_flop = gemm * (2.0 * c.layers - 1);
+  if (!(c.forward_ms > 0) || !(backward_ms > 0)) {
+    throw ob::UsageError("--calibration: a model's estimate needs the calibration's forward and backward times (> 0)");
+  }
+  return {gemm * c.layers / c.forward_ms, backward_flop / backward_ms};
+}
+
+Calibration estimate_model(const Calibration& c, const ModelWork& work) {
+  const GemmRates rates = gemm_rates(c);
+  const double tokens = static_cast<double>(work.seq) * work.micro_batch;
+  const double core = attention_flops_per_token(work.shape, work.seq) * tokens;  // forward, per block
+  Calibration e = c;
+  e.model = work.shape.name;
+  e.step_ms.clear();
+  e.step_elements.clear();
+  double forward_flop = 0, parameters = 0;
+  for (const ParamTensor& t : parameter_tensors(work.shape, work.blocks)) {
+    const double gemm = t.forward_flops_per_token() * tokens;
+    // The attention core's backward (dQ, dK from QKᵀ; dP, dV from PV) runs after the output projection's dW and
+    // before the V projection's: it delays that step.
+    const bool after_core = t.name.size() > 7 && t.name.compare(t.name.size() - 7, 7, " attn.v") == 0;
+    forward_flop += gemm + (after_core ? core : 0);
+    e.step_ms.push_back((2 * gemm + (after_core ? 2 * core : 0)) / rates.backward);
+    e.step_elements.push_back(static_cast<std::uint64_t>(t.elements()));
+    parameters += static_cast<double>(t.elements());
+  }
+  e.forward_ms = forward_flop / rates.forward;
+  e.update_ms = c.update_ms * parameters / (static_cast<double>(c.layers) * c.hidden * c.hidden);
+  e.iteration_ms = e.forward_ms + e.update_ms;
+  for (double ms : e.step_ms) e.iteration_ms += ms;
+  return e;
+}
+
+std::vector<std::string> estimate_step_names(const ModelWork& work) {
+  std::vector<std::string> names;
+  for (const ParamTensor& t : parameter_tensors(work.shape, work.blocks)) names.push_back(t.name);
+  return names;
+}
+
+}  // namespace phase4
