@@ -13,6 +13,9 @@ DDP's own bucket assignment at its cap, FSDP2's one group per layer),
 comm (those all-reduces alone), overlap (DDP or FSDP2) and the derived ideal. Each configuration runs with expert
 settings (system pytorch-ddp: gradient_as_bucket_view, static_graph, high-priority NCCL stream through
 TORCH_NCCL_HIGH_PRIORITY=1, fused SGD, zero_grad(set_to_none=True)) unless --default (system pytorch-ddp-default).
+--model runs a transformer instead (a preset or config.json as phase4_model parses it; torch_transformer.py: the same
+tensors in the same backward order, batched-GEMM attention, cross-entropy on next tokens), --seq tokens x
+--micro-batch sequences per GPU, optionally its first --blocks blocks; FSDP2 then shards each block.
 Each --bucket-mb value is one wrapped run; a value given again is a repeat, kept as its own rows (column repeat).
 --fsdp runs PyTorch FSDP2 instead (system pytorch-fsdp2: fully_shard on every layer and the model, eager, without
 and with resharding after the forward, or as --reshard-after-forward says; column reshard_after_forward). DDP's and FSDP2's gradients are checked against
@@ -44,13 +47,19 @@ IMPORTED = time.monotonic()
 
 # The summary columns that describe a configuration (beside system, phase, ranks, chunks, iters), named in the
 # metadata as the binaries name theirs.
-CONFIG_KEYS = ["hidden", "layers", "batch", "bucket_mb", "first_bucket_mb", "grad_mb", "tf32", "clock",
+CONFIG_KEYS = ["hidden", "layers", "batch", "model", "seq", "micro_batch", "blocks", "bucket_mb", "first_bucket_mb", "grad_mb", "tf32", "clock",
                "reshard_after_forward", "repeat"]
 
 
 def parse_args():
     parser = ob_csv.ArgumentParser(description=ob_csv.describe(__doc__))
     parser.add_argument("--configs", nargs="+", default=["4096,16,512"], help="hidden,layers,batch per rank")
+    parser.add_argument("--model", help="a transformer instead of --configs: a preset (gpt2, gpt2-xl, llama3-8b, "
+                        "qwen2.5-7b) or a config.json, as phase4_model reads it")
+    parser.add_argument("--seq", type=int, default=2048, help="with --model: tokens per sequence (default: 2048)")
+    parser.add_argument("--micro-batch", type=int, default=1, help="with --model: sequences per GPU (default: 1)")
+    parser.add_argument("--blocks", type=int, default=0, help="with --model: its first N blocks (default: all)")
+    parser.add_argument("--model-binary", help="phase4_model (default: on PATH, or in this checkout's build/)")
     parser.add_argument("--bucket-mb", type=float, nargs="+", default=[25.0],
                         help="DDP bucket_cap_mb; several values: one overlap row each")
     parser.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=True,
@@ -78,7 +87,14 @@ def parse_args():
               ("--reshard-after-forward", " ".join(map(str, args.reshard_after_forward)),
                args.fsdp or args.reshard_after_forward == [0, 1], "with --fsdp only"),
               ("--lr", args.lr, math.isfinite(args.lr) and args.lr >= 0, "a number >= 0"),
-              ("--seed", args.seed, args.seed >= 0, "at least 0")]
+              ("--seed", args.seed, args.seed >= 0, "at least 0"),
+              ("--seq", args.seq, 1 <= args.seq <= 1 << 20, "from 1 to 1048576"),
+              ("--micro-batch", args.micro_batch, 1 <= args.micro_batch <= 1 << 16, "from 1 to 65536"),
+              ("--blocks", args.blocks, 0 <= args.blocks <= 4096, "from 0 (all) to 4096")]
+    if not args.model:
+        checks += [(option, value, value == default, "with --model only")
+                   for option, value, default in (("--seq", args.seq, 2048), ("--micro-batch", args.micro_batch, 1),
+                                                  ("--blocks", args.blocks, 0))]
     for option, value, ok, allowed in checks:
         if not ok:
             parser.error(f"{option}: '{value}' is invalid: {allowed}")
@@ -88,7 +104,13 @@ def parse_args():
     if not csv.resolve().parent.is_dir() or not os.access(csv.resolve().parent, os.W_OK):
         parser.error(f"--csv: '{args.csv}' is invalid: its directory must exist and be writable")
     try:
-        ob_csv.require_outputs([("--csv", csv), ("--csv (its metadata)", ob_csv.meta_path(csv))])
+        inputs = [("--model", pathlib.Path(args.model))] if args.model else []
+        ob_csv.require_outputs([("--csv", csv), ("--csv (its metadata)", ob_csv.meta_path(csv))], inputs)
+        if args.model:  # one parser of configs, phase4_model's: its errors (a missing key) are ours, before any work
+            args.shape = ob_csv.model_shape(args.model, ob_csv.find_built("phase4_model", args.model_binary))
+            if args.blocks > args.shape["layers"]:
+                raise ob_csv.UsageError(f"--blocks: '{args.blocks}' is invalid: at most the model's "
+                                        f"{args.shape['layers']} blocks")
     except ob_csv.UsageError as error:
         parser.error(str(error))
     return args
@@ -101,6 +123,63 @@ def make_model(hidden, layers):
         if index < layers - 1:
             modules.append(nn.ReLU())
     return nn.Sequential(*modules)
+
+
+class Mlp:
+    """Phase 4's model: L bias-free square layers, ReLU between, MSE against a fixed target."""
+
+    def __init__(self, text):
+        self.hidden, self.layers, self.batch = map(int, text.split(","))
+        self.label = text
+        self.keys = {"hidden": self.hidden, "layers": self.layers, "batch": self.batch}
+        self.grad_bytes = 4.0 * self.layers * self.hidden * self.hidden
+
+    def build(self):
+        return make_model(self.hidden, self.layers)
+
+    def data(self, generator):
+        x = torch.rand(self.batch, self.hidden, device="cuda", generator=generator) * 2 - 1
+        return x, torch.rand(self.batch, self.hidden, device="cuda", generator=generator) * 2 - 1
+
+    @staticmethod
+    def loss(model, inputs, targets):
+        return nn.functional.mse_loss(model(inputs), targets)
+
+    @staticmethod
+    def shard_units(model):
+        return [module for module in model if isinstance(module, nn.Linear)]
+
+
+class Transformer:
+    """A transformer of --model (torch_transformer.py), --seq x --micro-batch tokens per GPU, cross-entropy."""
+
+    def __init__(self, args):
+        import torch_transformer  # needs torch
+
+        self.module, self.shape, self.blocks = torch_transformer, args.shape, args.blocks
+        self.seq, self.micro_batch = args.seq, args.micro_batch
+        self.label = f"{args.model} seq {args.seq} x {args.micro_batch}" + (f", {args.blocks} blocks" if args.blocks else "")
+        self.keys = {"model": args.model, "seq": args.seq, "micro_batch": args.micro_batch, "blocks": args.blocks,
+                     "hidden": self.shape["hidden"], "layers": args.blocks or self.shape["layers"],
+                     "batch": args.seq * args.micro_batch}
+        self.grad_bytes = None  # counted when the model is built
+
+    def build(self):
+        model = self.module.Transformer(self.shape, self.blocks)
+        self.grad_bytes = 4.0 * sum(p.numel() for p in model.parameters())
+        return model
+
+    def data(self, generator):
+        shape = (self.micro_batch, self.seq)
+        return (torch.randint(0, self.shape["vocab"], shape, device="cuda", generator=generator),
+                torch.randint(0, self.shape["vocab"], shape, device="cuda", generator=generator))
+
+    def loss(self, model, inputs, targets):
+        return self.module.next_token_loss(model, inputs, targets)
+
+    @staticmethod
+    def shard_units(model):
+        return model.shard_units()
 
 
 def timed(step, iters, warmup):
@@ -164,15 +243,15 @@ def settings(args):
     return [("ddp", mb) for mb in args.bucket_mb]
 
 
-def run_config(args, hidden, layers, batch, rank, world):
-    """Times one configuration. Returns (compute rows {mode: times}, per wrapped run [(kind, setting, {mode: times})],
-    the largest relative gradient error against a manual all-reduce)."""
-    torch.manual_seed(args.seed)  # identical initial weights on every rank
-    model = make_model(hidden, layers).cuda()
+def run_config(args, work, rank, world):
+    """Times one configuration (`work`: an Mlp or a Transformer). Returns (compute rows {mode: times}, per wrapped
+    run [(kind, setting, {mode: times})], the largest relative gradient error against a manual all-reduce)."""
+    model = fresh_model(args, work)  # identical initial weights on every rank
     generator = torch.Generator(device="cuda").manual_seed(args.seed * 1000003 + 17 * (rank + 1))
-    x = torch.rand(batch, hidden, device="cuda", generator=generator) * 2 - 1  # each rank's data differs
-    target = torch.rand(batch, hidden, device="cuda", generator=generator) * 2 - 1
-    loss_fn = nn.MSELoss()
+    x, target = work.data(generator)  # each rank's data differs
+
+    loss_fn = work.loss
+
     params = list(model.parameters())
     # Every mode steps with the wrapped step's optimizer and zero_grad: the same update, the same work.
     optimizer = torch.optim.SGD(params, **optimizer_options(args))
@@ -180,7 +259,7 @@ def run_config(args, hidden, layers, batch, rank, world):
 
     def compute_step():
         optimizer.zero_grad(set_to_none=set_to_none)
-        loss_fn(model(x), target).backward()
+        loss_fn(model, x, target).backward()
         optimizer.step()
 
     rows = {"compute": timed(compute_step, args.iters, args.warmup)}
@@ -196,7 +275,7 @@ def run_config(args, hidden, layers, batch, rank, world):
         optimizer.zero_grad(set_to_none=False)  # a graph replays into the same gradient tensors
         with torch.cuda.graph(graph):
             optimizer.zero_grad(set_to_none=False)
-            loss_fn(model(x), target).backward()
+            loss_fn(model, x, target).backward()
             optimizer.step()
         rows["compute-graph"] = timed(graph.replay, args.iters, args.warmup)
     except RuntimeError as error:  # report, do not fail the comparison
@@ -205,8 +284,8 @@ def run_config(args, hidden, layers, batch, rank, world):
 
     # Check first: one DDP (or FSDP2) backward gives the same gradients as a manual all-reduce of the local ones
     # (computed on a model no wrapper has touched, so none of their hooks run).
-    fresh = fresh_model(args, hidden, layers)
-    loss_fn(fresh(x), target).backward()
+    fresh = fresh_model(args, work)
+    loss_fn(fresh, x, target).backward()
     manual = [p.grad for p in fresh.parameters()]
     for g in manual:
         dist.all_reduce(g)
@@ -215,14 +294,14 @@ def run_config(args, hidden, layers, batch, rank, world):
 
     def check(model, gradient):
         """One backward of the wrapped `model`: its gradients against the manual ones (largest relative error)."""
-        loss_fn(model(x), target).backward()
+        loss_fn(model, x, target).backward()
         return max(((gradient(p) - g).norm() / g.norm().clamp_min(1e-30)).item()
                    for p, g in zip(model.parameters(), manual))
 
     def wrapped_step(model, optimizer):
         def step():
             optimizer.zero_grad(set_to_none=set_to_none)
-            loss_fn(model(x), target).backward()
+            loss_fn(model, x, target).backward()
             optimizer.step()
         return step
 
@@ -247,7 +326,7 @@ def run_config(args, hidden, layers, batch, rank, world):
 
         def seq_step():
             optimizer.zero_grad(set_to_none=False)  # zeroes the bucket views in place (DDP zeroes its buckets)
-            loss_fn(model(x), target).backward()
+            loss_fn(model, x, target).backward()
             for flat in flats:
                 dist.all_reduce(flat)
                 flat.div_(world)  # the average, as DDP computes
@@ -255,13 +334,12 @@ def run_config(args, hidden, layers, batch, rank, world):
 
         modes = {"seq": timed(seq_step, args.iters, args.warmup),
                  "comm": timed(allreduce_buckets, args.iters, args.warmup)}
-        wrapped = fresh_model(args, hidden, layers)
+        wrapped = fresh_model(args, work)
         if kind == "fsdp":
             from torch.distributed.fsdp import fully_shard
 
-            for module in wrapped:
-                if isinstance(module, nn.Linear):
-                    fully_shard(module, reshard_after_forward=bool(setting))
+            for module in work.shard_units(wrapped):
+                fully_shard(module, reshard_after_forward=bool(setting))
             fully_shard(wrapped, reshard_after_forward=bool(setting))
             worst = max(worst, check(wrapped, lambda p: p.grad.full_tensor()))
         else:
@@ -277,21 +355,21 @@ def run_config(args, hidden, layers, batch, rank, world):
     return {mode: stats(slowest(times)) for mode, times in rows.items()}, runs, worst
 
 
-def fresh_model(args, hidden, layers):
-    """Phase 4's model with the seeded initial weights, the same on every rank."""
+def fresh_model(args, work):
+    """The configuration's model with the seeded initial weights, the same on every rank."""
     torch.manual_seed(args.seed)
-    return make_model(hidden, layers).cuda()
+    return work.build().cuda()
 
 
 
-def summary_rows(args, system, world, shape, compute, runs, worst):
-    """Phase 4's summary rows of one configuration: compute (and compute-graph) once; then per wrapped run, repeats
-    kept apart by `repeat`, its own seq, comm, overlap (with the metrics of METRICS.md against its own seq and comm,
-    shared with the tests) and ideal."""
-    hidden, layers, batch = shape
-    grad_bytes = 4.0 * layers * hidden * hidden
+def summary_rows(args, system, world, work, compute, runs, worst):
+    """Phase 4's summary rows of one configuration (`work.keys` name it, `work.grad_bytes` its gradient): compute
+    (and compute-graph) once; then per wrapped run, repeats kept apart by `repeat`, its own seq, comm, overlap (with
+    the metrics of METRICS.md against its own seq and comm, shared with the tests) and ideal."""
+    grad_bytes = work.grad_bytes
     base = {"system": system, "phase": "phase4", "ranks": world, "chunks": 0, "iters": args.iters,
-            "hidden": hidden, "layers": layers, "batch": batch, "bucket_mb": math.nan,
+            "model": "", "seq": math.nan, "micro_batch": math.nan, "blocks": math.nan, **work.keys,
+            "bucket_mb": math.nan,
             "first_bucket_mb": math.nan, "grad_mb": grad_bytes / (1 << 20), "tf32": int(args.tf32),
             "clock": "cuda_event", "reshard_after_forward": math.nan, "repeat": 0, "ddp_grad_rel_error": worst}
     lines = [dict(base, mode=mode, **values) for mode, values in compute.items()]
@@ -331,16 +409,16 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = args.tf32
     system = "pytorch-fsdp2" if args.fsdp else "pytorch-ddp-default" if args.default else "pytorch-ddp"
     lines, failures = [], []
-    for text in args.configs:
-        hidden, layers, batch = map(int, text.split(","))
+    for work in [Transformer(args)] if args.model else [Mlp(text) for text in args.configs]:
         if rank == 0:
-            print(f"bench_ddp: {system} {text}", file=sys.stderr, flush=True)
+            print(f"bench_ddp: {system} {work.label}", file=sys.stderr, flush=True)
         begun = time.monotonic()
-        results, runs, worst = run_config(args, hidden, layers, batch, rank, world)
-        timings[f"config {text}"] = round(time.monotonic() - begun, 2)
+        results, runs, worst = run_config(args, work, rank, world)
+        timings[f"config {work.label}"] = round(time.monotonic() - begun, 2)
         if not worst <= 1e-5:  # NaN fails too
-            failures.append(f"{text}: {system} gradients differ from a manual all-reduce by {worst:.3g} (relative)")
-        lines += summary_rows(args, system, world, (hidden, layers, batch), results, runs, worst)
+            failures.append(f"{work.label}: {system} gradients differ from a manual all-reduce by {worst:.3g} "
+                            "(relative)")
+        lines += summary_rows(args, system, world, work, results, runs, worst)
     if rank == 0:
         import pandas as pd  # only rank 0 writes
 
@@ -364,7 +442,7 @@ def main():
         meta_path.with_suffix(".tmp").write_text(json.dumps(meta, indent=2) + "\n")
         meta_path.with_suffix(".tmp").replace(meta_path)
         summary = frame[frame["mode"].isin(["compute", "seq", "overlap", "ideal"])]
-        print(summary.pivot_table(index=["hidden", "layers", "batch"], columns="mode", values="time_ms_p50",
+        print(summary.fillna({"model": ""}).pivot_table(index=["model", "hidden", "layers", "batch"], columns="mode", values="time_ms_p50",
                                   aggfunc="min").round(3))  # overlap: the best bucket cap or arrangement
         for failure in failures:
             print(f"bench_ddp: check failed: {failure}", file=sys.stderr)

@@ -45,6 +45,32 @@ class UsageError(Exception):
     """Bad input: the message is one line; the exit code is 2."""
 
 
+def model_shape(model, binary):
+    """The shape of a transformer preset or config.json as `binary` (phase4_model) parses it: one parser for phase 4
+    and PyTorch. Its usage errors (an unknown preset, a missing key) come back as UsageError."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = pathlib.Path(folder) / "shape.json"
+        result = subprocess.run([binary, "--model", model, "--shape-json", str(path)], capture_output=True, text=True)
+        if result.returncode == 2:
+            raise UsageError(result.stderr.strip().split(": error: ", 1)[-1])
+        if result.returncode != 0:
+            raise OSError(f"{binary} exited {result.returncode}: {result.stderr.strip()}")
+        return json.loads(path.read_text())
+
+
+def find_built(name, given=None, folder="phase4_chunked_nccl"):
+    """A binary of the suite: `given`, else on PATH (cmake --install), else in this checkout's build folders."""
+    if given:
+        return given
+    found = shutil.which(name)
+    if found:
+        return found
+    for build in sorted((pathlib.Path(__file__).resolve().parent.parent / "build").glob(f"*/{folder}/{name}")):
+        if os.access(build, os.X_OK):
+            return str(build)
+    raise UsageError(f"{name} not found: build it (scripts/test.sh), install it, or pass its path")
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """argparse whose usage errors are the suite's: one line on stderr naming the argument, exit 2."""
 

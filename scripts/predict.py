@@ -15,9 +15,7 @@ Usage: predict.py CALIBRATION.json --csv what-if.csv -o what-if.png [--links ib4
 
 import argparse
 import json
-import os
 import pathlib
-import shutil
 import subprocess
 
 import matplotlib.pyplot as plt
@@ -35,15 +33,7 @@ LAYER_COLUMNS = ["step", "name", "grad_mib", "cumulative_grad_mib", "backward_ms
 
 def find_predictor(given):
     """phase4_predict: --predictor, else on PATH (cmake --install), else in this checkout's build folders."""
-    if given:
-        return given
-    found = shutil.which("phase4_predict")
-    if found:
-        return found
-    for build in sorted(REPO.glob("build/*/phase4_chunked_nccl/phase4_predict")):
-        if os.access(build, os.X_OK):
-            return str(build)
-    raise ob_csv.UsageError("phase4_predict not found: build it (scripts/test.sh), install it, or pass --predictor")
+    return ob_csv.find_built("phase4_predict", given)
 
 
 def run_predictor(command):

@@ -11,6 +11,7 @@
 #include "common/main_guard.hpp"
 #include "common/metadata.hpp"
 #include "common/options.hpp"
+#include "phase4_chunked_nccl/model/transformer.hpp"
 #include "phase4_chunked_nccl/model/transformer_report.hpp"
 #include "phase4_chunked_nccl/sync/registry.hpp"
 
@@ -19,7 +20,7 @@ int main(int argc, char** argv) {
   return ob::guarded_main(program, [&]() -> int {
     CLI::App app("A transformer's gradient tensors in backward order and one rank's memory, from its config", program);
     phase4::ModelQuery query;
-    std::string csv;
+    std::string csv, shape_json;
     app.add_option("--model", query.model, "A preset (gpt2, gpt2-xl, llama3-8b, qwen2.5-7b) or a config.json")
         ->required();
     app.add_option("--seq", query.seq, "Tokens per sequence")->check(CLI::Range(1, 1 << 20))->capture_default_str();
@@ -33,14 +34,20 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember(phase4::sync_names()))
         ->capture_default_str();
     app.add_option("--csv", csv, "Write every gradient tensor here, in backward order (default: none)");
+    app.add_option("--shape-json", shape_json,
+                   "Write the model's shape here as JSON (what scripts/torch_transformer.py builds its layers from)");
     app.set_version_flag("--version", ob::version_text(program), "Print the version, commit and build, then exit");
     if (auto code = ob::parse_options(app, argc, argv, true)) return *code;
-    if (!csv.empty()) {
-      ob::require_writable_parent("--csv", csv);
-      ob::require_output_policy({{"--csv", csv}}, {{"--model", query.model}});
-    }
+    std::vector<ob::NamedPath> outputs;
+    if (!csv.empty()) outputs.push_back({"--csv", csv});
+    if (!shape_json.empty()) outputs.push_back({"--shape-json", shape_json});
+    for (const auto& output : outputs) ob::require_writable_parent(output.option, output.path);
+    if (!outputs.empty()) ob::require_output_policy(outputs, {{"--model", query.model}});
     const phase4::ModelReport report = phase4::describe_model(query);
     std::cout << report.summary;
+    if (!shape_json.empty()) {
+      ob::write_file_atomic(shape_json, phase4::shape_json(phase4::load_transformer(query.model)).dump(2) + "\n");
+    }
     if (!csv.empty()) {
       ob::write_file_atomic(csv, report.tensors.to_string());
       std::cerr << program << ": wrote " << csv << " (" << report.tensors.rows().size() << " tensors)" << std::endl;

@@ -146,6 +146,14 @@ TransformerShape load_transformer(const std::string& name_or_file, const std::st
   return parse_transformer_config(json, name_or_file, option);
 }
 
+nlohmann::json shape_json(const TransformerShape& s) {
+  return {{"name", s.name}, {"hidden", s.hidden}, {"intermediate", s.intermediate}, {"layers", s.layers},
+          {"heads", s.heads}, {"kv_heads", s.kv_heads}, {"head_dim", s.head_dim}, {"vocab", s.vocab},
+          {"positions", s.positions}, {"tied", s.tied}, {"mlp", s.mlp == MlpKind::kSwiGlu ? "swiglu" : "gelu"},
+          {"norm", s.norm == NormKind::kRmsNorm ? "rmsnorm" : "layernorm"}, {"qkv_bias", s.qkv_bias},
+          {"o_bias", s.o_bias}, {"mlp_bias", s.mlp_bias}};
+}
+
 std::vector<ParamTensor> parameter_tensors(const TransformerShape& s, int blocks) {
   const int kept = blocks > 0 && blocks < s.layers ? blocks : s.layers;
   const std::int64_t h = s.hidden, q = static_cast<std::int64_t>(s.heads) * s.head_dim;

@@ -49,6 +49,10 @@ TransformerShape load_transformer(const std::string& name_or_file, const std::st
 TransformerShape parse_transformer_config(const nlohmann::json& config, const std::string& source,
                                           const std::string& option = "--model");
 
+// The shape's fields as JSON (keys as the struct's members; mlp "swiglu" or "gelu", norm "rmsnorm" or "layernorm"):
+// what scripts/torch_transformer.py builds the same layers from.
+nlohmann::json shape_json(const TransformerShape& shape);
+
 // Every tensor with a gradient, in backward order, of the first `blocks` blocks (0: all) with the embeddings, the
 // final norm and the LM head (a tied head is the embedding: one tensor, completed last).
 std::vector<ParamTensor> parameter_tensors(const TransformerShape& shape, int blocks = 0);

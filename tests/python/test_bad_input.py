@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, built
 
 SCRIPTS = REPO / "scripts"
 NO_DIR = "/nonexistent/dir"
@@ -303,6 +303,22 @@ def test_bad_invocation_of_bench_ddp(tmp_path, args, named):
     args = [a.replace("{work}", str(tmp_path)) for a in args] + ([] if has_csv or not args else
                                                                   ["--csv", str(tmp_path / "x.csv")])
     result = run_command([sys.executable, SCRIPTS / "bench_ddp.py", *args], tmp_path)
+    line = one_error_line(result, "bench_ddp.py: error: ")
+    assert named in line
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args,named", [
+    (["--seq", "512"], "--seq"), (["--blocks", "2"], "--blocks"), (["--model", "gpt2", "--seq", "0"], "--seq"),
+    (["--model", "llama-9000"], "--model"), (["--model", "gpt2", "--blocks", "13"], "--blocks"),
+    (["--model", "{work}/missing.config.json"], "--model"),
+])
+def test_bad_model_invocation_of_bench_ddp(build_dir, tmp_path, args, named):
+    """bench_ddp.py --model: the shape comes from phase4_model (one parser); a bad one exits 2 before any work."""
+    model = built(build_dir, "phase4_chunked_nccl/phase4_model")
+    args = [a.replace("{work}", str(tmp_path)) for a in args]
+    result = run_command([sys.executable, SCRIPTS / "bench_ddp.py", *args, "--model-binary", model, "--csv",
+                          tmp_path / "x.csv"], tmp_path)
     line = one_error_line(result, "bench_ddp.py: error: ")
     assert named in line
     assert list(tmp_path.iterdir()) == []
