@@ -28,6 +28,17 @@ Calibration estimate_model(const Calibration& c, const ModelWork& work) {
   const double core = attention_flops_per_token(work.shape, work.seq) * tokens;  // forward, per block
   Calibration e = c;
   e.model = work.shape.name;
+  // A calibration's last size is its whole gradient: one bucket after the backward, overlapping nothing, so its
+  // slowdown and stretch are those of no overlap (about 0 and 1). In a larger model a bucket of that size overlaps
+  // the backward: it takes those of the largest size measured beside compute.
+  const double whole = 4.0 * c.layers * c.hidden * static_cast<double>(c.hidden);
+  for (StrategyCalibration& s : e.strategies) {
+    const std::size_t n = s.bytes.size();
+    if (n >= 2 && s.bytes.back() >= whole * (1 - 1e-9)) {
+      s.slowdown.back() = s.slowdown[n - 2];
+      s.stretch.back() = s.stretch[n - 2];
+    }
+  }
   e.step_ms.clear();
   e.step_elements.clear();
   double forward_flop = 0, parameters = 0;

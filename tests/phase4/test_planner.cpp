@@ -219,6 +219,15 @@ TEST(Planner, AModelsEstimateKeepsItsTensorsAndTheCalibratedGemmRates) {
   const auto choice = phase4::choose_plans(e).front();
   phase4::validate_plan(choice.plan, e.layout());
   EXPECT_GE(choice.prediction.step_ms, e.forward_ms + e.update_ms);
+  // The calibrated model's whole gradient (4 MiB here: calibration() measures up to 16 MiB) overlapped nothing
+  // when measured: sizes from it up take the slowdown and stretch of the size before.
+  phase4::Calibration whole = calibration(16);  // 16 MiB: its last size is the whole gradient
+  whole.strategies[0].slowdown = {0.3, 0.2, 0.0};
+  whole.strategies[0].stretch = {1.3, 1.2, 1.0};
+  const phase4::Calibration estimated = phase4::estimate_model(whole, work);
+  EXPECT_EQ(estimated.strategies[0].slowdown, (std::vector<double>{0.3, 0.2, 0.2}));
+  EXPECT_EQ(estimated.strategies[0].stretch, (std::vector<double>{1.3, 1.2, 1.2}));
+  EXPECT_EQ(e.strategies[0].slowdown, c.strategies[0].slowdown);  // 4 MiB model, sizes up to 16: none was whole
   // Accumulation micro-steps hide the forward's own time: refused, naming the option.
   phase4::Calibration accumulated = c;
   accumulated.accum_steps = 2;
