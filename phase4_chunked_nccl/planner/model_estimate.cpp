@@ -52,6 +52,12 @@ Calibration estimate_model(const Calibration& c, const ModelWork& work) {
     e.step_elements.push_back(static_cast<std::uint64_t>(t.elements()));
     parameters += static_cast<double>(t.elements());
   }
+  // A tied LM head's GEMMs run first in the backward, though its gradient completes last (the embedding's lookup
+  // adds to it at the end): their time belongs to the first step.
+  if (work.shape.tied && e.step_ms.size() > 1) {
+    e.step_ms.front() += e.step_ms.back();
+    e.step_ms.back() = 0;
+  }
   e.forward_ms = forward_flop / rates.forward;
   e.update_ms = c.update_ms * parameters / (static_cast<double>(c.layers) * c.hidden * c.hidden);
   e.iteration_ms = e.forward_ms + e.update_ms;

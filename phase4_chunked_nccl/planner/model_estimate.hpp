@@ -3,7 +3,8 @@
 // every strategy's communication; a transformer's shapes (transformer.hpp) give the work. The estimate keeps the
 // communication as calibrated and puts each backward step (one per gradient tensor, in backward order) at its GEMMs'
 // flops over the calibrated backward rate: dW and dX of every projection, the attention core's four batched GEMMs
-// ahead of the block's V projection, nothing for lookups, norms and activations; a bucket of the calibrated model's
+// ahead of the block's V projection, a tied LM head's in the first step (its gradient completes last), nothing for
+// lookups, norms and activations; a bucket of the calibrated model's
 // whole gradient (measured alone after the backward, overlapping nothing) gets the slowdown and stretch of the
 // largest size measured beside compute. It is an estimate, and every output that uses it says so
 // (`compute_estimated`).
