@@ -205,6 +205,7 @@ std::vector<PlanChoice> choose_plans(const Calibration& calibration, const std::
     for (double mb : kCandidateCapsMb) {
       consider(plan_by_size(model.layout, mb, mb));
       consider(plan_by_size(model.layout, mb, 1.0));
+      consider(plan_like_ddp(model.layout, mb));
     }
     choices.push_back(best);
   }

@@ -13,8 +13,8 @@
 // dynamic programme over bucket boundaries (every layer cut into equal pieces) finds the plan of least predicted
 // step exactly. sigma_plan lies between the calibrated extremes: the programme runs at 17 values across them and
 // then at the best plan's own sigma_plan until the plan repeats; the best prediction wins. Exact where sigma does not
-// depend on size; otherwise the best of those programmes' plans and of the equal and DDP-style (1 MiB first bucket)
-// plans of kCandidateCapsMb (a slowdown that grows with size can favour small buckets that no single-sigma
+// depend on size; otherwise the best of those programmes' plans and of the equal, DDP-style (1 MiB first bucket) and
+// DDP's own (plan_like_ddp: whole steps) plans of kCandidateCapsMb (a slowdown that grows with size can favour small buckets that no single-sigma
 // programme picks).
 #pragma once
 

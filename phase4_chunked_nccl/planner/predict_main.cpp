@@ -197,14 +197,18 @@ Inputs read_inputs(const Options& o) {
   return in;
 }
 
-// DDP's plan for a cap: a 1 MiB first bucket, then buckets of the cap; the cap predicted best, and its step.
+// DDP's plan for a cap as PyTorch assigns it (whole tensors, a 1 MiB first bucket: plan_like_ddp); the cap
+// predicted best, and its step. DDP's default of 25 MiB unless another cap is predicted faster by more than a
+// millionth: caps below the largest tensors often give the same buckets.
 double best_ddp_cap(const phase4::Calibration& c, const phase4::StrategyCalibration& s, const phase4::CommTime& comm,
                     double* best_ms) {
+  const phase4::GradientLayout layout = c.layout();
+  auto step_ms = [&](double cap) { return phase4::predict(c, s, phase4::plan_like_ddp(layout, cap), comm).step_ms; };
   double best_cap = 25;
-  *best_ms = INFINITY;
+  *best_ms = step_ms(best_cap);
   for (double cap : phase4::kCandidateCapsMb) {
-    const double ms = phase4::predict(c, s, phase4::plan_by_size(c.layout(), cap, 1.0), comm).step_ms;
-    if (ms < *best_ms) *best_ms = ms, best_cap = cap;
+    const double ms = step_ms(cap);
+    if (ms < *best_ms * (1 - 1e-6)) *best_ms = ms, best_cap = cap;
   }
   return best_cap;
 }
@@ -248,7 +252,7 @@ ob::CsvTable layers_table(const phase4::Calibration& c, const std::vector<std::s
   double ddp_ms = 0;
   const double cap = best_ddp_cap(c, *c.strategy(best.sync), nullptr, &ddp_ms);
   const phase4::GradientLayout layout = c.layout();
-  const auto ddp = phase4::plan_by_size(layout, cap, 1.0);
+  const auto ddp = phase4::plan_like_ddp(layout, cap);
   auto bucket_of = [](const phase4::BucketPlan& plan, std::uint64_t end) {  // the bucket holding element end - 1
     std::size_t b = 0;
     while (plan.buckets[b].end < end) ++b;

@@ -71,6 +71,19 @@ BucketPlan plan_by_size(const GradientLayout& layout, double bucket_mb, double f
   return plan;
 }
 
+BucketPlan plan_like_ddp(const GradientLayout& layout, double bucket_mb, double first_bucket_mb) {
+  if (!(bucket_mb > 0) || !(first_bucket_mb > 0)) {
+    throw std::invalid_argument("plan_like_ddp: bucket sizes must be positive");
+  }
+  std::vector<std::uint64_t> ends;
+  std::uint64_t begin = 0;
+  for (const std::uint64_t end : layout.ends) {
+    const std::uint64_t cap = mib_to_elements(ends.empty() ? first_bucket_mb : bucket_mb);
+    if (end - begin >= cap || end == layout.elements()) ends.push_back(begin = end);
+  }
+  return plan_from_ends(layout, ends);
+}
+
 BucketPlan plan_by_chunks(const GradientLayout& layout, int chunks) {
   if (chunks < 1) throw std::invalid_argument("plan_by_chunks: chunks must be positive");
   BucketPlan plan = empty_plan(layout, "plan_by_chunks");

@@ -51,6 +51,11 @@ void require_bucket_count(const std::string& option, double bucket_mb, std::uint
 // element. Throws std::invalid_argument for non-positive sizes or an empty layout.
 BucketPlan plan_by_size(const GradientLayout& layout, double bucket_mb, double first_bucket_mb);
 
+// PyTorch DDP's own assignment (compute_bucket_assignment_by_size, one dtype): whole backward steps in order fill a
+// bucket until it holds at least its cap (the first bucket first_bucket_mb, DDP's first_bucket_bytes; the others
+// bucket_mb), then the next begins; no step is cut. Throws std::invalid_argument for non-positive sizes.
+BucketPlan plan_like_ddp(const GradientLayout& layout, double bucket_mb, double first_bucket_mb = 1.0);
+
 // `chunks` equal pieces (sizes differ by at most one element); capped at one element each.
 BucketPlan plan_by_chunks(const GradientLayout& layout, int chunks);
 

@@ -124,3 +124,19 @@ TEST(BucketPlan, UnequalStepsAsATransformersTensors) {
   EXPECT_THROW(phase4::validate_plan(phase4::plan_by_chunks(phase4::GradientLayout::of_sizes({10, 36}), 3), layout),
                std::logic_error);
 }
+
+TEST(BucketPlan, DdpKeepsTensorsWholeAndClosesABucketOnceItHoldsItsCap) {
+  // PyTorch's rule (as bench_ddp.py's ddp_buckets): steps of 10, 1, 30, 5 and 20 elements, a first cap of 8 elements
+  // and then 12: [10] (>= 8), [1, 30] (>= 12), [5, 20].
+  const auto layout = phase4::GradientLayout::of_sizes({10, 1, 30, 5, 20});
+  const auto plan = phase4::plan_like_ddp(layout, 12 * kElemMb, 8 * kElemMb);
+  phase4::validate_plan(plan, layout);
+  ASSERT_EQ(plan.buckets.size(), 3u);
+  EXPECT_EQ(plan.buckets[0].end, 10u);
+  EXPECT_EQ(plan.buckets[1].end, 41u);
+  EXPECT_EQ(plan.buckets[2].end, 66u);
+  // Phase 4's model: 64 MiB layers with a 25 MiB cap are one bucket each (the cap never cuts a layer).
+  const auto mlp = phase4::plan_like_ddp(phase4::GradientLayout::equal(16, 4096), 25);
+  EXPECT_EQ(mlp.buckets.size(), 16u);
+  EXPECT_THROW(phase4::plan_like_ddp(layout, 0), std::invalid_argument);
+}
