@@ -77,6 +77,23 @@ def test_predict_py_never_writes_over_its_calibration_or_one_output_twice(predic
     assert not (tmp_path / "x.png").exists()
 
 
+def test_a_models_prediction_never_writes_over_its_inputs_or_one_output_twice(predictor, tmp_path):
+    """--model's outputs: the steps CSV is neither the calibration, the model's config nor the prediction CSV."""
+    cal = calibration(tmp_path)
+    config = tmp_path / "model.config.json"
+    config.write_text((REPO / "tests" / "data" / "models" / "gpt2.config.json").read_text())
+    before = cal.read_text(), config.read_text()
+    result = run(predictor, "--calibration", cal, "--model", config, "--layers-csv", config)
+    assert "--model reads" in one_line_naming(result, "--layers-csv")
+    result = run(predictor, "--calibration", cal, "--model", "gpt2", "--csv", tmp_path / "a.csv", "--layers-csv",
+                 tmp_path / "./a.csv")
+    one_line_naming(result, "--layers-csv")
+    result = predict(predictor, cal, "--model", "gpt2", "--csv", tmp_path / "b.csv", "--layers-csv", cal)
+    assert "the calibration reads" in one_line_naming(result, "--layers-csv")
+    assert (cal.read_text(), config.read_text()) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cal.json", "model.config.json"]
+
+
 def test_check_prediction_never_writes_over_a_measured_summary(predictor, tmp_path):
     measured = tmp_path / "m.csv"
     measured.write_text("kept\n")
