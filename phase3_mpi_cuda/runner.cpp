@@ -100,12 +100,20 @@ int batch_for_comm(const Config& config, const BackendFactory& make, MPI_Comm co
     b0 = b1, t0 = t1;
     b1 = rows, t1 = measured_ms(config, rows, ob::Mode::kCompute, make, comm);
   }
+  // Noise on a loaded machine can send the secant far below (a slow small batch makes the slope look flat): from
+  // there, double the rows until the chunks reach the all-reduce (their time grows with the rows), within the cap.
+  while (t1 < 0.5 * comm_ms && 2LL * b1 <= kMaxBatch) {
+    Config sized = config;
+    sized.batch = 2 * b1;
+    ob::require_fits_in_host_memory("--batch", "auto (" + std::to_string(sized.batch) + " rows)", sized.host_bytes());
+    b1 = sized.batch, t1 = measured_ms(config, b1, ob::Mode::kCompute, make, comm);
+  }
   // A compute that does not grow with its rows (or noise that hides how it grows) never reaches the all-reduce: say
   // so rather than run a batch that matches nothing. (One that stays longer even at a few rows, its fixed cost above
   // the all-reduce, is as close as it gets: kept.)
   ob::require(t1 >= 0.5 * comm_ms, "--batch", "auto",
               "the backward chunks took " + ob::format_number(t1, 3) + " ms at " + std::to_string(b1) +
-                  " rows after 4 steps, short of the all-reduce's " + ob::format_number(comm_ms, 3) +
+                  " rows at the end of its search, short of the all-reduce's " + ob::format_number(comm_ms, 3) +
                   " ms; give --batch ROWS");
   if (progress) {
     *progress << "phase3: --batch auto: " << b1 << " rows: backward chunks " << ob::format_number(t1, 3) << " ms, all-reduce "
