@@ -116,10 +116,10 @@ def parse_args():
     return args
 
 
-def make_model(hidden, layers):
+def make_model(hidden, layers, device=None):
     modules = []
     for index in range(layers):
-        modules.append(nn.Linear(hidden, hidden, bias=False))
+        modules.append(nn.Linear(hidden, hidden, bias=False, device=device))
         if index < layers - 1:
             modules.append(nn.ReLU())
     return nn.Sequential(*modules)
@@ -134,8 +134,8 @@ class Mlp:
         self.keys = {"hidden": self.hidden, "layers": self.layers, "batch": self.batch}
         self.grad_bytes = 4.0 * self.layers * self.hidden * self.hidden
 
-    def build(self):
-        return make_model(self.hidden, self.layers)
+    def build(self, device=None):
+        return make_model(self.hidden, self.layers, device)
 
     def data(self, generator):
         x = torch.rand(self.batch, self.hidden, device="cuda", generator=generator) * 2 - 1
@@ -159,13 +159,15 @@ class Transformer:
         self.module, self.shape, self.blocks = torch_transformer, args.shape, args.blocks
         self.seq, self.micro_batch = args.seq, args.micro_batch
         self.label = f"{args.model} seq {args.seq} x {args.micro_batch}" + (f", {args.blocks} blocks" if args.blocks else "")
-        self.keys = {"model": args.model, "seq": args.seq, "micro_batch": args.micro_batch, "blocks": args.blocks,
-                     "hidden": self.shape["hidden"], "layers": args.blocks or self.shape["layers"],
-                     "batch": args.seq * args.micro_batch}
+        # As phase 4's rows: layers counts the tensors with a gradient (its backward steps), batch the tokens.
+        tensors = torch_transformer.Transformer(self.shape, self.blocks, device="meta").gradient_tensors()
+        self.keys = {"model": args.model, "seq": args.seq, "micro_batch": args.micro_batch,
+                     "blocks": args.blocks or self.shape["layers"], "hidden": self.shape["hidden"],
+                     "layers": len(tensors), "batch": args.seq * args.micro_batch}
         self.grad_bytes = None  # counted when the model is built
 
-    def build(self):
-        model = self.module.Transformer(self.shape, self.blocks)
+    def build(self, device=None):
+        model = self.module.Transformer(self.shape, self.blocks, device)
         self.grad_bytes = 4.0 * sum(p.numel() for p in model.parameters())
         return model
 
@@ -356,9 +358,10 @@ def run_config(args, work, rank, world):
 
 
 def fresh_model(args, work):
-    """The configuration's model with the seeded initial weights, the same on every rank."""
+    """The configuration's model with the seeded initial weights, the same on every rank: built on the GPU (the
+    seeded CUDA generator), not on the host and copied (a host-built 8-block llama3-8b took tens of seconds)."""
     torch.manual_seed(args.seed)
-    return work.build().cuda()
+    return work.build("cuda")
 
 
 

@@ -10,6 +10,10 @@ name, or several joined by commas: the fastest of them by the median over rounds
 resample so that the interval carries the choice ("DDP at its best cap"). Resampling is paired (whole rounds), so a
 drift that slows every contender of a round cancels in the ratio.
 
+--also-mode MODE summarises another row of the same runs the same way into compare.MODE.csv (the contenders whose
+summaries hold that row; baselines without it are left out): "the compute-only steps of the runs compared above",
+from the same processes, not from another allocation.
+
 Writes into --out: compare.csv (per contender and baseline: median over rounds, spread, ratio, interval, verdict),
 compare.rounds.csv (every run: round, position, contender, time), compare.meta.json (commit, host, date, command,
 seed, the contenders' commands and the first run's hardware), compare.png (the ratios with their intervals) and the
@@ -76,6 +80,8 @@ def parse_args(argv=None):
                         help="the contender(s) every ratio divides by; several joined by commas: the fastest of "
                              "them (repeatable; default: the first contender)")
     parser.add_argument("--mode", default="overlap", help="the summary row read from each CSV (default: overlap)")
+    parser.add_argument("--also-mode", action="append", default=[], metavar="MODE",
+                        help="also summarise this row of the same runs into compare.MODE.csv (repeatable)")
     parser.add_argument("--rounds", type=int, default=5, help="rounds; each runs every contender once (default: 5)")
     parser.add_argument("--seed", type=int, help="seed of the order and of the bootstrap (default: drawn, recorded)")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds one run may take (default: 3600)")
@@ -106,9 +112,13 @@ def parse_args(argv=None):
     out = pathlib.Path(args.out)
     if out.exists() and not out.is_dir():
         parser.error(f"--out: '{args.out}' is invalid: not a folder")
+    for mode in args.also_mode:
+        if not NAME.match(mode) or mode == args.mode:
+            parser.error(f"--also-mode: '{mode}' is invalid: a row's mode other than --mode ({args.mode})")
     try:
         ob_csv.require_outputs([(f"--out ({name})", out / name) for name in
-                                ("compare.csv", "compare.rounds.csv", "compare.meta.json", "compare.png")])
+                                ("compare.csv", "compare.rounds.csv", "compare.meta.json", "compare.png",
+                                 *(f"compare.{mode}.csv" for mode in args.also_mode))])
     except ob_csv.UsageError as error:
         parser.error(str(error))
     if (out / "compare.csv").exists():
@@ -240,6 +250,28 @@ def summarize(rounds, contenders, baselines, seed):
     return pd.DataFrame(rows)
 
 
+def also_summarize(rounds, contenders, baselines, runs_dir, mode, seed):
+    """compare.MODE.csv: `mode`'s row read from the same runs, for the contenders whose every run holds it, against
+    the baselines (their members that hold it); None when fewer than two contenders hold it."""
+    records, holding = [], []
+    for name, _, command in contenders:
+        times = []
+        for round_index in sorted(rounds["round"].unique()):
+            frame = ob_csv.load_summary(runs_dir / f"r{round_index}-{name}.csv")
+            row = frame[frame["mode"] == mode]
+            if len(row) != 1:
+                break
+            times.append({"round": round_index, "contender": name, "time_ms": float(row["time_ms_p50"].iloc[0])})
+        else:
+            records += times
+            holding.append((name, mode, command))
+    kept = [",".join(m for m in group.split(",") if m in {n for n, _, _ in holding}) for group in baselines]
+    kept = [group for group in dict.fromkeys(kept) if group]
+    if len(holding) < 2 or not kept:
+        return None
+    return summarize(pd.DataFrame(records), holding, kept, seed)
+
+
 def sentence(row):
     """One line a person reads: 'nccl is faster than ddp: 0.83x [0.80, 0.86] over 5 rounds'."""
     against = row["baseline"] if row["baseline"] == row["baseline_pick"] else \
@@ -299,16 +331,28 @@ def main(argv=None):
         print(f"ob-compare: {failure}", file=sys.stderr)
         return failure.code
     table = summarize(rounds, contenders, args.baseline, args.seed)
+    also = {mode: also_summarize(rounds, contenders, args.baseline, runs_dir, mode, args.seed)
+            for mode in args.also_mode}
     # The set is written whole or not at all: each file staged and renamed, compare.csv (the one readers look for)
     # last.
     ob_csv.write_text_atomic(out / "compare.rounds.csv", rounds.to_csv(index=False))
     ob_csv.write_text_atomic(out / "compare.meta.json",
                              json.dumps(metadata(args, contenders, orders, runs_dir), indent=2) + "\n")
     figure(table, out / "compare.png")
+    for mode, extra in also.items():
+        if extra is None:
+            print(f"ob-compare: --also-mode {mode}: fewer than two contenders (or no baseline) hold that row",
+                  file=sys.stderr)
+            continue
+        ob_csv.write_text_atomic(out / f"compare.{mode}.csv", extra.to_csv(index=False))
     ob_csv.write_text_atomic(out / "compare.csv", table.to_csv(index=False))
     for _, row in table.iterrows():
         if row["verdict"] != "baseline":
             print(sentence(row))
+    for mode, extra in also.items():
+        for _, row in (extra.iterrows() if extra is not None else []):
+            if row["verdict"] != "baseline":
+                print(f"[{mode}] {sentence(row)}")
     return 0
 
 

@@ -92,7 +92,9 @@ class Transformer(nn.Module):
     def forward(self, tokens):
         x = self.embed_tokens(tokens)
         if self.embed_positions is not None:
-            x = x + self.embed_positions(torch.arange(tokens.shape[1], device=tokens.device))
+            # Sequences longer than the learned positions wrap around them, as phase 4's lookup does.
+            positions = torch.arange(tokens.shape[1], device=tokens.device) % self.shape["positions"]
+            x = x + self.embed_positions(positions)
         for block in self.blocks:
             x = block(x)
         x = self.final_norm(x)

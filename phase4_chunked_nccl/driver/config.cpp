@@ -36,19 +36,41 @@ NcclSettings Config::nccl_settings() const {
   return {nccl_max_ctas, nccl_min_ctas, needed == CtaPolicy::kDefault ? nccl_cta_policy : needed};
 }
 
-BucketPlan Config::plan() const {
-  if (!plan_ends.empty()) return plan_from_ends(layers, hidden, plan_ends);
-  return chunks > 0 ? plan_by_chunks(layers, hidden, chunks) : plan_by_size(layers, hidden, bucket_mb, first_bucket_mb);
+void Config::use_model(const std::string& name, const TransformerShape& s) {
+  model = name;
+  shape = s;
+  hidden = s.hidden;
+  layers = static_cast<int>(parameter_tensors(s, blocks).size());
+  batch = seq * micro_batch;
 }
 
-double Config::grad_mb() const { return 4.0 * layers * hidden * hidden / (1 << 20); }
+GradientLayout Config::layout() const {
+  if (!transformer()) return GradientLayout::equal(layers, hidden);
+  std::vector<std::uint64_t> sizes;
+  for (const auto& tensor : parameter_tensors(shape, blocks)) sizes.push_back(static_cast<std::uint64_t>(tensor.elements()));
+  return GradientLayout::of_sizes(sizes);
+}
+
+BucketPlan Config::plan() const {
+  const GradientLayout steps = layout();
+  if (!plan_ends.empty()) return plan_from_ends(steps, plan_ends);
+  return chunks > 0 ? plan_by_chunks(steps, chunks) : plan_by_size(steps, bucket_mb, first_bucket_mb);
+}
+
+double Config::grad_mb() const { return 4.0 * static_cast<double>(layout().elements()) / (1 << 20); }
 
 double Config::device_bytes() const {
-  const double w = 1.0 * layers * hidden * hidden, act = 1.0 * batch * hidden;
-  // weights, room for one weight snapshot, the strategy's buffers (its gradient included); activations A_1..A_L;
-  // inputs and targets of every micro-batch; dZ, dA; the bf16 copy of the gradient; 64 MiB of headroom.
+  const double w = static_cast<double>(layout().elements()), act = 1.0 * batch * hidden;
   const SyncRow& row = sync_row(sync);
-  double floats = (2.0 + row.buffers) * w + layers * act + 2.0 * accum_steps * act + 2.0 * act;
+  // weights, room for one weight snapshot, the strategy's buffers (its gradient included); a transformer's
+  // activations and backward work buffers (step_memory), or the MLP's A_1..A_L, the inputs and targets of every
+  // micro-batch, dZ and dA; the bf16 copy of the gradient; 64 MiB of headroom.
+  double floats = (2.0 + row.buffers) * w;
+  if (transformer()) {
+    floats += step_memory(shape, blocks, seq, micro_batch, 0).activations / 4 + 2.0 * accum_steps * batch;
+  } else {
+    floats += layers * act + 2.0 * accum_steps * act + 2.0 * act;
+  }
   if (comm_dtype == WireType::kBf16) floats += 0.5 * w + (common.check ? w : 0.0);  // --check: an fp32-reduced reference
   if (comm_reference() != sync) floats += sync_row(comm_reference()).buffers * w;  // bound_ref's comm-only run
   double bytes = 4.0 * floats + (64 << 20);
@@ -96,6 +118,7 @@ Config Config::strategy_reference() const {
 Config Config::accumulation_reference() const {
   Config reference = *this;
   reference.batch = batch * accum_steps;
+  reference.micro_batch = micro_batch * accum_steps;
   reference.accum_steps = 1;
   reference.sweep.clear();
   reference.common.check = false;

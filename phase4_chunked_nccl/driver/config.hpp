@@ -9,6 +9,7 @@
 #include "common/options.hpp"
 #include "common/watchdog.hpp"
 #include "phase4_chunked_nccl/driver/choices.hpp"
+#include "phase4_chunked_nccl/model/transformer.hpp"
 #include "phase4_chunked_nccl/schedule/bucket_plan.hpp"
 #include "phase4_chunked_nccl/sync/registry.hpp"
 
@@ -29,6 +30,11 @@ struct Config {
   int hidden = 4096;
   int layers = 16;
   int batch = 512;  // rows per rank
+  // --model: a transformer instead of the square layers (apply_model): then hidden is its width, layers its backward
+  // steps (one per tensor with a gradient) and batch its tokens per rank and micro-step (seq x micro_batch).
+  std::string model;
+  int seq = 2048, micro_batch = 1, blocks = 0;  // tokens per sequence, sequences per rank, the first N blocks (0: all)
+  TransformerShape shape;                      // --model's, once read
   double bucket_mb = 25.0;
   double first_bucket_mb = 1.0;
   int chunks = 0;  // > 0: that many equal buckets instead of size-capped ones
@@ -58,6 +64,10 @@ struct Config {
   double interference_window_ms = 20;   // --mode interference: each loop's length alone
 
   std::vector<ob::Mode> modes() const;  // in the one run order (ob::in_run_order)
+  bool transformer() const { return !model.empty(); }
+  // Train `s` (named `name`): shape, model, and hidden, layers and batch from it and seq, micro_batch, blocks.
+  void use_model(const std::string& name, const TransformerShape& s);
+  GradientLayout layout() const;  // the backward steps' gradient ranges: the model's tensors, or L equal layers
   BucketPlan plan() const;
   double grad_mb() const;
   double device_bytes() const;  // weights, gradients, activations and work buffers on one GPU
@@ -80,6 +90,7 @@ const std::vector<std::string>& sweep_names();
 
 
 void add_options(CLI::App& app, Config& config);
-void validate(const CLI::App& app, const Config& config);  // throws ob::UsageError
+// Throws ob::UsageError. With --model it reads the shape first and sets hidden, layers and batch from it.
+void validate(const CLI::App& app, Config& config);
 
 }  // namespace phase4

@@ -57,7 +57,13 @@ void require_fit(const Config& config, const std::vector<Config>& points) {
                                                                            : std::vector<std::string>{point.sync}) {
       auto planned = point;
       planned.sync = sync;
-      ob::require_fits_on_device("--batch", std::to_string(point.batch), planned.device_bytes());
+      if (point.transformer()) {
+        ob::require_fits_on_device("--model", point.model + " (--seq " + std::to_string(point.seq) + " --micro-batch " +
+                                       std::to_string(point.micro_batch) + " --blocks " + std::to_string(point.blocks) + ")",
+                                   planned.device_bytes());
+      } else {
+        ob::require_fits_on_device("--batch", std::to_string(point.batch), planned.device_bytes());
+      }
     }
   }
 }
@@ -89,9 +95,16 @@ void describe(const Config& config, const SweepResult& sweep, const ob::PowerMon
     result.notes.push_back("# calibration: " + context.paths.calibration_json);
   }
   if (!config.calibration.empty()) result.meta["calibration"] = config.calibration;
-  result.header = std::string(kProgram) + ": " + std::to_string(context.ranks) + " rank(s), MLP H=" +
-                  std::to_string(config.hidden) + " L=" + std::to_string(config.layers) + " B=" +
-                  std::to_string(config.batch) + " per rank, " + (config.tf32 ? "TF32" : "fp32") +
+  const int blocks = config.blocks > 0 ? config.blocks : config.shape.layers;
+  const std::string model =
+      config.transformer()
+          ? config.shape.name + " (" + std::to_string(blocks) + " of " + std::to_string(config.shape.layers) +
+                " blocks, " + std::to_string(config.layers) + " tensors), " + std::to_string(config.micro_batch) +
+                " x " + std::to_string(config.seq) + " tokens per rank"
+          : "MLP H=" + std::to_string(config.hidden) + " L=" + std::to_string(config.layers) + " B=" +
+                std::to_string(config.batch) + " per rank";
+  result.header = std::string(kProgram) + ": " + std::to_string(context.ranks) + " rank(s), " + model + ", " +
+                  (config.tf32 ? "TF32" : "fp32") +
                   " GEMMs, median of " + std::to_string(config.common.iters) +
                   (config.mode == RunMode::kInterference ? " passes" : " steps") + ", slowest rank (CUDA events)";
   result.columns = console_columns(config);

@@ -1,4 +1,5 @@
 // Phase 4's command line: its options (the swept ones declared in sweep_options.cpp) and what they must agree on.
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -58,8 +59,9 @@ void add_planner_options(CLI::App& app, Config& config) {
 // What one sweep point asks of its strategy and of NCCL.
 void validate_point(const Config& point) {
   if (point.chunks == 0) {
-    require_bucket_count("--bucket-mb", point.bucket_mb, point.layers, point.hidden);
-    require_bucket_count("--first-bucket-mb", point.first_bucket_mb, point.layers, point.hidden);
+    const std::uint64_t elements = point.layout().elements();
+    require_bucket_count("--bucket-mb", point.bucket_mb, elements);
+    require_bucket_count("--first-bucket-mb", point.first_bucket_mb, elements);
   }
   // NCCL rejects minCTAs without maxCTAs (seen with 2.28: "invalid argument").
   const std::string min_ctas = std::to_string(point.nccl_min_ctas);
@@ -70,6 +72,9 @@ void validate_point(const Config& point) {
   ob::require(1.0 * point.accum_steps * point.batch * point.hidden < 2147483647.0, "--accum-steps",
               std::to_string(point.accum_steps), "accum-steps * batch * hidden must stay below 2^31");
   const SyncRow& sync = sync_row(point.sync);
+  ob::require(!point.transformer() || sync.schedule == ScheduleKind::kAllReduce, "--sync", point.sync,
+              "the sharded strategies slice equal square layers: with --model, an all-reduce strategy (" +
+                  sync_list(ScheduleKind::kAllReduce) + ")");
   ob::require(sync.bf16 || point.comm_dtype == WireType::kFp32, "--comm-dtype", name(point.comm_dtype),
               "--sync " + sync.name + " moves fp32 only");
   ob::require(sync.accumulation || point.accum_steps == 1, "--accum-steps", std::to_string(point.accum_steps),
@@ -106,6 +111,19 @@ void add_options(CLI::App& app, Config& config) {
       ->transform(ob::size_suffix())
       ->check(CLI::Range(1, 1 << 24))
       ->capture_default_str();
+  std::string presets;
+  for (const auto& name : transformer_presets()) presets += (presets.empty() ? "" : ", ") + name;
+  app.add_option("--model", config.model,
+                 "A transformer instead of the square layers: a preset (" + presets + ") or a Hugging Face style "
+                 "config.json; its tensors are the backward steps (phase4_model lists them)");
+  app.add_option("--seq", config.seq, "With --model: tokens per sequence")->check(CLI::Range(1, 1 << 17))->capture_default_str();
+  app.add_option("--micro-batch", config.micro_batch, "With --model: sequences per rank and micro-step")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  app.add_option("--blocks", config.blocks, "With --model: its first N blocks, with the embeddings and head whole "
+                 "(0: all)")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
   app.add_option("--bucket-mb", config.bucket_mb, "Bucket size cap (MiB), as DDP's bucket_cap_mb")
       ->check(ob::finite_in(kLeastBucketMb, kMostBucketMb))
       ->capture_default_str();
@@ -139,7 +157,36 @@ void add_options(CLI::App& app, Config& config) {
                      " (plan: auto, layer: a bucket per layer, or a bucket cap in MiB)");
 }
 
-void validate(const CLI::App& app, const Config& config) {
+namespace {
+
+// --model: the shape read, and hidden, layers and batch set from it; the square layers' options refused with it,
+// and its own without it.
+void apply_model(const CLI::App& app, Config& config) {
+  if (!config.transformer()) {
+    for (const char* option : {"--seq", "--micro-batch", "--blocks"}) {
+      ob::require(app.count(option) == 0, option, app.get_option(option)->as<std::string>(), "needs --model");
+    }
+    return;
+  }
+  for (const char* option : {"--hidden", "--layers", "--batch"}) {
+    ob::require(app.count(option) == 0, option, app.get_option(option)->as<std::string>(),
+                "not with --model (the model sets its width, tensors and tokens: --seq, --micro-batch, --blocks)");
+  }
+  const TransformerShape shape = load_transformer(config.model);
+  ob::require(config.blocks <= shape.layers, "--blocks", std::to_string(config.blocks),
+              "at most the model's " + std::to_string(shape.layers) + " blocks");
+  const double tokens = 1.0 * config.seq * config.micro_batch;
+  const double widest = std::max({1.0 * shape.hidden, 1.0 * shape.intermediate, 1.0 * shape.heads * shape.head_dim,
+                                  1.0 * shape.vocab});
+  ob::require(tokens * widest < 2147483647.0 && 1.0 * shape.heads * config.seq * config.seq < 2147483647.0, "--seq",
+              std::to_string(config.seq), "seq x micro-batch x the widest tensor, and heads x seq^2, must stay below 2^31");
+  config.use_model(config.model, shape);
+}
+
+}  // namespace
+
+void validate(const CLI::App& app, Config& config) {
+  apply_model(app, config);
   ob::require(!(config.chunks > 0 && (app.count("--bucket-mb") > 0 || app.count("--first-bucket-mb") > 0)),
               "--chunks", std::to_string(config.chunks), "--chunks and --bucket-mb/--first-bucket-mb exclude each other");
   ob::parse_fault(config.fault.inject_fault);
@@ -180,6 +227,8 @@ void validate(const CLI::App& app, const Config& config) {
     ob::require(mb <= config.grad_mb(), "--interference-mb", ob::format_number(mb),
                 "at most the gradient (" + ob::format_number(config.grad_mb()) + " MiB: --layers x --hidden^2 fp32)");
   }
+  ob::require(!map || !config.transformer(), "--mode", name(config.mode),
+              "the interference map times the square layers' GEMM: not with --model");
   ob::require(!map || !(config.common.check || config.calibrate || config.plan_mode == PlanMode::kAuto), "--mode",
               name(config.mode),
               "the interference map times loops of one GEMM and one collective: not with --check, --calibrate or "

@@ -182,6 +182,10 @@ ob::SummaryRow base_row(const Config& config, const BucketPlan& plan, int ranks)
       .config("accum_steps", config.accum_steps).config("graph", config.graph).config("sync", config.sync)
       .config("gemm_sm_margin", config.gemm_sm_margin).config("prefetch", config.prefetch)
       .config("plan", name(config.plan_mode)).config("clock", "cuda_event");
+  if (config.transformer()) {  // hidden is its width, layers its tensors, batch its tokens per rank
+    base.config("model", config.shape.name).config("seq", config.seq).config("micro_batch", config.micro_batch)
+        .config("blocks", config.blocks > 0 ? config.blocks : config.shape.layers);
+  }
   return base;
 }
 
@@ -263,7 +267,7 @@ PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob:
   MPI_CHECK(MPI_Comm_rank(comm, &rank));
   MPI_CHECK(MPI_Comm_size(comm, &ranks));
   const BucketPlan plan = trainer.adapt(config.plan());
-  validate_plan(plan, config.layers, config.hidden);
+  validate_plan(plan, config.layout());
   const ob::SummaryRow base = base_row(config, plan, ranks);
   if (config.mode == RunMode::kInterference) return interference_point(config, trainer, base, comm, progress);
   const StrategyCalibration* calibrated = calibration ? calibration->strategy(config.sync) : nullptr;

@@ -92,7 +92,7 @@ Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, 
     double compute_backward = 0;
     for (const double bytes : sizes) {
       const double mb = bytes / (1 << 20);
-      const BucketPlan plan = trainer.adapt(plan_by_size(config.layers, config.hidden, mb, mb));
+      const BucketPlan plan = trainer.adapt(plan_by_size(config.layout(), mb, mb));
       if (progress) {
         *progress << "phase4: calibration: --sync " << sync << ", " << plan.describe() << std::endl;
       }

@@ -5,20 +5,10 @@
 #include "common/cuda/cuda_check.hpp"
 #include "common/verify.hpp"
 #include "phase4_chunked_nccl/model/kernels.cuh"
+#include "phase4_chunked_nccl/model/launch.cuh"
 
 namespace phase4 {
 namespace {
-
-constexpr int kThreads = 256;
-
-int blocks_for(std::size_t n) {
-  const std::size_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < 132 * 64 ? (blocks == 0 ? 1 : blocks) : 132 * 64);
-}
-
-#define GRID_STRIDE(i, n)                                                                    \
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < (n); \
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
 
 __device__ __forceinline__ std::uint64_t pattern_seed(std::uint64_t seed, int rank) {
   return seed + 7919u * static_cast<std::uint64_t>(rank + 1);

@@ -6,16 +6,20 @@
 #include "common/nvtx.hpp"
 #include "phase4_chunked_nccl/model/kernels.cuh"
 #include "phase4_chunked_nccl/model/model.hpp"
+#include "phase4_chunked_nccl/model/transformer_model.hpp"
 
 namespace phase4 {
 
+std::unique_ptr<Model> make_model(const Config& config, int rank, cublasHandle_t cublas, float* grads, float* weights) {
+  if (config.transformer()) return std::make_unique<TransformerModel>(config, rank, cublas, grads, weights);
+  return std::make_unique<Mlp>(config, rank, cublas, grads, weights);
+}
+
 Mlp::Mlp(const Config& config, int rank, cublasHandle_t cublas, float* grads, float* weights)
-    : config_(config), hidden_(config.hidden), layers_(config.layers), batch_(config.batch),
-      micro_steps_(config.accum_steps), cublas_(cublas),
-      elements_(static_cast<std::size_t>(layers_) * hidden_ * hidden_), grads_(grads),
-      own_weights_(weights ? 0 : elements_), weights_(weights ? weights : own_weights_.get()),
-      weight_seed_(config.common.seed) {
-  const std::size_t w = elements_;
+    : Model(static_cast<std::size_t>(config.layers) * config.hidden * config.hidden, grads, weights), config_(config),
+      hidden_(config.hidden), layers_(config.layers), batch_(config.batch), micro_steps_(config.accum_steps),
+      cublas_(cublas), weight_seed_(config.common.seed) {
+  const std::size_t w = elements();
   const std::size_t act = batch_elements(), data = act * micro_steps_;
   inputs_ = ob::DeviceBuffer<float>(data);
   targets_ = ob::DeviceBuffer<float>(data);
@@ -28,14 +32,14 @@ Mlp::Mlp(const Config& config, int rank, cublasHandle_t cublas, float* grads, fl
   const std::uint64_t data_seed = config.common.seed * 1000003u + 17u * static_cast<std::uint64_t>(rank + 1);
   fill_uniform(inputs_.get(), data, data_seed, 1.0f, nullptr);
   fill_uniform(targets_.get(), data, data_seed + 1, 1.0f, nullptr);
-  CUDA_CHECK(cudaMemset(grads_, 0, w * sizeof(float)));
+  CUDA_CHECK(cudaMemset(this->grads(), 0, w * sizeof(float)));
   reset_weights(nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 void Mlp::reset_weights(cudaStream_t stream) {
   // He-style uniform init, U(-a, a) with a = sqrt(6 / H): activations keep their scale through the ReLUs.
-  fill_uniform(weights_, elements_, weight_seed_ + 99u, std::sqrt(6.0f / hidden_), stream);
+  fill_uniform(weights(), elements(), weight_seed_ + 99u, std::sqrt(6.0f / hidden_), stream);
 }
 
 void Mlp::forward(int micro, cudaStream_t stream, const LayerHook& before, const LayerHook& after) {
@@ -44,7 +48,7 @@ void Mlp::forward(int micro, cudaStream_t stream, const LayerHook& before, const
   for (int l = 1; l <= layers_; ++l) {
     ob::NvtxRange range("forward layer " + std::to_string(l));
     if (before) before(l);
-    ob::cublas_gemm(cublas_, config_.tf32, {batch_, hidden_, hidden_}, activation(l - 1), slot(weights_, layers_ - l),
+    ob::cublas_gemm(cublas_, config_.tf32, {batch_, hidden_, hidden_}, activation(l - 1), slot(weights(), layers_ - l),
                     activation(l), stream);
     if (l < layers_) relu_inplace(activation(l), act, stream);
     if (after) after(l);
@@ -58,9 +62,9 @@ void Mlp::backward_step(int step, bool accumulate, cudaStream_t stream) {
   const int l = layers_ - step;
   ob::NvtxRange range("backward layer " + std::to_string(l));
   ob::cublas_gemm(cublas_, config_.tf32, {hidden_, hidden_, batch_, true, false}, activation(l - 1), dz_.get(),
-                  slot(grads_, step), stream, accumulate ? 1.0f : 0.0f);
+                  slot(grads(), step), stream, accumulate ? 1.0f : 0.0f);
   if (l == 1) return;
-  ob::cublas_gemm(cublas_, config_.tf32, {batch_, hidden_, hidden_, false, true}, dz_.get(), slot(weights_, step),
+  ob::cublas_gemm(cublas_, config_.tf32, {batch_, hidden_, hidden_, false, true}, dz_.get(), slot(weights(), step),
                   da_.get(), stream);
   relu_backward(da_.get(), activation(l - 1), batch_elements(), stream);
   std::swap(dz_, da_);

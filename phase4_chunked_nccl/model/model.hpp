@@ -9,31 +9,64 @@
 #include <cuda_runtime_api.h>
 
 #include <functional>
+#include <memory>
 
 #include "common/cuda/device_buffer.hpp"
 #include "phase4_chunked_nccl/driver/config.hpp"
 
 namespace phase4 {
 
-class Mlp {
+// What the schedules drive: a model whose config.layers backward steps each write one range of the gradient buffer
+// (Config::layout(), in backward order), and whose forward runs as config.layers forward layers, forward layer l
+// being the forward work of the tensor that backward step config.layers - l completes.
+class Model {
  public:
-  // `grads`: the gradient buffer (layers * hidden^2 floats), owned by the gradient-sync strategy that moves it;
-  // `weights` the same for the weights (null: the model allocates its own).
-  Mlp(const Config& config, int rank, cublasHandle_t cublas, float* grads, float* weights);
+  virtual ~Model() = default;
+  Model() = default;
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
 
-  void reset_weights(cudaStream_t stream);  // the initial weights, identical on every rank
-  // On micro-batch `micro`: A_l = ReLU(A_{l-1} · W_l) (no ReLU on the last layer), then
-  // dZ = 2 (A_L - T) / (K * batch * hidden). `before` and `after` (if set) run on the host around each layer l
-  // (1-based) as it is enqueued: the trainer's all-gathers and timing marks.
+  virtual void reset_weights(cudaStream_t stream) = 0;  // the initial weights, identical on every rank
+  // The forward of micro-batch `micro` (of --accum-steps K) to the loss's gradient. `before` and `after` (if set)
+  // run on the host around each forward layer l (1-based) as it is enqueued: the trainer's all-gathers and timing
+  // marks.
   using LayerHook = std::function<void(int layer)>;
-  void forward(int micro, cudaStream_t stream, const LayerHook& before = {}, const LayerHook& after = {});
-  // Backward step s (layer l = L - s) of the last forward's micro-batch: dW_l = A_{l-1}ᵀ · dZ into gradient slot s
-  // (added to it when `accumulate`), then (l > 1) the next dZ = (dZ · W_lᵀ) masked by A_{l-1} > 0.
-  void backward_step(int step, bool accumulate, cudaStream_t stream);
+  virtual void forward(int micro, cudaStream_t stream, const LayerHook& before = {}, const LayerHook& after = {}) = 0;
+  // Backward step s of the last forward's micro-batch: its gradient range written (added to when `accumulate`).
+  virtual void backward_step(int step, bool accumulate, cudaStream_t stream) = 0;
 
   float* weights() const { return weights_; }
   float* grads() const { return grads_; }
   std::size_t elements() const { return elements_; }
+
+ protected:
+  // `grads`: the gradient buffer, owned by the gradient-sync strategy that moves it; `weights` the same for the
+  // weights (null: the model allocates its own).
+  Model(std::size_t elements, float* grads, float* weights)
+      : elements_(elements), grads_(grads), own_weights_(weights ? 0 : elements),
+        weights_(weights ? weights : own_weights_.get()) {}
+
+ private:
+  std::size_t elements_;
+  float* grads_;
+  ob::DeviceBuffer<float> own_weights_;  // empty when the strategy owns the weights
+  float* weights_;
+};
+
+// The model a configuration names: a transformer (--model), else the square-layer MLP.
+std::unique_ptr<Model> make_model(const Config& config, int rank, cublasHandle_t cublas, float* grads, float* weights);
+
+class Mlp : public Model {
+ public:
+  Mlp(const Config& config, int rank, cublasHandle_t cublas, float* grads, float* weights);
+
+  void reset_weights(cudaStream_t stream) override;
+  // On micro-batch `micro`: A_l = ReLU(A_{l-1} · W_l) (no ReLU on the last layer), then
+  // dZ = 2 (A_L - T) / (K * batch * hidden).
+  void forward(int micro, cudaStream_t stream, const LayerHook& before = {}, const LayerHook& after = {}) override;
+  // Backward step s (layer l = L - s) of the last forward's micro-batch: dW_l = A_{l-1}ᵀ · dZ into gradient slot s
+  // (added to it when `accumulate`), then (l > 1) the next dZ = (dZ · W_lᵀ) masked by A_{l-1} > 0.
+  void backward_step(int step, bool accumulate, cudaStream_t stream) override;
 
  private:
   std::size_t batch_elements() const { return static_cast<std::size_t>(batch_) * hidden_; }
@@ -47,10 +80,6 @@ class Mlp {
   int hidden_, layers_, batch_, micro_steps_;
   std::size_t micro_ = 0;
   cublasHandle_t cublas_;
-  std::size_t elements_;
-  float* grads_;
-  ob::DeviceBuffer<float> own_weights_;  // empty when the strategy owns the weights
-  float* weights_;
   ob::DeviceBuffer<float> inputs_, targets_, activations_, dz_, da_;
   ob::DeviceBuffer<double> loss_;
   std::uint64_t weight_seed_;

@@ -207,16 +207,20 @@ StepMemory step_memory(const TransformerShape& s, int blocks, int seq, int micro
   const int kept = blocks > 0 && blocks < s.layers ? blocks : s.layers;
   const double h = s.hidden, q = static_cast<double>(s.heads) * s.head_dim, kv = static_cast<double>(s.kv_heads) * s.head_dim;
   const double mlp = (s.mlp == MlpKind::kSwiGlu ? 3.0 : 2.0) * s.intermediate;
-  // Per token and block: the block's input and first norm, q, k, v, the attention probabilities, the attention's
-  // output, the residual after it and the second norm, the MLP's intermediates. Outside: the embedding's output,
-  // the final norm and the logits (their gradient written in place).
-  const double per_block = 2 * h + q + 2 * kv + static_cast<double>(s.heads) * seq + q + 2 * h + mlp;
+  const double repeated = s.kv_heads < s.heads ? 2 * q : 0;  // K and V repeated to the query heads (GQA)
+  // Per token and block: the block's input and first norm, q, k, v (and their repeats), the attention
+  // probabilities, the attention's output, the residual after it and the second norm, the MLP's intermediates.
+  // Outside: the last block's output, the final norm and the logits (their gradient written in place).
+  const double per_block = 2 * h + q + 2 * kv + repeated + static_cast<double>(s.heads) * seq + q + 2 * h + mlp;
   const double tokens = static_cast<double>(seq) * micro_batch;
   const double params = static_cast<double>(parameter_count(s, blocks));
   StepMemory m;
   m.weights = 4 * params;
   m.gradients = 4 * params * gradient_buffers;
   m.activations = 4 * tokens * (kept * per_block + 2 * h + static_cast<double>(s.vocab));
+  // One block's backward at a time: the residual's gradients (two) and a norm's, the attention's output, q, k, v
+  // (and repeats), the MLP's intermediates; one sequence's attention probabilities.
+  m.work = 4 * tokens * (3 * h + 2 * q + 2 * kv + repeated + mlp) + 4.0 * s.heads * seq * static_cast<double>(seq);
   return m;
 }
 

@@ -62,10 +62,11 @@ std::int64_t parameter_count(const TransformerShape& shape, int blocks = 0);
 double attention_flops_per_token(const TransformerShape& shape, int seq);
 
 // What one rank's fp32 SGD step holds on the device (bytes): weights; gradients times the strategy's buffers (its
-// gradient-sized buffers, the gradient itself included: SyncRow::buffers); activations kept for the backward.
+// gradient-sized buffers, the gradient itself included: SyncRow::buffers); activations kept for the backward; the
+// backward's work buffers (one block's at a time).
 struct StepMemory {
-  double weights = 0, gradients = 0, activations = 0;
-  double total() const { return weights + gradients + activations; }
+  double weights = 0, gradients = 0, activations = 0, work = 0;
+  double total() const { return weights + gradients + activations + work; }
 };
 StepMemory step_memory(const TransformerShape& shape, int blocks, int seq, int micro_batch, double gradient_buffers);
 

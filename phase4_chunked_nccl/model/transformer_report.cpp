@@ -64,7 +64,8 @@ ModelReport describe_model(const ModelQuery& q) {
       << " (the backward twice that)\n"
       << "  one rank's step at seq " << q.seq << " x micro-batch " << q.micro_batch << " with --sync " << q.sync << " ("
       << ob::format_number(buffers) << (buffers == 1 ? " gradient-sized buffer" : " gradient-sized buffers") << "): weights " << gib(memory.weights) << " + gradients "
-      << gib(memory.gradients) << " + activations " << gib(memory.activations) << " = " << gib(memory.total()) << "\n";
+      << gib(memory.gradients) << " + activations " << gib(memory.activations) << " + backward work "
+      << gib(memory.work) << " = " << gib(memory.total()) << "\n";
   report.summary = out.str();
   return report;
 }

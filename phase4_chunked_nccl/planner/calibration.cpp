@@ -95,7 +95,7 @@ nlohmann::json Calibration::to_json() const {
     list.push_back({{"sync", s.sync}, {"bytes", s.bytes}, {"comm_ms", s.comm_ms}, {"gap_ms", s.gap_ms}, {"stretch", s.stretch},
                     {"slowdown", s.slowdown}});
   }
-  return {{"kind", "overlap-bench phase4 calibration"},
+  nlohmann::json out = {{"kind", "overlap-bench phase4 calibration"},
           {"schema_version", 1},
           {"commit", commit},
           {"host", host},
@@ -109,6 +109,11 @@ nlohmann::json Calibration::to_json() const {
            {{"forward_ms", forward_ms}, {"update_ms", update_ms}, {"iteration_ms", iteration_ms},
             {"step_ms", step_ms}}},
           {"strategies", list}};
+  if (!model.empty()) {  // a transformer's (--model): its name and each backward step's gradient
+    out["model"]["name"] = model;
+    out["model"]["step_elements"] = step_elements;
+  }
+  return out;
 }
 
 Calibration Calibration::from_json(const nlohmann::json& json, const std::string& source) {
@@ -135,6 +140,11 @@ Calibration Calibration::from_json(const nlohmann::json& json, const std::string
   c.accum_steps = field<int>(model, "accum_steps", "model.", source);
   // Calibrations made before the graph flag was recorded were measured eagerly.
   c.graph = model.contains("graph") ? field<bool>(model, "graph", "model.", source) : false;
+  // A transformer's (--model): its name and each backward step's gradient; absent, the square layers.
+  c.model = model.contains("name") ? field<std::string>(model, "name", "model.", source) : "";
+  if (model.contains("step_elements")) {
+    c.step_elements = field<std::vector<std::uint64_t>>(model, "step_elements", "model.", source);
+  }
   const auto compute = field<nlohmann::json>(json, "compute", "", source);
   c.forward_ms = field<double>(compute, "forward_ms", "compute.", source);
   c.update_ms = field<double>(compute, "update_ms", "compute.", source);
@@ -145,6 +155,12 @@ Calibration Calibration::from_json(const nlohmann::json& json, const std::string
     if (value < 1) throw invalid(std::string(key) + " must be >= 1 (it is " + std::to_string(value) + ")");
   }
   if (static_cast<int>(c.step_ms.size()) != c.layers) throw invalid("compute.step_ms needs one time per layer");
+  if (!c.step_elements.empty()) {
+    if (static_cast<int>(c.step_elements.size()) != c.layers) throw invalid("model.step_elements needs one size per layer");
+    for (const auto n : c.step_elements) {
+      if (n < 1 || n > static_cast<std::uint64_t>(kLargestCalibrated)) throw invalid("model.step_elements must be >= 1");
+    }
+  }
   require_positive(c.step_ms, "compute.step_ms", source);
   for (const auto& [key, value] : {std::pair{"compute.forward_ms", c.forward_ms}, {"compute.update_ms", c.update_ms},
                                     {"compute.iteration_ms", c.iteration_ms}}) {
@@ -176,6 +192,8 @@ std::string Calibration::mismatch(const Calibration& other) const {
     nlohmann::json a = here, b = there;
     return what + " is " + a.dump() + " here but " + b.dump() + " in the calibration";
   };
+  if (model != other.model) return differs("the model", other.model, model);
+  if (step_elements != other.step_elements) return differs("model.step_elements", other.step_elements, step_elements);
   if (hidden != other.hidden) return differs("hidden", other.hidden, hidden);
   if (layers != other.layers) return differs("layers", other.layers, layers);
   if (batch != other.batch) return differs("batch", other.batch, batch);
@@ -195,6 +213,11 @@ Calibration describe_run(const Config& config, int ranks, const std::string& gpu
   c.layers = config.layers;
   c.batch = config.batch;
   c.accum_steps = config.accum_steps;
+  if (config.transformer()) {
+    c.model = config.shape.name;
+    c.step_elements = config.layout().ends;
+    for (std::size_t s = c.step_elements.size(); s-- > 1;) c.step_elements[s] -= c.step_elements[s - 1];
+  }
   c.ranks = ranks;
   c.tf32 = config.tf32;
   c.graph = config.graph;

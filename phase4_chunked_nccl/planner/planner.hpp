@@ -55,8 +55,8 @@ struct Calibration {
   double forward_ms = 0, update_ms = 0, iteration_ms = 0;
   std::vector<double> step_ms;  // per backward step, layer L first
   std::vector<StrategyCalibration> strategies;
-  // The gradient each backward step writes, where it is not `layers` steps of hidden^2 (a model estimated from this
-  // calibration: model_estimate.hpp; never read from or written to a file), and that model's name.
+  // The gradient each backward step writes, where it is not `layers` steps of hidden^2 (a transformer's, measured
+  // with --model or estimated from this calibration: model_estimate.hpp), and that model's name.
   std::vector<std::uint64_t> step_elements;
   std::string model;
 

@@ -38,10 +38,10 @@ void Schedule::run(ob::Mode mode, const BucketPlan& plan, StepMarks& marks) {
 }
 
 void Schedule::train(ob::Mode mode, const BucketPlan& plan, StepMarks& m,
-                     const std::function<Mlp::LayerHook()>& before_forward, const std::function<void()>& update_step) {
+                     const std::function<Model::LayerHook()>& before_forward, const std::function<void()>& update_step) {
   m.start = m.mark(r_.compute);
   accumulate();
-  const Mlp::LayerHook before = before_forward();
+  const Model::LayerHook before = before_forward();
   const auto begin = [&](int layer) {  // with no work of its own between two layers, one event ends and begins them
     if (before) before(layer);  // it may name the layer's begin itself
     int& begun = m.layer_begin[layer - 1];

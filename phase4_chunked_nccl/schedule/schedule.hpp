@@ -52,7 +52,7 @@ struct StepMarks {
 // What a step runs on; the trainer owns it all.
 struct StepResources {
   const Config& config;
-  Mlp& model;
+  Model& model;
   cudaStream_t compute, comm;
   cudaEvent_t handoff, comm_done;
   float update_scale;  // the learning rate over the ranks (the update averages the summed gradient)
@@ -95,7 +95,7 @@ class Schedule {
   // forward waits for; it returns the hook run before each forward layer), the forward, the backward (overlapped:
   // each bucket handed over as its step completes), seq's buckets after it, and `update_step()` once the last bucket
   // is done; every part marked in `m`.
-  void train(ob::Mode mode, const BucketPlan& plan, StepMarks& m, const std::function<Mlp::LayerHook()>& before_forward,
+  void train(ob::Mode mode, const BucketPlan& plan, StepMarks& m, const std::function<Model::LayerHook()>& before_forward,
              const std::function<void()>& update_step);
   // The comm-only step: every bucket synchronised on the comm stream, then `more` (more collectives, or nothing).
   void communicate_only(const BucketPlan& plan, StepMarks& m, const std::function<void()>& more);

@@ -82,7 +82,7 @@ class ShardedSchedule final : public Schedule {
   // The gathers the forward waits for, issued before it (seq: all, the forward after the last) or ahead of it
   // (overlap: `ahead` layers updated and gathered first, one more as each layer starts); the hook run before each
   // forward layer.
-  Mlp::LayerHook gathers_before_forward(ob::Mode mode, StepMarks& m) {
+  Model::LayerHook gathers_before_forward(ob::Mode mode, StepMarks& m) {
     const int layers = r_.config.layers;
     hand_over(r_.compute, r_.handoff, r_.comm);  // the previous update is done
     if (mode == ob::Mode::kSeq) {

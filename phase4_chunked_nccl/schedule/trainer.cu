@@ -163,8 +163,8 @@ Trainer::Trainer(const Config& config, int rank, int ranks, ncclComm_t nccl, MPI
     CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     CUBLAS_CHECK(cublasSetSmCountTarget(cublas_, sms - config.gemm_sm_margin));
   }
-  sync_ = make_sync(config.sync, {config, rank, ranks, nccl, GradientLayout::equal(config.layers, config.hidden)});
-  model_ = std::make_unique<Mlp>(config, rank, cublas_, sync_->gradient(), sync_->weights());
+  sync_ = make_sync(config.sync, {config, rank, ranks, nccl, config.layout()});
+  model_ = make_model(config, rank, cublas_, sync_->gradient(), sync_->weights());
   schedule_ = make_schedule(sync_row(config.sync).schedule, resources(), *sync_);
 }
 
@@ -217,7 +217,7 @@ double Trainer::comm_gradient_error(const BucketPlan& plan) {
 }
 
 ModeRun Trainer::run_comm_with(const std::string& sync, const BucketPlan& plan, ob::SteadyClock::time_point origin) {
-  std::unique_ptr<GradientSync> other = make_sync(sync, {config_, rank_, ranks_, nccl_, GradientLayout::equal(config_.layers, config_.hidden)});
+  std::unique_ptr<GradientSync> other = make_sync(sync, {config_, rank_, ranks_, nccl_, config_.layout()});
   std::unique_ptr<Schedule> its = make_schedule(sync_row(sync).schedule, resources(), *other);
   std::swap(sync_, other);
   std::swap(schedule_, its);

@@ -128,7 +128,7 @@ class Trainer {
   ob::DeviceBuffer<char> cublas_workspace_;
   ob::DeviceBuffer<unsigned long long> scratch_;
   std::unique_ptr<GradientSync> sync_;
-  std::unique_ptr<Mlp> model_;
+  std::unique_ptr<Model> model_;
   std::unique_ptr<Schedule> schedule_;
 };
 

@@ -266,3 +266,52 @@ TEST(Phase4NcclPath, TheLogSaysWhichTransportsChannelsAndCopyEnginesRan) {
   ASSERT_EQ(exit_code_of({"--nccl-path"}, &config), -1);
   EXPECT_TRUE(config.nccl_path);
 }
+
+// --model: the transformer's width, tensors (its backward steps) and tokens replace --hidden, --layers and --batch;
+// the gradient, the buckets and the memory follow its tensors.
+TEST(Phase4Options, AModelSetsTheShapeAndItsGradientLayout) {
+  phase4::Config config;
+  ASSERT_EQ(exit_code_of({"--model", "llama3-8b", "--blocks", "2", "--seq", "4096"}, &config), -1);
+  EXPECT_EQ(config.hidden, 4096);
+  EXPECT_EQ(config.batch, 4096);
+  const auto tensors = phase4::parameter_tensors(config.shape, 2);
+  EXPECT_EQ(config.layers, static_cast<int>(tensors.size()));
+  EXPECT_EQ(config.layout().elements(), static_cast<std::uint64_t>(phase4::parameter_count(config.shape, 2)));
+  EXPECT_EQ(config.layout().steps(), config.layers);
+  EXPECT_DOUBLE_EQ(config.grad_mb(), 4.0 * phase4::parameter_count(config.shape, 2) / (1 << 20));
+  // DDP-style buckets over its tensors: the LM head (2 GB) is cut, and every bucket's ready step holds its end.
+  const auto plan = config.plan();
+  phase4::validate_plan(plan, config.layout());
+  EXPECT_EQ(plan.buckets.front().ready_after, 0);
+  EXPECT_EQ(plan.buckets.back().ready_after, config.layers - 1);
+  // Memory: the weights, the strategy's gradient buffers, step_memory's activations and work.
+  const auto m = phase4::step_memory(config.shape, 2, 4096, 1, 0);
+  EXPECT_GT(config.device_bytes(), (2.0 + 1) * 4 * phase4::parameter_count(config.shape, 2) + m.activations + m.work);
+  ASSERT_EQ(exit_code_of({"--model", "gpt2", "--micro-batch", "4", "--seq", "512", "--accum-steps", "2"}, &config), -1);
+  EXPECT_EQ(config.batch, 2048);
+  const auto big = config.accumulation_reference();
+  EXPECT_EQ(big.micro_batch, 8);
+  EXPECT_EQ(big.batch, 4096);
+  ASSERT_EQ(exit_code_of({"--model", std::string(OVERLAP_TEST_DATA_DIR) + "/models/gpt2.config.json"}, &config), -1);
+  EXPECT_EQ(config.hidden, 768);
+  EXPECT_EQ(config.batch, 2048);
+}
+
+TEST(Phase4Options, AModelRefusesWhatItCannotRun) {
+  const int usage = ob::kExitUsage;
+  EXPECT_EQ(exit_code_of({"--model", "gpt2", "--hidden", "1024"}), usage);   // the model sets it
+  EXPECT_EQ(exit_code_of({"--model", "gpt2", "--layers", "4"}), usage);
+  EXPECT_EQ(exit_code_of({"--model", "gpt2", "--batch", "64"}), usage);
+  EXPECT_EQ(exit_code_of({"--seq", "512"}), usage);                          // needs --model
+  EXPECT_EQ(exit_code_of({"--blocks", "2"}), usage);
+  EXPECT_EQ(exit_code_of({"--micro-batch", "2"}), usage);
+  EXPECT_EQ(exit_code_of({"--model", "gpt2", "--blocks", "13"}), usage);     // gpt2 has 12
+  EXPECT_EQ(exit_code_of({"--model", "no-such-model"}), usage);
+  EXPECT_EQ(exit_code_of({"--model", "llama3-8b", "--seq", "65536"}), usage);  // 65536 x 128256 logits: over 2^31
+  EXPECT_EQ(exit_code_of({"--model", "gpt2", "--mode", "interference"}), usage);
+  for (const auto& row : phase4::sync_rows()) {
+    const int expected = row.schedule == phase4::ScheduleKind::kSharded ? usage : -1;
+    EXPECT_EQ(exit_code_of({"--model", "gpt2", "--sync", row.name}), expected) << row.name;
+  }
+  EXPECT_EQ(exit_code_of({"--model", "gpt2", "--sweep", "sync=nccl,sharded"}), usage);
+}

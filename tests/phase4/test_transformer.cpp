@@ -83,7 +83,15 @@ TEST(Transformer, TheMemoryEstimateIsItsStatedSum) {
   // Per token and block: 2h + q + 2kv + heads x seq + q + 2h + 2 x intermediate; outside: 2h + vocab.
   const double per_block = 2 * 768 + 768 + 2 * 768 + 12 * 1024 + 768 + 2 * 768 + 2 * 3072;
   EXPECT_DOUBLE_EQ(m.activations, 4.0 * 2048 * (12 * per_block + 2 * 768 + 50257));
-  EXPECT_DOUBLE_EQ(m.total(), m.weights + m.gradients + m.activations);
+  // One block's backward: 3h + 2q + 2kv + 2 x intermediate per token, and one sequence's probabilities.
+  EXPECT_DOUBLE_EQ(m.work, 4.0 * 2048 * (3 * 768 + 2 * 768 + 2 * 768 + 2 * 3072) + 4.0 * 12 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(m.total(), m.weights + m.gradients + m.activations + m.work);
+  // Grouped-query attention keeps K and V repeated to the query heads: 2q more per token and block, and 2q more work.
+  const auto llama = phase4::load_transformer("llama3-8b");
+  const auto one = phase4::step_memory(llama, 1, 16, 1, 1), two = phase4::step_memory(llama, 2, 16, 1, 1);
+  const double llama_block = 2 * 4096 + 4096 + 2 * 1024 + 2 * 4096 + 32 * 16 + 4096 + 2 * 4096 + 3 * 14336;
+  EXPECT_DOUBLE_EQ(two.activations - one.activations, 4.0 * 16 * llama_block);
+  EXPECT_DOUBLE_EQ(one.work, 4.0 * 16 * (3 * 4096 + 2 * 4096 + 2 * 1024 + 2 * 4096 + 3 * 14336) + 4.0 * 32 * 16 * 16);
   EXPECT_DOUBLE_EQ(phase4::attention_flops_per_token(gpt2, 1024), 4.0 * 1024 * 768);
 }
 

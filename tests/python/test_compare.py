@@ -156,3 +156,23 @@ def test_the_report_says_a_comparison_in_words(tmp_path):
     text = report.write_report(out).read_text()
     assert re.search(r"^- slow is slower than base: 1\.\d+x \[", text, re.M), text
     assert "![compare.png](compare.png)" in text and "| contender |" in text
+
+
+def test_another_row_of_the_same_runs_is_summarised_too(tmp_path):
+    out = tmp_path / "cmp"
+    result = ob_compare("--out", out, "--rounds", 3, "--seed", 2, "--baseline", "base", "--also-mode", "compute",
+                        "--contender", fake("base", 10.0), "--contender", fake("slow", 14.0))
+    assert result.returncode == 0, result.stderr
+    extra = pd.read_csv(out / "compare.compute.csv").set_index("contender")
+    assert math.isclose(extra.loc["slow", "ratio"], 1.4) and extra.loc["slow", "verdict"] == "slower"
+    assert set(extra["mode"]) == {"compute"} and (extra["rounds"] == 3).all()
+    # the same processes: each round's compute time is half its overlap time (the fake writes both)
+    assert math.isclose(extra.loc["base", "median_ms"], 5.0)
+    assert re.search(r"^\[compute\] slow is slower than base: 1\.400x", result.stdout, re.M)
+    # a row no contender holds is said, and no file is written for it
+    result = ob_compare("--out", tmp_path / "c2", "--rounds", 2, "--also-mode", "bound",
+                        "--contender", fake("a", 5.0), "--contender", fake("b", 6.0))
+    assert result.returncode == 0 and "--also-mode bound" in result.stderr
+    assert not (tmp_path / "c2" / "compare.bound.csv").exists()
+    assert ob_compare("--out", tmp_path / "c3", "--also-mode", "overlap", "--contender", fake("a", 5.0),
+                      "--contender", fake("b", 6.0)).returncode == 2

@@ -1,0 +1,454 @@
+#include "phase4_chunked_nccl/model/transformer_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "common/cuda/cublas_gemm.hpp"
+#include "common/cuda/cuda_check.hpp"
+#include "common/nvtx.hpp"
+#include "phase4_chunked_nccl/model/kernels.cuh"
+#include "phase4_chunked_nccl/model/transformer_kernels.cuh"
+
+namespace phase4 {
+namespace {
+
+// A tensor's name without "block N " and ".bias": "attn.q", "norm1", "lm_head", "embed_tokens (tied lm_head)".
+std::string base_name(const ParamTensor& t, bool* bias) {
+  std::string name = t.name;
+  if (t.block >= 0) name = name.substr(name.find(' ', 6) + 1);
+  *bias = name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+  if (*bias) name.resize(name.size() - 5);
+  return name;
+}
+
+TransformerModel::Part part_of(const std::string& name) {
+  using Part = TransformerModel::Part;
+  static const std::vector<std::pair<std::string, Part>> parts = {
+      {"lm_head", Part::kLmHead}, {"final_norm", Part::kFinalNorm}, {"embed_positions", Part::kEmbedPositions},
+      {"embed_tokens", Part::kEmbedTokens}, {"embed_tokens (tied lm_head)", Part::kEmbedTokens},
+      {"norm1", Part::kNorm1}, {"attn.q", Part::kQ}, {"attn.k", Part::kK}, {"attn.v", Part::kV}, {"attn.o", Part::kO},
+      {"norm2", Part::kNorm2}, {"mlp.gate", Part::kGate}, {"mlp.up", Part::kUp}, {"mlp.down", Part::kDown},
+      {"mlp.fc", Part::kFc}, {"mlp.proj", Part::kProj}};
+  for (const auto& [known, part] : parts) {
+    if (known == name) return part;
+  }
+  throw std::logic_error("TransformerModel: no part named '" + name + "'");
+}
+
+// A splitmix64 step: the tokens' generator (the same on the host for every build).
+std::uint64_t mix(std::uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+TransformerModel::TransformerModel(const Config& config, int rank, cublasHandle_t cublas, float* grads, float* weights)
+    : Model(config.layout().elements(), grads, weights), config_(config), shape_(config.shape),
+      tensors_(parameter_tensors(config.shape, config.blocks)), layout_(config.layout()), cublas_(cublas),
+      tf32_(config.tf32), rms_(config.shape.norm == NormKind::kRmsNorm), swiglu_(config.shape.mlp == MlpKind::kSwiGlu),
+      seq_(config.seq), micro_batch_(config.micro_batch), micro_steps_(config.accum_steps),
+      tokens_(config.seq * config.micro_batch), h_(config.shape.hidden),
+      qd_(config.shape.heads * config.shape.head_dim), kvd_(config.shape.kv_heads * config.shape.head_dim),
+      inter_(config.shape.intermediate), heads_(config.shape.heads), kv_heads_(config.shape.kv_heads),
+      d_(config.shape.head_dim), vocab_(static_cast<int>(config.shape.vocab)),
+      kept_(config.blocks > 0 && config.blocks < config.shape.layers ? config.blocks : config.shape.layers),
+      seed_(config.common.seed) {
+  blocks_.assign(kept_, {});
+  for (int i = 0; i < static_cast<int>(tensors_.size()); ++i) {
+    bool bias = false;
+    const Part part = part_of(base_name(tensors_[i], &bias));
+    const int block = tensors_[i].block;
+    steps_.push_back({part, block, bias});
+    if (block < 0) {
+      int& slot = part == Part::kLmHead ? lm_head_ : part == Part::kFinalNorm ? final_norm_
+                  : part == Part::kEmbedPositions ? embed_positions_ : embed_tokens_;
+      slot = i;
+      continue;
+    }
+    BlockTensors& b = blocks_[block];
+    auto set = [&](int& matrix, int& its_bias) { (bias ? its_bias : matrix) = i; };
+    switch (part) {
+      case Part::kNorm1: b.norm1 = i; break;
+      case Part::kNorm2: b.norm2 = i; break;
+      case Part::kQ: set(b.q, b.q_bias); break;
+      case Part::kK: set(b.k, b.k_bias); break;
+      case Part::kV: set(b.v, b.v_bias); break;
+      case Part::kO: set(b.o, b.o_bias); break;
+      case Part::kGate: case Part::kFc: set(b.m1, b.m1_bias); break;
+      case Part::kUp: set(b.m2, b.m2_bias); break;
+      case Part::kDown: case Part::kProj: set(b.down, b.down_bias); break;
+      default: throw std::logic_error("TransformerModel: a block holds " + tensors_[i].name);
+    }
+  }
+  const bool gqa = kv_heads_ < heads_;
+  const std::size_t T = tokens_, L = kept_;
+  const std::size_t probabilities = static_cast<std::size_t>(micro_batch_) * heads_ * seq_ * seq_;
+  x_ = ob::DeviceBuffer<float>((L + 1) * rows(h_));
+  n1_ = ob::DeviceBuffer<float>(L * rows(h_));
+  xm_ = ob::DeviceBuffer<float>(L * rows(h_));
+  n2_ = ob::DeviceBuffer<float>(L * rows(h_));
+  stats1_ = ob::DeviceBuffer<float>(L * rows(2));
+  stats2_ = ob::DeviceBuffer<float>(L * rows(2));
+  q_ = ob::DeviceBuffer<float>(L * rows(qd_));
+  k_ = ob::DeviceBuffer<float>(L * rows(kvd_));
+  v_ = ob::DeviceBuffer<float>(L * rows(kvd_));
+  k_rep_ = ob::DeviceBuffer<float>(gqa ? L * rows(qd_) : 0);
+  v_rep_ = ob::DeviceBuffer<float>(gqa ? L * rows(qd_) : 0);
+  p_ = ob::DeviceBuffer<float>(L * probabilities);
+  attn_ = ob::DeviceBuffer<float>(L * rows(qd_));
+  m1_ = ob::DeviceBuffer<float>(L * rows(inter_));
+  m2_ = ob::DeviceBuffer<float>(swiglu_ ? L * rows(inter_) : 0);
+  act_ = ob::DeviceBuffer<float>(L * rows(inter_));
+  nf_ = ob::DeviceBuffer<float>(rows(h_));
+  stats_f_ = ob::DeviceBuffer<float>(rows(2));
+  logits_ = ob::DeviceBuffer<float>(rows(vocab_));
+  dx_ = ob::DeviceBuffer<float>(rows(h_));
+  dxm_ = ob::DeviceBuffer<float>(rows(h_));
+  dn_ = ob::DeviceBuffer<float>(rows(h_));
+  dattn_ = ob::DeviceBuffer<float>(rows(qd_));
+  dq_ = ob::DeviceBuffer<float>(rows(qd_));
+  dk_ = ob::DeviceBuffer<float>(rows(kvd_));
+  dv_ = ob::DeviceBuffer<float>(rows(kvd_));
+  dk_rep_ = ob::DeviceBuffer<float>(gqa ? rows(qd_) : 0);
+  dv_rep_ = ob::DeviceBuffer<float>(gqa ? rows(qd_) : 0);
+  dp_ = ob::DeviceBuffer<float>(static_cast<std::size_t>(heads_) * seq_ * seq_);
+  da_ = ob::DeviceBuffer<float>(rows(inter_));
+  dm1_ = ob::DeviceBuffer<float>(rows(inter_));
+  dm2_ = ob::DeviceBuffer<float>(swiglu_ ? rows(inter_) : 0);
+  partials_ = ob::DeviceBuffer<float>(column_partials(T, std::max({2 * h_, inter_, qd_})));
+  loss_ = ob::DeviceBuffer<double>(1);
+
+  // Each rank's tokens differ (seeded by rank); micro-batch k is sequences [k * micro_batch, (k + 1) * micro_batch)
+  // of one K * micro_batch batch (token index k * T + t), as in the MLP. The target of a token is the next one in
+  // its sequence (the last's: one more drawn).
+  const std::size_t all = T * micro_steps_;
+  const std::uint64_t data_seed = seed_ * 1000003u + 17u * static_cast<std::uint64_t>(rank + 1);
+  std::vector<int> tokens(all + 1);
+  for (std::size_t i = 0; i <= all; ++i) tokens[i] = static_cast<int>(mix(data_seed ^ mix(i)) % vocab_);
+  std::vector<int> targets(all);
+  for (std::size_t i = 0; i < all; ++i) {
+    targets[i] = (i + 1) % seq_ == 0 ? static_cast<int>(mix(data_seed + 1 ^ mix(i)) % vocab_) : tokens[i + 1];
+  }
+  tokens.pop_back();
+  // The embedding's backward, per micro-batch: its token positions grouped by token, in position order.
+  std::vector<int> unique_tokens, starts, order;
+  for (int k = 0; k < micro_steps_; ++k) {
+    std::vector<int> local(T);
+    std::iota(local.begin(), local.end(), 0);
+    const int* tok = tokens.data() + k * T;
+    std::stable_sort(local.begin(), local.end(), [&](int a, int b) { return tok[a] < tok[b]; });
+    unique_begin_.push_back(static_cast<int>(unique_tokens.size()));
+    for (std::size_t j = 0; j < T; ++j) {
+      if (j == 0 || tok[local[j]] != tok[local[j - 1]]) {
+        unique_tokens.push_back(tok[local[j]]);
+        starts.push_back(static_cast<int>(j));
+      }
+    }
+    starts.push_back(static_cast<int>(T));
+    unique_count_.push_back(static_cast<int>(unique_tokens.size()) - unique_begin_.back());
+    order.insert(order.end(), local.begin(), local.end());
+  }
+  tokens_buf_ = ob::DeviceBuffer<int>(all);
+  tokens_buf_.upload(tokens);
+  targets_ = ob::DeviceBuffer<int>(all);
+  targets_.upload(targets);
+  unique_tokens_ = ob::DeviceBuffer<int>(unique_tokens.size());
+  unique_tokens_.upload(unique_tokens);
+  starts_ = ob::DeviceBuffer<int>(starts.size());
+  starts_.upload(starts);
+  order_ = ob::DeviceBuffer<int>(order.size());
+  order_.upload(order);
+  CUDA_CHECK(cudaMemset(this->grads(), 0, elements() * sizeof(float)));
+  reset_weights(nullptr);
+  CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+void TransformerModel::reset_weights(cudaStream_t stream) {
+  // Matrices U(-a, a) with a = 1 / sqrt(fan-in) (nn.Linear's bound); biases and learned positions small; norms'
+  // weights 1 and LayerNorm's bias 0; an untied embedding U(-0.05, 0.05).
+  for (int i = 0; i < static_cast<int>(tensors_.size()); ++i) {
+    const ParamTensor& t = tensors_[i];
+    const std::uint64_t seed = seed_ + 99u + 7919u * static_cast<std::uint64_t>(i);
+    const Step& step = steps_[i];
+    const std::size_t n = static_cast<std::size_t>(t.elements());
+    if (step.part == Part::kFinalNorm || step.part == Part::kNorm1 || step.part == Part::kNorm2) {
+      fill_value(weight(i), h_, 1.0f, stream);
+      if (!rms_) fill_value(weight(i) + h_, h_, 0.0f, stream);
+    } else if (t.gemm) {
+      fill_uniform(weight(i), n, seed, 1.0f / std::sqrt(static_cast<float>(t.rows)), stream);
+    } else {
+      fill_uniform(weight(i), n, seed, step.part == Part::kEmbedTokens ? 0.05f : 0.02f, stream);
+    }
+  }
+}
+
+void TransformerModel::gemm(int m, int n, int k, bool ta, bool tb, const float* a, const float* b, float* c,
+                            cudaStream_t stream, float beta) const {
+  ob::cublas_gemm(cublas_, tf32_, {m, n, k, ta, tb}, a, b, c, stream, beta);
+}
+
+void TransformerModel::linear(int tensor, int bias, const float* x, float* y, cudaStream_t stream, float beta) const {
+  const ParamTensor& t = tensors_[tensor];
+  const int in = static_cast<int>(t.rows), out = static_cast<int>(t.cols);
+  gemm(tokens_, out, in, false, false, x, weight(tensor), y, stream, beta);
+  if (bias >= 0) add_bias(y, weight(bias), tokens_, out, stream);
+}
+
+void TransformerModel::linear_backward(int tensor, const float* x, const float* dy, float* dx, bool accumulate,
+                                       float dx_beta, cudaStream_t stream) {
+  const ParamTensor& t = tensors_[tensor];
+  const int in = static_cast<int>(t.rows), out = static_cast<int>(t.cols);
+  gemm(in, out, tokens_, true, false, x, dy, grad(tensor), stream, accumulate ? 1.0f : 0.0f);
+  if (dx) gemm(tokens_, in, out, false, true, dy, weight(tensor), dx, stream, dx_beta);
+}
+
+void TransformerModel::attention_forward(int block, cudaStream_t stream) {
+  const std::size_t b = block;
+  const float* q = q_.get() + b * rows(qd_);
+  const float* k = k_.get() + b * rows(kvd_);
+  const float* v = v_.get() + b * rows(kvd_);
+  if (kv_heads_ < heads_) {
+    float* k_rep = k_rep_.get() + b * rows(qd_);
+    float* v_rep = v_rep_.get() + b * rows(qd_);
+    repeat_heads(k, k_rep, tokens_, kv_heads_, heads_ / kv_heads_, d_, stream);
+    repeat_heads(v, v_rep, tokens_, kv_heads_, heads_ / kv_heads_, d_, stream);
+    k = k_rep, v = v_rep;
+  }
+  const long long square = static_cast<long long>(seq_) * seq_;
+  float* p = p_.get() + b * static_cast<std::size_t>(micro_batch_) * heads_ * square;
+  float* attn = attn_.get() + b * rows(qd_);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d_));
+  for (int n = 0; n < micro_batch_; ++n) {  // per sequence: the heads as one batch of GEMMs
+    const std::size_t at = static_cast<std::size_t>(n) * seq_ * qd_;
+    float* pn = p + static_cast<std::size_t>(n) * heads_ * square;
+    ob::cublas_gemm_batched(cublas_, tf32_, {seq_, seq_, d_, false, true, qd_, qd_, seq_}, q + at, k + at, pn,
+                            {d_, d_, square, heads_, scale, 0.0f}, stream);
+  }
+  causal_softmax(p, static_cast<std::size_t>(micro_batch_) * heads_ * seq_, seq_, stream);
+  for (int n = 0; n < micro_batch_; ++n) {
+    const std::size_t at = static_cast<std::size_t>(n) * seq_ * qd_;
+    const float* pn = p + static_cast<std::size_t>(n) * heads_ * square;
+    ob::cublas_gemm_batched(cublas_, tf32_, {seq_, d_, seq_, false, false, seq_, qd_, qd_}, pn, v + at, attn + at,
+                            {square, d_, d_, heads_}, stream);
+  }
+}
+
+void TransformerModel::attention_backward(int block, cudaStream_t stream) {
+  const std::size_t b = block;
+  const bool gqa = kv_heads_ < heads_;
+  const float* q = q_.get() + b * rows(qd_);
+  const float* k = gqa ? k_rep_.get() + b * rows(qd_) : k_.get() + b * rows(kvd_);
+  const float* v = gqa ? v_rep_.get() + b * rows(qd_) : v_.get() + b * rows(kvd_);
+  float* dk = gqa ? dk_rep_.get() : dk_.get();
+  float* dv = gqa ? dv_rep_.get() : dv_.get();
+  const long long square = static_cast<long long>(seq_) * seq_;
+  const float* p = p_.get() + b * static_cast<std::size_t>(micro_batch_) * heads_ * square;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d_));
+  for (int n = 0; n < micro_batch_; ++n) {
+    const std::size_t at = static_cast<std::size_t>(n) * seq_ * qd_;
+    const float* pn = p + static_cast<std::size_t>(n) * heads_ * square;
+    const float* dout = dattn_.get() + at;
+    // dV = Pᵀ dO; dP = dO Vᵀ; dS = the softmax's backward (scaled); dQ = dS K; dK = dSᵀ Q.
+    ob::cublas_gemm_batched(cublas_, tf32_, {seq_, d_, seq_, true, false, seq_, qd_, qd_}, pn, dout, dv + at,
+                            {square, d_, d_, heads_}, stream);
+    ob::cublas_gemm_batched(cublas_, tf32_, {seq_, seq_, d_, false, true, qd_, qd_, seq_}, dout, v + at, dp_.get(),
+                            {d_, d_, square, heads_}, stream);
+    softmax_backward(pn, dp_.get(), static_cast<std::size_t>(heads_) * seq_, seq_, scale, stream);
+    ob::cublas_gemm_batched(cublas_, tf32_, {seq_, d_, seq_, false, false, seq_, qd_, qd_}, dp_.get(), k + at,
+                            dq_.get() + at, {square, d_, d_, heads_}, stream);
+    ob::cublas_gemm_batched(cublas_, tf32_, {seq_, d_, seq_, true, false, seq_, qd_, qd_}, dp_.get(), q + at, dk + at,
+                            {square, d_, d_, heads_}, stream);
+  }
+  if (gqa) {
+    sum_repeats(dk_rep_.get(), dk_.get(), tokens_, kv_heads_, heads_ / kv_heads_, d_, stream);
+    sum_repeats(dv_rep_.get(), dv_.get(), tokens_, kv_heads_, heads_ / kv_heads_, d_, stream);
+  }
+}
+
+void TransformerModel::forward(int micro, cudaStream_t stream, const LayerHook& before, const LayerHook& after) {
+  micro_ = micro;
+  const int steps = static_cast<int>(tensors_.size());
+  int expected = 1;
+  // Forward layer `steps - tensor` runs `work`: the layers come in order 1, 2, ..., steps.
+  auto layer = [&](int tensor, const char* what, const auto& work) {
+    if (tensor < 0) return;
+    const int l = steps - tensor;
+    if (l != expected++) throw std::logic_error("TransformerModel: forward layer " + std::to_string(l) + " out of order");
+    ob::NvtxRange range(std::string("forward ") + what);
+    if (before) before(l);
+    work();
+    if (after) after(l);
+  };
+  auto none = [] {};
+  const std::size_t T = tokens_;
+  const int* tokens = tokens_buf_.get() + static_cast<std::size_t>(micro) * T;
+  const float* positions = embed_positions_ >= 0 ? weight(embed_positions_) : nullptr;
+  layer(embed_tokens_, "embedding", [&] {
+    embed_lookup(tokens, weight(embed_tokens_), positions, seq_, shape_.positions, x_.get(), T, h_, stream);
+  });
+  layer(embed_positions_, "positions", none);  // added by the lookup
+  for (int b = 0; b < kept_; ++b) {
+    const BlockTensors& t = blocks_[b];
+    const std::size_t at = b;
+    float* x = x_.get() + at * rows(h_);
+    float* n1 = n1_.get() + at * rows(h_);
+    float* xm = xm_.get() + at * rows(h_);
+    float* n2 = n2_.get() + at * rows(h_);
+    float* m1 = m1_.get() + at * rows(inter_);
+    float* act = act_.get() + at * rows(inter_);
+    layer(t.norm1, "norm1", [&] { norm_forward(x, weight(t.norm1), n1, stats1_.get() + at * rows(2), T, h_, rms_, stream); });
+    layer(t.q_bias, "q bias", none);
+    layer(t.q, "q", [&] { linear(t.q, t.q_bias, n1, q_.get() + at * rows(qd_), stream); });
+    layer(t.k_bias, "k bias", none);
+    layer(t.k, "k", [&] { linear(t.k, t.k_bias, n1, k_.get() + at * rows(kvd_), stream); });
+    layer(t.v_bias, "v bias", none);
+    layer(t.v, "v and attention", [&] {
+      linear(t.v, t.v_bias, n1, v_.get() + at * rows(kvd_), stream);
+      attention_forward(b, stream);
+    });
+    layer(t.o_bias, "o bias", none);
+    layer(t.o, "o", [&] {
+      CUDA_CHECK(cudaMemcpyAsync(xm, x, rows(h_) * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+      linear(t.o, t.o_bias, attn_.get() + at * rows(qd_), xm, stream, 1.0f);  // the residual
+    });
+    layer(t.norm2, "norm2", [&] { norm_forward(xm, weight(t.norm2), n2, stats2_.get() + at * rows(2), T, h_, rms_, stream); });
+    layer(t.m1_bias, "mlp bias", none);
+    layer(t.m1, swiglu_ ? "gate" : "fc", [&] {
+      linear(t.m1, t.m1_bias, n2, m1, stream);
+      if (!swiglu_) gelu_forward(m1, act, rows(inter_), stream);
+    });
+    if (swiglu_) {
+      float* m2 = m2_.get() + at * rows(inter_);
+      layer(t.m2_bias, "up bias", none);
+      layer(t.m2, "up", [&] {
+        linear(t.m2, t.m2_bias, n2, m2, stream);
+        swiglu_forward(m1, m2, act, rows(inter_), stream);
+      });
+    }
+    layer(t.down_bias, "mlp bias", none);
+    layer(t.down, swiglu_ ? "down" : "proj", [&] {
+      float* next = x + rows(h_);
+      CUDA_CHECK(cudaMemcpyAsync(next, xm, rows(h_) * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+      linear(t.down, t.down_bias, act, next, stream, 1.0f);  // the residual
+    });
+  }
+  const float* last = x_.get() + static_cast<std::size_t>(kept_) * rows(h_);
+  const int* targets = targets_.get() + static_cast<std::size_t>(micro) * T;
+  const float scale = 1.0f / static_cast<float>(T * micro_steps_);
+  auto head_and_loss = [&] {
+    if (lm_head_ >= 0) {
+      linear(lm_head_, -1, nf_.get(), logits_.get(), stream);
+    } else {  // tied: logits = nf · Eᵀ
+      gemm(tokens_, vocab_, h_, false, true, nf_.get(), weight(embed_tokens_), logits_.get(), stream);
+    }
+    CUDA_CHECK(cudaMemsetAsync(loss_.get(), 0, sizeof(double), stream));
+    cross_entropy(logits_.get(), targets, T, vocab_, scale, loss_.get(), stream);
+  };
+  layer(final_norm_, "final norm", [&] {
+    norm_forward(last, weight(final_norm_), nf_.get(), stats_f_.get(), T, h_, rms_, stream);
+    if (lm_head_ < 0) head_and_loss();
+  });
+  layer(lm_head_, "lm head", head_and_loss);
+  if (expected != steps + 1) throw std::logic_error("TransformerModel: a tensor's forward layer was never run");
+}
+
+void TransformerModel::backward_step(int s, bool accumulate, cudaStream_t stream) {
+  const Step& step = steps_.at(static_cast<std::size_t>(s));
+  ob::NvtxRange range("backward " + tensors_[s].name);
+  const float beta = accumulate ? 1.0f : 0.0f;
+  const std::size_t T = tokens_;
+  switch (step.part) {
+    case Part::kLmHead:
+      linear_backward(s, nf_.get(), logits_.get(), dn_.get(), accumulate, 0.0f, stream);
+      return;
+    case Part::kFinalNorm: {
+      if (lm_head_ < 0) {  // the tied head's GEMMs: dE (+)= dlogitsᵀ · nf, dnf = dlogits · E
+        gemm(vocab_, h_, tokens_, true, false, logits_.get(), nf_.get(), grad(embed_tokens_), stream, beta);
+        gemm(tokens_, h_, vocab_, false, false, logits_.get(), weight(embed_tokens_), dn_.get(), stream);
+      }
+      const float* last = x_.get() + static_cast<std::size_t>(kept_) * rows(h_);
+      norm_backward(dn_.get(), last, weight(s), stats_f_.get(), nullptr, dx_.get(), T, h_, rms_, stream);
+      norm_weight_grad(dn_.get(), last, stats_f_.get(), grad(s), T, h_, rms_, beta, partials_.get(), stream);
+      return;
+    }
+    case Part::kEmbedPositions:
+      positions_backward(dx_.get(), grad(s), T, seq_, shape_.positions, h_, beta, stream);
+      return;
+    case Part::kEmbedTokens: {
+      if (lm_head_ >= 0 && !accumulate) {
+        CUDA_CHECK(cudaMemsetAsync(grad(s), 0, static_cast<std::size_t>(tensors_[s].elements()) * sizeof(float), stream));
+      }
+      const int first = unique_begin_[micro_];
+      embed_backward(unique_tokens_.get() + first, starts_.get() + first + micro_, order_.get() + micro_ * T,
+                     unique_count_[micro_], dx_.get(), grad(s), h_, stream);
+      return;
+    }
+    default:
+      backward_block(step, s, accumulate, stream);
+  }
+}
+
+void TransformerModel::backward_block(const Step& step, int s, bool accumulate, cudaStream_t stream) {
+  const BlockTensors& t = blocks_[step.block];
+  const std::size_t at = step.block, T = tokens_;
+  const float beta = accumulate ? 1.0f : 0.0f;
+  const float* x = x_.get() + at * rows(h_);
+  const float* n1 = n1_.get() + at * rows(h_);
+  const float* xm = xm_.get() + at * rows(h_);
+  const float* n2 = n2_.get() + at * rows(h_);
+  const float* m1 = m1_.get() + at * rows(inter_);
+  auto bias_of = [&](const float* dy, int width) { column_sums(dy, grad(s), T, width, beta, partials_.get(), stream); };
+  switch (step.part) {
+    case Part::kDown:
+    case Part::kProj:
+      if (step.bias) return bias_of(dx_.get(), h_);
+      return linear_backward(s, act_.get() + at * rows(inter_), dx_.get(), da_.get(), accumulate, 0.0f, stream);
+    case Part::kUp:
+      if (step.bias) return bias_of(dm2_.get(), inter_);
+      swiglu_backward(da_.get(), m1, m2_.get() + at * rows(inter_), dm1_.get(), dm2_.get(), rows(inter_), stream);
+      return linear_backward(s, n2, dm2_.get(), dn_.get(), accumulate, 0.0f, stream);
+    case Part::kGate:
+      if (step.bias) return bias_of(dm1_.get(), inter_);
+      return linear_backward(s, n2, dm1_.get(), dn_.get(), accumulate, 1.0f, stream);
+    case Part::kFc:
+      if (step.bias) return bias_of(dm1_.get(), inter_);
+      gelu_backward(da_.get(), m1, dm1_.get(), rows(inter_), stream);
+      return linear_backward(s, n2, dm1_.get(), dn_.get(), accumulate, 0.0f, stream);
+    case Part::kNorm2:
+      norm_backward(dn_.get(), xm, weight(s), stats2_.get() + at * rows(2), dx_.get(), dxm_.get(), T, h_, rms_, stream);
+      return norm_weight_grad(dn_.get(), xm, stats2_.get() + at * rows(2), grad(s), T, h_, rms_, beta, partials_.get(),
+                              stream);
+    case Part::kO:
+      if (step.bias) return bias_of(dxm_.get(), h_);
+      return linear_backward(s, attn_.get() + at * rows(qd_), dxm_.get(), dattn_.get(), accumulate, 0.0f, stream);
+    case Part::kV:
+      if (step.bias) return bias_of(dv_.get(), kvd_);
+      attention_backward(step.block, stream);
+      return linear_backward(s, n1, dv_.get(), dn_.get(), accumulate, 0.0f, stream);
+    case Part::kK:
+      if (step.bias) return bias_of(dk_.get(), kvd_);
+      return linear_backward(s, n1, dk_.get(), dn_.get(), accumulate, 1.0f, stream);
+    case Part::kQ:
+      if (step.bias) return bias_of(dq_.get(), qd_);
+      return linear_backward(s, n1, dq_.get(), dn_.get(), accumulate, 1.0f, stream);
+    case Part::kNorm1:
+      norm_backward(dn_.get(), x, weight(s), stats1_.get() + at * rows(2), dxm_.get(), dx_.get(), T, h_, rms_, stream);
+      return norm_weight_grad(dn_.get(), x, stats1_.get() + at * rows(2), grad(s), T, h_, rms_, beta, partials_.get(),
+                              stream);
+    default:
+      throw std::logic_error("TransformerModel: step " + tensors_[s].name + " is not a block's");
+  }
+}
+
+double TransformerModel::loss(cudaStream_t stream) const {
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  return loss_.download()[0] / (static_cast<double>(tokens_) * micro_steps_);
+}
+
+}  // namespace phase4
