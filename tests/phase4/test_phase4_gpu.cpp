@@ -333,7 +333,10 @@ TEST_F(Phase4Gpu, OverlapNeverBeatsItsComputeOnlyStepAndNoBoundExceedsIt) {
       const auto spread = [](const ob::SummaryRow& r) { return std::isnan(r.time_ci_rel) ? 0.0 : r.time_ci_rel; };
       const auto& compute = row_of(result, "compute");
       const auto& overlap = row_of(result, "overlap");
-      const double slack = std::max(0.02, spread(compute) + spread(overlap));
+      // On one rank the collectives move nothing: compute and overlap run the same GPU work, and their medians differ
+      // only by run-to-run variation (seen: ce at 1024,6,4096 on one H200, overlap 3.7 % below compute, 1.8 ms
+      // steps). Two ranks keep the 2 % margin.
+      const double slack = std::max(ranks_ == 1 ? 0.05 : 0.02, spread(compute) + spread(overlap));
       EXPECT_GE(overlap.time_ms.p50 * (1 + slack), compute.time_ms.p50) << what;
       for (const std::string mode : {"bound", "bound_ref"}) {
         const auto& bound = row_of(result, mode);
