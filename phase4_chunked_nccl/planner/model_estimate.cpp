@@ -7,6 +7,10 @@
 namespace phase4 {
 
 GemmRates gemm_rates(const Calibration& c) {
+  if (!c.step_elements.empty()) {
+    throw ob::UsageError("--calibration: a model's estimate needs a calibration of the square-layer model (this one "
+                         "measured " + c.model + "; predict it without --model)");
+  }
   if (c.accum_steps != 1) {
     throw ob::UsageError("--calibration: a model's estimate needs a calibration made with --accum-steps 1 (this one: " +
                          std::to_string(c.accum_steps) + "), whose forward time is one forward");
@@ -28,6 +32,7 @@ Calibration estimate_model(const Calibration& c, const ModelWork& work) {
   const double core = attention_flops_per_token(work.shape, work.seq) * tokens;  // forward, per block
   Calibration e = c;
   e.model = work.shape.name;
+  e.compute_estimated = true;
   // A calibration's last size is its whole gradient: one bucket after the backward, overlapping nothing, so its
   // slowdown and stretch are those of no overlap (about 0 and 1). In a larger model a bucket of that size overlaps
   // the backward: it takes those of the largest size measured beside compute.

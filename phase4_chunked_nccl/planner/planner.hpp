@@ -59,6 +59,7 @@ struct Calibration {
   // with --model or estimated from this calibration: model_estimate.hpp), and that model's name.
   std::vector<std::uint64_t> step_elements;
   std::string model;
+  bool compute_estimated = false;  // step_ms and forward_ms estimated (model_estimate.hpp), not measured
 
   // The backward steps' gradient: step_elements, else `layers` equal layers of hidden^2.
   GradientLayout layout() const;

@@ -139,6 +139,32 @@ struct Inputs {
   std::vector<std::string> step_names;  // the backward steps' names
 };
 
+// The backward steps' names of a measured calibration: its transformer's tensors (the model read again by name, its
+// blocks those whose tensors have the calibrated sizes), "step N" where that model cannot be read, else the square
+// layers' "layer L" ... "layer 1".
+std::vector<std::string> measured_step_names(const phase4::Calibration& c) {
+  std::vector<std::string> names;
+  if (c.step_elements.empty()) {
+    for (int l = c.layers; l >= 1; --l) names.push_back("layer " + std::to_string(l));
+    return names;
+  }
+  try {
+    const phase4::TransformerShape shape = phase4::load_transformer(c.model);
+    for (int blocks = 1; blocks <= shape.layers; ++blocks) {
+      const auto tensors = phase4::parameter_tensors(shape, blocks);
+      if (tensors.size() != c.step_elements.size()) continue;
+      bool same = true;
+      for (std::size_t s = 0; s < tensors.size(); ++s) same = same && tensors[s].elements() == static_cast<std::int64_t>(c.step_elements[s]);
+      if (!same) continue;
+      for (const auto& t : tensors) names.push_back(t.name);
+      return names;
+    }
+  } catch (const ob::UsageError&) {  // a config file no longer there: the steps keep their numbers
+  }
+  for (std::size_t s = 0; s < c.step_elements.size(); ++s) names.push_back("step " + std::to_string(s));
+  return names;
+}
+
 Inputs read_inputs(const Options& o) {
   Inputs in;
   for (const auto& item : ob::split_list(o.ranks_text)) {
@@ -176,7 +202,7 @@ Inputs read_inputs(const Options& o) {
     in.calibration = phase4::estimate_model(in.calibration, *work);
     in.step_names = phase4::estimate_step_names(*work);
   } else {
-    for (int l = in.calibration.layers; l >= 1; --l) in.step_names.push_back("layer " + std::to_string(l));
+    in.step_names = measured_step_names(in.calibration);
   }
   if (o.fixed->count()) {
     const std::uint64_t elements = in.calibration.layout().elements();
@@ -242,7 +268,7 @@ std::vector<std::string> point_row(const Options& o, const phase4::Calibration& 
           ob::format_number(best->prediction.step_ms, 6), std::to_string(best->plan.buckets.size()),
           mb(best->plan.buckets.front().size()), mb(largest), ob::format_number(best->prediction.slowdown, 4),
           best->prediction.extrapolated ? "1" : "0", ob::format_number(cap), ob::format_number(ddp_ms, 6), c.gpu,
-          std::to_string(c.ranks), c.commit, c.model, c.model.empty() ? "0" : "1"};
+          std::to_string(c.ranks), c.commit, c.model, c.compute_estimated ? "1" : "0"};
 }
 
 // Every backward step of the best plan on the calibrated ranks and link (no network): its gradient, its compute
@@ -264,7 +290,7 @@ ob::CsvTable layers_table(const phase4::Calibration& c, const std::vector<std::s
     const auto mib = [](std::uint64_t elements) { return ob::format_number(elements * 4.0 / (1 << 20), 6); };
     table.add_row({std::to_string(s), names[static_cast<std::size_t>(s)], mib(layout.ends[s] - layout.begin(s)),
                    mib(layout.ends[s]), ob::format_number(c.step_ms[static_cast<std::size_t>(s)], 6),
-                   c.model.empty() ? "0" : "1", best.sync, bucket_of(best.plan, layout.ends[s]),
+                   c.compute_estimated ? "1" : "0", best.sync, bucket_of(best.plan, layout.ends[s]),
                    std::to_string(best.plan.buckets.size()), ob::format_number(cap),
                    bucket_of(ddp, layout.ends[s])});
   }
