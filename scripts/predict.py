@@ -101,9 +101,10 @@ def plot(frame, calibration, gpus_per_node, output, what, plan="best plan"):
     ob_csv.save_figure(fig, output)
 
 
-def plot_layers(steps, calibration, output, what):
+def plot_layers(steps, calibration, output, what, title=None):
     """Each backward step's compute and gradient along the backward (x: the gradient completed, GiB), with the
-    chosen plan's bucket ends (solid) and those of DDP's recommended cap (dashed)."""
+    chosen plan's bucket ends (solid) and those of DDP's recommended cap (dashed). `title`: the figure's first line
+    (default: it is a prediction)."""
     gib = steps["cumulative_grad_mib"] / 1024
     start = gib - steps["grad_mib"] / 1024
     fig, axes = plt.subplots(2, 1, figsize=(11, 5.5), sharex=True)
@@ -112,7 +113,7 @@ def plot_layers(steps, calibration, output, what):
     axes[1].bar(start, steps["grad_mib"], width=steps["grad_mib"] / 1024, align="edge", color="tab:orange",
                 edgecolor="tab:orange", linewidth=0.3)
     estimated = bool(steps["compute_estimated"].iloc[0])
-    axes[0].set_ylabel("backward compute (ms)" + (", estimated" if estimated else ""))
+    axes[0].set_ylabel("backward compute (ms)" + (", estimated" if estimated else ", measured"))
     axes[1].set_ylabel("gradient (MiB)")
     axes[1].set_yscale("log")
     axes[1].set_xlabel("gradient completed along the backward (GiB)")
@@ -126,7 +127,8 @@ def plot_layers(steps, calibration, output, what):
     axes[0].legend(fontsize=8, loc="upper right")
     for ax in axes:
         ax.grid(alpha=0.3)
-    fig.suptitle(f"PREDICTION, not a measurement: {what}\nbuckets of the best plan on {calibration['ranks']}x "
+    title = title or f"PREDICTION, not a measurement: {what}"
+    fig.suptitle(f"{title}\nbuckets of the best plan on {calibration['ranks']}x "
                  f"{calibration['gpu']} (commit {calibration['commit']})", fontsize=9)
     ob_csv.save_figure(fig, output)
 

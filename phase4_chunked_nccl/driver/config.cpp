@@ -67,7 +67,8 @@ double Config::device_bytes() const {
   // micro-batch, dZ and dA; the bf16 copy of the gradient; 64 MiB of headroom.
   double floats = (2.0 + row.buffers) * w;
   if (transformer()) {
-    floats += step_memory(shape, blocks, seq, micro_batch, 0).activations / 4 + 2.0 * accum_steps * batch;
+    const StepMemory held = step_memory(shape, blocks, seq, micro_batch, 0);
+    floats += (held.activations + held.work) / 4 + 2.0 * accum_steps * batch;  // + the tokens and targets
   } else {
     floats += layers * act + 2.0 * accum_steps * act + 2.0 * act;
   }

@@ -1,6 +1,7 @@
 #include "phase4_chunked_nccl/model/transformer_model.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <numeric>
 #include <stdexcept>
@@ -59,6 +60,15 @@ TransformerModel::TransformerModel(const Config& config, int rank, cublasHandle_
       d_(config.shape.head_dim), vocab_(static_cast<int>(config.shape.vocab)),
       kept_(config.blocks > 0 && config.blocks < config.shape.layers ? config.blocks : config.shape.layers),
       seed_(config.common.seed) {
+  index_tensors();
+  allocate();
+  make_tokens(rank);
+  CUDA_CHECK(cudaMemset(this->grads(), 0, elements() * sizeof(float)));
+  reset_weights(nullptr);
+  CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+void TransformerModel::index_tensors() {
   blocks_.assign(kept_, {});
   for (int i = 0; i < static_cast<int>(tensors_.size()); ++i) {
     bool bias = false;
@@ -86,6 +96,9 @@ TransformerModel::TransformerModel(const Config& config, int rank, cublasHandle_
       default: throw std::logic_error("TransformerModel: a block holds " + tensors_[i].name);
     }
   }
+}
+
+void TransformerModel::allocate() {
   const bool gqa = kv_heads_ < heads_;
   const std::size_t T = tokens_, L = kept_;
   const std::size_t probabilities = static_cast<std::size_t>(micro_batch_) * heads_ * seq_ * seq_;
@@ -123,7 +136,10 @@ TransformerModel::TransformerModel(const Config& config, int rank, cublasHandle_
   dm2_ = ob::DeviceBuffer<float>(swiglu_ ? rows(inter_) : 0);
   partials_ = ob::DeviceBuffer<float>(column_partials(T, std::max({2 * h_, inter_, qd_})));
   loss_ = ob::DeviceBuffer<double>(1);
+}
 
+void TransformerModel::make_tokens(int rank) {
+  const std::size_t T = tokens_;
   // Each rank's tokens differ (seeded by rank); micro-batch k is sequences [k * micro_batch, (k + 1) * micro_batch)
   // of one K * micro_batch batch (token index k * T + t), as in the MLP. The target of a token is the next one in
   // its sequence (the last's: one more drawn).
@@ -164,9 +180,6 @@ TransformerModel::TransformerModel(const Config& config, int rank, cublasHandle_
   starts_.upload(starts);
   order_ = ob::DeviceBuffer<int>(order.size());
   order_.upload(order);
-  CUDA_CHECK(cudaMemset(this->grads(), 0, elements() * sizeof(float)));
-  reset_weights(nullptr);
-  CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 void TransformerModel::reset_weights(cudaStream_t stream) {
@@ -200,14 +213,6 @@ void TransformerModel::linear(int tensor, int bias, const float* x, float* y, cu
   if (bias >= 0) add_bias(y, weight(bias), tokens_, out, stream);
 }
 
-void TransformerModel::linear_backward(int tensor, const float* x, const float* dy, float* dx, bool accumulate,
-                                       float dx_beta, cudaStream_t stream) {
-  const ParamTensor& t = tensors_[tensor];
-  const int in = static_cast<int>(t.rows), out = static_cast<int>(t.cols);
-  gemm(in, out, tokens_, true, false, x, dy, grad(tensor), stream, accumulate ? 1.0f : 0.0f);
-  if (dx) gemm(tokens_, in, out, false, true, dy, weight(tensor), dx, stream, dx_beta);
-}
-
 void TransformerModel::attention_forward(int block, cudaStream_t stream) {
   const std::size_t b = block;
   const float* q = q_.get() + b * rows(qd_);
@@ -239,105 +244,30 @@ void TransformerModel::attention_forward(int block, cudaStream_t stream) {
   }
 }
 
-void TransformerModel::attention_backward(int block, cudaStream_t stream) {
-  const std::size_t b = block;
-  const bool gqa = kv_heads_ < heads_;
-  const float* q = q_.get() + b * rows(qd_);
-  const float* k = gqa ? k_rep_.get() + b * rows(qd_) : k_.get() + b * rows(kvd_);
-  const float* v = gqa ? v_rep_.get() + b * rows(qd_) : v_.get() + b * rows(kvd_);
-  float* dk = gqa ? dk_rep_.get() : dk_.get();
-  float* dv = gqa ? dv_rep_.get() : dv_.get();
-  const long long square = static_cast<long long>(seq_) * seq_;
-  const float* p = p_.get() + b * static_cast<std::size_t>(micro_batch_) * heads_ * square;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d_));
-  for (int n = 0; n < micro_batch_; ++n) {
-    const std::size_t at = static_cast<std::size_t>(n) * seq_ * qd_;
-    const float* pn = p + static_cast<std::size_t>(n) * heads_ * square;
-    const float* dout = dattn_.get() + at;
-    // dV = Pᵀ dO; dP = dO Vᵀ; dS = the softmax's backward (scaled); dQ = dS K; dK = dSᵀ Q.
-    ob::cublas_gemm_batched(cublas_, tf32_, {seq_, d_, seq_, true, false, seq_, qd_, qd_}, pn, dout, dv + at,
-                            {square, d_, d_, heads_}, stream);
-    ob::cublas_gemm_batched(cublas_, tf32_, {seq_, seq_, d_, false, true, qd_, qd_, seq_}, dout, v + at, dp_.get(),
-                            {d_, d_, square, heads_}, stream);
-    softmax_backward(pn, dp_.get(), static_cast<std::size_t>(heads_) * seq_, seq_, scale, stream);
-    ob::cublas_gemm_batched(cublas_, tf32_, {seq_, d_, seq_, false, false, seq_, qd_, qd_}, dp_.get(), k + at,
-                            dq_.get() + at, {square, d_, d_, heads_}, stream);
-    ob::cublas_gemm_batched(cublas_, tf32_, {seq_, d_, seq_, true, false, seq_, qd_, qd_}, dp_.get(), q + at, dk + at,
-                            {square, d_, d_, heads_}, stream);
+// Forward layer `L - tensor` runs `work` (a tensor of -1: none): the layers come in order 1, 2, ..., L.
+void TransformerModel::run_layer(ForwardPass& pass, int tensor, const char* what, const std::function<void()>& work) {
+  if (tensor < 0) return;
+  const int l = static_cast<int>(tensors_.size()) - tensor;
+  if (l != pass.expected++) {
+    throw std::logic_error("TransformerModel: forward layer " + std::to_string(l) + " out of order");
   }
-  if (gqa) {
-    sum_repeats(dk_rep_.get(), dk_.get(), tokens_, kv_heads_, heads_ / kv_heads_, d_, stream);
-    sum_repeats(dv_rep_.get(), dv_.get(), tokens_, kv_heads_, heads_ / kv_heads_, d_, stream);
-  }
+  ob::NvtxRange range(std::string("forward ") + what);
+  if (pass.before) pass.before(l);
+  if (work) work();
+  if (pass.after) pass.after(l);
 }
 
 void TransformerModel::forward(int micro, cudaStream_t stream, const LayerHook& before, const LayerHook& after) {
   micro_ = micro;
-  const int steps = static_cast<int>(tensors_.size());
-  int expected = 1;
-  // Forward layer `steps - tensor` runs `work`: the layers come in order 1, 2, ..., steps.
-  auto layer = [&](int tensor, const char* what, const auto& work) {
-    if (tensor < 0) return;
-    const int l = steps - tensor;
-    if (l != expected++) throw std::logic_error("TransformerModel: forward layer " + std::to_string(l) + " out of order");
-    ob::NvtxRange range(std::string("forward ") + what);
-    if (before) before(l);
-    work();
-    if (after) after(l);
-  };
-  auto none = [] {};
+  ForwardPass pass{before, after};
   const std::size_t T = tokens_;
   const int* tokens = tokens_buf_.get() + static_cast<std::size_t>(micro) * T;
   const float* positions = embed_positions_ >= 0 ? weight(embed_positions_) : nullptr;
-  layer(embed_tokens_, "embedding", [&] {
+  run_layer(pass, embed_tokens_, "embedding", [&] {
     embed_lookup(tokens, weight(embed_tokens_), positions, seq_, shape_.positions, x_.get(), T, h_, stream);
   });
-  layer(embed_positions_, "positions", none);  // added by the lookup
-  for (int b = 0; b < kept_; ++b) {
-    const BlockTensors& t = blocks_[b];
-    const std::size_t at = b;
-    float* x = x_.get() + at * rows(h_);
-    float* n1 = n1_.get() + at * rows(h_);
-    float* xm = xm_.get() + at * rows(h_);
-    float* n2 = n2_.get() + at * rows(h_);
-    float* m1 = m1_.get() + at * rows(inter_);
-    float* act = act_.get() + at * rows(inter_);
-    layer(t.norm1, "norm1", [&] { norm_forward(x, weight(t.norm1), n1, stats1_.get() + at * rows(2), T, h_, rms_, stream); });
-    layer(t.q_bias, "q bias", none);
-    layer(t.q, "q", [&] { linear(t.q, t.q_bias, n1, q_.get() + at * rows(qd_), stream); });
-    layer(t.k_bias, "k bias", none);
-    layer(t.k, "k", [&] { linear(t.k, t.k_bias, n1, k_.get() + at * rows(kvd_), stream); });
-    layer(t.v_bias, "v bias", none);
-    layer(t.v, "v and attention", [&] {
-      linear(t.v, t.v_bias, n1, v_.get() + at * rows(kvd_), stream);
-      attention_forward(b, stream);
-    });
-    layer(t.o_bias, "o bias", none);
-    layer(t.o, "o", [&] {
-      CUDA_CHECK(cudaMemcpyAsync(xm, x, rows(h_) * sizeof(float), cudaMemcpyDeviceToDevice, stream));
-      linear(t.o, t.o_bias, attn_.get() + at * rows(qd_), xm, stream, 1.0f);  // the residual
-    });
-    layer(t.norm2, "norm2", [&] { norm_forward(xm, weight(t.norm2), n2, stats2_.get() + at * rows(2), T, h_, rms_, stream); });
-    layer(t.m1_bias, "mlp bias", none);
-    layer(t.m1, swiglu_ ? "gate" : "fc", [&] {
-      linear(t.m1, t.m1_bias, n2, m1, stream);
-      if (!swiglu_) gelu_forward(m1, act, rows(inter_), stream);
-    });
-    if (swiglu_) {
-      float* m2 = m2_.get() + at * rows(inter_);
-      layer(t.m2_bias, "up bias", none);
-      layer(t.m2, "up", [&] {
-        linear(t.m2, t.m2_bias, n2, m2, stream);
-        swiglu_forward(m1, m2, act, rows(inter_), stream);
-      });
-    }
-    layer(t.down_bias, "mlp bias", none);
-    layer(t.down, swiglu_ ? "down" : "proj", [&] {
-      float* next = x + rows(h_);
-      CUDA_CHECK(cudaMemcpyAsync(next, xm, rows(h_) * sizeof(float), cudaMemcpyDeviceToDevice, stream));
-      linear(t.down, t.down_bias, act, next, stream, 1.0f);  // the residual
-    });
-  }
+  run_layer(pass, embed_positions_, "positions", {});  // added by the lookup
+  for (int b = 0; b < kept_; ++b) forward_block(b, pass, stream);
   const float* last = x_.get() + static_cast<std::size_t>(kept_) * rows(h_);
   const int* targets = targets_.get() + static_cast<std::size_t>(micro) * T;
   const float scale = 1.0f / static_cast<float>(T * micro_steps_);
@@ -350,100 +280,62 @@ void TransformerModel::forward(int micro, cudaStream_t stream, const LayerHook& 
     CUDA_CHECK(cudaMemsetAsync(loss_.get(), 0, sizeof(double), stream));
     cross_entropy(logits_.get(), targets, T, vocab_, scale, loss_.get(), stream);
   };
-  layer(final_norm_, "final norm", [&] {
+  run_layer(pass, final_norm_, "final norm", [&] {
     norm_forward(last, weight(final_norm_), nf_.get(), stats_f_.get(), T, h_, rms_, stream);
     if (lm_head_ < 0) head_and_loss();
   });
-  layer(lm_head_, "lm head", head_and_loss);
-  if (expected != steps + 1) throw std::logic_error("TransformerModel: a tensor's forward layer was never run");
-}
-
-void TransformerModel::backward_step(int s, bool accumulate, cudaStream_t stream) {
-  const Step& step = steps_.at(static_cast<std::size_t>(s));
-  ob::NvtxRange range("backward " + tensors_[s].name);
-  const float beta = accumulate ? 1.0f : 0.0f;
-  const std::size_t T = tokens_;
-  switch (step.part) {
-    case Part::kLmHead:
-      linear_backward(s, nf_.get(), logits_.get(), dn_.get(), accumulate, 0.0f, stream);
-      return;
-    case Part::kFinalNorm: {
-      if (lm_head_ < 0) {  // the tied head's GEMMs: dE (+)= dlogitsᵀ · nf, dnf = dlogits · E
-        gemm(vocab_, h_, tokens_, true, false, logits_.get(), nf_.get(), grad(embed_tokens_), stream, beta);
-        gemm(tokens_, h_, vocab_, false, false, logits_.get(), weight(embed_tokens_), dn_.get(), stream);
-      }
-      const float* last = x_.get() + static_cast<std::size_t>(kept_) * rows(h_);
-      norm_backward(dn_.get(), last, weight(s), stats_f_.get(), nullptr, dx_.get(), T, h_, rms_, stream);
-      norm_weight_grad(dn_.get(), last, stats_f_.get(), grad(s), T, h_, rms_, beta, partials_.get(), stream);
-      return;
-    }
-    case Part::kEmbedPositions:
-      positions_backward(dx_.get(), grad(s), T, seq_, shape_.positions, h_, beta, stream);
-      return;
-    case Part::kEmbedTokens: {
-      if (lm_head_ >= 0 && !accumulate) {
-        CUDA_CHECK(cudaMemsetAsync(grad(s), 0, static_cast<std::size_t>(tensors_[s].elements()) * sizeof(float), stream));
-      }
-      const int first = unique_begin_[micro_];
-      embed_backward(unique_tokens_.get() + first, starts_.get() + first + micro_, order_.get() + micro_ * T,
-                     unique_count_[micro_], dx_.get(), grad(s), h_, stream);
-      return;
-    }
-    default:
-      backward_block(step, s, accumulate, stream);
+  run_layer(pass, lm_head_, "lm head", head_and_loss);
+  if (pass.expected != static_cast<int>(tensors_.size()) + 1) {
+    throw std::logic_error("TransformerModel: a tensor's forward layer was never run");
   }
 }
 
-void TransformerModel::backward_block(const Step& step, int s, bool accumulate, cudaStream_t stream) {
-  const BlockTensors& t = blocks_[step.block];
-  const std::size_t at = step.block, T = tokens_;
-  const float beta = accumulate ? 1.0f : 0.0f;
-  const float* x = x_.get() + at * rows(h_);
-  const float* n1 = n1_.get() + at * rows(h_);
-  const float* xm = xm_.get() + at * rows(h_);
-  const float* n2 = n2_.get() + at * rows(h_);
-  const float* m1 = m1_.get() + at * rows(inter_);
-  auto bias_of = [&](const float* dy, int width) { column_sums(dy, grad(s), T, width, beta, partials_.get(), stream); };
-  switch (step.part) {
-    case Part::kDown:
-    case Part::kProj:
-      if (step.bias) return bias_of(dx_.get(), h_);
-      return linear_backward(s, act_.get() + at * rows(inter_), dx_.get(), da_.get(), accumulate, 0.0f, stream);
-    case Part::kUp:
-      if (step.bias) return bias_of(dm2_.get(), inter_);
-      swiglu_backward(da_.get(), m1, m2_.get() + at * rows(inter_), dm1_.get(), dm2_.get(), rows(inter_), stream);
-      return linear_backward(s, n2, dm2_.get(), dn_.get(), accumulate, 0.0f, stream);
-    case Part::kGate:
-      if (step.bias) return bias_of(dm1_.get(), inter_);
-      return linear_backward(s, n2, dm1_.get(), dn_.get(), accumulate, 1.0f, stream);
-    case Part::kFc:
-      if (step.bias) return bias_of(dm1_.get(), inter_);
-      gelu_backward(da_.get(), m1, dm1_.get(), rows(inter_), stream);
-      return linear_backward(s, n2, dm1_.get(), dn_.get(), accumulate, 0.0f, stream);
-    case Part::kNorm2:
-      norm_backward(dn_.get(), xm, weight(s), stats2_.get() + at * rows(2), dx_.get(), dxm_.get(), T, h_, rms_, stream);
-      return norm_weight_grad(dn_.get(), xm, stats2_.get() + at * rows(2), grad(s), T, h_, rms_, beta, partials_.get(),
-                              stream);
-    case Part::kO:
-      if (step.bias) return bias_of(dxm_.get(), h_);
-      return linear_backward(s, attn_.get() + at * rows(qd_), dxm_.get(), dattn_.get(), accumulate, 0.0f, stream);
-    case Part::kV:
-      if (step.bias) return bias_of(dv_.get(), kvd_);
-      attention_backward(step.block, stream);
-      return linear_backward(s, n1, dv_.get(), dn_.get(), accumulate, 0.0f, stream);
-    case Part::kK:
-      if (step.bias) return bias_of(dk_.get(), kvd_);
-      return linear_backward(s, n1, dk_.get(), dn_.get(), accumulate, 1.0f, stream);
-    case Part::kQ:
-      if (step.bias) return bias_of(dq_.get(), qd_);
-      return linear_backward(s, n1, dq_.get(), dn_.get(), accumulate, 1.0f, stream);
-    case Part::kNorm1:
-      norm_backward(dn_.get(), x, weight(s), stats1_.get() + at * rows(2), dxm_.get(), dx_.get(), T, h_, rms_, stream);
-      return norm_weight_grad(dn_.get(), x, stats1_.get() + at * rows(2), grad(s), T, h_, rms_, beta, partials_.get(),
-                              stream);
-    default:
-      throw std::logic_error("TransformerModel: step " + tensors_[s].name + " is not a block's");
+void TransformerModel::forward_block(int b, ForwardPass& pass, cudaStream_t stream) {
+  const BlockTensors& t = blocks_[b];
+  const std::size_t at = b, T = tokens_;
+  float* x = x_.get() + at * rows(h_);
+  float* n1 = n1_.get() + at * rows(h_);
+  float* xm = xm_.get() + at * rows(h_);
+  float* n2 = n2_.get() + at * rows(h_);
+  float* m1 = m1_.get() + at * rows(inter_);
+  float* act = act_.get() + at * rows(inter_);
+  run_layer(pass, t.norm1, "norm1",
+            [&] { norm_forward(x, weight(t.norm1), n1, stats1_.get() + at * rows(2), T, h_, rms_, stream); });
+  run_layer(pass, t.q_bias, "q bias", {});
+  run_layer(pass, t.q, "q", [&] { linear(t.q, t.q_bias, n1, q_.get() + at * rows(qd_), stream); });
+  run_layer(pass, t.k_bias, "k bias", {});
+  run_layer(pass, t.k, "k", [&] { linear(t.k, t.k_bias, n1, k_.get() + at * rows(kvd_), stream); });
+  run_layer(pass, t.v_bias, "v bias", {});
+  run_layer(pass, t.v, "v and attention", [&] {
+    linear(t.v, t.v_bias, n1, v_.get() + at * rows(kvd_), stream);
+    attention_forward(b, stream);
+  });
+  run_layer(pass, t.o_bias, "o bias", {});
+  run_layer(pass, t.o, "o", [&] {
+    CUDA_CHECK(cudaMemcpyAsync(xm, x, rows(h_) * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+    linear(t.o, t.o_bias, attn_.get() + at * rows(qd_), xm, stream, 1.0f);  // the residual
+  });
+  run_layer(pass, t.norm2, "norm2",
+            [&] { norm_forward(xm, weight(t.norm2), n2, stats2_.get() + at * rows(2), T, h_, rms_, stream); });
+  run_layer(pass, t.m1_bias, "mlp bias", {});
+  run_layer(pass, t.m1, swiglu_ ? "gate" : "fc", [&] {
+    linear(t.m1, t.m1_bias, n2, m1, stream);
+    if (!swiglu_) gelu_forward(m1, act, rows(inter_), stream);
+  });
+  if (swiglu_) {
+    float* m2 = m2_.get() + at * rows(inter_);
+    run_layer(pass, t.m2_bias, "up bias", {});
+    run_layer(pass, t.m2, "up", [&] {
+      linear(t.m2, t.m2_bias, n2, m2, stream);
+      swiglu_forward(m1, m2, act, rows(inter_), stream);
+    });
   }
+  run_layer(pass, t.down_bias, "mlp bias", {});
+  run_layer(pass, t.down, swiglu_ ? "down" : "proj", [&] {
+    float* next = x + rows(h_);
+    CUDA_CHECK(cudaMemcpyAsync(next, xm, rows(h_) * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+    linear(t.down, t.down_bias, act, next, stream, 1.0f);  // the residual
+  });
 }
 
 double TransformerModel::loss(cudaStream_t stream) const {

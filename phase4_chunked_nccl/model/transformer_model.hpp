@@ -14,6 +14,7 @@
 
 #include <cublas_v2.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,18 @@ class TransformerModel : public Model {
     int q_bias = -1, k_bias = -1, v_bias = -1, o_bias = -1, m1_bias = -1, m2_bias = -1, down_bias = -1;
   };
 
+  // One forward pass's hooks and the next forward layer it expects.
+  struct ForwardPass {
+    const LayerHook& before;
+    const LayerHook& after;
+    int expected = 1;
+  };
+
+  void index_tensors();          // steps_, blocks_ and the tensors outside the blocks, from tensors_
+  void allocate();               // the activations and the backward's work buffers
+  void make_tokens(int rank);    // this rank's tokens and targets, and their grouping for the embedding's backward
+  void run_layer(ForwardPass& pass, int tensor, const char* what, const std::function<void()>& work);
+  void forward_block(int block, ForwardPass& pass, cudaStream_t stream);
   float* weight(int tensor) const { return weights() + layout_.begin(tensor); }
   float* grad(int tensor) const { return grads() + layout_.begin(tensor); }
   std::size_t rows(std::size_t width) const { return static_cast<std::size_t>(tokens_) * width; }

@@ -46,6 +46,16 @@ class Phase4Gpu : public ::testing::Test {
     config.common.check = true;
     return config;
   }
+  // One point of `config` on a trainer of its own, with a communicator of its NCCL settings where they differ from
+  // the fixture's.
+  phase4::PointResult run_on_own_trainer(const phase4::Config& config) {
+    std::unique_ptr<phase4::NcclComm> own;
+    if (!(config.nccl_settings() == nccl_->settings())) {
+      own = std::make_unique<phase4::NcclComm>(rank_, ranks_, MPI_COMM_WORLD, config.nccl_settings());
+    }
+    phase4::Trainer trainer(config, rank_, ranks_, own ? own->get() : nccl_->get(), MPI_COMM_WORLD);
+    return phase4::run_point(config, trainer, MPI_COMM_WORLD, ob::SteadyClock::now(), nullptr);
+  }
   int rank_ = 0, ranks_ = 1;
   std::unique_ptr<phase4::NcclComm> nccl_;
 };
@@ -234,12 +244,7 @@ TEST_F(Phase4Gpu, EverySyncStrategyChecksOut) {
     auto config = small();
     config.sync = row.name;
     config.layers = 3;  // 3 x 192^2 = 110,592 elements: not a multiple of the ce strategy's slice unit
-    std::unique_ptr<phase4::NcclComm> own;
-    if (!(config.nccl_settings() == nccl_->settings())) {
-      own = std::make_unique<phase4::NcclComm>(rank_, ranks_, MPI_COMM_WORLD, config.nccl_settings());
-    }
-    phase4::Trainer trainer(config, rank_, ranks_, own ? own->get() : nccl_->get(), MPI_COMM_WORLD);
-    const auto result = phase4::run_point(config, trainer, MPI_COMM_WORLD, ob::SteadyClock::now(), nullptr);
+    const auto result = run_on_own_trainer(config);
     EXPECT_EQ(result.failure, "") << row.name;
     EXPECT_EQ(row_of(result, "comm").get("wrong"), "0") << row.name;
     EXPECT_EQ(row_of(result, "overlap").get("overlap_vs_seq_bitwise"), "1") << row.name;
@@ -324,12 +329,7 @@ TEST_F(Phase4Gpu, OverlapNeverBeatsItsComputeOnlyStepAndNoBoundExceedsIt) {
       config.common.warmup = 20;
       const std::string what = row.name + " at " + std::to_string(shape[0]) + "," + std::to_string(shape[1]) + "," +
                                std::to_string(shape[2]);
-      std::unique_ptr<phase4::NcclComm> own;
-      if (!(config.nccl_settings() == nccl_->settings())) {
-        own = std::make_unique<phase4::NcclComm>(rank_, ranks_, MPI_COMM_WORLD, config.nccl_settings());
-      }
-      phase4::Trainer trainer(config, rank_, ranks_, own ? own->get() : nccl_->get(), MPI_COMM_WORLD);
-      const auto result = phase4::run_point(config, trainer, MPI_COMM_WORLD, ob::SteadyClock::now(), nullptr);
+      const auto result = run_on_own_trainer(config);
       const auto spread = [](const ob::SummaryRow& r) { return std::isnan(r.time_ci_rel) ? 0.0 : r.time_ci_rel; };
       const auto& compute = row_of(result, "compute");
       const auto& overlap = row_of(result, "overlap");
@@ -490,12 +490,7 @@ TEST_F(Phase4Gpu, TransformersCheckOutWithEveryAllReduceStrategyAccumulationAndG
       if (row.schedule != phase4::ScheduleKind::kAllReduce) continue;
       auto config = model_config(json, "tiny");
       config.sync = row.name;
-      std::unique_ptr<phase4::NcclComm> own;
-      if (!(config.nccl_settings() == nccl_->settings())) {
-        own = std::make_unique<phase4::NcclComm>(rank_, ranks_, MPI_COMM_WORLD, config.nccl_settings());
-      }
-      phase4::Trainer trainer(config, rank_, ranks_, own ? own->get() : nccl_->get(), MPI_COMM_WORLD);
-      const auto result = phase4::run_point(config, trainer, MPI_COMM_WORLD, ob::SteadyClock::now(), nullptr);
+      const auto result = run_on_own_trainer(config);
       EXPECT_EQ(result.failure, "") << row.name;
       EXPECT_EQ(row_of(result, "comm").get("wrong"), "0") << row.name;
       EXPECT_EQ(row_of(result, "overlap").get("overlap_vs_seq_bitwise"), "1") << row.name;

@@ -276,3 +276,42 @@ def test_a_transformer_is_predicted_from_the_calibration_with_its_buckets_drawn(
     assert bad.returncode == 2 and "need --model" in bad.stderr, bad.stderr
     bad = predict(predictor, cal, "--csv", tmp_path / "x.csv", "--model", "gpt2", "--blocks", "13")
     assert bad.returncode == 2 and "--blocks" in bad.stderr and not (tmp_path / "x.csv").exists(), bad.stderr
+
+
+def run_predictor(predictor, *args):
+    """phase4_predict itself (not predict.py)."""
+    return subprocess.run([str(predictor), *map(str, args)], capture_output=True, text=True, timeout=120)
+
+
+def test_a_measured_transformer_calibration_keeps_its_tensors_and_is_no_base_for_an_estimate(predictor, model_binary,
+                                                                                              tmp_path):
+    # gpt2's first block, measured (phase4_chunked_nccl --model gpt2 --blocks 1 --calibrate writes these keys): its
+    # steps are gpt2's tensors, so the steps CSV names them and says the compute was measured.
+    tensors_csv = tmp_path / "tensors.csv"
+    subprocess.run([str(model_binary), "--model", "gpt2", "--blocks", "1", "--csv", str(tensors_csv)], check=True,
+                   capture_output=True)
+    tensors = pd.read_csv(tensors_csv)
+    n = len(tensors)
+    cal = calibration(tmp_path, compute={"forward_ms": 1.0, "update_ms": 0.2, "iteration_ms": 5.5,
+                                         "step_ms": [0.1] * n})
+    data = json.loads(cal.read_text())
+    data["model"].update({"hidden": 768, "layers": n, "batch": 1024, "name": "gpt2",
+                          "step_elements": tensors["elements"].tolist()})
+    cal.write_text(json.dumps(data))
+    steps = tmp_path / "steps.csv"
+    result = run_predictor(predictor, "--calibration", cal, "--ranks", "2", "--csv", tmp_path / "p.csv",
+                           "--layers-csv", steps)
+    assert result.returncode == 0, result.stderr
+    table = pd.read_csv(steps)
+    assert table["name"].tolist() == tensors["name"].tolist()
+    assert (table["compute_estimated"] == 0).all() and table["backward_ms"].tolist() == [0.1] * n
+    point = pd.read_csv(tmp_path / "p.csv").iloc[0]
+    assert point["model"] == "gpt2" and point["compute_estimated"] == 0
+    # an estimate needs the square layers' GEMM rates: a transformer's calibration is refused as its base
+    result = run_predictor(predictor, "--calibration", cal, "--ranks", "2", "--model", "llama3-8b")
+    assert result.returncode == 2 and "square-layer model" in result.stderr and len(result.stderr.splitlines()) == 1
+    # step sizes that do not match the layers are a bad calibration
+    data["model"]["step_elements"] = tensors["elements"].tolist()[:-1]
+    cal.write_text(json.dumps(data))
+    result = run_predictor(predictor, "--calibration", cal, "--ranks", "2")
+    assert result.returncode == 2 and "step_elements" in result.stderr
