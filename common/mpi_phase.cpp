@@ -41,7 +41,8 @@ int run_mpi_phase(int argc, char** argv, const MpiPhase& phase) {
     OutputPaths paths;
     if (auto code = parse_on_every_rank(app, argc, argv, MPI_COMM_WORLD, [&] {
           phase.validate(app);
-          paths = resolve_output_paths(phase.name, *phase.common);
+          paths = resolve_output_paths(phase.name, *phase.common,
+                                       phase.inputs ? phase.inputs() : std::vector<NamedPath>{});
         })) {
       return *code;
     }

@@ -62,6 +62,7 @@ struct MpiPhase {
   FaultOptions* fault = nullptr;    // and --timeout-s, --inject-fault
   std::function<void(CLI::App&)> add_options;
   std::function<void(const CLI::App&)> validate;  // throws UsageError
+  std::function<std::vector<NamedPath>()> inputs;  // the files the run reads, once validated (no output may be one)
   std::function<void()> on_stall;  // the watchdog's act before it aborts the job (may be empty)
   // The work, on every rank: the result, or an exit code to stop with (e.g. kExitSkipped: no device).
   std::function<std::variant<int, PhaseResult>(const PhaseContext&)> run;

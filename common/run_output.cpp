@@ -33,7 +33,8 @@ void create_parent(const std::string& path) {
 
 }  // namespace
 
-OutputPaths resolve_output_paths(const std::string& phase, const CommonOptions& options) {
+OutputPaths resolve_output_paths(const std::string& phase, const CommonOptions& options,
+                                 const std::vector<NamedPath>& inputs) {
   OutputPaths paths;
   require(options.csv != "-", "--csv", options.csv,
           "a file path: the summary, its metadata and the timeline are written together, as files (not to stdout)");
@@ -50,7 +51,8 @@ OutputPaths resolve_output_paths(const std::string& phase, const CommonOptions& 
   require_output_policy({{"--csv", paths.summary_csv}, {"--csv (its metadata)", paths.meta_json},
                          {"--timeline", paths.timeline_csv}, {"--timeline (its trace)", paths.trace_json},
                          {"--csv (its power CSV)", paths.power_csv},
-                         {"--csv (its calibration)", paths.calibration_json}});
+                         {"--csv (its calibration)", paths.calibration_json}},
+                        inputs);
   return paths;
 }
 

@@ -27,7 +27,8 @@ std::string stem_of(const std::string& path);
 
 // Checks user-given paths (UsageError if a directory is missing or read-only) and fills in the defaults.
 // Creates nothing.
-OutputPaths resolve_output_paths(const std::string& phase, const CommonOptions& options);
+OutputPaths resolve_output_paths(const std::string& phase, const CommonOptions& options,
+                                 const std::vector<NamedPath>& inputs = {});
 
 // The columns every summary ends with, from its metadata, so that merged tables keep where each row came from: the
 // commit, the hardware (the ranks' GPU names, or the CPU model) and how many hosts ran it.

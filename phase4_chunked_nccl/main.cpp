@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   phase.fault = &config.fault;
   phase.add_options = [&](CLI::App& app) { phase4::add_options(app, config); };
   phase.validate = [&](const CLI::App& app) { phase4::validate(app, config); };
+  phase.inputs = [&] { return phase4::input_files(config); };
   // A stalled rank: abort this rank's NCCL communicator (its kernels stop), then the whole job.
   phase.on_stall = [] {
     if (ncclComm_t comm = phase4::live_comm().load()) ncclCommAbort(comm);

@@ -92,5 +92,7 @@ const std::vector<std::string>& sweep_names();
 void add_options(CLI::App& app, Config& config);
 // Throws ob::UsageError. With --model it reads the shape first and sets hidden, layers and batch from it.
 void validate(const CLI::App& app, Config& config);
+// The files a run reads (--calibration, a --model config.json): no output may be one of them.
+std::vector<ob::NamedPath> input_files(const Config& config);
 
 }  // namespace phase4

@@ -185,6 +185,16 @@ void apply_model(const CLI::App& app, Config& config) {
 
 }  // namespace
 
+std::vector<ob::NamedPath> input_files(const Config& config) {
+  std::vector<ob::NamedPath> inputs;
+  if (!config.calibration.empty()) inputs.push_back({"--calibration", config.calibration});
+  const auto presets = transformer_presets();
+  if (config.transformer() && std::find(presets.begin(), presets.end(), config.model) == presets.end()) {
+    inputs.push_back({"--model", config.model});  // a config.json (a preset's name is no file)
+  }
+  return inputs;
+}
+
 void validate(const CLI::App& app, Config& config) {
   apply_model(app, config);
   ob::require(!(config.chunks > 0 && (app.count("--bucket-mb") > 0 || app.count("--first-bucket-mb") > 0)),

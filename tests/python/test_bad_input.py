@@ -85,6 +85,11 @@ BINARIES = {
         (["--gemm-sm-margin", "-4"], "--gemm-sm-margin"), (["--sweep", "sync=nccl,fast"], "--sweep"),
         (["--sweep", "gemm-sm-margin=2.5"], "--sweep"), (["--layers", "016"], "--layers"),
         (["--sweep", "chunks=0x8"], "--sweep"),
+        (["--model", "gpt2", "--hidden", "1024"], "--hidden"), (["--model", "gpt2", "--batch", "64"], "--batch"),
+        (["--seq", "512"], "--seq"), (["--blocks", "2"], "--blocks"), (["--model", "no-such-model"], "--model"),
+        (["--model", "gpt2", "--blocks", "13"], "--blocks"), (["--model", "gpt2", "--sync", "sharded"], "--sync"),
+        (["--model", "gpt2", "--mode", "interference"], "--mode"),
+        (["--model", "llama3-8b", "--seq", "65536"], "--seq"), (["--model", "gpt2", "--seq", "0"], "--seq"),
     ],
 }
 
@@ -322,3 +327,19 @@ def test_bad_model_invocation_of_bench_ddp(build_dir, tmp_path, args, named):
     line = one_error_line(result, "bench_ddp.py: error: ")
     assert named in line
     assert list(tmp_path.iterdir()) == []
+
+
+def test_phase4_never_writes_over_the_files_it_reads(build_dir, tmp_path):
+    """--model's config.json and --calibration are inputs: an output named like either exits 2 and leaves it whole."""
+    binary = next(build_dir.resolve().glob("*/phase4_chunked_nccl"), None)
+    if binary is None:
+        pytest.skip("phase4_chunked_nccl is not built")
+    config = tmp_path / "model.json"
+    text = (REPO / "tests" / "data" / "models" / "gpt2.config.json").read_text()
+    config.write_text(text)
+    for args in (["--csv", config], ["--timeline", config], ["--csv", tmp_path / "model.csv", "--timeline",
+                                                             tmp_path / "." / "model.json"]):
+        result = run_command([binary, "--model", config, *args], tmp_path)
+        line = one_error_line(result, "phase4_chunked_nccl: error: ")
+        assert "--model reads" in line, line
+        assert config.read_text() == text and sorted(p.name for p in tmp_path.iterdir()) == ["model.json"]
