@@ -204,8 +204,7 @@ TEST_F(Phase4Gpu, AccumulatedMicroStepsEqualOneStepOnTheLargerBatch) {
 TEST_F(Phase4Gpu, GraphReplayGivesTheEagerWeightsAndTimesEveryEvent) {
   auto config = small();
   config.graph = true;
-  phase4::Trainer trainer(config, rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
-  const auto result = phase4::run_point(config, trainer, MPI_COMM_WORLD, ob::SteadyClock::now(), nullptr);
+  const auto result = run_on_own_trainer(config);
   EXPECT_EQ(result.failure, "");
   const auto& overlap = row_of(result, "overlap");
   EXPECT_EQ(overlap.get("graph_vs_eager_bitwise"), "1");
@@ -502,8 +501,7 @@ TEST_F(Phase4Gpu, TransformersCheckOutWithEveryAllReduceStrategyAccumulationAndG
     auto config = model_config(json, "tiny");
     config.accum_steps = 2;
     config.graph = true;
-    phase4::Trainer trainer(config, rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
-    const auto result = phase4::run_point(config, trainer, MPI_COMM_WORLD, ob::SteadyClock::now(), nullptr);
+    const auto result = run_on_own_trainer(config);
     EXPECT_EQ(result.failure, "");
     const auto& overlap = row_of(result, "overlap");
     EXPECT_EQ(overlap.get("graph_vs_eager_bitwise"), "1");
