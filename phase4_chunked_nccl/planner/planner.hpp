@@ -73,7 +73,14 @@ struct Calibration {
   // "" when this calibration is of `other`'s model, ranks, GPU and commit; else the first difference, as
   // "hidden is 2048 here but 4096 in the calibration".
   std::string mismatch(const Calibration& other) const;
+  // "" when every slowdown is at least -kSlowdownNoise; else the first one below it, named: an overlapped backward
+  // clearly faster than its compute-only run breaks the slowdown's definition (METRICS.md), as calibrations made
+  // before 2e5ca33 show, which divided by another plan's compute-only run. Loaders say it as a warning.
+  std::string negative_slowdown() const;
 };
+
+// Run-to-run variation of a calibration's slowdown: calibrations since 2e5ca33 go down to -0.031.
+constexpr double kSlowdownNoise = 0.05;
 
 // A calibration's description of the run `config` makes on `ranks` ranks of `gpu` with this build (no measurements):
 // what mismatch() compares and what a measured calibration starts from.

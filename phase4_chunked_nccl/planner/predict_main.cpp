@@ -308,6 +308,9 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", ob::version_text(program), "Print the version, commit and build, then exit");
     if (auto code = ob::parse_options(app, argc, argv, true)) return *code;
     const Inputs in = read_inputs(options);
+    if (const auto doubt = in.calibration.negative_slowdown(); !doubt.empty()) {
+      std::cerr << program << ": warning: " << options.calibration_path << ": " << doubt << std::endl;
+    }
     ob::CsvTable table({"link", "ranks", "nodes", "sync", "predicted_ms", "buckets", "first_bucket_mb",
                         "largest_bucket_mb", "slowdown", "extrapolated", "ddp_bucket_cap_mb", "ddp_predicted_ms",
                         "calibrated_gpu", "calibrated_ranks", "calibration_commit", "model", "compute_estimated"});

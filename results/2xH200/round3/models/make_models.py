@@ -2,7 +2,8 @@
 """This folder's derived files, from its measured runs (make.sh runs it): per model folder, steps.csv and steps.png
 (each backward step's measured compute, its gradient, the buckets phase 4 ran and DDP's at the predicted cap), and
 models.csv, one row per model: the comparison's ratios with their intervals and verdicts, the planner's DDP cap and
-predicted steps against the measured ones, how much communication phase 4 hid and how much compute slowed beside it.
+predicted steps against the measured ones, how much communication phase 4 hid and how much compute slowed beside it;
+and per model predict-scaling.csv, the planner's strategy, plan and DDP cap from 2 to 1024 GPUs.
 
 Usage: python3 make_models.py PHASE4_PREDICT"""
 import json
@@ -42,6 +43,13 @@ def steps_table(folder, predictor):
         steps = pd.read_csv(steps_csv)
     steps["backward_ms"] = measured_steps(folder)
     return steps
+
+
+def scaling(folder, predictor):
+    """The planner's prediction from this model's measured calibration, 2 to 1024 GPUs, 8 per node joined by ib400 or
+    eth100: predict-scaling.csv (measured compute, so the model's calibrated blocks, not extrapolated)."""
+    subprocess.run([predictor, "--calibration", str(folder / "calibrate.calibration.json"), "--csv",
+                    str(folder / "predict-scaling.csv")], check=True, capture_output=True, text=True)
 
 
 def row(folder):
@@ -92,6 +100,7 @@ def main(predictor):
         folder = HERE / name
         steps = steps_table(folder, predictor)
         steps.to_csv(folder / "steps.csv", index=False)
+        scaling(folder, predictor)
         calibration = json.loads((folder / "calibrate.calibration.json").read_text())
         r = row(folder)
         what = f"{r['model']}, {r['blocks']} blocks, seq {r['seq']}"
