@@ -247,7 +247,8 @@ Calibration describe_run(const Config& config, int ranks, const std::string& gpu
 std::vector<double> calibration_sizes(const Config& config) {
   const double gradient = config.grad_mb() * (1 << 20);
   std::vector<double> sizes;
-  for (double m = std::min<double>(1 << 20, gradient / 8); m < gradient * (1 - 1e-9); m *= 4) sizes.push_back(m);
+  const double smallest = std::max(std::min<double>(1 << 20, gradient / 8), gradient / kMostCalibratedBuckets);
+  for (double m = smallest; m < gradient * (1 - 1e-9); m *= 4) sizes.push_back(m);
   sizes.push_back(gradient);
   return sizes;
 }

@@ -242,3 +242,19 @@ TEST(Planner, AModelsEstimateKeepsItsTensorsAndTheCalibratedGemmRates) {
     EXPECT_NE(std::string(e.what()).find("--accum-steps 1"), std::string::npos) << e.what();
   }
 }
+
+TEST(Planner, CalibratedSizesGrowByFourFromOneMibAndNeverHoldMoreThan1024Buckets) {
+  phase4::Config config;
+  config.hidden = 4096, config.layers = 16;  // 64 MiB a layer, 1 GiB in all: 1 MiB is 1024 buckets
+  const double mib = 1 << 20;
+  EXPECT_EQ(phase4::calibration_sizes(config),
+            (std::vector<double>{mib, 4 * mib, 16 * mib, 64 * mib, 256 * mib, 1024 * mib}));
+  config.hidden = 512, config.layers = 4;  // 4 MiB in all: from an eighth of it
+  EXPECT_EQ(phase4::calibration_sizes(config), (std::vector<double>{mib / 2, 2 * mib, 4 * mib}));
+  config.hidden = 8192, config.layers = 40;  // 10 GiB, llama3-8b's 8 blocks' size: 10 MiB buckets, not 10,240 of 1 MiB
+  const auto sizes = phase4::calibration_sizes(config);
+  ASSERT_EQ(sizes.size(), 6u);
+  EXPECT_DOUBLE_EQ(sizes.front(), 10 * mib);
+  EXPECT_DOUBLE_EQ(sizes[4], 2560 * mib);
+  EXPECT_DOUBLE_EQ(sizes.back(), 10240 * mib);
+}
