@@ -322,14 +322,12 @@ def test_a_slowdown_clearly_below_zero_is_warned_and_one_within_noise_is_not(pre
                 "stretch": [1.2, 1.15, 1.1]}
     # As the calibrations before 2e5ca33 measured: an overlapped backward 31 % faster than "its" compute-only run.
     broken = calibration(tmp_path, strategies=[{**strategy, "slowdown": [0.1, -0.02, -0.313]}])
-    run = subprocess.run([predictor, "--calibration", broken, "--ranks", "2"], capture_output=True, text=True,
-                         timeout=60)
+    run = run_predictor(predictor, "--calibration", broken, "--ranks", "2")
     assert run.returncode == 0, run.stderr
     warnings = [line for line in run.stderr.splitlines() if "warning" in line]
     assert len(warnings) == 1, run.stderr
     assert "--sync nccl's slowdown is -0.313 at 16 MiB buckets, below -0.05" in warnings[0]
     assert str(broken) in warnings[0]
     noisy = calibration(tmp_path, strategies=[{**strategy, "slowdown": [0.1, -0.031, 0.0]}])  # run-to-run variation
-    run = subprocess.run([predictor, "--calibration", noisy, "--ranks", "2"], capture_output=True, text=True,
-                         timeout=60)
+    run = run_predictor(predictor, "--calibration", noisy, "--ranks", "2")
     assert run.returncode == 0 and "warning" not in run.stderr, run.stderr
