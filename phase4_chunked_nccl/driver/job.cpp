@@ -149,7 +149,9 @@ std::variant<int, ob::PhaseResult> run_job(Config& config, const ob::PhaseContex
   if (!config.calibration.empty()) {
     calibration = load_calibration(config.calibration, config, context.ranks, prop.name, MPI_COMM_WORLD);
     const auto doubt = calibration->negative_slowdown();
-    if (context.progress && !doubt.empty()) *context.progress << "phase4: warning: --calibration: " << doubt << std::endl;
+    if (context.progress && !doubt.empty()) {
+      *context.progress << "phase4: warning: --calibration: " << doubt << std::endl;
+    }
   }
   require_sm_margin(points);
   MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));

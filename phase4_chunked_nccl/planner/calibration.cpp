@@ -212,8 +212,8 @@ std::string Calibration::negative_slowdown() const {
     for (std::size_t i = 0; i < s.slowdown.size(); ++i) {
       if (s.slowdown[i] >= -kSlowdownNoise) continue;
       return "--sync " + s.sync + "'s slowdown is " + ob::format_number(s.slowdown[i], 3) + " at " +
-             ob::format_number(s.bytes[i] / (1 << 20), 4) + " MiB buckets, below -" + ob::format_number(kSlowdownNoise) +
-             ": its overlapped backward ran faster than its compute-only run, so the predictions from it are too low " +
+             ob::format_number(s.bytes[i] / (1 << 20), 4) + " MiB buckets, below -" +
+             ob::format_number(kSlowdownNoise) + ": its overlapped backward ran faster than its compute-only run, so the predictions from it are too low " +
              "(calibrations before 2e5ca33 divided by another plan's compute-only run; measure it again)";
     }
   }
