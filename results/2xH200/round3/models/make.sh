@@ -1,19 +1,28 @@
 #!/usr/bin/env bash
-# Round 3's real transformer shapes on 2 x H200 (issue 35), made in two device calls on nvidia-h200-x2 (one per
-# model) by the commands below, from the repository root at the commit their metadata names:
-#   mpirun -np 2 phase4_chunked_nccl --model M --blocks N --seq 2048 --iters 10 --warmup 3 --calibrate --plan auto \
-#     --plan-syncs nccl,ce --csv M-2048/calibrate.csv
-#   phase4_predict --calibration M-2048/calibrate.calibration.json --ranks 2 --gpus-per-node 2 --csv M-2048/predict-2.csv
-#   scripts/compare.py --out M-2048/compare --rounds 3 --seed 2026 --baseline ddp25,ddpcap --baseline ddp25 \
+# Round 3's real transformer shapes on 2 x H200 (issue 35), each folder made in one device call on nvidia-h200-x2 by
+# the commands below, from the repository root at the commit its metadata names (T: the transport, nvlink if not named):
+#   mpirun -np 2 phase4_chunked_nccl --model M --blocks N --seq S --iters 10 --warmup 3 --transport T --calibrate \
+#     --plan auto --plan-syncs nccl,ce (nccl alone off NVLink) --csv FOLDER/calibrate.csv
+#   phase4_predict --calibration FOLDER/calibrate.calibration.json --ranks 2 --gpus-per-node 2 \
+#     --csv FOLDER/predict-2.csv
+#   scripts/compare.py --out FOLDER/compare --rounds 3 --seed 2026 --baseline ddp25,ddpcap --baseline ddp25 \
 #     --also-mode compute --contender p4=... --contender ddp25=... --contender ddpcap=... --contender fsdp2=...
-#   (each contender's full command: M-2048/compare/compare.meta.json)
-# Blocks: all 48 of gpt2-xl and 8 of llama3-8b's 32, what fits beside bench_ddp's model copies on a 141 GB card.
+#   (each contender's full command: FOLDER/compare/compare.meta.json; off NVLink PyTorch ran with the NCCL variables
+#   phase 4's --transport sets, in its environment)
+# Blocks: on NVLink at seq 2048 all 48 of gpt2-xl and 8 of llama3-8b's 32, what fits beside bench_ddp's model copies
+# on a 141 GB card; at seq 4096, 12 of gpt2-xl's; over host memory 8 and over sockets 4, so that the slower links'
+# calibration and three rounds fit one device call.
+# compute-gap/: two torch.profiler runs of PyTorch's compute-only step on one H200 (profile_*.py, as they ran, with
+# gpu_shape.json from phase4_model --model gpt2-xl --shape-json, kept here as gpt2-xl.shape.json; their output in
+# profile_*.txt).
 # Kept of the phase 4 runs' timelines: round 1's compute-only backward events (compare/runs/*.compute-backward.csv.gz).
-# This script makes the derived files again from those: steps.csv and steps.png per model, models.csv, README.md.
+# This script makes the derived files again from those: steps.csv and steps.png per folder, models.csv,
+# compute-gap/gap.csv and lm_head.csv, README.md.
 # Usage: results/2xH200/round3/models/make.sh [PHASE4_PREDICT]   (from anywhere; default: the build's)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../../.." && pwd)
 predictor=${1:-$repo/build/default/phase4_chunked_nccl/phase4_predict}
 python3 "$here/make_models.py" "$predictor"
+python3 "$here/compute-gap/make_gap.py"
 python3 "$repo/scripts/md_generate.py" "$here/README.md"

@@ -21,7 +21,8 @@ sys.path.insert(0, str(REPO / "scripts"))
 import ob_csv  # noqa: E402
 import predict  # noqa: E402
 
-MODELS = ["gpt2-xl-2048", "llama3-8b-2048"]
+MODELS = ["gpt2-xl-2048", "llama3-8b-2048", "gpt2-xl-4096", "gpt2-xl-2048-shm", "gpt2-xl-2048-socket"]
+SCALED = MODELS[:2]  # predicted to 1024 GPUs: the NVLink calibrations at seq 2048 (a node's own link is NVLink)
 
 
 def measured_steps(folder):
@@ -72,6 +73,7 @@ def row(folder):
     first = overlap.iloc[0]
     return {
         "model": first["model"], "blocks": int(first["blocks"]), "seq": int(first["seq"]),
+        "transport": first["transport"],
         "tensors": int(first["layers"]), "rounds": int(best["rounds"]),
         "p4_sync": first["sync"], "p4_buckets": int(first["buckets"]), "p4_median_ms": best["median_ms"],
         "p4_vs_ddp_best": best["ratio"], "p4_vs_ddp_best_lo": best["ratio_ci_lo"],
@@ -100,10 +102,12 @@ def main(predictor):
         folder = HERE / name
         steps = steps_table(folder, predictor)
         steps.to_csv(folder / "steps.csv", index=False)
-        scaling(folder, predictor)
+        if name in SCALED:
+            scaling(folder, predictor)
         calibration = json.loads((folder / "calibrate.calibration.json").read_text())
         r = row(folder)
         what = f"{r['model']}, {r['blocks']} blocks, seq {r['seq']}"
+        what += f", over {r['transport']}" if r["transport"] != "nvlink" else ""
         predict.plot_layers(steps, calibration, folder / "steps.png", what,
                             title=f"MEASURED compute per backward step (phase 4, compute-only, round 1): {what}")
         rows.append(r)
