@@ -14,6 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from causal_softmax import causal_softmax
+
 
 class RMSNorm(nn.Module):
     """x / rms(x) * weight (Llama's, Qwen2's): one vector of `hidden`."""
@@ -25,17 +27,6 @@ class RMSNorm(nn.Module):
 
     def forward(self, x):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
-
-
-_MASKS = {}
-
-
-def causal_mask(s, device):
-    """The additive causal mask, -inf above the diagonal (made once per length and device)."""
-    key = (s, str(device))
-    if key not in _MASKS:
-        _MASKS[key] = torch.full((s, s), float("-inf"), device=device).triu(1)
-    return _MASKS[key]
 
 
 def norm(shape, device):
@@ -74,13 +65,11 @@ class Block(nn.Module):
         if self.kv_heads != self.heads:
             k = k.repeat_interleave(self.heads // self.kv_heads, dim=1)
             v = v.repeat_interleave(self.heads // self.kv_heads, dim=1)
-        # One GEMM writes the scaled, masked scores (the causal mask added as its C, the scale as its alpha), one
-        # softmax reads and writes them: phase 4's passes over the seq x seq probabilities, not a division and a
-        # masked_fill more each way (which cost 27 % of gpt2-xl's step at seq 2048 on an H200).
+        # One GEMM writes the scores, one kernel each way runs the scaled causal softmax and its backward: phase 4's
+        # passes over the seq x seq probabilities (causal_softmax.py says what PyTorch's own ops add to them).
         rows = b * self.heads
-        scores = torch.baddbmm(causal_mask(s, x.device), q.reshape(rows, s, self.head_dim),
-                               k.reshape(rows, s, self.head_dim).transpose(1, 2), alpha=1 / math.sqrt(self.head_dim))
-        p = torch.softmax(scores, dim=-1)
+        scores = torch.bmm(q.reshape(rows, s, self.head_dim), k.reshape(rows, s, self.head_dim).transpose(1, 2))
+        p = causal_softmax(scores, 1 / math.sqrt(self.head_dim))
         out = torch.bmm(p, v.reshape(rows, s, self.head_dim)).view(b, self.heads, s, self.head_dim)
         return self.o(out.transpose(1, 2).reshape(b, s, self.heads * self.head_dim))
 

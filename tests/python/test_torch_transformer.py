@@ -53,3 +53,37 @@ def test_a_small_model_trains_one_step_with_the_expected_first_loss(model_binary
     assert loss.item() == pytest.approx(math.log(1000), rel=0.05)
     loss.backward()
     assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())
+
+
+def reference_softmax(scores, scale):
+    seq = scores.shape[-1]
+    above = torch.ones(seq, seq, dtype=torch.bool, device=scores.device).triu(1)
+    return torch.softmax((scores * scale).masked_fill(above, float("-inf")), dim=-1)
+
+
+def softmax_and_grad(function, scores, dp, scale):
+    scores = scores.detach().clone().requires_grad_()
+    p = function(scores, scale)
+    p.backward(dp)
+    return p.detach(), scores.grad
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_the_causal_softmax_is_autograds_masked_softmax_both_ways(device):
+    """causal_softmax (one pass each way: Triton's kernels on CUDA, the same formulas on the CPU) against autograd
+    through PyTorch's own masked softmax; rows of a length that is no power of two, two batches of 3 heads. A
+    corrupted probability is caught: one entry above the diagonal made nonzero fails the comparison."""
+    if device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("no GPU")
+    import causal_softmax
+    torch.manual_seed(0)
+    dtype = torch.float64 if device == "cpu" else torch.float32
+    scores = torch.randn(6, 77, 77, dtype=dtype, device=device) * 4
+    dp = torch.randn(6, 77, 77, dtype=dtype, device=device)
+    p, ds = softmax_and_grad(causal_softmax.causal_softmax, scores, dp, 0.125)
+    p_ref, ds_ref = softmax_and_grad(reference_softmax, scores, dp, 0.125)
+    tol = dict(rtol=1e-10, atol=1e-12) if dtype == torch.float64 else dict(rtol=1e-5, atol=1e-6)
+    assert torch.allclose(p, p_ref, **tol) and torch.allclose(ds, ds_ref, **tol)
+    assert (p.triu(1) == 0).all() and torch.allclose(p.sum(-1), torch.ones(6, 77, dtype=dtype, device=device))
+    p[2, 5, 40] = 1e-3
+    assert not torch.allclose(p, p_ref, **tol)
