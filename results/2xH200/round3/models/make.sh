@@ -12,12 +12,16 @@
 # Blocks: on NVLink at seq 2048 all 48 of gpt2-xl and 8 of llama3-8b's 32, what fits beside bench_ddp's model copies
 # on a 141 GB card; at seq 4096, 12 of gpt2-xl's; over host memory 8 and over sockets 4, so that the slower links'
 # calibration and three rounds fit one device call.
-# compute-gap/: two torch.profiler runs of PyTorch's compute-only step on one H200 (profile_*.py, as they ran, with
+# aten-softmax/: the two runs made before scripts/causal_softmax.py (PyTorch's softmax from its own ops).
+# The phase 4 binaries of the three NVLink folders were built without OVERLAP_GIT_COMMIT set (cmake/GitCommit.cmake),
+# so their metadata name the GPU machine's stale .git ("cce360be8e8b-dirty"); their source_digest, 54c736587ef4055b,
+# is that of 9cd4176, the commit the comparison's own metadata name (scripts/commit_id.sh at 9cd4176 prints it).
+# compute-gap/: three torch.profiler runs of PyTorch's compute-only step on one H200 (profile_*.py, as they ran, with
 # gpu_shape.json from phase4_model --model gpt2-xl --shape-json, kept here as gpt2-xl.shape.json; their output in
-# profile_*.txt).
+# profile_*.txt): two before scripts/causal_softmax.py, profile_fused.py after it.
 # Kept of the phase 4 runs' timelines: round 1's compute-only backward events (compare/runs/*.compute-backward.csv.gz).
 # This script makes the derived files again from those: steps.csv and steps.png per folder, models.csv,
-# compute-gap/gap.csv and lm_head.csv, README.md.
+# compute-gap/gap.csv, gap_fused.csv, steps.csv and lm_head.csv, README.md.
 # Usage: results/2xH200/round3/models/make.sh [PHASE4_PREDICT]   (from anywhere; default: the build's)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

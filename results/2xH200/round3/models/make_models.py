@@ -21,8 +21,12 @@ sys.path.insert(0, str(REPO / "scripts"))
 import ob_csv  # noqa: E402
 import predict  # noqa: E402
 
-MODELS = ["gpt2-xl-2048", "llama3-8b-2048", "gpt2-xl-4096", "gpt2-xl-2048-shm", "gpt2-xl-2048-socket"]
+MODELS = ["gpt2-xl-2048", "llama3-8b-2048", "gpt2-xl-4096", "aten-softmax/gpt2-xl-2048-shm",
+          "aten-softmax/gpt2-xl-2048-socket"]
 SCALED = MODELS[:2]  # predicted to 1024 GPUs: the NVLink calibrations at seq 2048 (a node's own link is NVLink)
+# Runs whose PyTorch side took the attention core's softmax from PyTorch's own ops, with their extra passes over the
+# scores (before scripts/causal_softmax.py): kept under aten-softmax/, marked so in models.csv.
+ATEN = "aten-softmax/"
 
 
 def measured_steps(folder):
@@ -106,6 +110,7 @@ def main(predictor):
             scaling(folder, predictor)
         calibration = json.loads((folder / "calibrate.calibration.json").read_text())
         r = row(folder)
+        r["pytorch_softmax"] = "aten" if name.startswith(ATEN) else "fused"
         what = f"{r['model']}, {r['blocks']} blocks, seq {r['seq']}"
         what += f", over {r['transport']}" if r["transport"] != "nvlink" else ""
         predict.plot_layers(steps, calibration, folder / "steps.png", what,
