@@ -2,7 +2,7 @@
 forward, p = softmax(scale * s) over each row's first i+1 columns and 0 after them, reading only those columns, in one
 kernel; backward, ds = scale * p * (dp - rowsum(p * dp)), in one kernel.
 
-In PyTorch's own ops that is three passes more each step: a masked softmax adds the mask in a pass of its own (or
+In PyTorch's own ops that is two passes more a block: a masked softmax adds the mask in a pass of its own (or
 baddbmm copies it into its output first), and softmax's backward multiplies grad by output in a separate kernel before
 its reduction (aten::mul, 1.14 ms a block of gpt2-xl at seq 4096 on an H200: results/.../compute-gap). On CUDA the two
 kernels are Triton's (shipped with PyTorch); elsewhere, or without Triton, the same formulas in PyTorch ops (the CPU
