@@ -8,6 +8,7 @@
 #include <cmath>
 #include <map>
 #include <stdexcept>
+#include <vector>
 
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/device_info.hpp"
@@ -16,6 +17,7 @@
 #include "common/timeline.hpp"
 #include "common/cuda/handles.hpp"
 #include "phase4_chunked_nccl/model/kernels.cuh"
+#include "phase4_chunked_nccl/model/transformer_kernels.cuh"
 #include "phase4_chunked_nccl/model/transformer_model.hpp"
 #include "phase4_chunked_nccl/driver/nccl_comm.hpp"
 #include "phase4_chunked_nccl/driver/runner.hpp"
@@ -511,6 +513,53 @@ TEST_F(Phase4Gpu, TransformersCheckOutWithEveryAllReduceStrategyAccumulationAndG
       int backward = 0;
       for (const auto& e : result.events) backward += e.lane == "overlap:compute" && e.name == "backward";
       EXPECT_EQ(backward, config.common.iters * config.layers * ranks_);
+    }
+  }
+}
+
+// The attention core's softmax both ways against double precision on the host, at row lengths on both sides of the
+// register kernels' sizes (1 to 32 x 256 columns) and beyond them (8193: the kernels that read their rows again):
+// every row of each length's square up to 4096 (its first 3 at 8193), scores up to +-8, the backward's scale 0.125.
+// The comparison catches one wrong probability above the diagonal.
+TEST(TransformerGpu, CausalSoftmaxBothWaysMatchesTheHostReference) {
+  if (ob::probe_cuda().devices == 0) GTEST_SKIP() << "no CUDA device";
+  auto worst = [](const std::vector<float>& got, const std::vector<double>& want) {
+    double w = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) w = std::max(w, std::abs(got[i] - want[i]));
+    return w;
+  };
+  for (int s : {1, 255, 256, 257, 1000, 2048, 4096, 8193}) {
+    const std::size_t rows = s <= 4096 ? s : 3, n = rows * s;
+    std::vector<float> scores(n), dp(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      scores[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i))) * 8.0f;
+      dp[i] = static_cast<float>(std::cos(0.11 * static_cast<double>(i)));
+    }
+    ob::DeviceBuffer<float> p(n), d(n);
+    CUDA_CHECK(cudaMemcpy(p.get(), scores.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(d.get(), dp.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    phase4::causal_softmax(p.get(), rows, s, nullptr);
+    phase4::softmax_backward(p.get(), d.get(), rows, s, 0.125f, nullptr);
+    std::vector<float> got_p(n), got_d(n);
+    CUDA_CHECK(cudaMemcpy(got_p.data(), p.get(), n * sizeof(float), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(got_d.data(), d.get(), n * sizeof(float), cudaMemcpyDeviceToHost));
+    std::vector<double> want_p(n, 0.0), want_d(n);
+    for (std::size_t r = 0; r < rows; ++r) {  // row r is position r % s: it sees columns 0..r % s
+      const int seen = static_cast<int>(r % s);
+      const float* x = scores.data() + r * s;
+      double* w = want_p.data() + r * s;
+      double top = -INFINITY, sum = 0, dot = 0;
+      for (int c = 0; c <= seen; ++c) top = std::max(top, static_cast<double>(x[c]));
+      for (int c = 0; c <= seen; ++c) sum += std::exp(x[c] - top);
+      for (int c = 0; c <= seen; ++c) w[c] = std::exp(x[c] - top) / sum;
+      for (int c = 0; c < s; ++c) dot += w[c] * dp[r * s + c];
+      for (int c = 0; c < s; ++c) want_d[r * s + c] = 0.125 * w[c] * (dp[r * s + c] - dot);
+    }
+    EXPECT_LT(worst(got_p, want_p), 1e-5) << "seq " << s;
+    EXPECT_LT(worst(got_d, want_d), 1e-5) << "seq " << s;
+    if (s > 2) {
+      got_p[s + 2] = 1e-3f;  // row 1 sees columns 0 and 1 only
+      EXPECT_GT(worst(got_p, want_p), 1e-5) << "seq " << s;
     }
   }
 }
