@@ -72,9 +72,6 @@ void validate_point(const Config& point) {
   ob::require(1.0 * point.accum_steps * point.batch * point.hidden < 2147483647.0, "--accum-steps",
               std::to_string(point.accum_steps), "accum-steps * batch * hidden must stay below 2^31");
   const SyncRow& sync = sync_row(point.sync);
-  ob::require(!point.transformer() || sync.schedule == ScheduleKind::kAllReduce, "--sync", point.sync,
-              "the sharded strategies slice equal square layers: with --model, an all-reduce strategy (" +
-                  sync_list(ScheduleKind::kAllReduce) + ")");
   ob::require(sync.bf16 || point.comm_dtype == WireType::kFp32, "--comm-dtype", name(point.comm_dtype),
               "--sync " + sync.name + " moves fp32 only");
   ob::require(sync.accumulation || point.accum_steps == 1, "--accum-steps", std::to_string(point.accum_steps),

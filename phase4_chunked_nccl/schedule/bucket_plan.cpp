@@ -121,6 +121,20 @@ BucketPlan align_plan(const BucketPlan& plan, const GradientLayout& layout, std:
   return aligned;
 }
 
+BucketPlan align_plan_to_steps(const BucketPlan& plan, const GradientLayout& layout) {
+  BucketPlan aligned;
+  aligned.elements = plan.elements;
+  std::uint64_t begin = 0;
+  for (const Bucket& bucket : plan.buckets) {
+    const int step = layout.ready_step(bucket.end);
+    const std::uint64_t end = layout.ends[static_cast<std::size_t>(step)];
+    if (end <= begin) continue;  // inside a step the previous bucket already took whole
+    aligned.buckets.push_back({begin, end, step});
+    begin = end;
+  }
+  return aligned;
+}
+
 void validate_plan(const BucketPlan& plan, const GradientLayout& layout) {
   std::uint64_t next = 0;
   for (std::size_t b = 0; b < plan.buckets.size(); ++b) {

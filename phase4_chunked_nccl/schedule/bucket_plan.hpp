@@ -68,6 +68,10 @@ BucketPlan plan_from_ends(const GradientLayout& layout, const std::vector<std::u
 // slices needs. Only the last bucket may end off the multiple.
 BucketPlan align_plan(const BucketPlan& plan, const GradientLayout& layout, std::uint64_t multiple);
 
+// The same plan with every bucket boundary moved up to the end of the backward step it falls in (buckets that vanish
+// are dropped): whole steps per bucket, what a strategy that cuts each step's tensor into per-rank slices needs.
+BucketPlan align_plan_to_steps(const BucketPlan& plan, const GradientLayout& layout);
+
 // Throws std::logic_error unless the buckets cover every element exactly once, in order, with ready steps that
 // hold their last element's step.
 void validate_plan(const BucketPlan& plan, const GradientLayout& layout);

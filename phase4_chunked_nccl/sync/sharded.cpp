@@ -1,20 +1,22 @@
-// Strategies sharded and sharded-ce (sync/gradient_sync.hpp; the sharded schedule drives them): ZeRO-1/FSDP-style data parallelism. Each layer's H*H
-// weights are cut into `ranks` slices of c elements (c = H*H / ranks rounded down to a multiple of `a`: 1, or 64
-// for the copy engines) and a tail of the H*H - ranks * c elements left (none when the ranks divide the layer);
-// rank r owns slice r of every layer, every rank the tails.
-//   backward, per bucket (comm stream; the plan is rounded to whole layers): each of its layers' gradient
+// Strategies sharded and sharded-ce (sync/gradient_sync.hpp; the sharded schedule drives them): ZeRO-1/FSDP-style
+// data parallelism. Each backward step's tensor (one of phase 4's H*H layers, or a transformer's matrix, bias or
+// norm: --model), of n elements, is cut into `ranks` slices of c elements (c = n / ranks rounded down to a multiple
+// of `a`: 1, or 64 for the copy engines) and a tail of the n - ranks * c elements left (none when the ranks divide
+// it; all of a tensor smaller than ranks * a); rank r owns slice r of every tensor, every rank the tails.
+//   backward, per bucket (comm stream; the plan is rounded to whole tensors): each of its tensors' gradient
 //     reduce-scattered to the slices' owners, the tail all-reduced:
-//       sharded:    ncclReduceScatter into `received_` (this rank's slices; the bucket's layers in one NCCL group);
+//       sharded:    ncclReduceScatter into `received_` (this rank's slices; the bucket's tensors in one NCCL group);
 //       sharded-ce: ncclAlltoAll on the copy engines (symmetric windows, CTA policy zero): slice r of every rank
 //                   lands on rank r, in rank order; the update sums them (no kernel on the comm stream).
 //   update (compute stream): this rank's slices only (sharded-ce: the sum of the received slices fused into it), and
-//     the tails, the same on every rank. Overlapped, each layer's update is deferred into the next step's forward,
-//     right before the layer's gather (apply_deferred): there the compute stream waits for gathers anyway. Seen
-//     otherwise on 4096,16,512 (sharded-ce): the update, 0.7 ms of memory traffic, ran after the last reduction
-//     with the comm stream idle; on a side stream during the backward it slowed the backward GEMMs and the
-//     all-to-alls by as much (0.18 to 0.23 ms per step).
+//     the tails, the same on every rank; consecutive tensors of one size in one kernel each (all of phase 4's
+//     layers). Overlapped, each tensor's update is deferred into the next step's forward, right before its gather
+//     (apply_deferred): there the compute stream waits for gathers anyway. Seen otherwise on 4096,16,512
+//     (sharded-ce): the update, 0.7 ms of memory traffic, ran after the last reduction with the comm stream idle; on
+//     a side stream during the backward it slowed the backward GEMMs and the all-to-alls by as much (0.18 to 0.23 ms
+//     per step).
 //   gather (comm stream, issued by the trainer ahead of the forward layer that reads them): an in-place
-//     ncclAllGather of the layer's updated slices into the weights (sharded-ce: on the copy engines, so the weights
+//     ncclAllGather of the tensor's updated slices into the weights (sharded-ce: on the copy engines, so the weights
 //     live in a symmetric window this strategy owns).
 // Summing in rank order, every owner computes its slice's bits once, so the ranks' weights agree bit for bit.
 #include "phase4_chunked_nccl/sync/registry.hpp"
@@ -34,108 +36,146 @@ constexpr std::uint64_t kCopyEngineAlignment = 64;  // elements per slice a mult
 class ZeroSharded final : public ShardedSync {
  public:
   ZeroSharded(const SyncContext& context, bool copy_engine)
-      : ShardedSync(context.nccl, copy_engine ? "alltoall" : "reduce_scatter"), nccl_(context.nccl), rank_(context.rank), ranks_(context.ranks), layers_(context.config.layers),
-        hidden_(context.config.hidden), layout_(context.layout), copy_engine_(copy_engine),
-        layer_(static_cast<std::uint64_t>(hidden_) * hidden_),
-        slice_(layer_ / (ranks_ * alignment()) * alignment()), tail_(layer_ - ranks_ * slice_),
-        grads_(context.elements(), window()), received_(copy_engine ? context.elements() : layers_ * slice_, window()),
+      : ShardedSync(context.nccl, copy_engine ? "alltoall" : "reduce_scatter"), nccl_(context.nccl),
+        rank_(context.rank), ranks_(context.ranks), layout_(context.layout), copy_engine_(copy_engine),
+        slots_(cut(context.layout)), grads_(context.elements(), window()),
+        received_(copy_engine ? context.elements() : slices_total(), window()),
         weights_(copy_engine ? context.elements() : 0, window()) {
     use_weights(weights_.get());  // null for sharded: the model's own
   }
 
   float* gradient() override { return grads_.get(); }
 
-  // Whole layers per bucket: a layer's slices are reduced in one collective, so no bucket boundary cuts a layer.
-  BucketPlan adapt(const BucketPlan& plan) const override { return align_plan(plan, layout_, layer_); }
+  // Whole tensors per bucket: a tensor's slices are reduced in one collective, so no bucket boundary cuts one.
+  BucketPlan adapt(const BucketPlan& plan) const override { return align_plan_to_steps(plan, layout_); }
 
   void communicate(const Bucket& bucket, cudaStream_t comm) override {
     const Collectives& nccl = collectives();
     if (!copy_engine_) nccl.group_start();
-    for (std::uint64_t at = bucket.begin; at < bucket.end; at += layer_) {
-      const std::uint64_t slot = at / layer_;
-      if (slice_ > 0 && copy_engine_) {
-        nccl.all_to_all(grads_.get() + at, received_.get() + at, slice_, comm);
-      } else if (slice_ > 0) {
-        nccl.reduce_scatter(grads_.get() + at, received_.get() + slot * slice_, slice_, comm);
+    for (int s = layout_.ready_step(bucket.begin + 1); s <= bucket.ready_after; ++s) {
+      const Slot& slot = slots_[static_cast<std::size_t>(s)];
+      float* at = grads_.get() + slot.begin;
+      if (slot.slice > 0 && copy_engine_) {
+        nccl.all_to_all(at, received_.get() + slot.received, slot.slice, comm);
+      } else if (slot.slice > 0) {
+        nccl.reduce_scatter(at, received_.get() + slot.received, slot.slice, comm);
       }
-      if (tail_ > 0) nccl.all_reduce(grads_.get() + at + ranks_ * slice_, tail_, ncclFloat, comm);
+      if (slot.tail > 0) nccl.all_reduce(at + ranks_ * slot.slice, slot.tail, ncclFloat, comm);
     }
     if (!copy_engine_) nccl.group_end();
   }
 
   void update(float* weights, float scale, std::size_t, cudaStream_t compute) override {
-    update_slots(0, layers_, weights, scale, compute);
+    update_slots(0, static_cast<int>(slots_.size()), weights, scale, compute);
     drop_deferred();
   }
 
   void defer_update(float scale) override {
-    deferred_.assign(layers_, 1);
+    deferred_.assign(slots_.size(), 1);
     deferred_scale_ = scale;
   }
 
   void apply_deferred(int layer, float* weights, cudaStream_t compute) override {
-    const int slot = layers_ - layer;
-    if (deferred_.empty() || !deferred_[slot]) return;
+    const int slot = static_cast<int>(slots_.size()) - layer;
+    if (deferred_.empty() || !deferred_[static_cast<std::size_t>(slot)]) return;
     update_slots(slot, slot + 1, weights, deferred_scale_, compute);
-    deferred_[slot] = 0;
+    deferred_[static_cast<std::size_t>(slot)] = 0;
   }
 
   void drop_deferred() override { deferred_.clear(); }
 
   void gather(int layer, float* weights, cudaStream_t comm) override {
-    if (slice_ == 0) return;  // a layer smaller than the ranks: all tail, already the same everywhere
-    float* at = weights + static_cast<std::uint64_t>(layers_ - layer) * layer_;
-    collectives().all_gather(at + rank_ * slice_, at, slice_, comm);
+    const Slot& slot = slots_[slots_.size() - static_cast<std::size_t>(layer)];
+    if (slot.slice == 0) return;  // a tensor smaller than the ranks' slices: all tail, already the same everywhere
+    float* at = weights + slot.begin;
+    collectives().all_gather(at + rank_ * slot.slice, at, slot.slice, comm);
   }
 
   // Every rank's reduced slices gathered into one full gradient (the checks; allocated on first use).
   const float* reduced(cudaStream_t stream) override {
     if (!full_.get()) full_ = CommBuffer<float>(grads_.size(), window());
-    sum_rows(full_.get() + rank_ * slice_, received_.get(), received(), stream);
-    for (int slot = 0; slot < layers_ && slice_ > 0; ++slot) {
-      float* at = full_.get() + slot * layer_;
-      collectives().all_gather(at + rank_ * slice_, at, slice_, stream);
-    }
-    const std::size_t pitch = layer_ * sizeof(float);
-    if (tail_ > 0) {
-      CUDA_CHECK(cudaMemcpy2DAsync(full_.get() + ranks_ * slice_, pitch, grads_.get() + ranks_ * slice_, pitch,
-                                   tail_ * sizeof(float), layers_, cudaMemcpyDeviceToDevice, stream));
+    const int slots = static_cast<int>(slots_.size());
+    for_each_run(0, slots, [&](const Slot& first, const RowSlices& mine, const RowSlices& tail) {
+      sum_rows(full_.get() + first.begin + rank_ * first.slice, received_.get() + first.received, mine, stream);
+      if (tail.n > 0) {
+        const std::size_t pitch = tail.out_stride * sizeof(float);
+        CUDA_CHECK(cudaMemcpy2DAsync(full_.get() + first.begin + ranks_ * first.slice, pitch,
+                                     grads_.get() + first.begin + ranks_ * first.slice, pitch, tail.n * sizeof(float),
+                                     tail.rows, cudaMemcpyDeviceToDevice, stream));
+      }
+    });
+    for (const Slot& slot : slots_) {
+      if (slot.slice == 0) continue;
+      float* at = full_.get() + slot.begin;
+      collectives().all_gather(at + rank_ * slot.slice, at, slot.slice, stream);
     }
     return full_.get();
   }
 
  private:
-  // Gradient slots (layers in backward order) [from, to): this rank's slices and the tails.
-  void update_slots(std::uint64_t from, std::uint64_t to, float* weights, float scale, cudaStream_t stream) {
-    RowSlices mine = received(), tail = tails();
-    mine.rows = tail.rows = to - from;
-    float* w = weights + from * layer_;
-    sgd_rows(w + rank_ * slice_, received_.get() + from * mine.in_stride, scale, mine, stream);
-    sgd_rows(w + ranks_ * slice_, grads_.get() + from * layer_ + ranks_ * slice_, scale, tail, stream);
+  // One backward step's tensor: where it starts in the gradient, its size, its slice and tail, and where this rank's
+  // reduced slice (sharded-ce: every rank's slices, in rank order) lies in `received_`.
+  struct Slot {
+    std::uint64_t begin = 0, size = 0, slice = 0, tail = 0, received = 0;
+  };
+
+  std::vector<Slot> cut(const GradientLayout& layout) const {
+    std::vector<Slot> slots;
+    std::uint64_t received = 0;
+    for (int s = 0; s < layout.steps(); ++s) {
+      Slot slot;
+      slot.begin = layout.begin(s);
+      slot.size = layout.ends[static_cast<std::size_t>(s)] - slot.begin;
+      slot.slice = slot.size / (ranks_ * alignment()) * alignment();
+      slot.tail = slot.size - ranks_ * slot.slice;
+      slot.received = copy_engine_ ? slot.begin : received;
+      received += slot.slice;
+      slots.push_back(slot);
+    }
+    return slots;
+  }
+  std::uint64_t slices_total() const {
+    std::uint64_t total = 0;
+    for (const Slot& slot : slots_) total += slot.slice;
+    return total;
+  }
+
+  // Slots [from, to) in runs of consecutive tensors of one size (one run for phase 4's equal layers): `f(first,
+  // mine, tail)` with the run's first slot and its rows of this rank's slices and of the tails.
+  template <typename F>
+  void for_each_run(int from, int to, F&& f) const {
+    for (int s = from; s < to;) {
+      const Slot& first = slots_[static_cast<std::size_t>(s)];
+      int end = s + 1;
+      while (end < to && slots_[static_cast<std::size_t>(end)].size == first.size) ++end;
+      RowSlices mine, tail;
+      mine.rows = tail.rows = static_cast<std::size_t>(end - s);
+      mine.n = first.slice, mine.out_stride = first.size;
+      mine.in_stride = copy_engine_ ? first.size : first.slice;
+      mine.parts = copy_engine_ ? ranks_ : 1;
+      mine.part_stride = first.slice;
+      tail.n = first.tail, tail.out_stride = tail.in_stride = first.size;
+      f(first, mine, tail);
+      s = end;
+    }
+  }
+
+  // Slots [from, to) (tensors in backward order): this rank's slices and the tails.
+  void update_slots(int from, int to, float* weights, float scale, cudaStream_t stream) {
+    for_each_run(from, to, [&](const Slot& first, const RowSlices& mine, const RowSlices& tail) {
+      float* w = weights + first.begin;
+      sgd_rows(w + rank_ * first.slice, received_.get() + first.received, scale, mine, stream);
+      sgd_rows(w + ranks_ * first.slice, grads_.get() + first.begin + ranks_ * first.slice, scale, tail, stream);
+    });
   }
   std::uint64_t alignment() const { return copy_engine_ ? kCopyEngineAlignment : 1; }
   ncclComm_t window() const { return copy_engine_ ? nccl_ : nullptr; }
-  // This rank's slices as the reduction left them: one per layer in `shard` (sharded), or every rank's part of
-  // them at the layer's offset of the received buffer, to be summed (sharded-ce). Rows are layers.
-  RowSlices received() const {
-    RowSlices shape;
-    shape.rows = layers_, shape.n = slice_, shape.out_stride = layer_;
-    shape.in_stride = copy_engine_ ? layer_ : slice_;
-    shape.parts = copy_engine_ ? ranks_ : 1;
-    shape.part_stride = slice_;
-    return shape;
-  }
-  RowSlices tails() const {
-    RowSlices shape;
-    shape.rows = layers_, shape.n = tail_, shape.out_stride = layer_, shape.in_stride = layer_;
-    return shape;
-  }
 
   ncclComm_t nccl_;
-  int rank_, ranks_, layers_, hidden_;
+  int rank_, ranks_;
   GradientLayout layout_;
   bool copy_engine_;
-  std::uint64_t layer_, slice_, tail_;
+  std::vector<Slot> slots_;
   CommBuffer<float> grads_, received_, weights_, full_;
   std::vector<char> deferred_;  // per slot: its update deferred into the next forward (overlapped runs)
   float deferred_scale_ = 0;
@@ -160,7 +200,7 @@ SyncRow sharded_row() {
   SyncRow row;
   row.name = "sharded";
   row.help = "ZeRO-1 style: ncclReduceScatter per bucket in the backward, each rank updates its slices, "
-             "ncclAllGather per layer during the next forward (buckets rounded to whole layers; fp32)";
+             "ncclAllGather per layer during the next forward (buckets rounded to whole layers or tensors; fp32)";
   row.schedule = ScheduleKind::kSharded;
   row.graph = row.accumulation = false;
   row.reference = "sharded";

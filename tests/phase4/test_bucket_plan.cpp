@@ -100,6 +100,26 @@ TEST(BucketPlan, AlignedPlanMovesBoundariesUpToTheMultiple) {
   EXPECT_THROW(phase4::align_plan(plan, phase4::GradientLayout::equal(3, 10), 0), std::invalid_argument);
 }
 
+TEST(BucketPlan, StepAlignedPlanTakesWholeSteps) {
+  // Steps of 10, 1, 30 and 5 elements (ends 10, 11, 41, 46) and buckets ending at 4, 8, 25, 40, 46: each end moves up
+  // to its step's end (10, 10, 41, 41, 46), the buckets that vanish are dropped: ends 10, 41, 46.
+  const auto layout = phase4::GradientLayout::of_sizes({10, 1, 30, 5});
+  const auto plan = phase4::plan_from_ends(layout, {4, 8, 25, 40, 46});
+  const auto aligned = phase4::align_plan_to_steps(plan, layout);
+  phase4::validate_plan(aligned, layout);
+  ASSERT_EQ(aligned.buckets.size(), 3u);
+  EXPECT_EQ(aligned.buckets[0].end, 10u);
+  EXPECT_EQ(aligned.buckets[1].end, 41u);
+  EXPECT_EQ(aligned.buckets[1].ready_after, 2);
+  EXPECT_EQ(aligned.buckets[2].end, 46u);
+  // Equal layers: the same plan as aligning to the layer's size.
+  const auto equal = phase4::GradientLayout::equal(3, 10);
+  const auto by_size = phase4::plan_by_size(3, 10, 35 * kElemMb, 35 * kElemMb);
+  const auto a = phase4::align_plan_to_steps(by_size, equal), b = phase4::align_plan(by_size, equal, 100);
+  ASSERT_EQ(a.buckets.size(), b.buckets.size());
+  for (std::size_t i = 0; i < a.buckets.size(); ++i) EXPECT_EQ(a.buckets[i].end, b.buckets[i].end) << i;
+}
+
 TEST(BucketPlan, UnequalStepsAsATransformersTensors) {
   // Steps of 10, 1, 30 and 5 elements (a matrix, its bias, a wider matrix, a norm): a bucket is ready after the step
   // holding its last element, whatever the sizes.

@@ -87,7 +87,7 @@ BINARIES = {
         (["--sweep", "chunks=0x8"], "--sweep"),
         (["--model", "gpt2", "--hidden", "1024"], "--hidden"), (["--model", "gpt2", "--batch", "64"], "--batch"),
         (["--seq", "512"], "--seq"), (["--blocks", "2"], "--blocks"), (["--model", "no-such-model"], "--model"),
-        (["--model", "gpt2", "--blocks", "13"], "--blocks"), (["--model", "gpt2", "--sync", "sharded"], "--sync"),
+        (["--model", "gpt2", "--blocks", "13"], "--blocks"),
         (["--model", "gpt2", "--mode", "interference"], "--mode"),
         (["--model", "llama3-8b", "--seq", "65536"], "--seq"), (["--model", "gpt2", "--seq", "0"], "--seq"),
     ],
