@@ -32,13 +32,15 @@ __device__ float block_reduce(float v, float* shared) {
 __device__ float block_sum(float v, float* shared) { return block_reduce<false>(v, shared); }
 __device__ float block_max(float v, float* shared) { return block_reduce<true>(v, shared); }
 
-__global__ void embed_lookup_kernel(const int* tokens, const float* table, const float* positions, int seq,
-                                    int n_positions, float* out, std::size_t rows, int h) {
+__global__ void embed_lookup_kernel(const int* tokens, const float* table, float* out, std::size_t rows, int h) {
+  GRID_STRIDE(i, rows * h) out[i] = table[static_cast<std::size_t>(tokens[i / h]) * h + i % h];
+}
+
+__global__ void add_positions_kernel(const float* positions, int seq, int n_positions, float* out, std::size_t rows,
+                                     int h) {
   GRID_STRIDE(i, rows * h) {
     const std::size_t t = i / h, c = i % h;
-    float v = table[static_cast<std::size_t>(tokens[t]) * h + c];
-    if (positions) v += positions[static_cast<std::size_t>((t % seq) % n_positions) * h + c];
-    out[i] = v;
+    out[i] += positions[static_cast<std::size_t>((t % seq) % n_positions) * h + c];
   }
 }
 
@@ -298,9 +300,14 @@ __global__ void cross_entropy_kernel(float* logits, const int* targets, int voca
 
 }  // namespace
 
-void embed_lookup(const int* tokens, const float* table, const float* positions, int seq, int n_positions, float* out,
-                  std::size_t rows, int h, cudaStream_t s) {
-  embed_lookup_kernel<<<blocks_for(rows * h), kThreads, 0, s>>>(tokens, table, positions, seq, n_positions, out, rows, h);
+void embed_lookup(const int* tokens, const float* table, float* out, std::size_t rows, int h, cudaStream_t s) {
+  embed_lookup_kernel<<<blocks_for(rows * h), kThreads, 0, s>>>(tokens, table, out, rows, h);
+  CUDA_CHECK_LAUNCH();
+}
+
+void add_positions(const float* positions, int seq, int n_positions, float* out, std::size_t rows, int h,
+                   cudaStream_t s) {
+  add_positions_kernel<<<blocks_for(rows * h), kThreads, 0, s>>>(positions, seq, n_positions, out, rows, h);
   CUDA_CHECK_LAUNCH();
 }
 

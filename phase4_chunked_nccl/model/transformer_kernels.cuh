@@ -10,9 +10,12 @@
 
 namespace phase4 {
 
-// out[t] = table[tokens[t]] (+ positions[(t % seq) % n_positions] when given), rows of h.
-void embed_lookup(const int* tokens, const float* table, const float* positions, int seq, int n_positions, float* out,
-                  std::size_t rows, int h, cudaStream_t stream);
+// out[t] = table[tokens[t]], rows of h.
+void embed_lookup(const int* tokens, const float* table, float* out, std::size_t rows, int h, cudaStream_t stream);
+// out[t] += positions[(t % seq) % n_positions]: the learned positions, in their own forward layer (after the lookup's,
+// as their backward step comes before the token embedding's), so a sharded strategy gathers them before they are read.
+void add_positions(const float* positions, int seq, int n_positions, float* out, std::size_t rows, int h,
+                   cudaStream_t stream);
 // The lookup's backward, grouped by token (no atomics): for each u < uniques, table row unique_tokens[u] +=
 // the sum of dx's rows order[starts[u]] .. order[starts[u + 1] - 1], in that order.
 void embed_backward(const int* unique_tokens, const int* starts, const int* order, int uniques, const float* dx,

@@ -262,11 +262,10 @@ void TransformerModel::forward(int micro, cudaStream_t stream, const LayerHook& 
   ForwardPass pass{before, after};
   const std::size_t T = tokens_;
   const int* tokens = tokens_buf_.get() + static_cast<std::size_t>(micro) * T;
-  const float* positions = embed_positions_ >= 0 ? weight(embed_positions_) : nullptr;
-  run_layer(pass, embed_tokens_, "embedding", [&] {
-    embed_lookup(tokens, weight(embed_tokens_), positions, seq_, shape_.positions, x_.get(), T, h_, stream);
-  });
-  run_layer(pass, embed_positions_, "positions", {});  // added by the lookup
+  run_layer(pass, embed_tokens_, "embedding",
+            [&] { embed_lookup(tokens, weight(embed_tokens_), x_.get(), T, h_, stream); });
+  run_layer(pass, embed_positions_, "positions",
+            [&] { add_positions(weight(embed_positions_), seq_, shape_.positions, x_.get(), T, h_, stream); });
   for (int b = 0; b < kept_; ++b) forward_block(b, pass, stream);
   const float* last = x_.get() + static_cast<std::size_t>(kept_) * rows(h_);
   const int* targets = targets_.get() + static_cast<std::size_t>(micro) * T;
