@@ -12,10 +12,13 @@
 # Blocks: on NVLink at seq 2048 all 48 of gpt2-xl and 8 of llama3-8b's 32, what fits beside bench_ddp's model copies
 # on a 141 GB card; at seq 4096, 12 of gpt2-xl's; over host memory 8 and over sockets 4, so that the slower links'
 # calibration and three rounds fit one device call.
-# aten-softmax/: the two runs made before scripts/causal_softmax.py (PyTorch's softmax from its own ops).
-# The phase 4 binaries of the three NVLink folders were built without OVERLAP_GIT_COMMIT set (cmake/GitCommit.cmake),
-# so their metadata name the GPU machine's stale .git ("cce360be8e8b-dirty"); their source_digest, 54c736587ef4055b,
-# is that of 9cd4176, the commit the comparison's own metadata name (scripts/commit_id.sh at 9cd4176 prints it).
+# This folder's runs: phase 4 with its one-pass softmax (model/attention_softmax.cu); each run's commit: models.csv.
+# multi-pass-softmax/: the NVLink runs before it. aten-softmax/: the two runs made before
+# scripts/causal_softmax.py (PyTorch's softmax from its own ops).
+# The phase 4 binaries of the multi-pass-softmax/ folders were built without OVERLAP_GIT_COMMIT set
+# (cmake/GitCommit.cmake), so their metadata name the GPU machine's stale .git ("cce360be8e8b-dirty"); their
+# source_digest, 54c736587ef4055b, is that of 9cd4176, the commit the comparison's own metadata name
+# (scripts/commit_id.sh at 9cd4176 prints it).
 # compute-gap/: three torch.profiler runs of PyTorch's compute-only step on one H200 (profile_*.py, as they ran, with
 # gpu_shape.json from phase4_model --model gpt2-xl --shape-json, kept here as gpt2-xl.shape.json; their output in
 # profile_*.txt): two before scripts/causal_softmax.py, profile_fused.py after it.

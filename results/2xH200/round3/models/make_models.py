@@ -21,12 +21,15 @@ sys.path.insert(0, str(REPO / "scripts"))
 import ob_csv  # noqa: E402
 import predict  # noqa: E402
 
-MODELS = ["gpt2-xl-2048", "llama3-8b-2048", "gpt2-xl-4096", "aten-softmax/gpt2-xl-2048-shm",
-          "aten-softmax/gpt2-xl-2048-socket"]
-SCALED = MODELS[:2]  # predicted to 1024 GPUs: the NVLink calibrations at seq 2048 (a node's own link is NVLink)
-# Runs whose PyTorch side took the attention core's softmax from PyTorch's own ops, with their extra passes over the
-# scores (before scripts/causal_softmax.py): kept under aten-softmax/, marked so in models.csv.
+MODELS = ["gpt2-xl-2048", "gpt2-xl-4096", "multi-pass-softmax/llama3-8b-2048", "multi-pass-softmax/gpt2-xl-2048",
+          "multi-pass-softmax/gpt2-xl-4096", "aten-softmax/gpt2-xl-2048-shm", "aten-softmax/gpt2-xl-2048-socket"]
+# predicted to 1024 GPUs: each model's newest NVLink calibration at seq 2048 (a node's own link is NVLink)
+SCALED = ["gpt2-xl-2048", "multi-pass-softmax/llama3-8b-2048"]
+# Runs made before phase 4's attention softmax read each row once each way (model/attention_softmax.cu): kept under
+# multi-pass-softmax/ and aten-softmax/, marked so in models.csv. Under aten-softmax/ PyTorch's side, too, took the
+# softmax from PyTorch's own ops, with their extra passes over the scores (before scripts/causal_softmax.py).
 ATEN = "aten-softmax/"
+MULTI_PASS = ("multi-pass-softmax/", ATEN)
 
 
 def measured_steps(folder):
@@ -111,6 +114,7 @@ def main(predictor):
         calibration = json.loads((folder / "calibrate.calibration.json").read_text())
         r = row(folder)
         r["pytorch_softmax"] = "aten" if name.startswith(ATEN) else "fused"
+        r["phase4_softmax"] = "multi-pass" if name.startswith(MULTI_PASS) else "one-pass"
         what = f"{r['model']}, {r['blocks']} blocks, seq {r['seq']}"
         what += f", over {r['transport']}" if r["transport"] != "nvlink" else ""
         predict.plot_layers(steps, calibration, folder / "steps.png", what,
