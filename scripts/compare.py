@@ -20,6 +20,12 @@ seed, the contenders' commands and the first run's hardware), compare.png (the r
 contenders' own outputs under runs/. Exit codes: 0; 1 when a contender's check failed (exit 1); 2 for bad usage
 (nothing run); 3 when a contender failed otherwise; 77 when a contender was skipped (its hardware is absent).
 
+--deadline SECONDS fits the comparison into an allocation's time: a round starts only while the longest round so far
+still fits before it, a run it cuts drops that round whole (its files removed), and the complete rounds, at least two,
+are summarised; compare.meta.json records the rounds planned and run and why it stopped. Each run runs in its own
+session, and a run past --timeout or the deadline, or a signal to ob-compare, ends its whole process group (mpirun or
+torchrun and their ranks), not only its shell.
+
 Usage:
   ob-compare --out results/runs/cmp --rounds 5 --baseline ddp \\
     --contender "nccl=mpirun -np 2 build/gpu/phase4_chunked_nccl/phase4_chunked_nccl --sync nccl --csv {csv}" \\
@@ -33,6 +39,7 @@ import platform
 import random
 import re
 import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -85,6 +92,9 @@ def parse_args(argv=None):
     parser.add_argument("--rounds", type=int, default=5, help="rounds; each runs every contender once (default: 5)")
     parser.add_argument("--seed", type=int, help="seed of the order and of the bootstrap (default: drawn, recorded)")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds one run may take (default: 3600)")
+    parser.add_argument("--deadline", type=float, metavar="SECONDS",
+                        help="seconds the whole comparison may take: rounds that would not fit are not started, a "
+                             "round cut by it is dropped, the complete rounds (at least 2) are summarised")
     parser.add_argument("--out", required=True, help="folder to write (created; must not hold a comparison yet)")
     args = parser.parse_args(argv)
     try:
@@ -109,6 +119,8 @@ def parse_args(argv=None):
         parser.error(f"--seed: '{args.seed}' is invalid: 0 to 2^32-1")
     if not (math.isfinite(args.timeout) and args.timeout > 0):
         parser.error(f"--timeout: '{args.timeout}' is invalid: seconds > 0")
+    if args.deadline is not None and not (math.isfinite(args.deadline) and args.deadline > 0):
+        parser.error(f"--deadline: '{args.deadline}' is invalid: seconds > 0")
     out = pathlib.Path(args.out)
     if out.exists() and not out.is_dir():
         parser.error(f"--out: '{args.out}' is invalid: not a folder")
@@ -156,44 +168,101 @@ class ContenderFailed(Exception):
         self.code = code
 
 
-def run_one(command, csv, timeout, log):
-    """Runs a contender's command (bash -c, {csv} replaced) as a fresh process; its output goes to `log`."""
+class PastDeadline(Exception):
+    """A run the deadline cut: its round is dropped."""
+
+
+_RUNNING = []  # the run in progress, whose process group a signal to ob-compare ends (ob_csv.at_signal)
+
+
+def end_group(process, grace=10.0):
+    """Ends a run's whole session (its shell, mpirun or torchrun, their ranks): SIGTERM, then SIGKILL after `grace`."""
+    for number, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, None)):
+        try:
+            os.killpg(process.pid, number)
+        except ProcessLookupError:
+            break
+        try:
+            process.wait(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def end_running():
+    for process in _RUNNING:
+        end_group(process, grace=2.0)
+
+
+def run_one(command, csv, timeout, log, deadline_left=None):
+    """Runs a contender's command (bash -c, {csv} replaced) as a fresh process in its own session; its output goes to
+    `log`. Past `timeout` (or `deadline_left`, when that is sooner: PastDeadline) its process group is ended."""
     line = command.replace("{csv}", shlex.quote(str(csv)))
+    cut_by_deadline = deadline_left is not None and deadline_left < timeout
+    limit = deadline_left if cut_by_deadline else timeout
     start = time.monotonic()
     with open(log, "w") as sink:
+        process = subprocess.Popen(["bash", "-c", line], stdout=sink, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
+        _RUNNING.append(process)
         try:
-            done = subprocess.run(["bash", "-c", line], stdout=sink, stderr=subprocess.STDOUT, timeout=timeout,
-                                  stdin=subprocess.DEVNULL)
+            returncode = process.wait(timeout=max(limit, 0.0))
         except subprocess.TimeoutExpired:
+            end_group(process)
+            if cut_by_deadline:
+                raise PastDeadline() from None
             raise ContenderFailed(f"ran past --timeout {timeout:g} s (log: {log})", 3) from None
-    if done.returncode != 0:
+        finally:
+            _RUNNING.remove(process)
+    if returncode != 0:
         tail = " | ".join(pathlib.Path(log).read_text(errors="replace").strip().splitlines()[-3:])
-        code = {1: 1, 77: 77}.get(done.returncode, 3)
-        raise ContenderFailed(f"exit {done.returncode}: {tail} (log: {log})", code)
+        code = {1: 1, 77: 77}.get(returncode, 3)
+        raise ContenderFailed(f"exit {returncode}: {tail} (log: {log})", code)
     if not pathlib.Path(csv).is_file():
         raise ContenderFailed(f"exit 0 but wrote no summary at {csv} (log: {log})", 3)
     return time.monotonic() - start
 
 
-def run_rounds(contenders, orders, runs_dir, timeout, progress=sys.stderr):
-    """Every round's runs in its order; returns the rounds table (round, position, contender, mode, time_ms)."""
+def next_round_fits(elapsed, round_seconds, deadline):
+    """Whether another round, as long as the longest so far, ends before `deadline` (the first always starts)."""
+    return deadline is None or not round_seconds or elapsed + max(round_seconds) <= deadline
+
+
+def run_rounds(contenders, orders, runs_dir, timeout, deadline=None, progress=sys.stderr):
+    """Every round's runs in its order, while they fit `deadline` (seconds from now, or None). Returns the rounds
+    table (round, position, contender, mode, time_ms) of the complete rounds and why it stopped early (None)."""
     by_name = {name: (mode, command) for name, mode, command in contenders}
-    records, total, done = [], sum(len(o) for o in orders), 0
+    records, total, done, round_seconds = [], sum(len(o) for o in orders), 0, []
+    start = time.monotonic()
     for round_index, order in enumerate(orders):
+        elapsed = time.monotonic() - start
+        if not next_round_fits(elapsed, round_seconds, deadline):
+            return pd.DataFrame(records), (f"--deadline {deadline:g} s: round {round_index + 1} not started, "
+                                           f"{deadline - elapsed:.0f} s left and the longest round took "
+                                           f"{max(round_seconds):.0f} s")
+        this_round = []
         for position, name in enumerate(order):
             mode, command = by_name[name]
             csv = runs_dir / f"r{round_index}-{name}.csv"
+            left = None if deadline is None else deadline - (time.monotonic() - start)
             try:
-                seconds = run_one(command, csv, timeout, runs_dir / f"r{round_index}-{name}.log")
+                seconds = run_one(command, csv, timeout, runs_dir / f"r{round_index}-{name}.log", left)
                 value = read_time(csv, mode, name)
+            except PastDeadline:
+                for path in runs_dir.glob(f"r{round_index}-*"):
+                    path.unlink()
+                return pd.DataFrame(records), (f"--deadline {deadline:g} s: round {round_index + 1} cut at its "
+                                               f"run {position + 1} ({name}) and dropped")
             except ContenderFailed as failure:
                 raise ContenderFailed(f"contender '{name}', round {round_index + 1}: {failure}", failure.code) from None
             done += 1
-            records.append({"round": round_index, "position": position, "contender": name, "mode": mode,
-                            "time_ms": value, "wall_s": seconds})
+            this_round.append({"round": round_index, "position": position, "contender": name, "mode": mode,
+                               "time_ms": value, "wall_s": seconds})
             print(f"[ob-compare] round {round_index + 1}/{len(orders)}, run {done}/{total}: {name} {mode} "
                   f"{value:.4g} ms ({seconds:.1f} s)", file=progress, flush=True)
-    return pd.DataFrame(records)
+        records += this_round
+        round_seconds.append(time.monotonic() - start - elapsed)
+    return pd.DataFrame(records), None
 
 
 def bootstrap_ratios(times, contender, group, seed, resamples=RESAMPLES):
@@ -303,11 +372,12 @@ def figure(table, path):
     ob_csv.save_figure(fig, path)
 
 
-def metadata(args, contenders, orders, runs_dir):
+def metadata(args, contenders, orders, runs_dir, rounds_run, stopped):
     meta = {"suite": "overlap-bench", "tool": "ob-compare", "commit": ob_csv.commit_id(), "host": socket.gethostname(),
             "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command_line": sys.argv,
             "cwd": os.getcwd(), "python": platform.python_version(), "cpus": os.cpu_count(), "seed": args.seed,
-            "rounds": args.rounds, "resamples": RESAMPLES, "unstable_rel": UNSTABLE_REL, "baselines": args.baseline,
+            "rounds": rounds_run, "rounds_planned": args.rounds, "deadline_s": args.deadline, "stopped": stopped,
+            "resamples": RESAMPLES, "unstable_rel": UNSTABLE_REL, "baselines": args.baseline,
             "contenders": [{"name": n, "mode": m, "command": c} for n, m, c in contenders], "orders": orders}
     first = ob_csv.read_metadata(runs_dir / f"r0-{contenders[0][0]}.csv")
     for key in ("gpus", "cpu_model", "hardware", "hosts", "ranks"):
@@ -325,11 +395,19 @@ def main(argv=None):
     orders = schedule([name for name, _, _ in contenders], args.rounds, args.seed)
     print(f"[ob-compare] {len(contenders)} contenders x {args.rounds} rounds, seed {args.seed}, writing {out}",
           file=sys.stderr, flush=True)
+    ob_csv.at_signal(end_running)
     try:
-        rounds = run_rounds(contenders, orders, runs_dir, args.timeout)
+        rounds, stopped = run_rounds(contenders, orders, runs_dir, args.timeout, args.deadline)
     except ContenderFailed as failure:
         print(f"ob-compare: {failure}", file=sys.stderr)
         return failure.code
+    rounds_run = rounds["round"].nunique() if len(rounds) else 0
+    if stopped:
+        print(f"[ob-compare] stopped after {rounds_run} of {args.rounds} rounds: {stopped}", file=sys.stderr)
+    if rounds_run < 2:
+        print(f"ob-compare: {stopped}: {rounds_run} complete round(s), at least 2 are needed to compare",
+              file=sys.stderr)
+        return 3
     table = summarize(rounds, contenders, args.baseline, args.seed)
     also = {mode: also_summarize(rounds, contenders, args.baseline, runs_dir, mode, args.seed)
             for mode in args.also_mode}
@@ -337,7 +415,8 @@ def main(argv=None):
     # last.
     ob_csv.write_text_atomic(out / "compare.rounds.csv", rounds.to_csv(index=False))
     ob_csv.write_text_atomic(out / "compare.meta.json",
-                             json.dumps(metadata(args, contenders, orders, runs_dir), indent=2) + "\n")
+                             json.dumps(metadata(args, contenders, orders, runs_dir, rounds_run, stopped),
+                                        indent=2) + "\n")
     figure(table, out / "compare.png")
     for mode, extra in also.items():
         if extra is None:

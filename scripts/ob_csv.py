@@ -146,6 +146,14 @@ def figure_parser(doc, source, source_help, **source_options):
 
 # Temporaries being written: a signal removes them before the process ends (main_guard).
 _TEMPORARIES = set()
+# What else a signal must end first (at_signal): a running child's process group, say.
+_AT_SIGNAL = []
+
+
+def at_signal(callback):
+    """Registers `callback()` to run when SIGINT/SIGTERM/SIGHUP ends a main_guard process, before its temporaries are
+    removed (a script that starts children in their own sessions ends them with it)."""
+    _AT_SIGNAL.append(callback)
 
 
 @contextlib.contextmanager
@@ -409,6 +417,11 @@ def commit_id(repo=REPO):
 def _end_on_signal(number, _frame):
     """Removes the temporaries being written and ends the process at once with 128 + the signal. (Raising instead
     would reach library code mid-import, which may wrap it and print a traceback.)"""
+    for callback in _AT_SIGNAL:
+        try:
+            callback()
+        except Exception:  # noqa: BLE001 -- the process is ending; the temporaries must still go
+            pass
     for temporary in list(_TEMPORARIES):
         try:
             os.unlink(temporary)

@@ -3,9 +3,12 @@ ratio to a baseline with a paired bootstrap interval over rounds and a verdict; 
 a failing contender stops it with its exit code and leaves no comparison behind."""
 import json
 import math
+import pathlib
 import re
+import signal
 import subprocess
 import sys
+import time
 
 import compare
 import pandas as pd
@@ -103,6 +106,77 @@ def test_a_failing_contender_stops_the_comparison_with_its_code(tmp_path, code):
     assert not (out / "compare.csv").exists()
 
 
+def alive(pid):
+    """Whether process `pid` still runs (a zombie, ended but not yet reaped by whoever adopted it, does not)."""
+    try:
+        state = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+def sleeper(name, tmp_path, round_index=None):
+    """A contender that hangs (in one round, or every one) under a shell that outlives it, as mpirun's ranks do: the
+    whole process group has to be ended, not only the shell."""
+    extra = f"--sleep 300 --pid-file {tmp_path / 'pid'}" + (f" --sleep-round {round_index}" if round_index is not None
+                                                            else "")
+    return fake(name, 6.0, 0.0, extra) + "; true"
+
+
+def test_a_run_past_its_timeout_ends_with_its_process_group(tmp_path):
+    out = tmp_path / "cmp"
+    result = ob_compare("--out", out, "--rounds", 2, "--timeout", 3, "--contender", fake("ok", 5.0),
+                        "--contender", sleeper("hung", tmp_path))
+    assert result.returncode == 3 and "ran past --timeout 3 s" in result.stderr, result.stderr
+    assert not alive(int((tmp_path / "pid").read_text())) and not (out / "compare.csv").exists()
+
+
+def test_a_deadline_drops_the_round_it_cuts_and_summarises_the_complete_ones(tmp_path):
+    out = tmp_path / "cmp"
+    start = time.monotonic()
+    result = ob_compare("--out", out, "--rounds", 4, "--seed", 3, "--deadline", 12, "--contender", fake("a", 5.0),
+                        "--contender", sleeper("b", tmp_path, round_index=2))
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - start < 60  # the deadline, not the 300 s sleep
+    assert "stopped after 2 of 4 rounds" in result.stderr and "round 3 cut" in result.stderr
+    assert not alive(int((tmp_path / "pid").read_text()))
+    assert (pd.read_csv(out / "compare.csv")["rounds"] == 2).all()
+    meta = json.loads((out / "compare.meta.json").read_text())
+    assert meta["rounds"] == 2 and meta["rounds_planned"] == 4 and meta["deadline_s"] == 12
+    assert "dropped" in meta["stopped"]
+    assert sorted(p.name for p in (out / "runs").glob("*.csv")) == ["r0-a.csv", "r0-b.csv", "r1-a.csv", "r1-b.csv"]
+    assert sorted(pd.read_csv(out / "compare.rounds.csv")["round"].unique()) == [0, 1]
+
+
+def test_a_deadline_that_leaves_one_round_writes_no_comparison(tmp_path):
+    out = tmp_path / "cmp"
+    result = ob_compare("--out", out, "--rounds", 3, "--deadline", 5, "--contender", fake("a", 5.0),
+                        "--contender", sleeper("b", tmp_path, round_index=1))
+    assert result.returncode == 3 and "at least 2 are needed" in result.stderr, result.stderr
+    assert not (out / "compare.csv").exists() and not alive(int((tmp_path / "pid").read_text()))
+
+
+def test_a_signal_to_ob_compare_ends_the_running_contender_too(tmp_path):
+    pid_file = tmp_path / "pid"
+    process = subprocess.Popen([*COMPARE, "--out", str(tmp_path / "cmp"), "--rounds", "2", "--contender",
+                                fake("a", 5.0), "--contender", sleeper("b", tmp_path)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not pid_file.is_file() or not pid_file.read_text().strip():
+        assert time.monotonic() < deadline and process.poll() is None, "the sleeping contender never started"
+        time.sleep(0.1)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=60) == 128 + signal.SIGTERM
+    assert not alive(int(pid_file.read_text())) and not (tmp_path / "cmp" / "compare.csv").exists()
+
+
+def test_a_round_starts_only_while_the_longest_so_far_fits():
+    assert compare.next_round_fits(0.0, [], 1.0)  # the first always starts
+    assert compare.next_round_fits(50.0, [20.0, 30.0], 80.0)
+    assert not compare.next_round_fits(50.1, [20.0, 30.0], 80.0)
+    assert compare.next_round_fits(1e9, [1e9], None)
+
+
 def test_a_contender_with_no_such_row_is_named(tmp_path):
     result = ob_compare("--out", tmp_path / "c", "--rounds", 2, "--contender", fake("a", 5.0),
                         "--contender", fake("b:bound", 5.0))
@@ -117,6 +191,7 @@ def test_a_contender_with_no_such_row_is_named(tmp_path):
     (["--contender", "a=x {csv}", "--contender", "b=y {csv}", "--baseline", "c"], "--baseline"),
     (["--contender", "a=x {csv}", "--contender", "b=y {csv}", "--rounds", "1"], "--rounds"),
     (["--contender", "a=x {csv}", "--contender", "b=y {csv}", "--timeout", "nan"], "--timeout"),
+    (["--contender", "a=x {csv}", "--contender", "b=y {csv}", "--deadline", "0"], "--deadline"),
     (["--contender", "a=x {csv}", "--contender", "b=y {csv}", "--seed", "-1"], "--seed"),
 ])
 def test_bad_invocation_of_compare(tmp_path, args, named):
