@@ -16,6 +16,10 @@ OB_MPI=${OB_MPI:-pmix}
 # Since Slurm 22.05 a job step no longer inherits the job's --cpus-per-task: without this every task of `srun` would
 # get one CPU, squeezing phase 2's OpenMP threads and the MPI phases' threads onto it.
 if [ -n "${SLURM_CPUS_PER_TASK:-}" ]; then export SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK; fi
+# A rank that dies (a signal, a failed check) ends its whole step, and so the job: without it srun leaves the other
+# ranks waiting in their next collective until the time limit (seen: one rank killed by SIGSEGV at start-up, the other
+# spinning in MPI_Allreduce for 15 minutes). srun's --kill-on-bad-exit, for every step of every batch file.
+export SLURM_KILL_BAD_EXIT=${SLURM_KILL_BAD_EXIT:-1}
 
 ob_require_binary() {  # ob_require_binary phaseN_dir/phaseN_binary
   if [ ! -x "$OB_BUILD_DIR/$1" ]; then

@@ -37,6 +37,12 @@ addresses=("$subnet.1" "$subnet.2")
 pids=()
 cleanup() {
   local status=$?
+  # Jobs still running (a step that hung): cancelled first, so that their slurmstepd and tasks do not outlive the
+  # daemons (proctrack/linuxproc ends the tasks on cancel).
+  if [ -n "${SLURM_CONF:-}" ] && [ -S "$tmp/munge/munge.socket" ]; then
+    client scancel --quiet --partition=debug 2>/dev/null || true
+    for _ in $(seq 50); do [ -z "$(client squeue -h -o %i 2>/dev/null)" ] && break; sleep 0.1; done
+  fi
   for pid in "${pids[@]+"${pids[@]}"}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]+"${pids[@]}"}"; do
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
@@ -143,13 +149,25 @@ for _ in $(seq 120); do
 done
 [ "$states" = "idle " ] || { log "node states '$states' after 60 s: $(client sinfo -h -R 2>&1 | tr -s " ")"; exit 1; }
 
-# submit NAME SBATCH [sbatch options]: runs the job to its end; the job must succeed.
+# submit NAME SBATCH [sbatch options]: runs the job to its end (at most 5 minutes: a hang ends there, not at ctest's
+# timeout); the job must succeed. One exception, retried once and said: a task killed by a signal while a loaded machine
+# starts it. Open MPI's start-up under srun's PMIx crashes now and then (seen once under two busy loops: SIGSEGV at
+# address 0 in rank 1, 0.7 s after launch, before its first collective; open-mpi/ompi#12495 reports the like); a crash
+# of ours would repeat.
 submit() {
-  local name=$1 file=$2; shift 2
-  log "sbatch --wait $file $*"
-  (cd "$root" && OB_BUILD_DIR="$build" OB_OUT="$tmp/out/$name" client sbatch --wait --parsable \
-     -o "$tmp/out/$name.out" -e "$tmp/out/$name.err" "$@" "scripts/slurm/$file") >"$tmp/out/$name.id" ||
-    { log "$name: job failed"; cat "$tmp/out/$name.err" >&2 || true; exit 1; }
+  local name=$1 file=$2 attempt; shift 2
+  for attempt in 1 2; do
+    log "sbatch --wait $file $*"
+    if (cd "$root" && OB_BUILD_DIR="$build" OB_OUT="$tmp/out/$name" client sbatch --wait --parsable --time=5 \
+          -o "$tmp/out/$name.out" -e "$tmp/out/$name.err" "$@" "scripts/slurm/$file") >"$tmp/out/$name.id"; then
+      return 0
+    fi
+    log "$name: job failed"; cat "$tmp/out/$name.err" >&2 || true
+    grep -qE "srun: error: .*task [0-9]+: (Segmentation fault|Bus error|Aborted)" "$tmp/out/$name.err" &&
+      [ "$attempt" -eq 1 ] || exit 1
+    log "$name: a task was killed by a signal; running the job once more"
+    rm -rf "${tmp:?}/out/$name"
+  done
 }
 submit phase2 phase2.sbatch --export=ALL,OB_P2_ARGS=--check\ --iters\ 3\ --chunks\ 4\ --compute-ms\ 2\ --comm-ms\ 1
 submit phase3 phase3.sbatch --export=ALL,OB_P3_ARGS=--check\ --device\ cpu\ --iters\ 3\ --batch\ 128\ --in\ 32\ --out\ 16 \
