@@ -39,18 +39,22 @@ int run_mpi_phase(int argc, char** argv, const MpiPhase& phase) {
     CLI::App app(phase.description, phase.program);
     phase.add_options(app);
     OutputPaths paths;
+    std::unique_ptr<Watchdog> watchdog;
+    const auto on_stall = phase.on_stall;
     if (auto code = parse_on_every_rank(app, argc, argv, MPI_COMM_WORLD, [&] {
           phase.validate(app);
           paths = resolve_output_paths(phase.name, *phase.common,
                                        phase.inputs ? phase.inputs() : std::vector<NamedPath>{});
+          // Started on this rank's own options, before the ranks agree on theirs: a rank lost at start-up must not
+          // hold the others in that agreement's collectives for ever.
+          watchdog = std::make_unique<Watchdog>(phase.program, mpi->rank(), mpi->size(), *phase.fault, [on_stall] {
+            if (on_stall) on_stall();
+            MPI_Abort(MPI_COMM_WORLD, kExitRuntime);
+          });
         })) {
       return *code;
     }
-    const auto on_stall = phase.on_stall;
-    Watchdog watchdog(phase.program, mpi->rank(), mpi->size(), *phase.fault, [on_stall] {
-      if (on_stall) on_stall();
-      MPI_Abort(MPI_COMM_WORLD, kExitRuntime);
-    });
+    progress_note("set-up");
     const bool root = mpi->rank() == 0;
     const PhaseContext context{*mpi, mpi->rank(), mpi->size(), root, paths,
                                root && !phase.common->quiet ? &std::cerr : nullptr};
@@ -58,7 +62,7 @@ int run_mpi_phase(int argc, char** argv, const MpiPhase& phase) {
     if (const int* code = std::get_if<int>(&outcome)) return *code;
     PhaseResult& result = std::get<PhaseResult>(outcome);
     // A fault injected at a step that never came proved nothing: a usage error, and nothing is written.
-    if (auto code = stop_on_any_rank(phase.program, watchdog.unfired_fault(), MPI_COMM_WORLD)) return *code;
+    if (auto code = stop_on_any_rank(phase.program, watchdog->unfired_fault(), MPI_COMM_WORLD)) return *code;
     nlohmann::json gathered = {{"hosts", rank_hosts(MPI_COMM_WORLD)},
                                {"rank_command_lines", rank_command_lines(argc, argv, MPI_COMM_WORLD)}};
     const nlohmann::json devices = gather_json(result.device, MPI_COMM_WORLD);

@@ -31,7 +31,8 @@ void add_fault_options(CLI::App& app, FaultOptions& options) {
 FaultInjection parse_fault(const std::string& text) {
   FaultInjection fault;
   if (text.empty()) return fault;
-  const std::string allowed = "RANK:STEP:KIND with RANK and STEP whole numbers >= 0 and KIND exit, hang or corrupt";
+  const std::string allowed =
+      "RANK:STEP:KIND with RANK a whole number >= 0, STEP one >= 0 or start-up, and KIND exit, hang or corrupt";
   const auto parts = split_list(text, ':');
   require(parts.size() == 3 && text.find("::") == std::string::npos, "--inject-fault", text, allowed);
   auto whole = [&](const std::string& item) {
@@ -46,9 +47,12 @@ FaultInjection parse_fault(const std::string& text) {
     return value;
   };
   fault.rank = static_cast<int>(whole(parts[0]));
-  fault.step = whole(parts[1]);
+  fault.at_start_up = parts[1] == "start-up";
+  fault.step = fault.at_start_up ? -1 : whole(parts[1]);
   fault.kind = parts[2];
   require(fault.kind == "exit" || fault.kind == "hang" || fault.kind == "corrupt", "--inject-fault", text, allowed);
+  require(!(fault.at_start_up && fault.kind == "corrupt"), "--inject-fault", text,
+          "a start-up fault exits or hangs: there is no check to corrupt before the first step");
   return fault;
 }
 
@@ -60,6 +64,7 @@ Watchdog::Watchdog(std::string program, int rank, int ranks, const FaultOptions&
           "RANK must be below the job's " + std::to_string(ranks) + " rank(s)");
   thread_ = std::thread([this] { watch(); });
   active = this;
+  if (fault_.at_start_up && fault_.rank == rank_) inject("at start-up (before the ranks agree on their options)");
 }
 
 Watchdog::~Watchdog() {
@@ -85,8 +90,11 @@ void Watchdog::progress(const std::string& where, bool counts_as_step) {
     corrupt_pending_ = true;
     return;
   }
-  say(program_ + ": rank " + std::to_string(rank_) + ": injected fault: " + fault_.kind + " at step " +
-      std::to_string(step) + " (" + where + ")");
+  inject("at step " + std::to_string(step) + " (" + where + ")");
+}
+
+void Watchdog::inject(const std::string& when) {
+  say(program_ + ": rank " + std::to_string(rank_) + ": injected fault: " + fault_.kind + " " + when);
   if (fault_.kind == "exit") std::_Exit(kExitRuntime);
   for (;;) std::this_thread::sleep_for(std::chrono::hours(1));  // hang: this rank stops taking part
 }
@@ -99,7 +107,7 @@ bool Watchdog::take_corruption() {
 
 std::string Watchdog::unfired_fault() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (fault_.rank != rank_) return "";
+  if (fault_.rank != rank_ || fault_.at_start_up) return "";
   if (fault_.kind == "corrupt" && fault_.step < step_ && !corrupted_) {
     return "--inject-fault: no exact check read a result after step " + std::to_string(fault_.step) +
            " to corrupt (phase 3's comm-only steps are checked with --check)";

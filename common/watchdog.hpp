@@ -3,7 +3,8 @@
 // other ranks' watchdogs a moment to say where they are, then runs the phase's abort (ncclCommAbort, MPI_Abort).
 // --inject-fault RANK:STEP:KIND makes one rank exit or hang at the start of a step, to prove that this works, or
 // (KIND corrupt) corrupts what that rank's next exact check reads, to prove a failed check reaches the exit code.
-// Steps count every training iteration a rank starts (warm-up and checks included), from 0, over all modes.
+// Steps count every training iteration a rank starts (warm-up and checks included), from 0, over all modes; STEP
+// start-up is before the first, as the watchdog starts (on each rank's own options, before the ranks agree on theirs).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -28,8 +29,9 @@ void add_fault_options(CLI::App& app, FaultOptions& options);
 
 struct FaultInjection {
   int rank = -1;
-  long step = -1;
-  std::string kind;  // exit | hang | corrupt
+  long step = -1;            // -1 with at_start_up
+  bool at_start_up = false;  // STEP "start-up": as the watchdog starts, before the ranks agree on their options
+  std::string kind;          // exit | hang | corrupt
 };
 
 // Parses --inject-fault's value; an empty text is no fault. Throws UsageError naming the option.
@@ -39,7 +41,8 @@ class Watchdog {
  public:
   // `on_stall` runs on the watchdog thread after the message; it should end the job (it is followed by _Exit(3),
   // and it gets 20 s before that happens anyway). Only one watchdog is active at a time: step_started() and
-  // progress_note() reach it. Throws UsageError when the fault names a rank the job does not have.
+  // progress_note() reach it. Throws UsageError when the fault names a rank the job does not have. A start-up fault
+  // for this rank happens here.
   Watchdog(std::string program, int rank, int ranks, const FaultOptions& options, std::function<void()> on_stall);
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
@@ -57,6 +60,7 @@ class Watchdog {
 
  private:
   void watch();
+  [[noreturn]] void inject(const std::string& when);
 
   std::string program_;
   int rank_;
@@ -65,7 +69,7 @@ class Watchdog {
   std::function<void()> on_stall_;
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::string where_ = "start-up";
+  std::string where_ = "start-up (the ranks' option agreement)";
   std::chrono::steady_clock::time_point last_;
   long step_ = 0;
   bool stop_ = false;

@@ -75,4 +75,5 @@ TEST(Phase3Options, DefaultsAndMoreChunksThanRowsParse) {  // bad values: tests/
   EXPECT_EQ(exit_code_of({}), -1);
   EXPECT_EQ(exit_code_of({"--chunks", "100", "--in", "10"}), -1);
   EXPECT_EQ(exit_code_of({"--inject-fault", "1:20:hang", "--timeout-s", "30"}), -1);
+  EXPECT_EQ(exit_code_of({"--inject-fault", "1:start-up:exit"}), -1);
 }

@@ -51,6 +51,8 @@ BINARIES = {
         (["--timeout-s", "0"], "--timeout-s"), (["--timeout-s", "nan"], "--timeout-s"),
         (["--inject-fault", "1:2"], "--inject-fault"), (["--inject-fault", "0:1:explode"], "--inject-fault"),
         (["--inject-fault", "-1:1:exit"], "--inject-fault"), (["--inject-fault", "1:2:exit"], "--inject-fault"),
+        (["--inject-fault", "0:start-up:corrupt"], "--inject-fault"), (["--inject-fault", "0:startup:exit"], "--inject-fault"),
+        (["--inject-fault", "1:start-up:hang"], "--inject-fault"),
         (["--chunks", "010"], "--chunks"), (["--seed", "0x5"], "--seed"),
     ],
     "phase4_chunked_nccl": [

@@ -2,7 +2,8 @@
 """A rank that dies or hangs, end to end: runs an MPI binary under mpirun with --inject-fault RANK:STEP:KIND and
 --timeout-s T, and asserts that every process of the job ends within T + 30 s, that the exit code is non-zero, that
 the output names the failing rank (and, for a hang, the watchdog's abort), and that no output file (summary,
-timeline, trace, metadata, power, or a temporary of one) is left. Exit 77 when the binary skips (no GPU).
+timeline, trace, metadata, power, or a temporary of one) is left. STEP start-up: before the ranks agree on their
+options (a hang there is caught by the other ranks' watchdogs, inside that agreement). Exit 77 when the binary skips (no GPU).
 
   fault_test.py --np 2 --rank 1 --step 3 --kind hang --timeout-s 5 -- mpirun [flags] BINARY [ARGS...]
 """
@@ -14,10 +15,16 @@ import tempfile
 import time
 
 
+def step_value(text):
+    if text != "start-up" and not text.isdigit():
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number or start-up")
+    return text
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rank", type=int, required=True)
-    parser.add_argument("--step", type=int, required=True)
+    parser.add_argument("--step", type=step_value, required=True, help="a whole number, or start-up")
     parser.add_argument("--kind", choices=["exit", "hang"], required=True)
     parser.add_argument("--timeout-s", type=float, required=True)
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- mpirun ... BINARY ARGS")
@@ -51,6 +58,8 @@ def main():
             failures.append(f"no line names rank {args.rank} as the one that failed")
         if args.kind == "hang" and "no progress for" not in output:
             failures.append("no watchdog message")
+        if args.kind == "hang" and args.step == "start-up" and "in start-up (the ranks' option agreement)" not in output:
+            failures.append("no watchdog names the option agreement as where a rank stalled")
         if left:
             failures.append(f"files left behind: {left}")
         for failure in failures:
