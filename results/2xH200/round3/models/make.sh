@@ -13,6 +13,9 @@
 # on a 141 GB card; at seq 4096, 12 of gpt2-xl's; over host memory 8 and over sockets 4, so that the slower links'
 # calibration and three rounds fit one device call.
 # This folder's runs: phase 4 with its one-pass softmax (model/attention_softmax.cu); each run's commit: models.csv.
+# The llama3-8b and gpt2-xl-2048-shm runs: built with OVERLAP_GIT_COMMIT=b6302edb2409 from a tree that held bee6122's
+# watchdog change, so they name "b6302edb2409-dirty" with bee6122's source_digest c7fde2508ebacfed; llama3-8b at seq
+# 4096 was calibrated in one device call and compared in the next (ob-compare --deadline, p4 with --calibration).
 # multi-pass-softmax/: the NVLink runs before it. aten-softmax/: the two runs made before
 # scripts/causal_softmax.py (PyTorch's softmax from its own ops).
 # The phase 4 binaries of the multi-pass-softmax/ folders were built without OVERLAP_GIT_COMMIT set

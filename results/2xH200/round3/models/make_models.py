@@ -21,10 +21,11 @@ sys.path.insert(0, str(REPO / "scripts"))
 import ob_csv  # noqa: E402
 import predict  # noqa: E402
 
-MODELS = ["gpt2-xl-2048", "gpt2-xl-4096", "multi-pass-softmax/llama3-8b-2048", "multi-pass-softmax/gpt2-xl-2048",
-          "multi-pass-softmax/gpt2-xl-4096", "aten-softmax/gpt2-xl-2048-shm", "aten-softmax/gpt2-xl-2048-socket"]
+MODELS = ["gpt2-xl-2048", "gpt2-xl-4096", "llama3-8b-2048", "llama3-8b-4096", "gpt2-xl-2048-shm",
+          "multi-pass-softmax/llama3-8b-2048", "multi-pass-softmax/gpt2-xl-2048", "multi-pass-softmax/gpt2-xl-4096",
+          "aten-softmax/gpt2-xl-2048-shm", "aten-softmax/gpt2-xl-2048-socket"]
 # predicted to 1024 GPUs: each model's newest NVLink calibration at seq 2048 (a node's own link is NVLink)
-SCALED = ["gpt2-xl-2048", "multi-pass-softmax/llama3-8b-2048"]
+SCALED = ["gpt2-xl-2048", "llama3-8b-2048"]
 # Runs made before phase 4's attention softmax read each row once each way (model/attention_softmax.cu): kept under
 # multi-pass-softmax/ and aten-softmax/, marked so in models.csv. Under aten-softmax/ PyTorch's side, too, took the
 # softmax from PyTorch's own ops, with their extra passes over the scores (before scripts/causal_softmax.py).
