@@ -24,8 +24,9 @@ void add_fault_options(CLI::App& app, FaultOptions& options) {
       ->check(finite_in(1, 86400))
       ->capture_default_str();
   app.add_option("--inject-fault", options.inject_fault,
-                 "For tests: RANK:STEP:KIND makes RANK exit or hang (KIND exit|hang) when it starts step STEP, or "
-                 "(KIND corrupt, phase 3) corrupts the result its next exact check reads");
+                 "For tests: RANK:STEP:KIND makes RANK exit or hang (KIND exit|hang) when it starts step STEP (or, "
+                 "STEP start-up, before the ranks agree on their options), or (KIND corrupt, phase 3) corrupts the "
+                 "result its next exact check reads");
 }
 
 FaultInjection parse_fault(const std::string& text) {
