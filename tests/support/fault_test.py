@@ -3,7 +3,8 @@
 --timeout-s T, and asserts that every process of the job ends within T + 30 s, that the exit code is non-zero, that
 the output names the failing rank (and, for a hang, the watchdog's abort), and that no output file (summary,
 timeline, trace, metadata, power, or a temporary of one) is left. STEP start-up: before the ranks agree on their
-options (a hang there is caught by the other ranks' watchdogs, inside that agreement). Exit 77 when the binary skips (no GPU).
+options (a hang there is caught by the other ranks' watchdogs, inside that agreement). Exit 77 when the binary skips
+(no GPU).
 
   fault_test.py --np 2 --rank 1 --step 3 --kind hang --timeout-s 5 -- mpirun [flags] BINARY [ARGS...]
 """
