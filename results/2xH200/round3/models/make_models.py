@@ -22,15 +22,9 @@ import ob_csv  # noqa: E402
 import predict  # noqa: E402
 
 MODELS = ["gpt2-xl-2048", "gpt2-xl-4096", "llama3-8b-2048", "llama3-8b-4096", "gpt2-xl-2048-shm",
-          "multi-pass-softmax/llama3-8b-2048", "multi-pass-softmax/gpt2-xl-2048", "multi-pass-softmax/gpt2-xl-4096",
-          "aten-softmax/gpt2-xl-2048-shm", "aten-softmax/gpt2-xl-2048-socket"]
+          "llama3-8b-2048-shm", "gpt2-xl-2048-socket"]
 # predicted to 1024 GPUs: each model's newest NVLink calibration at seq 2048 (a node's own link is NVLink)
 SCALED = ["gpt2-xl-2048", "llama3-8b-2048"]
-# Runs made before phase 4's attention softmax read each row once each way (model/attention_softmax.cu): kept under
-# multi-pass-softmax/ and aten-softmax/, marked so in models.csv. Under aten-softmax/ PyTorch's side, too, took the
-# softmax from PyTorch's own ops, with their extra passes over the scores (before scripts/causal_softmax.py).
-ATEN = "aten-softmax/"
-MULTI_PASS = ("multi-pass-softmax/", ATEN)
 
 
 def measured_steps(folder):
@@ -77,7 +71,8 @@ def row(folder):
     cap = pick(cmp, "ddpcap", "ddp25")
     fsdp = pick(cmp, "fsdp2", "ddp25,ddpcap")
     same_work = pick(compute, "p4", "ddp25")
-    ddpcap_ms = pick(cmp, "ddpcap", "ddp25")["median_ms"]
+    ddpcap_run = pick(cmp, "ddpcap", "ddp25")
+    ddpcap_ms = ddpcap_run["median_ms"]
     first = overlap.iloc[0]
     return {
         "model": first["model"], "blocks": int(first["blocks"]), "seq": int(first["seq"]),
@@ -95,6 +90,9 @@ def row(folder):
         "ddpcap_vs_ddp25_verdict": cap["verdict"],
         "ddp_predicted_ms": predicted["ddp_predicted_ms"], "ddpcap_measured_ms": ddpcap_ms,
         "ddp_prediction_error": predicted["ddp_predicted_ms"] / ddpcap_ms - 1,
+        # the same against the ends of the measured median's interval over rounds
+        "ddp_prediction_error_lo": predicted["ddp_predicted_ms"] / ddpcap_run["median_ci_hi"] - 1,
+        "ddp_prediction_error_hi": predicted["ddp_predicted_ms"] / ddpcap_run["median_ci_lo"] - 1,
         "p4_predicted_ms": first["predicted_ms"], "p4_prediction_error": first["predicted_ms"] / best["median_ms"] - 1,
         "compute_p4_vs_ddp": same_work["ratio"], "compute_p4_vs_ddp_lo": same_work["ratio_ci_lo"],
         "compute_p4_vs_ddp_hi": same_work["ratio_ci_hi"],
@@ -114,8 +112,6 @@ def main(predictor):
             scaling(folder, predictor)
         calibration = json.loads((folder / "calibrate.calibration.json").read_text())
         r = row(folder)
-        r["pytorch_softmax"] = "aten" if name.startswith(ATEN) else "fused"
-        r["phase4_softmax"] = "multi-pass" if name.startswith(MULTI_PASS) else "one-pass"
         what = f"{r['model']}, {r['blocks']} blocks, seq {r['seq']}"
         what += f", over {r['transport']}" if r["transport"] != "nvlink" else ""
         predict.plot_layers(steps, calibration, folder / "steps.png", what,
