@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <random>
 #include <stdexcept>
 
 #include "common/mpi_check.hpp"
@@ -58,6 +59,14 @@ double slowest_median(const std::vector<double>& local, MPI_Comm comm) {
   const double mine = local.empty() ? -std::numeric_limits<double>::infinity() : summarize(local).p50;
   const double slowest = max_across_ranks({mine}, comm)[0];
   return std::isinf(slowest) ? std::numeric_limits<double>::quiet_NaN() : slowest;
+}
+
+std::vector<std::size_t> shuffled_order(std::size_t n, std::uint64_t seed) {
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::mt19937_64 generator(seed);
+  for (std::size_t i = n; i > 1; --i) std::swap(order[i - 1], order[generator() % i]);
+  return order;
 }
 
 std::uint64_t total_across_ranks(std::uint64_t local, MPI_Comm comm) {

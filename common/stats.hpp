@@ -31,6 +31,11 @@ std::vector<double> max_across_ranks(const std::vector<double>& local, MPI_Comm 
 // rank; all ranks must call it).
 double slowest_median(const std::vector<double>& local, MPI_Comm comm);
 
+// 0..n-1 in an order shuffled from `seed`, the same on every machine and compiler: Fisher-Yates (from the last
+// position down, each swapped with position mt19937_64() % (i + 1)) over the standard's fully specified mt19937_64
+// (std::shuffle's algorithm is the library's own). A sweep's points run in this order (phase 4 --order-seed).
+std::vector<std::size_t> shuffled_order(std::size_t n, std::uint64_t seed);
+
 // A count summed over ranks (e.g. wrong elements).
 std::uint64_t total_across_ranks(std::uint64_t local, MPI_Comm comm);
 

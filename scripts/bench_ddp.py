@@ -69,6 +69,11 @@ def parse_args():
     parser.add_argument("--reshard-after-forward", type=int, nargs="+", choices=[0, 1], default=[0, 1],
                         help="with --fsdp: FSDP2's reshard_after_forward, one wrapped run each; one value gives one "
                              "overlap row, as a comparison's contender needs (default: 0 1)")
+    parser.add_argument("--order-seed", type=int, help="run the configurations, and each one's caps or "
+                        "reshardings, in an order shuffled from this seed (recorded in the metadata's point_order), "
+                        "as phase 4's --order-seed does")
+    parser.add_argument("--no-isolated", action="store_true", help="time only the compute-only and the wrapped "
+                        "steps (no seq, comm or ideal rows): what a comparison's contender needs")
     parser.add_argument("--iters", type=int, default=20, help="timed iterations per mode (default: 20)")
     parser.add_argument("--warmup", type=int, default=5, help="untimed iterations before them (default: 5)")
     parser.add_argument("--lr", type=float, default=0.01, help="SGD learning rate (default: 0.01)")
@@ -88,6 +93,8 @@ def parse_args():
                args.fsdp or args.reshard_after_forward == [0, 1], "with --fsdp only"),
               ("--lr", args.lr, math.isfinite(args.lr) and args.lr >= 0, "a number >= 0"),
               ("--seed", args.seed, args.seed >= 0, "at least 0"),
+              ("--order-seed", args.order_seed, args.order_seed is None or 0 <= args.order_seed < 2 ** 32,
+               "0 to 2^32-1"),
               ("--seq", args.seq, 1 <= args.seq <= 1 << 20, "from 1 to 1048576"),
               ("--micro-batch", args.micro_batch, 1 <= args.micro_batch <= 1 << 16, "from 1 to 65536"),
               ("--blocks", args.blocks, 0 <= args.blocks <= 4096, "from 0 (all) to 4096")]
@@ -238,11 +245,23 @@ def optimizer_options(args):
     return {"lr": args.lr, **({} if args.default else {"foreach": True} if args.fsdp else {"fused": True})}
 
 
-def settings(args):
-    """(kind, setting) of each wrapped run, repeats kept in order: DDP's bucket caps, or FSDP2's reshardings."""
-    if args.fsdp:
-        return [("fsdp", reshard) for reshard in args.reshard_after_forward]
-    return [("ddp", mb) for mb in args.bucket_mb]
+def settings(args, work=None):
+    """(kind, setting) of each wrapped run, repeats kept in order: DDP's bucket caps, or FSDP2's reshardings; with
+    --order-seed shuffled by a generator of that seed and the configuration (`work`'s label)."""
+    runs = [("fsdp", reshard) for reshard in args.reshard_after_forward] if args.fsdp else \
+        [("ddp", mb) for mb in args.bucket_mb]
+    return shuffled(runs, args.order_seed, work.label if work else "")
+
+
+def shuffled(items, seed, salt=""):
+    """`items` in an order shuffled from `seed` (and `salt`), or as given without a seed."""
+    if seed is None:
+        return list(items)
+    import random
+
+    order = list(items)
+    random.Random(f"{seed}/{salt}").shuffle(order)
+    return order
 
 
 def run_config(args, work, rank, world):
@@ -313,7 +332,7 @@ def run_config(args, work, rank, world):
         return step
 
     backward_order = list(reversed(params))  # as the gradients become ready
-    for kind, setting in settings(args):
+    for kind, setting in settings(args, work):
         # seq and comm with this run's own buckets: DDP's assignment at its cap, FSDP2's one group per layer.
         if kind == "ddp":
             sizes = [p.numel() * p.element_size() for p in backward_order]
@@ -339,8 +358,8 @@ def run_config(args, work, rank, world):
                 flat.div_(world)  # the average, as DDP computes
             optimizer.step()
 
-        modes = {"seq": timed(seq_step, args.iters, args.warmup),
-                 "comm": timed(allreduce_buckets, args.iters, args.warmup)}
+        modes = {} if args.no_isolated else {"seq": timed(seq_step, args.iters, args.warmup),
+                                             "comm": timed(allreduce_buckets, args.iters, args.warmup)}
         wrapped = fresh_model(args, work)
         if kind == "fsdp":
             from torch.distributed.fsdp import fully_shard
@@ -387,6 +406,9 @@ def summary_rows(args, system, world, work, compute, runs, worst):
         knob = {"bucket_mb": setting, "first_bucket_mb": 1.0} if kind == "ddp" else {"reshard_after_forward": setting}
         repeat = seen[(kind, setting)] = seen.get((kind, setting), -1) + 1
         row = dict(base, **knob, repeat=repeat, buckets=buckets)
+        if "seq" not in modes:  # --no-isolated: the wrapped step alone, beside the configuration's compute-only
+            lines.append(dict(row, mode="overlap", **modes["overlap"]))
+            continue
         t_seq, t_comm = modes["seq"]["time_ms_p50"], modes["comm"]["time_ms_p50"]
         algbw = ob_metrics.algbw_GBps(grad_bytes, t_comm)
         lines += [dict(row, mode="seq", **modes["seq"]),
@@ -417,7 +439,9 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = args.tf32
     system = "pytorch-fsdp2" if args.fsdp else "pytorch-ddp-default" if args.default else "pytorch-ddp"
     lines, failures = [], []
-    for work in [Transformer(args)] if args.model else [Mlp(text) for text in args.configs]:
+    order = []
+    for work in [Transformer(args)] if args.model else shuffled([Mlp(text) for text in args.configs], args.order_seed):
+        order += [f"{work.label}: {kind} {setting}" for kind, setting in settings(args, work)]
         if rank == 0:
             print(f"bench_ddp: {system} {work.label}", file=sys.stderr, flush=True)
         begun = time.monotonic()
@@ -444,7 +468,7 @@ def main():
                 "gpus": [{"gpu_name": torch.cuda.get_device_name(0)}], "ranks": world, "clock": "cuda_event",
                 "commit": ob_csv.commit_id(),
                 # seconds since the process started: torch imported, the process group up; each configuration's run
-                "timings_s": timings,
+                "timings_s": timings, "order_seed": args.order_seed, "point_order": order,
                 "config_columns": ["system", "phase", "ranks", "chunks", "iters", *CONFIG_KEYS]}
         meta_path = path.with_name(path.stem + ".meta.json")
         meta_path.with_suffix(".tmp").write_text(json.dumps(meta, indent=2) + "\n")

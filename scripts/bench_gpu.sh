@@ -25,13 +25,14 @@
 #         busy and real compute, every strategy), nvtx (an Nsight Systems capture of phase 4 on 2 GPUs, or ncu's
 #         NVTX ranges per kernel where nsys is missing, with the range list), ddp (PyTorch DDP, expert over four bucket caps and default settings, and FSDP2,
 #         on the six configurations), sanitize (compute-sanitizer
-#         memcheck and racecheck on phase 1's kernels and on phase 4 with one rank), compare (issue 32's comparison
-#         on the six configurations: every strategy and the planner's plan against DDP at four caps and FSDP2,
-#         interleaved rounds of fresh processes; after planner), transports (NVLink, host memory and sockets:
+#         memcheck and racecheck on phase 1's kernels and on phase 4 with one rank), headline (issue 49's comparison in one call: the
+#         six configurations, every strategy and the planner's plan against DDP at four caps and FSDP2, one process
+#         per system a round: scripts/headline.py), gate (phase 4 of the build OB_GATE_BASE_BUILD names against
+#         this one, per configuration and strategy: scripts/gate.py), transports (NVLink, host memory and sockets:
 #         comm-only bus bandwidth beside nccl-tests, the six configurations, the planner's slow-link predictions
 #         against them; after planner). Default: all parts.
 #   --config H,L,B  run the steps that loop over the six configurations on this one only (repeatable): a part too
-#              long for one call (compare: about half an hour a configuration on 2 GPUs) split over several
+#              long for one call split over several
 #   --out DIR  results folder (default results/runs/<host>-gpu-<date-time>)
 #   --dry-run  print every step's name and command; build and run nothing
 # Multi-GPU runs keep NVLink multicast off (NCCL_NVLS_ENABLE=0 and friends), as the lent machines require.

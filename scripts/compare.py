@@ -1,35 +1,47 @@
 #!/usr/bin/env python3
-"""ob-compare: contenders run as fresh processes in R rounds in one allocation, their order shuffled each round from a
-recorded seed; each contender's figure is the median time of one mode of the summary CSV it writes, read every round;
-for each ratio to a baseline a 95 % interval by bootstrap over rounds, and a verdict: faster, slower or not resolved.
+"""ob-compare: contenders measured in R rounds of fresh processes in one allocation, the processes' order shuffled
+each round from a recorded seed; each contender's figure is the median time of one row of a summary CSV, read every
+round; for each ratio to a baseline a 95 % interval by bootstrap over rounds, a verdict (faster, slower or not
+resolved) and the ratio's two factors: compute-only ratio (the same processes' compute-only rows) and overhead ratio
+(each side's step over its own compute-only step).
 
-A contender is NAME=COMMAND (or NAME:MODE=COMMAND to read another row than --mode), COMMAND any shell command line
-that writes overlap-bench's summary CSV to the path it is given as {csv}: a phase binary (under mpirun where it
-needs one), bench_ddp.py under torchrun, or any other program that writes those columns. A baseline is a contender's
-name, or several joined by commas: the fastest of them by the median over rounds, chosen again inside every bootstrap
-resample so that the interval carries the choice ("DDP at its best cap"). Resampling is paired (whole rounds), so a
-drift that slows every contender of a round cancels in the ratio.
+A contender is NAME=COMMAND (or NAME:MODE=COMMAND to read another row than --mode): its own process, COMMAND any
+shell command line that writes overlap-bench's summary CSV to {csv} and holds one row of that mode. Or it reads a
+row of a process that many contenders share: --process PROC=COMMAND runs once per round (COMMAND may take {seed}, a
+seed of its own each round, as phase 4's --order-seed and bench_ddp.py's do), and NAME[:MODE]=@PROC[KEY=VALUE,...]
+reads the one row of that mode whose columns hold those values (numbers compared as numbers). Process start-up,
+NCCL set-up and warm-up are then paid once a round, not once a contender.
 
---also-mode MODE summarises another row of the same runs the same way into compare.MODE.csv (the contenders whose
-summaries hold that row; baselines without it are left out): "the compute-only steps of the runs compared above",
-from the same processes, not from another allocation.
+A name LABEL@GROUP puts a contender in a group (a configuration, say): a baseline of labels (ddp-25,ddp-64) is then
+resolved in each group, and contenders are compared with their own group's. A baseline of several names is the
+fastest of them by the median over rounds, chosen again inside every bootstrap resample ("DDP at its best cap").
+Resampling is paired (whole rounds), so a drift that slows every contender of a round cancels in the ratio. A
+contender's compute-only time is its process's --compute-mode row (default: compute) matching its selection on the
+keys that row has; where both sides have one, the ratio is split in two, each factor with its interval, and the
+sentence says which carries it. A step faster than its own compute-only step beyond its interval is flagged.
 
-Writes into --out: compare.csv (per contender and baseline: median over rounds, spread, ratio, interval, verdict),
-compare.rounds.csv (every run: round, position, contender, time), compare.meta.json (commit, host, date, command,
-seed, the contenders' commands and the first run's hardware), compare.png (the ratios with their intervals) and the
-contenders' own outputs under runs/. Exit codes: 0; 1 when a contender's check failed (exit 1); 2 for bad usage
-(nothing run); 3 when a contender failed otherwise; 77 when a contender was skipped (its hardware is absent).
+--also-mode MODE summarises another row of the same runs the same way into compare.MODE.csv.
+
+Writes into --out: compare.csv, compare.rounds.csv (every contender of every round), compare.meta.json (commit,
+host, date, command, seed, processes, contenders, orders, the first run's hardware), compare.png and the processes'
+own outputs under runs/ (r<round>-<process>.csv and .log). The folder is locked while it runs (a second comparison
+into it is refused) and written whole at the end or not at all: nothing is read that this invocation did not write.
+Exit codes: 0; 1 when a contender's check failed (exit 1); 2 for bad usage; 3 when a contender failed otherwise (or
+wrote a time that is not a positive number); 77 when a contender was skipped (its hardware is absent).
 
 --deadline SECONDS fits the comparison into an allocation's time: a round starts only while the longest round so far
-still fits before it, a run it cuts drops that round whole (its files removed), and the complete rounds, at least two,
-are summarised; compare.meta.json records the rounds planned and run and why it stopped. Each run runs in its own
-session, and a run past --timeout or the deadline, or a signal to ob-compare, ends its whole process group (mpirun or
-torchrun and their ranks), not only its shell.
+still fits before it, a run it cuts drops that round whole, and the complete rounds, at least two, are summarised.
 
 Usage:
   ob-compare --out results/runs/cmp --rounds 5 --baseline ddp \\
     --contender "nccl=mpirun -np 2 build/gpu/phase4_chunked_nccl/phase4_chunked_nccl --sync nccl --csv {csv}" \\
     --contender "ddp=torchrun --nproc_per_node=2 scripts/bench_ddp.py --bucket-mb 25 --csv {csv}"
+  ob-compare --out cmp --baseline ddp-25,ddp-64 \\
+    --process "p4=mpirun -np 2 phase4_chunked_nccl --sweep shape=4096x16x512,2048x24x1024 --sweep sync=nccl,ce \\
+               --order-seed {seed} --csv {csv}" \\
+    --process "ddp=torchrun --nproc_per_node=2 scripts/bench_ddp.py --configs 4096,16,512 2048,24,1024 \\
+               --bucket-mb 25 64 --order-seed {seed} --csv {csv}" \\
+    --contender "nccl@4096=@p4[hidden=4096,sync=nccl]" --contender "ddp-25@4096=@ddp[hidden=4096,bucket_mb=25]" ...
 """
 import json
 import math
@@ -38,58 +50,137 @@ import pathlib
 import platform
 import random
 import re
-import shlex
-import signal
 import socket
-import subprocess
 import sys
 import time
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
+import compare_runs
+import compare_stats
 import ob_csv
+from compare_runs import ContenderFailed, PastDeadline
+from compare_stats import UNSTABLE_REL, RESAMPLES, bootstrap_ratios, schedule, sentence, verdict  # noqa: F401
 
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
-UNSTABLE_REL = 0.05  # a contender whose median over rounds has a 95 % interval wider than +-5 % is unstable
-RESAMPLES = 2000
+PROCESS_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_+-]*$")  # no dot: its files are r<round>-<name>.csv, .log, ...
+PART = r"[A-Za-z0-9][A-Za-z0-9_.+-]*"
+CONTENDER_NAME = re.compile(rf"^{PART}(@{PART})?$")
+SELECTION = re.compile(r"^@([A-Za-z0-9][A-Za-z0-9_+-]*)(?:\[(.*)\])?$")
+KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class Contender(NamedTuple):
+    name: str
+    process: str
+    mode: str
+    selector: tuple = ()  # ((column, value), ...)
+
+    @property
+    def group(self):
+        return self.name.rpartition("@")[2] if "@" in self.name else ""
+
+    @property
+    def label(self):
+        return self.name.rpartition("@")[0] if "@" in self.name else self.name
+
+    def describe(self):
+        keys = ",".join(f"{k}={v}" for k, v in self.selector)
+        return f"{self.mode} row of {self.process}" + (f" with {keys}" if keys else "")
+
+
+def parse_process(text):
+    name, sep, command = (part.strip() for part in text.partition("="))
+    if not sep or not command:
+        raise ob_csv.UsageError(f"--process: '{text}' is invalid: NAME=COMMAND")
+    if not PROCESS_NAME.match(name):
+        raise ob_csv.UsageError(f"--process: '{name}' is invalid: a name of letters, digits and _ + - (no dot: "
+                                "the name names its files)")
+    if "{csv}" not in command:
+        raise ob_csv.UsageError(f"--process: '{name}': its command must write its summary to {{csv}}")
+    return name, command
+
+
+def parse_selector(text, name):
+    pairs = []
+    for item in filter(None, (part.strip() for part in (text or "").split(","))):
+        key, sep, value = (part.strip() for part in item.partition("="))
+        if not sep or not KEY.match(key) or not value:
+            raise ob_csv.UsageError(f"--contender: '{name}': '{item}' is invalid: KEY=VALUE, KEY a column's name")
+        pairs.append((key, value))
+    return tuple(pairs)
 
 
 def parse_contender(text, default_mode):
-    """'name[:mode]=command' -> (name, mode, command); a usage error naming what is wrong."""
-    head, sep, command = text.partition("=")
+    """'name[:mode]=command' or 'name[:mode]=@process[key=value,...]' -> (Contender, (process, command) or None)."""
+    head, sep, body = text.partition("=")
     name, _, mode = head.partition(":")
-    name, mode, command = name.strip(), (mode.strip() or default_mode), command.strip()
-    if not sep or not command:
-        raise ob_csv.UsageError(f"--contender: '{text}' is invalid: NAME=COMMAND (or NAME:MODE=COMMAND)")
-    if not NAME.match(name):
-        raise ob_csv.UsageError(f"--contender: '{name}' is invalid: a name of letters, digits and _ . + -")
-    if "{csv}" not in command:
+    name, mode, body = name.strip(), (mode.strip() or default_mode), body.strip()
+    if not sep or not body:
+        raise ob_csv.UsageError(f"--contender: '{text}' is invalid: NAME=COMMAND, NAME=@PROCESS[KEY=VALUE,...] "
+                                "(or NAME:MODE=...)")
+    if not CONTENDER_NAME.match(name):
+        raise ob_csv.UsageError(f"--contender: '{name}' is invalid: a name of letters, digits and _ . + -, "
+                                "optionally @GROUP")
+    selection = SELECTION.match(body)
+    if selection:
+        return Contender(name, selection.group(1), mode, parse_selector(selection.group(2), name)), None
+    if not PROCESS_NAME.match(name):
+        raise ob_csv.UsageError(f"--contender: '{name}' is invalid: a contender with a command of its own names its "
+                                "files: letters, digits and _ + - (no dot, no @)")
+    if "{csv}" not in body:
         raise ob_csv.UsageError(f"--contender: '{name}': its command must write its summary to {{csv}}")
-    return name, mode, command
+    return Contender(name, name, mode), (name, body)
 
 
-def read_contenders_file(path):
-    """Contenders one per line (NAME=COMMAND); blank lines and lines starting with # are skipped."""
+def read_lines_file(path, option):
+    """One item per line; blank lines and lines starting with # are skipped."""
     try:
         lines = pathlib.Path(path).read_text().splitlines()
     except (OSError, UnicodeDecodeError) as error:
-        raise ob_csv.UsageError(f"--contenders: '{path}' cannot be read ({error})") from None
+        raise ob_csv.UsageError(f"{option}: '{path}' cannot be read ({error})") from None
     return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+
+
+def resolve_baselines(baselines, contenders):
+    """Each baseline (names joined by commas) per group: a name without @ is its label in that group. Returns
+    [(spec, group, members)] for every group where a member exists; a name found in no group is a usage error."""
+    names = {c.name for c in contenders}
+    groups = list(dict.fromkeys(c.group for c in contenders))
+    resolved = []
+    for spec in baselines:
+        members = spec.split(",")
+        for member in members:
+            if not any((member if "@" in member or not g else f"{member}@{g}") in names for g in groups):
+                raise ob_csv.UsageError(f"--baseline: '{member}' is invalid: not a contender "
+                                        f"({', '.join(sorted(names)[:8])}{', ...' if len(names) > 8 else ''})")
+        for group in groups:
+            found = [m for m in (x if "@" in x or not group else f"{x}@{group}" for x in members) if m in names]
+            if found:
+                resolved.append((spec, group, list(dict.fromkeys(found))))
+    return resolved
 
 
 def parse_args(argv=None):
     parser = ob_csv.ArgumentParser(description=ob_csv.describe(__doc__))
-    parser.add_argument("--contender", action="append", default=[], metavar="NAME[:MODE]=COMMAND",
-                        help="a contender; its command writes a summary CSV to {csv} (repeatable)")
-    parser.add_argument("--contenders", metavar="FILE", help="more contenders, one NAME=COMMAND per line")
+    parser.add_argument("--contender", action="append", default=[], metavar="NAME[:MODE]=COMMAND|@PROCESS[K=V,...]",
+                        help="a contender: a command of its own that writes a summary CSV to {csv}, or a row of a "
+                             "--process (repeatable)")
+    parser.add_argument("--contenders", metavar="FILE", help="more contenders, one a line")
+    parser.add_argument("--process", action="append", default=[], metavar="NAME=COMMAND",
+                        help="a process run once per round whose summary several contenders read (repeatable)")
     parser.add_argument("--baseline", action="append", default=[], metavar="NAME[,NAME...]",
                         help="the contender(s) every ratio divides by; several joined by commas: the fastest of "
-                             "them (repeatable; default: the first contender)")
+                             "them; labels without @GROUP apply in every group (repeatable; default: the first "
+                             "contender)")
     parser.add_argument("--mode", default="overlap", help="the summary row read from each CSV (default: overlap)")
+    parser.add_argument("--compute-mode", default="compute",
+                        help="the row that is a contender's compute-only step, for the factor split (default: "
+                             "compute)")
     parser.add_argument("--also-mode", action="append", default=[], metavar="MODE",
                         help="also summarise this row of the same runs into compare.MODE.csv (repeatable)")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds; each runs every contender once (default: 5)")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds; each runs every process once (default: 5)")
     parser.add_argument("--seed", type=int, help="seed of the order and of the bootstrap (default: drawn, recorded)")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds one run may take (default: 3600)")
     parser.add_argument("--deadline", type=float, metavar="SECONDS",
@@ -98,129 +189,104 @@ def parse_args(argv=None):
     parser.add_argument("--out", required=True, help="folder to write (created; must not hold a comparison yet)")
     args = parser.parse_args(argv)
     try:
-        texts = args.contender + (read_contenders_file(args.contenders) if args.contenders else [])
-        args.contenders_parsed = [parse_contender(text, args.mode) for text in texts]
+        validate(args)
     except ob_csv.UsageError as error:
         parser.error(str(error))
-    names = [name for name, _, _ in args.contenders_parsed]
-    if len(names) < 2:
-        parser.error("--contender: at least two contenders are needed to compare")
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        parser.error(f"--contender: '{duplicates[0]}' is named twice")
-    args.baseline = args.baseline or [names[0]]
-    for group in args.baseline:
-        for member in group.split(","):
-            if member not in names:
-                parser.error(f"--baseline: '{member}' is invalid: not a contender ({', '.join(names)})")
-    if not 2 <= args.rounds <= 1000:
-        parser.error(f"--rounds: '{args.rounds}' is invalid: 2 to 1000")
-    if args.seed is not None and not 0 <= args.seed < 2 ** 32:
-        parser.error(f"--seed: '{args.seed}' is invalid: 0 to 2^32-1")
-    if not (math.isfinite(args.timeout) and args.timeout > 0):
-        parser.error(f"--timeout: '{args.timeout}' is invalid: seconds > 0")
-    if args.deadline is not None and not (math.isfinite(args.deadline) and args.deadline > 0):
-        parser.error(f"--deadline: '{args.deadline}' is invalid: seconds > 0")
-    out = pathlib.Path(args.out)
-    if out.exists() and not out.is_dir():
-        parser.error(f"--out: '{args.out}' is invalid: not a folder")
-    for mode in args.also_mode:
-        if not NAME.match(mode) or mode == args.mode:
-            parser.error(f"--also-mode: '{mode}' is invalid: a row's mode other than --mode ({args.mode})")
-    try:
-        ob_csv.require_outputs([(f"--out ({name})", out / name) for name in
-                                ("compare.csv", "compare.rounds.csv", "compare.meta.json", "compare.png",
-                                 *(f"compare.{mode}.csv" for mode in args.also_mode))])
-    except ob_csv.UsageError as error:
-        parser.error(str(error))
-    if (out / "compare.csv").exists():
-        parser.error(f"--out: '{args.out}' is invalid: it already holds a comparison (compare.csv)")
-    if args.seed is None:
-        args.seed = random.SystemRandom().randrange(2 ** 32)
     return args
 
 
-def schedule(names, rounds, seed):
-    """The order of every round: the contenders shuffled anew each round by one generator seeded with `seed`."""
-    generator = random.Random(seed)
-    orders = []
-    for _ in range(rounds):
-        order = list(names)
-        generator.shuffle(order)
-        orders.append(order)
-    return orders
+def validate(args):
+    texts = args.contender + (read_lines_file(args.contenders, "--contenders") if args.contenders else [])
+    processes = dict(parse_process(text) for text in args.process)
+    if len(processes) != len(args.process):
+        raise ob_csv.UsageError("--process: a name is given twice")
+    contenders = []
+    for text in texts:
+        contender, own = parse_contender(text, args.mode)
+        if own:
+            if own[0] in processes:
+                raise ob_csv.UsageError(f"--contender: '{own[0]}' is named twice (a --process has that name)")
+            processes[own[0]] = own[1]
+        elif contender.process not in processes:
+            raise ob_csv.UsageError(f"--contender: '{contender.name}': no --process '{contender.process}'")
+        contenders.append(contender)
+    names = [c.name for c in contenders]
+    if len(names) < 2:
+        raise ob_csv.UsageError("--contender: at least two contenders are needed to compare")
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ob_csv.UsageError(f"--contender: '{duplicates[0]}' is named twice")
+    unread = [p for p in processes if not any(c.process == p for c in contenders)]
+    if unread:
+        raise ob_csv.UsageError(f"--process: '{unread[0]}' is invalid: no contender reads it")
+    args.processes, args.contenders_parsed = processes, contenders
+    args.baseline = args.baseline or [contenders[0].label]
+    args.resolved = resolve_baselines(args.baseline, contenders)
+    checks = [("--rounds", args.rounds, 2 <= args.rounds <= 1000, "2 to 1000"),
+              ("--seed", args.seed, args.seed is None or 0 <= args.seed < 2 ** 32, "0 to 2^32-1"),
+              ("--timeout", args.timeout, math.isfinite(args.timeout) and args.timeout > 0, "seconds > 0"),
+              ("--deadline", args.deadline, args.deadline is None or (math.isfinite(args.deadline) and
+                                                                      args.deadline > 0), "seconds > 0")]
+    for option, value, ok, allowed in checks:
+        if not ok:
+            raise ob_csv.UsageError(f"{option}: '{value}' is invalid: {allowed}")
+    for mode in [args.mode, args.compute_mode, *args.also_mode]:
+        if not PROCESS_NAME.match(mode):
+            raise ob_csv.UsageError(f"--mode: '{mode}' is invalid: a row's mode")
+    for mode in args.also_mode:
+        if mode == args.mode:
+            raise ob_csv.UsageError(f"--also-mode: '{mode}' is invalid: a row's mode other than --mode ({args.mode})")
+    out = pathlib.Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ob_csv.UsageError(f"--out: '{args.out}' is invalid: not a folder")
+    ob_csv.require_outputs([(f"--out ({name})", out / name) for name in
+                            ("compare.csv", "compare.rounds.csv", "compare.meta.json", "compare.png",
+                             *(f"compare.{mode}.csv" for mode in args.also_mode))])
+    if (out / "compare.csv").exists():
+        raise ob_csv.UsageError(f"--out: '{args.out}' is invalid: it already holds a comparison (compare.csv)")
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(2 ** 32)
 
 
-def read_time(csv, mode, name):
-    """The p50 time of the one `mode` row of a contender's summary."""
-    frame = ob_csv.load_summary(csv)
+def _matches(column, value):
+    """Rows of `column` that hold `value`: numerically where it is a number, else as text."""
+    try:
+        number = float(value)
+    except ValueError:
+        return column.astype(str) == value
+    numeric = pd.to_numeric(column, errors="coerce")
+    return numeric.notna() & np.isclose(numeric.fillna(0), number, rtol=1e-9, atol=0)
+
+
+def select(frame, mode, selector, ignore_empty=False):
+    """The rows of `mode` holding every (key, value) of `selector`; with `ignore_empty`, keys that those rows leave
+    empty everywhere (a compute-only row has no bucket cap) are not asked of them."""
     rows = frame[frame["mode"] == mode]
+    for key, value in selector:
+        if key not in rows.columns or rows[key].isna().all():
+            if ignore_empty:
+                continue
+            return rows.iloc[0:0]
+        rows = rows[_matches(rows[key], value)]
+    return rows
+
+
+def read_times(frame, contender, compute_mode, csv):
+    """A contender's time (its row's median) and its compute-only time (NaN without one) in one run's summary."""
+    rows = select(frame, contender.mode, contender.selector)
     if len(rows) != 1:
-        raise ob_csv.UsageError(f"contender '{name}': {csv} has {len(rows)} '{mode}' rows, one is needed "
-                                f"(modes there: {', '.join(dict.fromkeys(frame['mode']))}); name the row with "
-                                f"NAME:MODE= or make one contender per setting")
-    return float(rows["time_ms_p50"].iloc[0])
-
-
-class ContenderFailed(Exception):
-    def __init__(self, message, code):
-        super().__init__(message)
-        self.code = code
-
-
-class PastDeadline(Exception):
-    """A run the deadline cut: its round is dropped."""
-
-
-_RUNNING = []  # the run in progress, whose process group a signal to ob-compare ends (ob_csv.at_signal)
-
-
-def end_group(process, grace=10.0):
-    """Ends a run's whole session (its shell, mpirun or torchrun, their ranks): SIGTERM, then SIGKILL after `grace`."""
-    for number, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, None)):
-        try:
-            os.killpg(process.pid, number)
-        except ProcessLookupError:
-            break
-        try:
-            process.wait(timeout=wait)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def end_running():
-    for process in _RUNNING:
-        end_group(process, grace=2.0)
-
-
-def run_one(command, csv, timeout, log, deadline_left=None):
-    """Runs a contender's command (bash -c, {csv} replaced) as a fresh process in its own session; its output goes to
-    `log`. Past `timeout` (or `deadline_left`, when that is sooner: PastDeadline) its process group is ended."""
-    line = command.replace("{csv}", shlex.quote(str(csv)))
-    cut_by_deadline = deadline_left is not None and deadline_left < timeout
-    limit = deadline_left if cut_by_deadline else timeout
-    start = time.monotonic()
-    with open(log, "w") as sink:
-        process = subprocess.Popen(["bash", "-c", line], stdout=sink, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, start_new_session=True)
-        _RUNNING.append(process)
-        try:
-            returncode = process.wait(timeout=max(limit, 0.0))
-        except subprocess.TimeoutExpired:
-            end_group(process)
-            if cut_by_deadline:
-                raise PastDeadline() from None
-            raise ContenderFailed(f"ran past --timeout {timeout:g} s (log: {log})", 3) from None
-        finally:
-            _RUNNING.remove(process)
-    if returncode != 0:
-        tail = " | ".join(pathlib.Path(log).read_text(errors="replace").strip().splitlines()[-3:])
-        code = {1: 1, 77: 77}.get(returncode, 3)
-        raise ContenderFailed(f"exit {returncode}: {tail} (log: {log})", code)
-    if not pathlib.Path(csv).is_file():
-        raise ContenderFailed(f"exit 0 but wrote no summary at {csv} (log: {log})", 3)
-    return time.monotonic() - start
+        modes = ", ".join(dict.fromkeys(frame["mode"]))
+        raise ob_csv.UsageError(f"contender '{contender.name}': {csv} has {len(rows)} rows of its selection "
+                                f"({contender.describe()}; '{contender.mode}' rows are read; modes there: {modes}); "
+                                f"one is needed: name the row with NAME:MODE= or select it with @PROCESS[KEY=VALUE]")
+    value = float(rows["time_ms_p50"].iloc[0])
+    if not (math.isfinite(value) and value > 0):
+        raise ContenderFailed(f"contender '{contender.name}': {csv}: time_ms_p50 {value} is not a positive number", 3)
+    if contender.mode == compute_mode:
+        return value, value
+    partner = select(frame, compute_mode, contender.selector, ignore_empty=True)
+    compute = float(partner["time_ms_p50"].iloc[0]) if len(partner) == 1 else math.nan
+    return value, compute if math.isfinite(compute) and compute > 0 else math.nan
 
 
 def next_round_fits(elapsed, round_seconds, deadline):
@@ -228,158 +294,147 @@ def next_round_fits(elapsed, round_seconds, deadline):
     return deadline is None or not round_seconds or elapsed + max(round_seconds) <= deadline
 
 
-def run_rounds(contenders, orders, runs_dir, timeout, deadline=None, progress=sys.stderr):
-    """Every round's runs in its order, while they fit `deadline` (seconds from now, or None). Returns the rounds
-    table (round, position, contender, mode, time_ms) of the complete rounds and why it stopped early (None)."""
-    by_name = {name: (mode, command) for name, mode, command in contenders}
+def run_rounds(args, orders, runs_dir):
+    """Every round's processes in its order, while they fit the deadline. Returns the rounds table (round, position,
+    process, contender, mode, time_ms, compute_ms, wall_s, seed) of the complete rounds and why it stopped early."""
+    by_process = {}
+    for contender in args.contenders_parsed:
+        by_process.setdefault(contender.process, []).append(contender)
     records, total, done, round_seconds = [], sum(len(o) for o in orders), 0, []
     start = time.monotonic()
     for round_index, order in enumerate(orders):
         elapsed = time.monotonic() - start
-        if not next_round_fits(elapsed, round_seconds, deadline):
-            return pd.DataFrame(records), (f"--deadline {deadline:g} s: round {round_index + 1} not started, "
-                                           f"{deadline - elapsed:.0f} s left and the longest round took "
+        if not next_round_fits(elapsed, round_seconds, args.deadline):
+            return pd.DataFrame(records), (f"--deadline {args.deadline:g} s: round {round_index + 1} not started, "
+                                           f"{args.deadline - elapsed:.0f} s left and the longest round took "
                                            f"{max(round_seconds):.0f} s")
-        this_round = []
-        for position, name in enumerate(order):
-            mode, command = by_name[name]
-            csv = runs_dir / f"r{round_index}-{name}.csv"
-            left = None if deadline is None else deadline - (time.monotonic() - start)
+        this_round, seed = [], compare_stats.round_seed(args.seed, round_index)
+        for position, process in enumerate(order):
+            csv = runs_dir / f"r{round_index}-{process}.csv"
+            left = None if args.deadline is None else args.deadline - (time.monotonic() - start)
             try:
-                seconds = run_one(command, csv, timeout, runs_dir / f"r{round_index}-{name}.log", left)
-                value = read_time(csv, mode, name)
+                seconds = compare_runs.run_one(args.processes[process], csv, args.timeout,
+                                               runs_dir / f"r{round_index}-{process}.log", left, seed)
+                try:
+                    frame = ob_csv.load_summary(csv)
+                except ob_csv.UsageError as error:
+                    raise ContenderFailed(f"its summary is not one: {error}", 3) from None
+                for contender in by_process[process]:
+                    value, compute = read_times(frame, contender, args.compute_mode, csv)
+                    this_round.append({"round": round_index, "position": position, "process": process,
+                                       "contender": contender.name, "mode": contender.mode, "time_ms": value,
+                                       "compute_ms": compute, "wall_s": seconds, "seed": seed})
             except PastDeadline:
                 for path in runs_dir.glob(f"r{round_index}-*"):
                     path.unlink()
-                return pd.DataFrame(records), (f"--deadline {deadline:g} s: round {round_index + 1} cut at its "
-                                               f"run {position + 1} ({name}) and dropped")
+                return pd.DataFrame(records), (f"--deadline {args.deadline:g} s: round {round_index + 1} cut at its "
+                                               f"run {position + 1} ({process}) and dropped")
             except ContenderFailed as failure:
-                raise ContenderFailed(f"contender '{name}', round {round_index + 1}: {failure}", failure.code) from None
+                who = ", ".join(f"'{c.name}'" for c in by_process[process][:3])
+                raise ContenderFailed(f"contender {who}{' ...' if len(by_process[process]) > 3 else ''}, round "
+                                      f"{round_index + 1}: {failure}", failure.code) from None
             done += 1
-            this_round.append({"round": round_index, "position": position, "contender": name, "mode": mode,
-                               "time_ms": value, "wall_s": seconds})
-            print(f"[ob-compare] round {round_index + 1}/{len(orders)}, run {done}/{total}: {name} {mode} "
-                  f"{value:.4g} ms ({seconds:.1f} s)", file=progress, flush=True)
+            compare_runs.progress(f"round {round_index + 1}/{len(orders)}, run {done}/{total}: {process} "
+                                  f"({len(by_process[process])} contender(s)) {seconds:.1f} s")
         records += this_round
         round_seconds.append(time.monotonic() - start - elapsed)
     return pd.DataFrame(records), None
 
 
-def bootstrap_ratios(times, contender, group, seed, resamples=RESAMPLES):
-    """Ratio of `contender`'s median over rounds to the fastest of `group`'s, and its 95 % percentile interval over
-    paired round resamples (the fastest chosen again in each). `times`: contender -> per-round times (same rounds).
-    Returns (ratio, lo, hi, the group member that was fastest)."""
-    matrix = {name: np.asarray(times[name], dtype=float) for name in {contender, *group}}
-    medians = {name: float(np.median(v)) for name, v in matrix.items()}
-    pick = min(group, key=lambda name: medians[name])
-    ratio = medians[contender] / medians[pick]
-    rounds = len(matrix[contender])
-    generator = np.random.default_rng(seed)
-    indices = generator.integers(0, rounds, size=(resamples, rounds))
-    numerator = np.median(matrix[contender][indices], axis=1)
-    denominator = np.min(np.stack([np.median(matrix[name][indices], axis=1) for name in group]), axis=0)
-    lo, hi = np.percentile(numerator / denominator, [2.5, 97.5])
-    return ratio, float(lo), float(hi), pick
-
-
-def verdict(lo, hi):
-    if hi < 1.0:
-        return "faster"
-    if lo > 1.0:
-        return "slower"
-    return "not resolved"
-
-
-def median_interval(values, seed, resamples=RESAMPLES):
-    """95 % bootstrap interval of the median of `values`, relative half-width."""
-    values = np.asarray(values, dtype=float)
-    generator = np.random.default_rng(seed)
-    medians = np.median(values[generator.integers(0, len(values), size=(resamples, len(values)))], axis=1)
-    lo, hi = np.percentile(medians, [2.5, 97.5])
-    return float(lo), float(hi), float((hi - lo) / 2 / np.median(values))
-
-
-def summarize(rounds, contenders, baselines, seed):
-    """compare.csv: per contender and baseline group, the medians, spread, ratio, interval and verdict."""
-    times = {name: rounds[rounds["contender"] == name].sort_values("round")["time_ms"].tolist()
-             for name, _, _ in contenders}
+def summarize(rounds, contenders, resolved, seed):
+    """compare.csv: per contender and baseline of its group, the medians, spread, ratio, interval and verdict, and
+    the ratio's compute-only and overhead factors with theirs."""
+    ordered = rounds.sort_values("round")
+    steps = {c.name: ordered[ordered["contender"] == c.name]["time_ms"].tolist() for c in contenders}
+    computes = {c.name: ordered[ordered["contender"] == c.name]["compute_ms"].tolist() for c in contenders}
     rows = []
-    for name, mode, _ in contenders:
-        lo, hi, rel = median_interval(times[name], seed)
-        for group_text in baselines:
-            group = group_text.split(",")
-            ratio, ratio_lo, ratio_hi, pick = bootstrap_ratios(times, name, group, seed)
-            same = name == pick  # the baseline itself (or the member of a group that was fastest)
-            rows.append({"contender": name, "mode": mode, "rounds": len(times[name]),
-                         "median_ms": float(np.median(times[name])), "median_ci_lo": lo, "median_ci_hi": hi,
-                         "round_min_ms": min(times[name]), "round_max_ms": max(times[name]), "median_ci_rel": rel,
-                         "unstable": int(rel > UNSTABLE_REL), "baseline": group_text, "baseline_pick": pick,
-                         "ratio": ratio, "ratio_ci_lo": ratio_lo, "ratio_ci_hi": ratio_hi,
-                         "verdict": "baseline" if same else verdict(ratio_lo, ratio_hi)})
+    for contender in contenders:
+        name = contender.name
+        lo, hi, rel = compare_stats.median_interval(steps[name], seed)
+        own = np.asarray(steps[name]) / np.asarray(computes[name])
+        has_compute = bool(np.all(np.isfinite(own)))
+        own_lo, own_hi, _ = compare_stats.median_interval(own, seed) if has_compute else (math.nan,) * 3
+        base = {"contender": name, "label": contender.label, "group": contender.group, "process": contender.process,
+                "mode": contender.mode, "rounds": len(steps[name]), "median_ms": float(np.median(steps[name])),
+                "median_ci_lo": lo, "median_ci_hi": hi, "round_min_ms": min(steps[name]),
+                "round_max_ms": max(steps[name]), "median_ci_rel": rel, "unstable": int(rel > UNSTABLE_REL),
+                "compute_ms": float(np.median(computes[name])) if has_compute else math.nan,
+                "overhead": float(np.median(own)) if has_compute else math.nan, "overhead_ci_lo": own_lo,
+                "overhead_ci_hi": own_hi, "beats_compute": int(has_compute and own_hi < 1)}
+        for spec, group, members in resolved:
+            if group != contender.group:
+                continue
+            split = compare_stats.factor_ratios(steps, computes, name, members, seed)
+            row = dict(base, baseline=",".join(members), baseline_spec=spec, baseline_pick=split.pop("pick"), **split)
+            row["verdict"] = "baseline" if name == row["baseline_pick"] else \
+                verdict(row["ratio_ci_lo"], row["ratio_ci_hi"])
+            row["carried_by"] = compare_stats.carrier(row) if row["verdict"] not in ("baseline", "not resolved") else ""
+            rows.append(row)
     return pd.DataFrame(rows)
 
 
-def also_summarize(rounds, contenders, baselines, runs_dir, mode, seed):
-    """compare.MODE.csv: `mode`'s row read from the same runs, for the contenders whose every run holds it, against
-    the baselines (their members that hold it); None when fewer than two contenders hold it."""
+def also_summarize(args, rounds, runs_dir, mode):
+    """compare.MODE.csv: `mode`'s row of each contender's selection in the same runs, for the contenders whose
+    every run holds it, against the baselines' members that hold it; None when fewer than two hold it."""
     records, holding = [], []
-    for name, _, command in contenders:
+    for contender in args.contenders_parsed:
+        other = contender._replace(mode=mode)
         times = []
         for round_index in sorted(rounds["round"].unique()):
-            frame = ob_csv.load_summary(runs_dir / f"r{round_index}-{name}.csv")
-            row = frame[frame["mode"] == mode]
+            frame = ob_csv.load_summary(runs_dir / f"r{round_index}-{contender.process}.csv")
+            row = select(frame, mode, contender.selector, ignore_empty=True)
             if len(row) != 1:
                 break
-            times.append({"round": round_index, "contender": name, "time_ms": float(row["time_ms_p50"].iloc[0])})
+            times.append({"round": round_index, "contender": contender.name, "time_ms": float(row["time_ms_p50"].iloc[0]),
+                          "compute_ms": math.nan})
         else:
             records += times
-            holding.append((name, mode, command))
-    kept = [",".join(m for m in group.split(",") if m in {n for n, _, _ in holding}) for group in baselines]
-    kept = [group for group in dict.fromkeys(kept) if group]
-    if len(holding) < 2 or not kept:
+            holding.append(other)
+    names = {c.name for c in holding}
+    resolved = [(spec, group, [m for m in members if m in names]) for spec, group, members in args.resolved]
+    resolved = [entry for entry in resolved if entry[2]]
+    if len(holding) < 2 or not resolved:
         return None
-    return summarize(pd.DataFrame(records), holding, kept, seed)
-
-
-def sentence(row):
-    """One line a person reads: 'nccl is faster than ddp: 0.83x [0.80, 0.86] over 5 rounds'."""
-    against = row["baseline"] if row["baseline"] == row["baseline_pick"] else \
-        f"the fastest of {row['baseline']} ({row['baseline_pick']})"
-    words = {"faster": "faster than", "slower": "slower than", "not resolved": "not resolved against"}
-    text = (f"{row['contender']} is {words[row['verdict']]} {against}: {row['ratio']:.3f}x "
-            f"[{row['ratio_ci_lo']:.3f}, {row['ratio_ci_hi']:.3f}] over {row['rounds']} rounds")
-    if row["unstable"]:
-        text += f" (unstable: its median moves +-{100 * row['median_ci_rel']:.1f} % between rounds)"
-    return text
+    return summarize(pd.DataFrame(records), holding, resolved, args.seed)
 
 
 def figure(table, path):
+    """The ratios with their intervals: a panel per baseline as given, a row per contender."""
     import matplotlib.pyplot as plt
 
     shown = table[table["verdict"] != "baseline"]
-    groups = list(dict.fromkeys(shown["baseline"]))
-    fig, axes = plt.subplots(len(groups), 1, figsize=(7, 0.5 + 0.45 * len(shown) + 0.6 * len(groups)), squeeze=False)
-    for axis, group in zip(axes[:, 0], groups):
-        part = shown[shown["baseline"] == group]
+    specs = list(dict.fromkeys(shown["baseline_spec"]))
+    heights = [max(1.2, 0.25 * (shown["baseline_spec"] == s).sum() + 0.8) for s in specs]
+    fig, axes = plt.subplots(len(specs), 1, figsize=(7.5, sum(heights) + 0.3), squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
+    for axis, spec in zip(axes[:, 0], specs):
+        part = shown[shown["baseline_spec"] == spec]
         y = np.arange(len(part))
         colours = [{"faster": "#2ca02c", "slower": "#d62728"}.get(v, "#7f7f7f") for v in part["verdict"]]
         axis.errorbar(part["ratio"], y, xerr=[part["ratio"] - part["ratio_ci_lo"], part["ratio_ci_hi"] - part["ratio"]],
-                      fmt="none", ecolor="black", capsize=3)
-        axis.scatter(part["ratio"], y, c=colours, zorder=3)
+                      fmt="none", ecolor="black", capsize=2)
+        axis.scatter(part["ratio"], y, c=colours, zorder=3, s=14)
         axis.axvline(1.0, color="#999999", linestyle="--")
-        axis.set_yticks(y, part["contender"])
-        axis.set_xlabel(f"time / time of {group} (95 % interval over rounds)")
+        axis.set_yticks(y, part["contender"], fontsize=7 if len(part) > 20 else 9)
+        axis.set_ylim(len(part) - 0.5, -0.5)
+        axis.set_xlabel(f"time / time of {spec} (95 % interval over rounds)")
     ob_csv.save_figure(fig, path)
 
 
-def metadata(args, contenders, orders, runs_dir, rounds_run, stopped):
+def metadata(args, orders, runs_dir, rounds_run, stopped):
     meta = {"suite": "overlap-bench", "tool": "ob-compare", "commit": ob_csv.commit_id(), "host": socket.gethostname(),
             "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command_line": sys.argv,
             "cwd": os.getcwd(), "python": platform.python_version(), "cpus": os.cpu_count(), "seed": args.seed,
+            "round_seeds": [compare_stats.round_seed(args.seed, r) for r in range(rounds_run)],
             "rounds": rounds_run, "rounds_planned": args.rounds, "deadline_s": args.deadline, "stopped": stopped,
             "resamples": RESAMPLES, "unstable_rel": UNSTABLE_REL, "baselines": args.baseline,
-            "contenders": [{"name": n, "mode": m, "command": c} for n, m, c in contenders], "orders": orders}
-    first = ob_csv.read_metadata(runs_dir / f"r0-{contenders[0][0]}.csv")
+            "compute_mode": args.compute_mode,
+            "processes": [{"name": n, "command": c} for n, c in args.processes.items()],
+            "contenders": [{"name": c.name, "process": c.process, "mode": c.mode, "selector": dict(c.selector),
+                            **({"command": args.processes[c.process]} if not c.selector else {})}
+                           for c in args.contenders_parsed],
+            "orders": orders}
+    first = ob_csv.read_metadata(runs_dir / f"r0-{orders[0][0]}.csv")
     for key in ("gpus", "cpu_model", "hardware", "hosts", "ranks"):
         if key in first:
             meta[key] = first[key]
@@ -388,46 +443,52 @@ def metadata(args, contenders, orders, runs_dir, rounds_run, stopped):
 
 def main(argv=None):
     args = parse_args(argv)
-    out = pathlib.Path(args.out)
-    runs_dir = out / "runs"
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    contenders = args.contenders_parsed
-    orders = schedule([name for name, _, _ in contenders], args.rounds, args.seed)
-    print(f"[ob-compare] {len(contenders)} contenders x {args.rounds} rounds, seed {args.seed}, writing {out}",
-          file=sys.stderr, flush=True)
-    ob_csv.at_signal(end_running)
+    staging = compare_runs.Staging(args.out)
+    ob_csv.at_signal(compare_runs.end_running)
     try:
-        rounds, stopped = run_rounds(contenders, orders, runs_dir, args.timeout, args.deadline)
+        return compare(args, staging)
+    finally:
+        staging.discard()
+
+
+def compare(args, staging):
+    orders = schedule(list(args.processes), args.rounds, args.seed)
+    compare_runs.progress(f"{len(args.contenders_parsed)} contenders from {len(args.processes)} process(es) x "
+                          f"{args.rounds} rounds, seed {args.seed}, writing {args.out}")
+    try:
+        rounds, stopped = run_rounds(args, orders, staging.runs)
     except ContenderFailed as failure:
         print(f"ob-compare: {failure}", file=sys.stderr)
         return failure.code
     rounds_run = rounds["round"].nunique() if len(rounds) else 0
     if stopped:
-        print(f"[ob-compare] stopped after {rounds_run} of {args.rounds} rounds: {stopped}", file=sys.stderr)
+        compare_runs.progress(f"stopped after {rounds_run} of {args.rounds} rounds: {stopped}")
     if rounds_run < 2:
         print(f"ob-compare: {stopped}: {rounds_run} complete round(s), at least 2 are needed to compare",
               file=sys.stderr)
         return 3
-    table = summarize(rounds, contenders, args.baseline, args.seed)
-    also = {mode: also_summarize(rounds, contenders, args.baseline, runs_dir, mode, args.seed)
-            for mode in args.also_mode}
-    # The set is written whole or not at all: each file staged and renamed, compare.csv (the one readers look for)
-    # last.
-    ob_csv.write_text_atomic(out / "compare.rounds.csv", rounds.to_csv(index=False))
-    ob_csv.write_text_atomic(out / "compare.meta.json",
-                             json.dumps(metadata(args, contenders, orders, runs_dir, rounds_run, stopped),
-                                        indent=2) + "\n")
-    figure(table, out / "compare.png")
+    table = summarize(rounds, args.contenders_parsed, args.resolved, args.seed)
+    also = {mode: also_summarize(args, rounds, staging.runs, mode) for mode in args.also_mode}
+    ob_csv.write_text_atomic(staging.path / "compare.rounds.csv", rounds.to_csv(index=False))
+    ob_csv.write_text_atomic(staging.path / "compare.meta.json",
+                             json.dumps(metadata(args, orders, staging.runs, rounds_run, stopped), indent=2) + "\n")
+    figure(table, staging.path / "compare.png")
     for mode, extra in also.items():
         if extra is None:
             print(f"ob-compare: --also-mode {mode}: fewer than two contenders (or no baseline) hold that row",
                   file=sys.stderr)
             continue
-        ob_csv.write_text_atomic(out / f"compare.{mode}.csv", extra.to_csv(index=False))
-    ob_csv.write_text_atomic(out / "compare.csv", table.to_csv(index=False))
+        ob_csv.write_text_atomic(staging.path / f"compare.{mode}.csv", extra.to_csv(index=False))
+    ob_csv.write_text_atomic(staging.path / "compare.csv", table.to_csv(index=False))
+    staging.commit()
     for _, row in table.iterrows():
         if row["verdict"] != "baseline":
             print(sentence(row))
+    for _, row in table.drop_duplicates("contender").iterrows():
+        if row["beats_compute"]:
+            print(f"note: {row['contender']}'s step is faster than its own compute-only step beyond the interval "
+                  f"(step / compute-only {row['overhead']:.3f}x [{row['overhead_ci_lo']:.3f}, "
+                  f"{row['overhead_ci_hi']:.3f}]): a broken baseline, its factor split is not a result")
     for mode, extra in also.items():
         for _, row in (extra.iterrows() if extra is not None else []):
             if row["verdict"] != "baseline":

@@ -81,8 +81,13 @@ double Config::device_bytes() const {
 }
 
 
+std::string Config::shape_label() const {
+  return std::to_string(hidden) + "x" + std::to_string(layers) + "x" + std::to_string(batch);
+}
+
 std::string Config::point_label() const {
-  std::string label = plan_mode == PlanMode::kAuto ? std::string("plan=auto")
+  std::string label = shape_swept ? "shape=" + shape_label() + ", " : std::string();
+  label += plan_mode == PlanMode::kAuto ? std::string("plan=auto")
                       : chunks > 0    ? "chunks=" + std::to_string(chunks)
                                       : "bucket-mb=" + ob::format_number(bucket_mb);
   if (nccl_max_ctas > 0) label += ", nccl-max-ctas=" + std::to_string(nccl_max_ctas);
@@ -111,7 +116,7 @@ std::vector<std::string> Config::planned_syncs() const {
 Config Config::strategy_reference() const {
   Config reference = *this;
   reference.sync = "nccl";
-  reference.sweep.clear();
+  reference.sweeps.clear();
   reference.common.check = false;
   return reference;
 }
@@ -121,7 +126,7 @@ Config Config::accumulation_reference() const {
   reference.batch = batch * accum_steps;
   reference.micro_batch = micro_batch * accum_steps;
   reference.accum_steps = 1;
-  reference.sweep.clear();
+  reference.sweeps.clear();
   reference.common.check = false;
   return reference;
 }

@@ -56,10 +56,13 @@ struct Config {
   int prefetch = 0;           // sharded strategies: layers gathered ahead of the forward (0: all at the step's start)
   PlanMode plan_mode = PlanMode::kCaps;  // caps: --bucket-mb/--first-bucket-mb or --chunks; auto: the planner's
   std::string plan_syncs;     // strategies --plan auto chooses among (comma-separated; empty: --sync alone)
-  std::string calibration;    // a calibration file to predict with (planner.hpp)
+  std::vector<std::string> calibrations;  // calibration files to predict with (planner.hpp): each point its model's
   bool calibrate = false;     // measure the calibration first (written beside the summary)
   std::vector<std::uint64_t> plan_ends;  // --plan auto, once chosen: the buckets' end elements
-  std::string sweep;  // NAME=V1,V2,...: one of sweep_names()
+  std::vector<std::string> sweeps;  // NAME=V1,V2,...: one of sweep_names(); several: every combination, first outermost
+  bool shuffle = false;             // --order-seed given: the points run in an order shuffled from order_seed
+  std::uint64_t order_seed = 0;
+  bool shape_swept = false;         // this point's hidden, layers and batch come from a shape sweep (in its label)
   std::vector<double> interference_mb;  // --mode interference: the message sizes (MiB; empty: 1, 2, 4, ... to the gradient)
   double interference_window_ms = 20;   // --mode interference: each loop's length alone
 
@@ -71,8 +74,12 @@ struct Config {
   BucketPlan plan() const;
   double grad_mb() const;
   double device_bytes() const;  // weights, gradients, activations and work buffers on one GPU
-  std::vector<Config> sweep_points() const;  // this configuration once per sweep value (itself when no sweep)
-  std::string point_label() const;           // "chunks=20", "bucket-mb=25", with the other swept options when set
+  // This configuration once per combination of the sweeps' values (itself when no sweep), in table order.
+  std::vector<Config> sweep_points() const;
+  // The same points in the order they run: shuffled from order_seed when shuffle is set (ob::shuffled_order).
+  std::vector<Config> run_order() const;
+  std::string point_label() const;  // "chunks=20", "bucket-mb=25", with the other swept options when set
+  std::string shape_label() const;  // "4096x16x512": hidden x layers x batch
   Config accumulation_reference() const;     // one step on the K-times batch that K micro-steps must equal
   Config strategy_reference() const;         // the same with --sync nccl, whose weights every strategy must equal
   // The strategy whose isolated communication bound_ref also takes (where faster): the row's reference (nccl, or

@@ -94,7 +94,12 @@ void describe(const Config& config, const SweepResult& sweep, const ob::PowerMon
     result.extra_files.emplace_back(context.paths.calibration_json, sweep.measured->to_json().dump(2) + "\n");
     result.notes.push_back("# calibration: " + context.paths.calibration_json);
   }
-  if (!config.calibration.empty()) result.meta["calibration"] = config.calibration;
+  if (!config.calibrations.empty()) {
+    result.meta["calibration"] = config.calibrations.size() == 1 ? nlohmann::json(config.calibrations.front())
+                                                                 : nlohmann::json(config.calibrations);
+  }
+  if (config.shuffle) result.meta["order_seed"] = config.order_seed;
+  if (sweep.order.size() > 1) result.meta["point_order"] = sweep.order;
   const int blocks = config.blocks > 0 ? config.blocks : config.shape.layers;
   const std::string model =
       config.transformer()
@@ -141,16 +146,15 @@ std::variant<int, ob::PhaseResult> run_job(Config& config, const ob::PhaseContex
   const std::string nccl_log = start_nccl_log(config);
   const int device = choose_gpu(context);
   if (device < 0) return ob::kExitSkipped;
-  auto points = config.sweep_points();
+  auto points = config.run_order();
   require_fit(config, points);
   cudaDeviceProp prop{};
   CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  std::optional<Calibration> calibration;
-  if (!config.calibration.empty()) {
-    calibration = load_calibration(config.calibration, config, context.ranks, prop.name, MPI_COMM_WORLD);
-    const auto doubt = calibration->negative_slowdown();
+  const auto calibrations = load_calibrations(config, context.ranks, prop.name, MPI_COMM_WORLD);
+  for (std::size_t i = 0; i < calibrations.size(); ++i) {
+    const auto doubt = calibrations[i].negative_slowdown();
     if (context.progress && !doubt.empty()) {
-      *context.progress << "phase4: warning: --calibration: " << doubt << std::endl;
+      *context.progress << "phase4: warning: --calibration " << config.calibrations[i] << ": " << doubt << std::endl;
     }
   }
   require_sm_margin(points);
@@ -164,7 +168,7 @@ std::variant<int, ob::PhaseResult> run_job(Config& config, const ob::PhaseContex
     *context.progress << "phase4: 1 rank: the all-reduces move no data (comm is a no-op)" << std::endl;
   }
   const auto sweep = run_sweep(points, context.rank, context.ranks, MPI_COMM_WORLD, origin, power.get(), live_comm(),
-                               context.progress, calibration ? &*calibration : nullptr, config.calibrate);
+                               context.progress, calibrations, config.calibrate);
   ob::PhaseResult result;
   result.rows = sweep.rows;
   result.events = sweep.events;

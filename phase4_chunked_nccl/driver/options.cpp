@@ -48,9 +48,11 @@ void add_planner_options(CLI::App& app, Config& config) {
                       "predicted step from a calibration, --calibration or measured first)");
   app.add_option("--plan-syncs", config.plan_syncs,
                  "Strategies --plan auto chooses among and --calibrate measures, comma-separated (default: --sync)");
-  app.add_option("--calibration", config.calibration,
-                 "Calibration file (from --calibrate, same model, GPU, ranks and commit): adds predicted_ms")
-      ->check(CLI::ExistingFile);
+  app.add_option("--calibration", config.calibrations,
+                 "Calibration file (from --calibrate, same model, GPU, ranks and commit): adds predicted_ms; repeat it "
+                 "for a shape sweep (each point takes its own model's)")
+      ->check(CLI::ExistingFile)
+      ->allow_extra_args(false);
   app.add_flag("--calibrate", config.calibrate,
                "Measure the planner's calibration first (compute, and each strategy's buckets alone and overlapped "
                "over message sizes) and write it beside the summary as <stem>.calibration.json");
@@ -149,9 +151,17 @@ void add_options(CLI::App& app, Config& config) {
   ob::add_fault_options(app, config.fault);
   std::string names;
   for (const auto& name : sweep_names()) names += (names.empty() ? "" : ", ") + name;
-  app.add_option("--sweep", config.sweep,
+  app.add_option("--sweep", config.sweeps,
                  "Run every point in one process: NAME=V1,V2,... with NAME one of " + names +
-                     " (plan: auto, layer: a bucket per layer, or a bucket cap in MiB)");
+                     " (plan: auto, caps: --bucket-mb's, layer: a bucket per layer, or a bucket cap in MiB; shape: HxLxB); "
+                     "repeated: "
+                     "every combination of the values, the first sweep outermost")
+      ->allow_extra_args(false);
+  app.add_option("--order-seed", config.order_seed,
+                 "Run the sweep's points in an order shuffled from this seed (recorded in the metadata's "
+                 "point_order), so a comparison's contenders in one process take turns as they would in fresh "
+                 "processes")
+      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{4294967295ULL}));
 }
 
 namespace {
@@ -180,11 +190,37 @@ void apply_model(const CLI::App& app, Config& config) {
   config.use_model(config.model, shape);
 }
 
+// The sweeps: each names a different option; bucket-mb and plan sweeps not with --chunks; a shape sweep not with
+// --model; a calibration measured in the run (--calibrate, or --plan auto without --calibration) of one shape only.
+void validate_sweeps(const Config& config) {
+  std::vector<std::string> names;
+  for (const auto& text : config.sweeps) {
+    const Sweep sweep = parse_sweep(text);
+    const std::string& name = sweep.parameter->name;
+    ob::require(std::find(names.begin(), names.end(), name) == names.end(), "--sweep", text,
+                "each option swept once (" + name + " is swept twice)");
+    names.push_back(name);
+    ob::require(!((name == "bucket-mb" || name == "plan") && config.chunks > 0), "--sweep", text,
+                "a bucket-mb or plan sweep cannot be combined with --chunks");
+    ob::require(name != "shape" || !config.transformer(), "--sweep", text,
+                "a shape sweep trains the square layers: not with --model");
+    const bool measures = config.calibrate || (config.calibrations.empty() && [&] {
+      for (const auto& point : config.sweep_points()) {
+        if (point.plan_mode == PlanMode::kAuto) return true;
+      }
+      return false;
+    }());
+    ob::require(name != "shape" || sweep.values.size() == 1 || !measures, "--sweep", text,
+                "a calibration is measured for one shape: measure each shape with --calibrate and pass the files "
+                "with --calibration");
+  }
+}
+
 }  // namespace
 
 std::vector<ob::NamedPath> input_files(const Config& config) {
   std::vector<ob::NamedPath> inputs;
-  if (!config.calibration.empty()) inputs.push_back({"--calibration", config.calibration});
+  for (const auto& file : config.calibrations) inputs.push_back({"--calibration", file});
   const auto presets = transformer_presets();
   if (config.transformer() && std::find(presets.begin(), presets.end(), config.model) == presets.end()) {
     inputs.push_back({"--model", config.model});  // a config.json (a preset's name is no file)
@@ -197,11 +233,8 @@ void validate(const CLI::App& app, Config& config) {
   ob::require(!(config.chunks > 0 && (app.count("--bucket-mb") > 0 || app.count("--first-bucket-mb") > 0)),
               "--chunks", std::to_string(config.chunks), "--chunks and --bucket-mb/--first-bucket-mb exclude each other");
   ob::parse_fault(config.fault.inject_fault);
-  if (!config.sweep.empty()) {
-    const Sweep sweep = parse_sweep(config.sweep);
-    ob::require(!((sweep.parameter->name == "bucket-mb" || sweep.parameter->name == "plan") && config.chunks > 0),
-                "--sweep", config.sweep, "a bucket-mb or plan sweep cannot be combined with --chunks");
-  }
+  config.shuffle = app.count("--order-seed") > 0;
+  validate_sweeps(config);
   ob::require(!(config.plan_mode == PlanMode::kAuto && config.chunks > 0), "--plan", name(config.plan_mode),
               "--plan auto chooses the buckets: not with --chunks");
   for (const auto& name : ob::split_list(config.plan_syncs)) {
@@ -210,17 +243,18 @@ void validate(const CLI::App& app, Config& config) {
                 "comma-separated all-reduce strategies: " + sync_list(ScheduleKind::kAllReduce) +
                     " (sharded ones are not planned)");
   }
-  ob::require(config.plan_syncs.empty() || config.plan_mode == PlanMode::kAuto || config.calibrate ||
-                  config.sweep.rfind("plan=", 0) == 0,
+  const bool plan_swept = std::any_of(config.sweeps.begin(), config.sweeps.end(),
+                                      [](const std::string& s) { return s.rfind("plan=", 0) == 0; });
+  ob::require(config.plan_syncs.empty() || config.plan_mode == PlanMode::kAuto || config.calibrate || plan_swept,
               "--plan-syncs", config.plan_syncs, "needs --plan auto or --calibrate");
-  ob::require(!(config.calibrate && !config.calibration.empty()), "--calibrate", "on",
+  ob::require(!(config.calibrate && !config.calibrations.empty()), "--calibrate", "on",
               "measures a calibration: not with --calibration FILE");
-  if (!config.calibration.empty()) {  // its content, here where no GPU is needed (its GPU and ranks: at the run)
-    std::ifstream file(config.calibration);
+  for (const auto& path : config.calibrations) {  // its content, here where no GPU is needed (GPU and ranks: at the run)
+    std::ifstream file(path);
     std::stringstream text;
     text << file.rdbuf();
-    ob::require(file.good() || file.eof(), "--calibration", config.calibration, "a readable calibration file");
-    Calibration::parse(text.str(), config.calibration);
+    ob::require(file.good() || file.eof(), "--calibration", path, "a readable calibration file");
+    Calibration::parse(text.str(), path);
   }
   ob::require(1.0 * config.batch * config.hidden < 2147483647.0, "--batch", std::to_string(config.batch),
               "batch * hidden must stay below 2^31");

@@ -30,27 +30,29 @@ void require_sm_margin(const std::vector<Config>& points) {
 
 namespace {
 
-// The communicator a point or a calibration needs: the one in use, or a new one where its ncclConfig_t differs.
+// The communicators points and calibrations need, one per ncclConfig_t they ask for, each made once and kept: a
+// shuffled sweep of nccl and ce points (CTA policy zero) would otherwise make one anew at most points.
 class CommCache {
  public:
   CommCache(int rank, int ranks, MPI_Comm comm, std::atomic<ncclComm_t>& live) : rank_(rank), ranks_(ranks), comm_(comm), live_(live) {}
   ~CommCache() { live_ = nullptr; }
   ncclComm_t get(const NcclSettings& settings) {
-    if (!nccl_ || !(nccl_->settings() == settings)) {
-      live_ = nullptr;
-      nccl_.reset();
+    auto found = std::find_if(comms_.begin(), comms_.end(),
+                              [&](const std::unique_ptr<NcclComm>& c) { return c->settings() == settings; });
+    if (found == comms_.end()) {
       ob::progress_note("NCCL set-up");
-      nccl_ = std::make_unique<NcclComm>(rank_, ranks_, comm_, settings);
-      live_ = nccl_->get();
+      comms_.push_back(std::make_unique<NcclComm>(rank_, ranks_, comm_, settings));
+      found = comms_.end() - 1;
     }
-    return nccl_->get();
+    live_ = (*found)->get();  // the one the watchdog aborts on a stall
+    return (*found)->get();
   }
 
  private:
   int rank_, ranks_;
   MPI_Comm comm_;
   std::atomic<ncclComm_t>& live_;
-  std::unique_ptr<NcclComm> nccl_;
+  std::vector<std::unique_ptr<NcclComm>> comms_;
 };
 
 // Per-task medians of the slowest rank, summed over `tasks`.
@@ -60,8 +62,9 @@ double summed_medians(const std::vector<std::vector<double>>& tasks, MPI_Comm co
   return total;
 }
 
-// Warm-up of every calibration run, at least: a step of a few milliseconds would otherwise be timed on clocks still
-// rising (seen: the first compute-only run of a process 25 % slower than later ones).
+// Warm-up before the calibration's first measured run: a step of a few milliseconds would otherwise be timed on
+// clocks still rising (seen: the first compute-only run of a process 25 % slower than later ones). Every run after
+// it follows the iteration protocol's steady-state rule (--warmup, then until steady), on a GPU already warm.
 constexpr double kCalibrationWarmupMs = 500;
 
 // The planner's calibration (planner.hpp): for each planned strategy a compute-only run (the fastest one's times are
@@ -71,7 +74,7 @@ Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, 
   Calibration calibration = describe_run(base, ranks, gpu);
   const auto sizes = calibration_sizes(base);
   double best_iteration = 0;
-  int warmup = 0;
+  bool warm = false;
   for (const auto& sync : base.planned_syncs()) {
     Config config = base;
     config.sync = sync;
@@ -81,12 +84,14 @@ Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, 
     config.common.check = false;
     config.common.iters = std::max(config.common.iters, 20);
     Trainer trainer(config, rank, ranks, comms.get(config.nccl_settings()), comm);
-    if (warmup == 0) {  // steady clocks: every run of the calibration warms up for at least kCalibrationWarmupMs
+    if (!warm) {  // the trainer reads its config when it runs: one compute-only run of kCalibrationWarmupMs
       const ModeRun probe = trainer.run(ob::Mode::kCompute, trainer.adapt(base.plan()), false, origin);
       const double step = std::max(1e-3, ob::summarize(ob::max_across_ranks(probe.iter_ms, comm)).p50);
-      warmup = std::max(config.common.warmup, static_cast<int>(std::ceil(kCalibrationWarmupMs / step)));
+      config.common.warmup = std::max(config.common.warmup, static_cast<int>(std::ceil(kCalibrationWarmupMs / step)));
+      trainer.run(ob::Mode::kCompute, trainer.adapt(base.plan()), false, origin);
+      config.common.warmup = base.common.warmup;
+      warm = true;
     }
-    config.common.warmup = warmup;  // the trainer reads its config when it runs
     StrategyCalibration strategy;
     strategy.sync = sync;
     for (const double bytes : sizes) {
@@ -161,47 +166,71 @@ Config resolve_plan(const Config& point, const Calibration& calibration, std::os
 
 }  // namespace
 
-Calibration load_calibration(const std::string& path, const Config& config, int ranks, const std::string& gpu,
-                             MPI_Comm comm) {
+std::vector<Calibration> load_calibrations(const Config& config, int ranks, const std::string& gpu, MPI_Comm comm) {
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(comm, &rank));
-  std::string text;  // read by rank 0, the same text on every rank
-  if (rank == 0) {
-    std::ifstream file(path);
-    std::stringstream content;
-    content << file.rdbuf();
-    text = content.str();
+  const auto points = config.sweep_points();
+  std::vector<Calibration> calibrations;
+  for (const auto& path : config.calibrations) {
+    std::string text;  // read by rank 0, the same text on every rank
+    if (rank == 0) {
+      std::ifstream file(path);
+      std::stringstream content;
+      content << file.rdbuf();
+      text = content.str();
+    }
+    Calibration calibration = Calibration::parse(ob::first_nonempty(text, comm), path);
+    std::string differs;  // from the first point's model: the difference named when no point is of its model
+    bool used = false;
+    for (const auto& point : points) {
+      const std::string here = calibration.mismatch(describe_run(point, ranks, gpu));
+      used = used || here.empty();
+      if (differs.empty()) differs = here;
+    }
+    ob::require(used, "--calibration", path, differs);
+    calibrations.push_back(std::move(calibration));
   }
-  Calibration calibration = Calibration::parse(ob::first_nonempty(text, comm), path);
-  const std::string differs = calibration.mismatch(describe_run(config, ranks, gpu));
-  ob::require(differs.empty(), "--calibration", path, differs);
-  for (const auto& point : config.sweep_points()) {
+  for (const auto& point : points) {
+    const Calibration* own = calibration_of(calibrations, point, ranks, gpu);
     for (const auto& sync : point.planned_syncs()) {
-      if (point.plan_mode != PlanMode::kAuto && sync != point.sync) continue;
-      ob::require(point.plan_mode != PlanMode::kAuto || calibration.strategy(sync), "--calibration", path,
+      if (point.plan_mode != PlanMode::kAuto) continue;
+      ob::require(own != nullptr, "--calibration", config.calibrations.empty() ? "" : config.calibrations.front(),
+                  "none is of the model of point " + point.point_label() + " (--plan auto needs one per shape)");
+      ob::require(own->strategy(sync) != nullptr, "--calibration", config.calibrations.front(),
                   "it holds no calibration of --sync " + sync + " (measure it with --calibrate --plan-syncs)");
     }
   }
-  return calibration;
+  return calibrations;
+}
+
+const Calibration* calibration_of(const std::vector<Calibration>& calibrations, const Config& point, int ranks,
+                                  const std::string& gpu) {
+  const Calibration run = describe_run(point, ranks, gpu);
+  for (const auto& calibration : calibrations) {
+    if (calibration.mismatch(run).empty()) return &calibration;
+  }
+  return nullptr;
 }
 
 SweepResult run_sweep(const std::vector<Config>& points, int rank, int ranks, MPI_Comm comm,
                       ob::SteadyClock::time_point origin, const ob::PowerMonitor* power,
-                      std::atomic<ncclComm_t>& live_comm, std::ostream* progress, const Calibration* calibration,
-                      bool calibrate) {
+                      std::atomic<ncclComm_t>& live_comm, std::ostream* progress,
+                      const std::vector<Calibration>& calibrations, bool calibrate) {
   SweepResult result;
   CommCache comms(rank, ranks, comm, live_comm);
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   bool needs = calibrate;
   for (const auto& point : points) needs = needs || point.plan_mode == PlanMode::kAuto;
-  if (needs && !calibration) {
-    int device = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    cudaDeviceProp prop{};
-    CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  std::vector<Calibration> known = calibrations;
+  if (needs && known.empty()) {  // one shape (validate() refuses a measured calibration of several)
     result.measured = calibrate_run(points.front(), prop.name, rank, ranks, comm, origin, comms, progress);
-    calibration = &*result.measured;
+    known.push_back(*result.measured);
   }
   for (std::size_t p = 0; p < points.size(); ++p) {
+    const Calibration* calibration = calibration_of(known, points[p], ranks, prop.name);
     const Config point = calibration ? resolve_plan(points[p], *calibration, progress) : points[p];
     // A trainer per point: an accum-steps sweep changes how many micro-batches the model holds, a sync sweep the
     // strategy's buffers.
@@ -214,6 +243,7 @@ SweepResult run_sweep(const std::vector<Config>& points, int rank, int ranks, MP
     result.rows.insert(result.rows.end(), point_result.rows.begin(), point_result.rows.end());
     if (points.size() > 1) ob::label_point(point_result.events, point.point_label());  // a process group each
     result.events.insert(result.events.end(), point_result.events.begin(), point_result.events.end());
+    result.order.push_back(point.point_label());
     if (result.failure.empty() && !point_result.failure.empty()) {
       result.failure = point.point_label() + ": " + point_result.failure;
     }

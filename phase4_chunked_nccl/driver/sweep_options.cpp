@@ -1,10 +1,12 @@
 #include "phase4_chunked_nccl/driver/sweep_options.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/csv_writer.hpp"
 #include "common/errors.hpp"
 #include "common/options.hpp"
+#include "common/stats.hpp"
 
 namespace phase4 {
 namespace {
@@ -13,7 +15,8 @@ int whole(const std::string& text) { return static_cast<int>(*ob::parse_number(t
 
 bool valid_value(const SweepParameter& parameter, const std::string& item) {
   if (parameter.kind == SweepParameter::kStrategy) return find_sync(item) != nullptr;
-  if (parameter.kind == SweepParameter::kPlan && (item == "auto" || item == "layer")) return true;
+  if (parameter.kind == SweepParameter::kShape) return parse_shape(item).has_value();
+  if (parameter.kind == SweepParameter::kPlan && (item == "auto" || item == "layer" || item == "caps")) return true;
   const auto value = ob::parse_number(item);
   if (!value || *value > parameter.most) return false;
   if (parameter.kind != SweepParameter::kWhole) return *value >= parameter.least;
@@ -25,7 +28,7 @@ std::string allowed_text() {
   for (const auto& name : sweep_names()) names += (names.empty() ? "" : ", ") + name;
   return "NAME=V1,V2,... with NAME one of " + names +
          " (whole numbers in each option's range; bucket-mb >= " + ob::format_number(kLeastBucketMb) +
-         "; sync: strategy names; plan: auto, layer or a bucket cap)";
+         "; sync: strategy names; plan: auto, caps, layer or a bucket cap; shape: HxLxB, hidden x layers x batch)";
 }
 
 }  // namespace
@@ -57,11 +60,40 @@ const std::vector<SweepParameter>& sweep_parameters() {
       {"plan", P::kPlan, kLeastBucketMb, kMostBucketMb, "", nullptr,
        [](Config& c, const std::string& v) {
          c.plan_mode = v == "auto" ? PlanMode::kAuto : PlanMode::kCaps;
+         if (v == "caps") return;  // the plan of --bucket-mb, --first-bucket-mb or --chunks
          c.chunks = v == "layer" ? c.layers : 0;
          if (v != "auto" && v != "layer") c.bucket_mb = c.first_bucket_mb = *ob::parse_number(v);
        }},
+      {"shape", P::kShape, 0, 0, "", nullptr,
+       [](Config& c, const std::string& v) {
+         const Shape shape = *parse_shape(v);
+         c.hidden = shape.hidden;
+         c.layers = shape.layers;
+         c.batch = shape.batch;
+         c.shape_swept = true;
+       }},
   };
   return table;
+}
+
+std::optional<Shape> parse_shape(const std::string& text) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  for (std::size_t x = text.find('x'); ; x = text.find('x', start)) {
+    parts.push_back(text.substr(start, x == std::string::npos ? std::string::npos : x - start));
+    if (x == std::string::npos) break;
+    start = x + 1;
+  }
+  if (parts.size() != 3) return std::nullopt;
+  const double most[] = {1 << 16, 4096, 1 << 24};  // --hidden, --layers, --batch
+  int values[3] = {};
+  for (int i = 0; i < 3; ++i) {
+    const auto value = ob::parse_number(parts[i]);
+    if (!value || *value < 1 || *value > most[i] || *value != std::floor(*value)) return std::nullopt;
+    values[i] = static_cast<int>(*value);
+  }
+  if (1.0 * values[0] * values[2] >= 2147483647.0) return std::nullopt;  // batch * hidden below 2^31, as --batch
+  return Shape{values[0], values[1], values[2]};
 }
 
 void add_whole_option(CLI::App& app, Config& config, const std::string& name) {
@@ -110,20 +142,42 @@ Sweep parse_sweep(const std::string& text) {
 }
 
 std::vector<Config> Config::sweep_points() const {
-  if (sweep.empty()) return {*this};
-  std::vector<Config> points;
-  const auto parsed = parse_sweep(sweep);
-  for (const auto& value : parsed.values) {
-    Config point = *this;
-    point.sweep.clear();
-    if (parsed.parameter->member) {
-      point.*parsed.parameter->member = whole(value);
-    } else {
-      parsed.parameter->apply(point, value);
+  Config base = *this;
+  base.sweeps.clear();
+  std::vector<Config> points = {base};
+  for (const auto& text : sweeps) {  // each sweep multiplies the points so far: the first sweep is the outermost
+    const auto parsed = parse_sweep(text);
+    std::vector<Config> next;
+    for (const auto& point : points) {
+      for (const auto& value : parsed.values) {
+        Config swept = point;
+        if (parsed.parameter->member) {
+          swept.*parsed.parameter->member = whole(value);
+        } else {
+          parsed.parameter->apply(swept, value);
+        }
+        next.push_back(swept);
+      }
     }
-    points.push_back(point);
+    points = std::move(next);
   }
-  return points;
+  // A planned point's strategy is the planner's choice among --plan-syncs: a sync sweep does not multiply it.
+  std::vector<Config> distinct;
+  for (auto& point : points) {
+    if (point.plan_mode == PlanMode::kAuto && !point.plan_syncs.empty()) point.sync = point.planned_syncs().front();
+    const bool seen = std::any_of(distinct.begin(), distinct.end(),
+                                  [&](const Config& p) { return p.point_label() == point.point_label(); });
+    if (!seen) distinct.push_back(point);
+  }
+  return distinct;
+}
+
+std::vector<Config> Config::run_order() const {
+  const auto points = sweep_points();
+  if (!shuffle) return points;
+  std::vector<Config> order;
+  for (const std::size_t index : ob::shuffled_order(points.size(), order_seed)) order.push_back(points[index]);
+  return order;
 }
 
 }  // namespace phase4

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,7 @@ constexpr double kLeastBucketMb = 1e-6, kMostBucketMb = 1e6;
 
 struct SweepParameter {
   std::string name;  // the option's name without "--"
-  enum Kind { kWhole, kNumber, kStrategy, kPlan } kind;
+  enum Kind { kWhole, kNumber, kStrategy, kPlan, kShape } kind;
   double least, most;  // kWhole: the option's range; kNumber and kPlan's caps: (least, most]
   std::string help;    // kWhole: the option's help ("" when add_options describes it itself)
   int Config::*member = nullptr;                 // kWhole: the field it sets
@@ -33,5 +34,11 @@ struct Sweep {
   std::vector<std::string> values;
 };
 Sweep parse_sweep(const std::string& text);  // throws ob::UsageError naming --sweep
+
+// A shape sweep's value "HxLxB" as hidden, layers and batch, each in its option's range (nullopt otherwise).
+struct Shape {
+  int hidden, layers, batch;
+};
+std::optional<Shape> parse_shape(const std::string& text);
 
 }  // namespace phase4

@@ -112,7 +112,7 @@ TEST_F(Phase4Gpu, EveryModeChecksOutWithSizeCappedBuckets) {
 
 TEST_F(Phase4Gpu, ChunkSweepPointsAllCheckOut) {
   auto config = small();
-  config.sweep = "chunks=1,7,50";
+  config.sweeps = {"chunks=1,7,50"};
   phase4::Trainer trainer(config, rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
   for (const auto& point : config.sweep_points()) {
     const auto result = phase4::run_point(point, trainer, MPI_COMM_WORLD, ob::SteadyClock::now(), nullptr);

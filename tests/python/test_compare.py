@@ -71,7 +71,11 @@ def test_a_comparison_of_fake_contenders_end_to_end(tmp_path):
     assert math.isclose(by[("slow", "base")].ratio, 1.4, rel_tol=0.02)
     assert by[("base", "base")].verdict == "baseline"
     assert by[("slow", "base,quick")].baseline_pick == "quick"
-    assert re.search(r"^slow is slower than base: 1\.\d+x \[1\.\d+, 1\.\d+\] over 4 rounds$", result.stdout, re.M)
+    # the sentence: the ratio, its interval, and its two factors (the fake's compute-only row is half its step, so
+    # the whole difference is compute)
+    assert re.search(r"^slow is slower than base by \d+ %: 1\.\d+x \[1\.\d+, 1\.\d+\] over 4 rounds; compute "
+                     r"1\.\d+x \[1\.\d+, 1\.\d+\], overlap overhead 1\.000x \[1\.000, 1\.000\]: the compute carries "
+                     r"it$", result.stdout, re.M), result.stdout
     assert by[("quick", "base,quick")].verdict == "baseline"
     rounds = pd.read_csv(out / "compare.rounds.csv")
     assert len(rounds) == 12 and sorted(rounds["round"].unique()) == [0, 1, 2, 3]
@@ -229,7 +233,7 @@ def test_the_report_says_a_comparison_in_words(tmp_path):
                         "--contender", fake("slow", 13.0, 0.01))
     assert result.returncode == 0, result.stderr
     text = report.write_report(out).read_text()
-    assert re.search(r"^- slow is slower than base: 1\.\d+x \[", text, re.M), text
+    assert re.search(r"^- slow is slower than base by \d+ %: 1\.\d+x \[", text, re.M), text
     assert "![compare.png](compare.png)" in text and "| contender |" in text
 
 
@@ -243,7 +247,7 @@ def test_another_row_of_the_same_runs_is_summarised_too(tmp_path):
     assert set(extra["mode"]) == {"compute"} and (extra["rounds"] == 3).all()
     # the same processes: each round's compute time is half its overlap time (the fake writes both)
     assert math.isclose(extra.loc["base", "median_ms"], 5.0)
-    assert re.search(r"^\[compute\] slow is slower than base: 1\.400x", result.stdout, re.M)
+    assert re.search(r"^\[compute\] slow is slower than base by 40 %: 1\.400x", result.stdout, re.M)
     # a row no contender holds is said, and no file is written for it
     result = ob_compare("--out", tmp_path / "c2", "--rounds", 2, "--also-mode", "bound",
                         "--contender", fake("a", 5.0), "--contender", fake("b", 6.0))

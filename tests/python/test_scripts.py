@@ -231,9 +231,12 @@ def bench_gpu_steps(tmp_path, gpus, *args):
 def test_bench_gpu_runs_the_steps_its_table_holds(tmp_path):
     """The steps are a table (bench_gpu.parts) the script expands: loops, configurations, conditions, placeholders."""
     steps = bench_gpu_steps(tmp_path, 2)
-    placeholders = [c for c in steps.values() if "{" in c.replace("${cap", "").replace("{csv}", "")]
-    assert len(steps) == 163 and not placeholders, placeholders[:1]
-    assert steps["compare-4096-16-512"].count("--contender") == 10  # ob-compare fills in its own {csv}
+    placeholders = [c for c in steps.values()
+                    if "{" in c.replace("${cap", "").replace("{csv}", "").replace("${OB_GATE_BASE_BUILD-}", "")]
+    assert len(steps) == 159 and not placeholders, placeholders[:1]
+    # the headline in one step (its contenders: experiments/headline.toml), the gate against a given base build
+    assert steps["headline"].endswith(f"--out {tmp_path}/headline --gpus 2 --build {REPO / 'build/gpu'}")
+    assert "scripts/gate.py --base-build  --build" in steps["gate"]
     assert [n for n in steps if n.startswith("phase4-sync-")][:3] == [
         "phase4-sync-nccl-4096-16-512", "phase4-sync-nccl-sym-4096-16-512", "phase4-sync-ce-4096-16-512"]
     assert steps["phase4-1024-32-4096"].endswith(
@@ -248,10 +251,9 @@ def test_bench_gpu_runs_the_steps_its_table_holds(tmp_path):
     assert ("transport-nccl-tests-shm" in steps) == (shutil.which("all_reduce_perf") is not None)
     assert "--links-from" in steps["transport-prediction"]
     # --config: the loops over the six configurations take the ones named; other steps stay.
-    one = bench_gpu_steps(tmp_path, 2, "--part", "planner", "--part", "compare", "--config", "4096,16,2048")
-    assert [n for n in one if n.startswith(("planner-4", "planner-1", "planner-2", "compare-"))] == [
-        "planner-4096-16-2048", "compare-4096-16-2048"]
-    assert "--configs 4096,16,2048" in one["compare-4096-16-2048"]
+    one = bench_gpu_steps(tmp_path, 2, "--part", "planner", "--part", "ddp", "--config", "4096,16,2048")
+    assert [n for n in one if n.startswith(("planner-4", "planner-1", "planner-2"))] == ["planner-4096-16-2048"]
+    assert "--configs 4096,16,2048 --csv" in one["ddp-expert"]
     bad = subprocess.run(["bash", str(SCRIPTS / "bench_gpu.sh"), "--dry-run", "--config", "4096,16"],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "--config: '4096,16' is invalid" in bad.stderr, bad.stderr

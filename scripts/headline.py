@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""ob-headline: the suite's headline comparison in one call: phase 4's strategies and its planner's plan against
+PyTorch DDP at several bucket caps and FSDP2, on the configurations of an experiment file
+(experiments/headline.toml), in rounds of fresh processes in one allocation, every ratio split into its compute-only
+and overhead factors (METRICS.md, "The headline").
+
+First the planner is calibrated once per configuration (one phase 4 process each, reused by every round). Then
+ob-compare runs three processes a round, their order shuffled: one phase 4 process running every strategy x
+configuration and the planned plan (its points shuffled by the round's seed), one bench_ddp.py process every cap x
+configuration, one FSDP2 process every configuration. Writes into --out: calibration/ (the calibrations and their
+logs), compare/ (ob-compare's folder), headline.csv (a row per configuration: the fastest phase 4 contender against
+DDP at its best cap with its interval, verdict and factors, the planned plan against the fastest strategy, FSDP2
+against DDP, the step against its floor, and the definition checks), headline.contenders.csv (every contender
+against DDP's best), headline.meta.json and headline.png. --analyze DIR remakes the tables and figure from a
+finished call's compare/ folder without running anything.
+
+Usage:
+  ob-headline --out results/runs/headline --gpus 2 --build build/gpu
+  ob-headline --analyze results/2xH100/headline --out results/2xH100/headline
+"""
+import json
+import pathlib
+import shlex
+import subprocess
+import sys
+import time
+
+import compare
+import compare_runs
+import headline_tables
+import ob_csv
+
+MPI = "mpirun --bind-to none -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS"
+# The checkout's experiment file, or (installed, run from a checkout) the working directory's.
+EXPERIMENT = next((p for p in (ob_csv.REPO / "experiments" / "headline.toml",
+                               pathlib.Path("experiments") / "headline.toml") if p.is_file()),
+                  pathlib.Path("experiments") / "headline.toml")
+
+
+def load_experiment(path):
+    """The experiment file, every key checked (a usage error naming the file and the key)."""
+    try:
+        import tomllib
+    except ImportError:  # Python < 3.11
+        import tomli as tomllib
+    try:
+        spec = tomllib.loads(pathlib.Path(path).read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise ob_csv.UsageError(f"--experiment: '{path}' cannot be read ({str(error).splitlines()[0]})") from None
+    kinds = {"name": str, "rounds": int, "iters": int, "configs": list, "strategies": list, "planned_syncs": list,
+             "ddp_caps_mb": list, "fsdp2": bool, "baseline": str}
+    for key, kind in kinds.items():
+        if not isinstance(spec.get(key), kind) or isinstance(spec.get(key), bool) != (kind is bool):
+            raise ob_csv.UsageError(f"--experiment: '{path}' is invalid: '{key}' must be a {kind.__name__}")
+    checks = [("rounds", 2 <= spec["rounds"] <= 100), ("iters", 1 <= spec["iters"] <= 10000),
+              ("configs", bool(spec["configs"]) and all(headline_tables.shape(c) for c in spec["configs"])),
+              ("strategies", all(isinstance(s, str) and compare.PROCESS_NAME.match(s) for s in spec["strategies"])),
+              ("planned_syncs", all(isinstance(s, str) and compare.PROCESS_NAME.match(s) for s in spec["planned_syncs"])),
+              ("ddp_caps_mb", all(isinstance(c, (int, float)) and 0 < c <= 1e6 for c in spec["ddp_caps_mb"]))]
+    for key, ok in checks:
+        if not ok:
+            raise ob_csv.UsageError(f"--experiment: '{path}' is invalid: '{key}' holds a value out of range")
+    return spec
+
+
+def plan(spec, gpus, build, out, python=sys.executable):
+    """The calibrations (config, command, calibration file) and ob-compare's arguments of an experiment."""
+    p4 = f"{MPI} -np {gpus} {build}/phase4_chunked_nccl/phase4_chunked_nccl"
+    syncs = ",".join(spec["planned_syncs"])
+    calibrations = []
+    for config in spec["configs"]:
+        h, l, b = headline_tables.shape(config)
+        stem = out / "calibration" / config
+        calibrations.append((config, f"{p4} --hidden {h} --layers {l} --batch {b} --calibrate --plan-syncs {syncs} "
+                                     f"--mode compute --iters 3 --csv {shlex.quote(str(stem))}.csv",
+                             stem.with_name(f"{config}.calibration.json")))
+    files = " ".join(f"--calibration {shlex.quote(str(f))}" for _, _, f in calibrations)
+    configs = ",".join(spec["configs"])
+    processes = {"p4": f"{p4} --sweep shape={configs} --sweep sync={','.join(spec['strategies'])} --sweep "
+                       f"plan=caps{',auto' if spec['planned_syncs'] else ''} --plan-syncs {syncs} {files} "
+                       f"--iters {spec['iters']} --order-seed {{seed}} --csv {{csv}}"}
+    torch = f"{python} -m torch.distributed.run --nproc_per_node {gpus} {pathlib.Path(__file__).with_name('bench_ddp.py')} " \
+            f"--configs {' '.join(c.replace('x', ',') for c in spec['configs'])} --iters {spec['iters']} " \
+            f"--no-isolated --order-seed {{seed}}"
+    if spec["ddp_caps_mb"]:
+        processes["ddp"] = f"{torch} --bucket-mb {' '.join(f'{c:g}' for c in spec['ddp_caps_mb'])} --csv {{csv}}"
+    if spec["fsdp2"]:
+        processes["fsdp2"] = f"{torch} --fsdp --reshard-after-forward 0 --csv {{csv}}"
+    args = [arg for name, command in processes.items() for arg in ("--process", f"{name}={command}")]
+    for config in spec["configs"]:
+        h, l, b = headline_tables.shape(config)
+        where = f"hidden={h},layers={l},batch={b}"
+        picks = [(s, "p4", f"{where},sync={s},plan=caps") for s in spec["strategies"]]
+        picks += [("planned", "p4", f"{where},plan=auto")] if spec["planned_syncs"] else []
+        picks += [(f"ddp-{c:g}", "ddp", f"{where},bucket_mb={c:g}") for c in spec["ddp_caps_mb"]]
+        picks += [("fsdp2", "fsdp2", where)] if spec["fsdp2"] else []
+        args += [arg for label, process, selector in picks
+                 for arg in ("--contender", f"{label}@{config}=@{process}[{selector}]")]
+    return calibrations, args + ["--baseline", spec["baseline"], "--rounds", str(spec["rounds"])]
+
+
+def calibrate(calibrations, timeout):
+    """Each configuration's calibration, one process each (its log beside it); a failure stops the call."""
+    for config, command, path in calibrations:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        compare_runs.progress(f"calibrating {config}")
+        log = path.with_name(f"{config}.log")
+        try:
+            compare_runs.run_one(command, path.with_name(f"{config}.csv"), timeout, log)
+        except compare_runs.ContenderFailed as failure:
+            raise compare_runs.ContenderFailed(f"calibration of {config}: {failure}", failure.code) from None
+        if not path.is_file():
+            raise compare_runs.ContenderFailed(f"calibration of {config}: no {path} (log: {log})", 3)
+
+
+def parse_args(argv=None):
+    parser = ob_csv.ArgumentParser(description=ob_csv.describe(__doc__))
+    parser.add_argument("--out", required=True, help="folder to write (created; must not hold a headline yet)")
+    parser.add_argument("--experiment", default=str(EXPERIMENT), help="the experiment file (default: %(default)s)")
+    parser.add_argument("--gpus", type=int, default=2, help="ranks, one per GPU (default: 2)")
+    parser.add_argument("--build", default=str(ob_csv.REPO / "build" / "gpu"),
+                        help="the build folder holding phase4_chunked_nccl (default: %(default)s)")
+    parser.add_argument("--seed", type=int, help="ob-compare's seed (default: drawn, recorded)")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds one process may take (default: 600)")
+    parser.add_argument("--deadline", type=float, help="seconds the whole call may take: the rounds get what the "
+                        "calibration leaves (ob-compare --deadline)")
+    parser.add_argument("--analyze", metavar="DIR", help="remake the tables and figure from DIR/compare; run nothing")
+    parser.add_argument("--dry-run", action="store_true", help="print the commands; run nothing")
+    args = parser.parse_args(argv)
+    try:
+        args.spec = load_experiment(args.experiment)
+        if not 1 <= args.gpus <= 1024:
+            raise ob_csv.UsageError(f"--gpus: '{args.gpus}' is invalid: 1 to 1024")
+        out = pathlib.Path(args.out)
+        if args.analyze:
+            if not (pathlib.Path(args.analyze) / "compare" / "compare.csv").is_file():
+                raise ob_csv.UsageError(f"--analyze: '{args.analyze}' is invalid: no compare/compare.csv in it")
+        elif (out / "headline.csv").exists() or (out / "compare").exists():
+            raise ob_csv.UsageError(f"--out: '{args.out}' is invalid: it already holds a headline")
+        ob_csv.require_outputs([(f"--out ({n})", out / n) for n in headline_tables.OUTPUTS])
+        if not args.analyze and not args.dry_run:
+            binary = pathlib.Path(args.build) / "phase4_chunked_nccl" / "phase4_chunked_nccl"
+            if not binary.is_file():
+                raise ob_csv.UsageError(f"--build: '{args.build}' is invalid: no {binary} (build it first)")
+    except ob_csv.UsageError as error:
+        parser.error(str(error))
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    out = pathlib.Path(args.out)
+    spec = args.spec
+    if args.analyze:
+        return headline_tables.write(pathlib.Path(args.analyze) / "compare", out, spec, {})
+    calibrations, compare_args = plan(spec, args.gpus, pathlib.Path(args.build).resolve(), out.resolve())
+    compare_args += ["--out", str(out / "compare"), "--timeout", f"{args.timeout:g}"]
+    compare_args += ["--seed", str(args.seed)] if args.seed is not None else []
+    if args.dry_run:
+        for config, command, _ in calibrations:
+            print(f"calibrate {config}: {command}")
+        print("ob-compare " + " ".join(shlex.quote(a) for a in compare_args))
+        return 0
+    start = time.monotonic()
+    try:
+        calibrate(calibrations, args.timeout)
+    except compare_runs.ContenderFailed as failure:
+        print(f"ob-headline: {failure}", file=sys.stderr)
+        return failure.code
+    calibrated = time.monotonic() - start
+    if args.deadline:  # the whole call's: what the calibration left
+        compare_args += ["--deadline", f"{max(1.0, args.deadline - calibrated):.0f}"]
+    code = compare.main(compare_args)
+    if code != 0:
+        return code
+    timing = {"wall_s": round(time.monotonic() - start, 1), "calibration_s": round(calibrated, 1),
+              "command_line": sys.argv, "experiment": str(args.experiment), "experiment_spec": spec}
+    return headline_tables.write(out / "compare", out, spec, timing)
+
+
+def cli():
+    """The console command ob-headline (pyproject.toml) and `python3 headline.py`."""
+    raise SystemExit(ob_csv.main_guard(main))
+
+
+if __name__ == "__main__":
+    cli()

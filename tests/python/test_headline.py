@@ -1,0 +1,197 @@
+"""The headline in one call (issue 49): the experiment file read and checked, the commands it plans (one phase 4,
+one DDP and one FSDP2 process a round; a calibration per configuration), the contenders' selections on the columns
+those processes write, and the tables, sentences and figure made from a finished comparison; the before/after
+gate's verdicts on builds that differ."""
+import json
+import math
+import os
+import stat
+import subprocess
+import sys
+
+import gate
+import headline
+import headline_tables
+import pandas as pd
+import pytest
+
+from conftest import REPO
+
+FAKE = REPO / "tests" / "support" / "fake_headline.py"
+EXPERIMENT = REPO / "experiments" / "headline.toml"
+CONFIGS = ["4096x16x512", "1024x32x256"]
+
+
+def spec(**changes):
+    base = headline.load_experiment(EXPERIMENT)
+    base.update({"configs": CONFIGS, "strategies": ["nccl", "ce"], "planned_syncs": ["nccl", "ce"],
+                 "ddp_caps_mb": [25, 64], "baseline": "ddp-25,ddp-64", "rounds": 2}, **changes)
+    return base
+
+
+def test_the_published_experiment_is_the_issue_s():
+    experiment = headline.load_experiment(EXPERIMENT)
+    assert len(experiment["configs"]) == 6 and experiment["rounds"] >= 3
+    assert experiment["strategies"] == ["nccl", "nccl-sym", "ce", "sharded", "sharded-ce"]
+    assert experiment["ddp_caps_mb"] == [25, 64, 128, 256] and experiment["fsdp2"]
+
+
+def test_one_process_per_system_and_a_calibration_per_configuration(tmp_path):
+    calibrations, args = headline.plan(spec(), 4, tmp_path / "build", tmp_path / "out")
+    assert [c for c, _, _ in calibrations] == CONFIGS
+    assert "--calibrate --plan-syncs nccl,ce" in calibrations[0][1] and "-np 4" in calibrations[0][1]
+    processes = dict(args[i + 1].split("=", 1) for i, a in enumerate(args) if a == "--process")
+    assert list(processes) == ["p4", "ddp", "fsdp2"]
+    p4 = processes["p4"]
+    assert "--sweep shape=4096x16x512,1024x32x256 --sweep sync=nccl,ce --sweep plan=caps,auto" in p4
+    assert p4.count("--calibration ") == 2 and "--order-seed {seed}" in p4
+    assert "--bucket-mb 25 64" in processes["ddp"] and "--no-isolated" in processes["ddp"]
+    assert "--fsdp --reshard-after-forward 0" in processes["fsdp2"]
+    contenders = [args[i + 1] for i, a in enumerate(args) if a == "--contender"]
+    assert len(contenders) == 2 * (2 + 1 + 2 + 1)
+    assert "nccl@4096x16x512=@p4[hidden=4096,layers=16,batch=512,sync=nccl,plan=caps]" in contenders
+    assert "planned@1024x32x256=@p4[hidden=1024,layers=32,batch=256,plan=auto]" in contenders
+    assert "ddp-64@1024x32x256=@ddp[hidden=1024,layers=32,batch=256,bucket_mb=64]" in contenders
+
+
+@pytest.mark.parametrize("text, key", [("rounds = 1", "rounds"), ("configs = ['4096x16']", "configs"),
+                                       ("fsdp2 = 1", "fsdp2"), ("ddp_caps_mb = [0]", "ddp_caps_mb"),
+                                       ("iters = 'many'", "iters"), ("strategies = ['a b']", "strategies")])
+def test_a_bad_experiment_file_is_named(tmp_path, text, key):
+    lines = [line for line in EXPERIMENT.read_text().splitlines() if not line.startswith(text.split()[0])]
+    path = tmp_path / "bad.toml"
+    path.write_text("\n".join(lines + [text]) + "\n")
+    result = subprocess.run([sys.executable, REPO / "scripts" / "headline.py", "--experiment", path, "--dry-run",
+                             "--out", tmp_path / "o"], capture_output=True, text=True)
+    assert result.returncode == 2 and f"'{key}'" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def fake_compare(tmp_path, rounds=2):
+    """ob-compare on the headline's contenders, the three processes replaced by fake_headline.py."""
+    _, args = headline.plan(spec(rounds=rounds), 2, tmp_path / "build", tmp_path)
+    configs = ",".join(CONFIGS)
+    fakes = {"p4": f"--kind p4 --syncs nccl,ce", "ddp": "--kind ddp --caps 25,64", "fsdp2": "--kind fsdp2"}
+    for i, arg in enumerate(args):
+        if arg == "--process":
+            name = args[i + 1].split("=", 1)[0]
+            args[i + 1] = f"{name}={sys.executable} {FAKE} {fakes[name]} --configs {configs} --csv {{csv}}"
+    import compare
+
+    assert compare.main(args + ["--out", str(tmp_path / "compare"), "--seed", "5"]) == 0
+    return tmp_path / "compare"
+
+
+def test_the_tables_from_a_finished_comparison(tmp_path, capsys):
+    folder = fake_compare(tmp_path)
+    assert headline_tables.write(folder, tmp_path, spec(), {"wall_s": 12.0}) == 0
+    table = pd.read_csv(tmp_path / "headline.csv").set_index("config")
+    first = table.loc["4096x16x512"]
+    # the fastest phase 4 contender (ce: 0.8 of the base) against DDP's faster cap (64: 1.05 of the base)
+    assert first["best"] == "ce" and first["ddp_pick"] == "ddp-64@4096x16x512"
+    assert math.isclose(first["best_vs_ddp"], 0.8 / 1.05, rel_tol=0.03) and first["verdict"] == "faster"
+    # compute-only: 0.6 against DDP's 0.7; overhead: 0.8/0.6 against 1.05/0.7
+    assert math.isclose(first["compute_ratio"], 0.6 / 0.7, rel_tol=0.03)
+    assert math.isclose(first["overhead_ratio"], (0.8 / 0.6) / (1.05 / 0.7), rel_tol=0.03)
+    # the floor: max(its compute-only 0.6, the fastest comm-only 0.5) of the base
+    assert math.isclose(first["floor_ms"], 6.0, rel_tol=0.03) and math.isclose(first["best_vs_floor"], 8 / 6, rel_tol=0.03)
+    assert first["planned_sync"] == "ce" and first["planned_buckets"] == 5
+    assert math.isclose(first["planned_vs_best_strategy"], 0.82 / 0.8, rel_tol=0.03)
+    assert math.isclose(first["fsdp2_vs_ddp"], 1.2 / 1.05, rel_tol=0.03)
+    assert first["beats_compute"] == 0 and first["bounds_above"] == 0
+    contenders = pd.read_csv(tmp_path / "headline.contenders.csv")
+    assert len(contenders) == 2 * 6 and set(contenders["config"]) == set(CONFIGS)
+    meta = json.loads((tmp_path / "headline.meta.json").read_text())
+    assert meta["wall_s"] == 12.0 and meta["rows"] == 10 and meta["rounds"] == 2
+    out = capsys.readouterr().out
+    assert "4096x16x512: ce is faster than DDP at its best cap (ddp-64@4096x16x512) by 2" in out
+    assert "the planner's plan (ce, 5 buckets)" in out
+    assert (tmp_path / "headline.png").stat().st_size > 5000
+
+
+def test_analyze_remakes_the_tables_without_running(tmp_path):
+    fake_compare(tmp_path / "call")
+    result = subprocess.run([sys.executable, REPO / "scripts" / "headline.py", "--analyze", tmp_path / "call",
+                             "--out", tmp_path / "again", "--experiment", write_spec(tmp_path)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "again" / "headline.csv").is_file() and "its floor" in result.stdout
+
+
+def write_spec(tmp_path):
+    path = tmp_path / "small.toml"
+    path.write_text("\n".join(f"{k} = {json.dumps(v)}" for k, v in spec().items()) + "\n")
+    return path
+
+
+def fake_build(root, ms):
+    """A 'build' whose phase4_chunked_nccl writes a sync sweep's overlap rows: nccl at `ms`, ce at 11.5 ms."""
+    binary = root / "phase4_chunked_nccl" / "phase4_chunked_nccl"
+    binary.parent.mkdir(parents=True)
+    binary.write_text(f"#!{sys.executable}\nimport sys\nargs = sys.argv\ncsv = args[args.index('--csv') + 1]\n"
+                      "h = 'system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,time_ms_max,sync'\n"
+                      f"rows = [f'x,phase4,overlap,2,8,5,{{t}},{{t}},{{t}},{{t}},{{s}}' for s, t in "
+                      f"(('nccl', {ms}), ('ce', 11.5))]\n"
+                      "open(csv, 'w').write('\\n'.join([h] + rows) + '\\n')\n")
+    binary.chmod(binary.stat().st_mode | stat.S_IXUSR)
+    return root
+
+
+def test_the_gate_names_a_regression_and_exits_1(tmp_path):
+    before, after = fake_build(tmp_path / "before", 10.0), fake_build(tmp_path / "after", 10.6)
+    command = [sys.executable, REPO / "scripts" / "gate.py", "--base-build", before, "--build", after, "--out",
+               tmp_path / "gate", "--configs", "4096x16x512,1024x32x256", "--syncs", "nccl,ce", "--rounds", "2",
+               "--seed", "3", "--command", "{binary} --sweep sync={syncs} --csv {csv}"]
+    result = subprocess.run(command, capture_output=True, text=True)
+    assert result.returncode == 1, result.stderr
+    table = pd.read_csv(tmp_path / "gate" / "gate.csv")
+    assert len(table) == 4 and set(table["sync"]) == {"nccl", "ce"}
+    nccl = table[table["sync"] == "nccl"]
+    assert (nccl["regressed"] == 1).all() and nccl["ratio"].between(1.05, 1.07).all()
+    assert (table[table["sync"] == "ce"]["regressed"] == 0).all()
+    assert "regression: nccl on 4096x16x512" in result.stderr
+    # the same build on both sides: nothing regresses, exit 0
+    same = command[:5] + [before, "--out", tmp_path / "same"] + command[8:]
+    assert subprocess.run(same, capture_output=True, text=True).returncode == 0
+
+
+def test_the_gate_verdict_is_the_interval_above_the_threshold():
+    table = pd.DataFrame({"label": ["after", "after", "after", "before"], "group": ["nccl-4x1x1", "ce-4x1x1",
+                                                                                 "nccl-sym-4x1x1", "nccl-4x1x1"],
+                          "baseline_pick": ["before@nccl-4x1x1", "before@ce-4x1x1", "before@nccl-sym-4x1x1",
+                                            "before@nccl-4x1x1"],
+                          "median_ms": [1.0, 1.0, 1.0, 1.0], "ratio": [1.03, 1.03, 0.9, 1.0],
+                          "ratio_ci_lo": [1.021, 1.019, 0.8, 1.0], "ratio_ci_hi": [1.04, 1.04, 0.95, 1.0],
+                          "verdict": ["slower", "slower", "faster", "baseline"]})
+    rows = gate.regressions(table, 1.02).set_index("sync")
+    assert rows.loc["nccl", "regressed"] == 1 and rows.loc["ce", "regressed"] == 0
+    assert rows.loc["nccl-sym", "regressed"] == 0 and rows.loc["nccl-sym", "config"] == "4x1x1" and len(rows) == 3
+
+
+@pytest.mark.parametrize("args, named", [([], "--base"), (["--base", "x", "--base-build", "y"], "--base"),
+                                         (["--base-build", "y", "--configs", "4096x16"], "--configs"),
+                                         (["--base-build", "y", "--threshold", "0.9"], "--threshold"),
+                                         (["--base-build", "y", "--command", "{binary}"], "--command")])
+def test_bad_invocation_of_gate(tmp_path, args, named):
+    result = subprocess.run([sys.executable, REPO / "scripts" / "gate.py", "--out", tmp_path / "g", *args],
+                            capture_output=True, text=True)
+    assert result.returncode == 2 and named in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "g").exists()
+
+
+def test_phase3_strategies_as_rows_of_one_process(tmp_path, phase3):
+    """CPU contenders as CI runs them: one phase 3 process a round, its strategies' rows at two gradient sizes read
+    as four contenders in two groups, each split into compute-only and overhead factors."""
+    command = f"mpirun -np 2 --oversubscribe {phase3} --compute busy --threads 1 --grad-mb 1,2 --chunks 4 " \
+              f"--iters 4 --warmup 1 -q --csv {{csv}}"
+    out = tmp_path / "cmp"
+    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    args = [sys.executable, REPO / "scripts" / "compare.py", "--out", out, "--rounds", 2, "--seed", 1, "--process",
+            f"p3={command}", "--baseline", "thread", *[a for g in ("1", "2") for m in ("thread", "nonblocking")
+                                                        for a in ("--contender", f"{m}@{g}:{m}=@p3[grad_mb={g}]")]]
+    result = subprocess.run(list(map(str, args)), capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode == 0, result.stderr
+    table = pd.read_csv(out / "compare.csv").set_index("contender")
+    assert table.loc["nonblocking@2", "baseline"] == "thread@2" and len(table) == 4
+    assert table["compute_ms"].notna().all() and table["overhead"].gt(0).all()
+    assert sorted(p.name for p in (out / "runs").glob("r*-p3.csv")) == ["r0-p3.csv", "r1-p3.csv"]
