@@ -18,6 +18,9 @@ A block is written between two comments, its arguments relative to the Markdown 
   <!-- generated: index -->                  every published results folder: hardware, commits, dates
   ...
   <!-- /generated -->
+The markers are parsed strictly: a block opened inside another, a close without an open, or an open never closed
+is a usage error (exit 2) naming the file and line, and nothing is written; so is a block whose arguments its kind
+cannot use. A Markdown file that is a symbolic link is written through (its target replaced, the link kept).
 Usage: md_generate.py [--check] FILE.md [...]
 """
 import json
@@ -28,7 +31,9 @@ import shlex
 
 import ob_csv
 
-BLOCK = re.compile(r"(<!-- generated: (?P<spec>.*?) -->\n)(?P<body>.*?)(<!-- /generated -->)", re.S)
+OPEN = re.compile(r"^<!-- generated: (?P<spec>.*?) -->$")
+CLOSE = "<!-- /generated -->"
+MARKER = re.compile(r"<!-- */?generated")
 SUMMARY_COLUMNS = ["mode", "time_ms_p50", "time_ms_p95", "time_ms_p50_ci_rel", "speedup", "overlap_pct",
                    "compute_slowdown"]
 
@@ -228,19 +233,56 @@ KINDS = {"pivot": pivot_block, "modes": modes_block, "overlaps": overlaps_block,
          "index": index_block}
 
 
-def render(markdown_path, text):
-    base = pathlib.Path(markdown_path).resolve().parent
+def blocks(markdown_path, lines):
+    """(open line index, close line index, spec) of every block; a usage error naming the line where the markers do
+    not pair (nested, stray or unclosed), or where a marker is not alone on its line."""
+    found, opened = [], None
+    for index, line in enumerate(lines):
+        where = f"{markdown_path}:{index + 1}"
+        stripped = line.strip()
+        if not MARKER.search(line):
+            continue
+        start = OPEN.match(stripped)
+        if start:
+            if opened is not None:
+                raise ob_csv.UsageError(f"{where}: a generated block opened inside the one of line {opened[0] + 1}")
+            opened = (index, start.group("spec"))
+        elif stripped == CLOSE:
+            if opened is None:
+                raise ob_csv.UsageError(f"{where}: a generated block closed that was never opened")
+            found.append((opened[0], index, opened[1]))
+            opened = None
+        else:
+            raise ob_csv.UsageError(f"{where}: a generated-block marker not alone on its line: '{stripped[:60]}'")
+    if opened is not None:
+        raise ob_csv.UsageError(f"{markdown_path}:{opened[0] + 1}: a generated block never closed ({CLOSE})")
+    return found
 
-    def replace(match):
-        words = shlex.split(match.group("spec"))
+
+def render(markdown_path, text):
+    """The text with every block's body made again from its data."""
+    base = pathlib.Path(markdown_path).resolve().parent
+    lines = text.split("\n")
+    out, last = [], 0
+    for start, end, spec in blocks(markdown_path, lines):
+        try:
+            words = shlex.split(spec)
+        except ValueError as error:
+            raise ob_csv.UsageError(f"{markdown_path}:{start + 1}: '{spec}' is invalid ({error})") from None
         if not words or words[0] not in KINDS:
-            raise ob_csv.UsageError(f"{markdown_path}: unknown generated block '{match.group('spec')}' "
+            raise ob_csv.UsageError(f"{markdown_path}:{start + 1}: unknown generated block '{spec}' "
                                     f"(one of: {', '.join(KINDS)})")
         plain, keyed = options(words[1:])
-        body = KINDS[words[0]](base, plain, keyed)
-        return match.group(1) + body.rstrip("\n") + "\n" + match.group(4)
-
-    return BLOCK.sub(replace, text)
+        if words[0] != "index" and not plain:
+            raise ob_csv.UsageError(f"{markdown_path}:{start + 1}: '{spec}' is invalid: {words[0]} names its file")
+        try:
+            body = KINDS[words[0]](base, plain, keyed)
+        except (IndexError, KeyError, ValueError, TypeError) as error:
+            raise ob_csv.UsageError(f"{markdown_path}:{start + 1}: '{spec}' is invalid: {words[0]} cannot use "
+                                    f"these arguments ({type(error).__name__}: {error})") from None
+        out += lines[last:start + 1] + body.rstrip("\n").split("\n")
+        last = end
+    return "\n".join(out + lines[last:])
 
 
 def main():
@@ -248,17 +290,18 @@ def main():
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 where a block differs")
     parser.add_argument("files", nargs="+", help="Markdown files")
     args = parser.parse_args()
-    stale = []
+    stale, rendered = [], []
     for name in args.files:
         path = pathlib.Path(name)
         if not path.is_file():
             raise ob_csv.UsageError(f"{path}: no such file")
         text = path.read_text()
-        generated = render(path, text)
+        rendered.append((path, text, render(path, text)))  # every file checked before any is written
+    for path, text, generated in rendered:
         if generated != text:
             stale.append(path)
             if not args.check:
-                ob_csv.write_text_atomic(path, generated)
+                ob_csv.write_text_atomic(path.resolve(), generated)  # through a link: its target replaced
     for path in stale:
         print(f"{path}: {'differs from its data' if args.check else 'regenerated'}")
     return 1 if args.check and stale else 0

@@ -127,20 +127,40 @@ def is_comparison(path):
         return False
 
 
+def load_comparison(path):
+    """ob-compare's table with the columns its section reads, their numbers finite (a usage error naming the file,
+    column and row otherwise)."""
+    table = pd.read_csv(path)
+    missing = [c for c in COMPARE_COLUMNS + ["baseline", "rounds", "unstable"] if c not in table.columns]
+    if missing:
+        raise ob_csv.UsageError(f"{path}: missing column '{missing[0]}' (not written by ob-compare)")
+    for column in ("ratio", "ratio_ci_lo", "ratio_ci_hi", "median_ms", "rounds", "unstable"):
+        values = pd.to_numeric(table[column], errors="coerce")
+        bad = values.index[~values.apply(lambda v: v == v and abs(v) != float("inf"))]
+        if len(bad):
+            raise ob_csv.UsageError(f"{path}: column '{column}', row {bad[0] + 1}: '{table[column].iloc[bad[0]]}' is "
+                                    "not a finite number")
+        table[column] = values
+    known = {"faster", "slower", "not resolved", "baseline"}
+    unknown = table.index[~table["verdict"].isin(known)]
+    if len(unknown):
+        raise ob_csv.UsageError(f"{path}: column 'verdict', row {unknown[0] + 1}: '{table['verdict'].iloc[unknown[0]]}' "
+                                f"is not one of {', '.join(sorted(known))}")
+    return table
+
+
 def comparison_section(path):
     """ob-compare's result: its sentences (ratio, interval, verdict) and table, and its figure where it is beside it.
     Ratios between systems or strategies come only from such interleaved runs, never from summaries of separate
     processes."""
     import compare
 
-    table = pd.read_csv(path)
-    missing = [c for c in COMPARE_COLUMNS + ["baseline", "rounds", "unstable"] if c not in table.columns]
-    if missing:
-        raise ob_csv.UsageError(f"{path}: missing column '{missing[0]}' (not written by ob-compare)")
+    table = load_comparison(path)
     lines = [f"## comparison: {ob_csv.markdown(path.parent.name + '/' + path.name)}", ""]
     lines += [f"- {ob_csv.markdown(compare.sentence(row))}" for _, row in table.iterrows() if row["verdict"] != "baseline"]
     for baseline, part in table.groupby("baseline", sort=False):
-        lines += ["", f"**against {ob_csv.markdown(baseline)}**", "", markdown_table(part, COMPARE_COLUMNS)]
+        factors = [c for c in ("compute_ratio", "overhead_ratio") if c in part and part[c].notna().any()]
+        lines += ["", f"**against {ob_csv.markdown(baseline)}**", "", markdown_table(part, COMPARE_COLUMNS + factors)]
     figure = path.with_suffix(".png")
     if figure.is_file():
         lines += ["", f"![{figure.name}]({figure.name})"]
@@ -177,6 +197,8 @@ def write_report(directory):
     for path, kind in kinds.items():  # every CSV checked before anything is written
         if kind:
             loaders[kind](path)
+        elif is_comparison(path):
+            load_comparison(path)
     figures = directory / "figures"
     figures.mkdir(exist_ok=True)
     lines = ["# overlap-bench report", "", f"From the CSVs in `{directory}`. Columns: see METRICS.md.", ""]

@@ -54,8 +54,8 @@ def overlap_sentence(name, row, times):
     if not math.isnan(speedup):
         lo, hi = number(row, "speedup_ci_lo"), number(row, "speedup_ci_hi")
         if hi < 1:
-            parts.append(f"overlapping made the step slower than sequential ({t_ovl:.3g} against {times['seq']:.3g} "
-                         f"ms: speedup {speedup:.2f}x{interval(row, 'speedup', 1, 2)})")
+            parts.append(f"overlapping made the step slower than sequential ({t_ovl:.3g} against "
+                         f"{times.get('seq', math.nan):.3g} ms: speedup {speedup:.2f}x{interval(row, 'speedup', 1, 2)})")
         elif lo <= 1 <= hi:
             parts.append(f"no faster than sequential within its interval ({speedup:.2f}x{interval(row, 'speedup', 1, 2)})")
         else:
@@ -64,7 +64,13 @@ def overlap_sentence(name, row, times):
 
 
 def notes(frame):
-    """What the table's marks mean, in words, where they appear."""
+    """What the table's marks mean, in words, where they appear (a column that is not a number is read as empty)."""
+    import pandas as pd
+
+    frame = frame.copy()
+    for column in ("overlap_efficiency", "overlap_pct_ci_lo", "overlap_pct_ci_hi", "unstable"):
+        if column in frame:
+            frame[column] = pd.to_numeric(frame[column], errors="coerce")
     lines = []
     efficiency = frame["overlap_efficiency"] if "overlap_efficiency" in frame else None
     if efficiency is not None:

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""A data-parallel job traced as a user traces theirs: PyTorch DDP (or FSDP2) on phase 4's model, stepped under
+torch.profiler with its step markers (ProfilerStep#N), one Chrome trace per rank (gzipped), and beside them the same
+job's steps timed without the profiler: the wrapped step and its compute-only step (no DDP, the same optimizer),
+so an analysis of the traces (ob-analyze) can be checked against what the job measured.
+
+Launch with torchrun, one process per GPU:
+  torchrun --nproc_per_node=2 scripts/trace_job.py --configs 4096,16,512 --bucket-mb 25 --out traces/
+Writes per configuration and setting <out>/<label>.rank<R>.trace.json.gz and one <out>/trace_job.csv (label, system,
+hidden, layers, batch, bucket_mb, ranks, step_ms, compute_ms: medians of the slowest rank over --iters untimed by
+the profiler) with its metadata.
+"""
+import gzip
+import json
+import os
+import pathlib
+import shutil
+import socket
+import sys
+import time
+
+import bench_ddp
+import ob_csv
+
+torch, dist, nn = bench_ddp.torch, bench_ddp.dist, bench_ddp.nn
+
+
+def parse_args():
+    parser = ob_csv.ArgumentParser(description=ob_csv.describe(__doc__))
+    parser.add_argument("--configs", nargs="+", default=["4096,16,512"], help="hidden,layers,batch per rank")
+    parser.add_argument("--bucket-mb", type=float, nargs="+", default=[25.0], help="DDP bucket_cap_mb, one job each")
+    parser.add_argument("--fsdp", action="store_true", help="FSDP2 (fully_shard per layer) instead of DDP")
+    parser.add_argument("--iters", type=int, default=20, help="timed steps without the profiler (default: 20)")
+    parser.add_argument("--steps", type=int, default=4, help="steps the profiler records (default: 4)")
+    parser.add_argument("--out", required=True, help="folder to write (created)")
+    args = parser.parse_args()
+    for text in args.configs:
+        parts = text.split(",")
+        if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
+            parser.error(f"--configs: '{text}' is invalid: hidden,layers,batch as positive whole numbers")
+    if not 1 <= args.steps <= 50 or not 1 <= args.iters <= 10000:
+        parser.error("--steps: 1 to 50, --iters: 1 to 10000")
+    if not all(0 < mb <= 1e6 for mb in args.bucket_mb):
+        parser.error(f"--bucket-mb: '{args.bucket_mb}' is invalid: numbers in (0, 1e6]")
+    return args
+
+
+def median_slowest(step, iters):
+    times = bench_ddp.slowest(bench_ddp.timed(step, iters, 5))
+    return sorted(times)[len(times) // 2]
+
+
+def trace(step, steps, path):
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True,
+                 schedule=schedule(wait=1, warmup=1, active=steps)) as profiler:
+        for _ in range(steps + 2):
+            step()
+            torch.cuda.synchronize()
+            profiler.step()
+    profiler.export_chrome_trace(str(path))
+
+
+def run(args, work, setting, rank, world):
+    torch.manual_seed(1234)
+    model = work.build("cuda")
+    generator = torch.Generator(device="cuda").manual_seed(17 * (rank + 1))
+    x, target = work.data(generator)
+    options = {"lr": 0.01, **({"foreach": True} if args.fsdp else {"fused": True})}
+    optimizer = torch.optim.SGD(model.parameters(), **options)
+
+    def compute_step():
+        optimizer.zero_grad(set_to_none=True)
+        work.loss(model, x, target).backward()
+        optimizer.step()
+
+    compute = median_slowest(compute_step, args.iters)
+    torch.manual_seed(1234)
+    wrapped = work.build("cuda")
+    if args.fsdp:
+        from torch.distributed.fsdp import fully_shard
+
+        for module in work.shard_units(wrapped):
+            fully_shard(module, reshard_after_forward=False)
+        fully_shard(wrapped, reshard_after_forward=False)
+    else:
+        wrapped = nn.parallel.DistributedDataParallel(wrapped, device_ids=[torch.cuda.current_device()],
+                                                      bucket_cap_mb=setting, gradient_as_bucket_view=True,
+                                                      static_graph=True)
+    wrapped_optimizer = torch.optim.SGD(wrapped.parameters(), **options)
+
+    def step():
+        wrapped_optimizer.zero_grad(set_to_none=True)
+        work.loss(wrapped, x, target).backward()
+        wrapped_optimizer.step()
+
+    step_ms = median_slowest(step, args.iters)
+    label = f"{'fsdp2' if args.fsdp else 'ddp'}-{work.label.replace(',', 'x')}" + \
+        ("" if args.fsdp else f"-{setting:g}mb")
+    path = pathlib.Path(args.out) / f"{label}.rank{rank}.trace.json"
+    trace(step, args.steps, path)
+    with open(path, "rb") as source, gzip.open(f"{path}.gz", "wb") as target:
+        shutil.copyfileobj(source, target)
+    path.unlink()
+    return {"label": label, "system": "pytorch-fsdp2" if args.fsdp else "pytorch-ddp", "hidden": work.hidden,
+            "layers": work.layers, "batch": work.batch, "bucket_mb": "" if args.fsdp else setting, "ranks": world,
+            "step_ms": step_ms, "compute_ms": compute, "traced_steps": args.steps}
+
+
+def main():
+    args = parse_args()
+    if torch is None or not torch.cuda.is_available():
+        print("trace_job: needs PyTorch and a CUDA device", file=sys.stderr)
+        return 77
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    torch.cuda.set_device(local_rank)
+    dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.backends.cuda.matmul.allow_tf32 = True
+    pathlib.Path(args.out).mkdir(parents=True, exist_ok=True)
+    rows = []
+    for text in args.configs:
+        for setting in ([None] if args.fsdp else args.bucket_mb):
+            rows.append(run(args, bench_ddp.Mlp(text), setting, rank, world))
+    if rank == 0:
+        import pandas as pd
+
+        csv = pathlib.Path(args.out) / "trace_job.csv"
+        existing = [pd.read_csv(csv)] if csv.is_file() else []
+        pd.concat(existing + [pd.DataFrame(rows)]).to_csv(csv, index=False)
+        meta = {"suite": "overlap-bench", "tool": "trace_job", "host": socket.gethostname(), "ranks": world,
+                "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command_line": sys.argv,
+                "torch": torch.__version__, "gpus": [{"gpu_name": torch.cuda.get_device_name(0)}],
+                "commit": ob_csv.commit_id()}
+        (pathlib.Path(args.out) / f"trace_job{'-fsdp2' if args.fsdp else ''}.meta.json").write_text(
+            json.dumps(meta, indent=2) + "\n")
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
