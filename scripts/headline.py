@@ -18,6 +18,7 @@ Usage:
   ob-headline --out results/runs/headline --gpus 2 --build build/gpu
   ob-headline --analyze results/2xH100/headline --out results/2xH100/headline
 """
+import io
 import json
 import pathlib
 import shlex
@@ -113,6 +114,36 @@ def calibrate(calibrations, timeout):
             raise compare_runs.ContenderFailed(f"calibration of {config}: no {path} (log: {log})", 3)
 
 
+def predict(spec, calibrations, ranks, predictor):
+    """predictions.csv before the runs that test it: per configuration and calibrated strategy the step
+    phase4_predict gives on `ranks` ranks for the caps' plan (25 MiB, the first 1 MiB), and the planner's plan (the
+    least predicted over the planned strategies), from the calibrations in `calibrations` (another machine's, say 2 GPUs for 4)."""
+    import pandas as pd
+
+    rows = []
+    for config in spec["configs"]:
+        path = pathlib.Path(calibrations) / f"{config}.calibration.json"
+        if not path.is_file():
+            raise ob_csv.UsageError(f"--predict-from: no {path}")
+        syncs = [s["sync"] for s in json.loads(path.read_text())["strategies"]]
+        asks = [(s, "caps", ["--sync", s, "--bucket-mb", "25", "--first-bucket-mb", "1"]) for s in syncs]
+        asks += [("planned", "auto", ["--sync", s]) for s in spec["planned_syncs"] if s in syncs]
+        for sync, plan, extra in asks:
+            done = subprocess.run([predictor, "--calibration", str(path), "--ranks", str(ranks), "--links", "ib400",
+                                   *extra], capture_output=True, text=True, timeout=600)
+            if done.returncode:
+                raise ob_csv.UsageError(f"phase4_predict on {path}: {done.stderr.strip()[:200]}")
+            row = pd.read_csv(io.StringIO(done.stdout)).iloc[0]
+            rows.append({"config": config, "label": sync, "plan": plan, "predicted_sync": row["sync"],
+                         "ranks": ranks, "predicted_ms": row["predicted_ms"], "buckets": row["buckets"],
+                         "calibrated_gpu": row["calibrated_gpu"], "calibrated_ranks": row["calibrated_ranks"],
+                         "calibration_commit": row["calibration_commit"], "calibration": str(path)})
+    table = pd.DataFrame(rows)  # the planner's plan: the least predicted step over the planned strategies
+    planned = table[table["label"] == "planned"]
+    keep = planned.loc[planned.groupby("config")["predicted_ms"].idxmin()].index if len(planned) else []
+    return table[(table["label"] != "planned") | table.index.isin(keep)].reset_index(drop=True)
+
+
 def parse_args(argv=None):
     parser = ob_csv.ArgumentParser(description=ob_csv.describe(__doc__))
     parser.add_argument("--out", required=True, help="folder to write (created; must not hold a headline yet)")
@@ -126,13 +157,19 @@ def parse_args(argv=None):
                         "calibration leaves (ob-compare --deadline)")
     parser.add_argument("--analyze", metavar="DIR", help="remake the tables and figure from DIR/compare; run nothing")
     parser.add_argument("--dry-run", action="store_true", help="print the commands; run nothing")
+    parser.add_argument("--predict-from", metavar="DIR", help="write --out/predictions.csv from the calibrations in "
+                        "DIR (a headline's calibration/) for --gpus ranks, before the runs that test them; run nothing")
     args = parser.parse_args(argv)
     try:
         args.spec = load_experiment(args.experiment)
         if not 1 <= args.gpus <= 1024:
             raise ob_csv.UsageError(f"--gpus: '{args.gpus}' is invalid: 1 to 1024")
         out = pathlib.Path(args.out)
-        if args.analyze:
+        if args.predict_from:
+            if (out / "predictions.csv").exists():
+                raise ob_csv.UsageError(f"--out: '{args.out}' is invalid: it already holds predictions.csv")
+            args.dry_run = True  # no build needed
+        elif args.analyze:
             if not (pathlib.Path(args.analyze) / "compare" / "compare.csv").is_file():
                 raise ob_csv.UsageError(f"--analyze: '{args.analyze}' is invalid: no compare/compare.csv in it")
         elif (out / "headline.csv").exists() or (out / "compare").exists():
@@ -151,6 +188,12 @@ def main(argv=None):
     args = parse_args(argv)
     out = pathlib.Path(args.out)
     spec = args.spec
+    if args.predict_from:
+        out.mkdir(parents=True, exist_ok=True)
+        table = predict(spec, args.predict_from, args.gpus, ob_csv.find_built("phase4_predict"))
+        ob_csv.write_text_atomic(out / "predictions.csv", table.to_csv(index=False))
+        print(f"{out / 'predictions.csv'}: {len(table)} predictions for {args.gpus} ranks")
+        return 0
     if args.analyze:
         return headline_tables.write(pathlib.Path(args.analyze) / "compare", out, spec, {})
     calibrations, compare_args = plan(spec, args.gpus, pathlib.Path(args.build).resolve(), out.resolve())
