@@ -167,6 +167,7 @@ Config resolve_plan(const Config& point, const Calibration& calibration, std::os
 }  // namespace
 
 std::vector<Calibration> load_calibrations(const Config& config, int ranks, const std::string& gpu, MPI_Comm comm) {
+  if (config.calibrations.empty()) return {};  // none given: the run measures the one it needs (run_sweep)
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(comm, &rank));
   const auto points = config.sweep_points();
