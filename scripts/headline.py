@@ -157,6 +157,8 @@ def parse_args(argv=None):
                         "calibration leaves (ob-compare --deadline)")
     parser.add_argument("--analyze", metavar="DIR", help="remake the tables and figure from DIR/compare; run nothing")
     parser.add_argument("--dry-run", action="store_true", help="print the commands; run nothing")
+    parser.add_argument("--predictions", metavar="CSV", help="predictions.csv made before the run (--predict-from): "
+                        "set beside the measured steps in prediction-check.csv")
     parser.add_argument("--predict-from", metavar="DIR", help="write --out/predictions.csv from the calibrations in "
                         "DIR (a headline's calibration/) for --gpus ranks, before the runs that test them; run nothing")
     args = parser.parse_args(argv)
@@ -194,8 +196,17 @@ def main(argv=None):
         ob_csv.write_text_atomic(out / "predictions.csv", table.to_csv(index=False))
         print(f"{out / 'predictions.csv'}: {len(table)} predictions for {args.gpus} ranks")
         return 0
+    predictions = None
+    if args.predictions:
+        import pandas as pd
+
+        predictions = pd.read_csv(ob_csv.require_input(args.predictions, "--predictions"))
     if args.analyze:
-        return headline_tables.write(pathlib.Path(args.analyze) / "compare", out, spec, {})
+        timing = json.loads((pathlib.Path(args.analyze) / "headline.meta.json").read_text()) \
+            if (pathlib.Path(args.analyze) / "headline.meta.json").is_file() else {}
+        timing = {k: timing[k] for k in ("wall_s", "calibration_s", "command_line", "experiment", "experiment_spec")
+                  if k in timing}
+        return headline_tables.write(pathlib.Path(args.analyze) / "compare", out, spec, timing, predictions)
     calibrations, compare_args = plan(spec, args.gpus, pathlib.Path(args.build).resolve(), out.resolve())
     compare_args += ["--out", str(out / "compare"), "--timeout", f"{args.timeout:g}"]
     compare_args += ["--seed", str(args.seed)] if args.seed is not None else []
@@ -218,7 +229,7 @@ def main(argv=None):
         return code
     timing = {"wall_s": round(time.monotonic() - start, 1), "calibration_s": round(calibrated, 1),
               "command_line": sys.argv, "experiment": str(args.experiment), "experiment_spec": spec}
-    return headline_tables.write(out / "compare", out, spec, timing)
+    return headline_tables.write(out / "compare", out, spec, timing, predictions)
 
 
 def cli():

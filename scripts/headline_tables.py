@@ -12,7 +12,7 @@ import pandas as pd
 import compare_stats
 import ob_csv
 
-OUTPUTS = ["headline.csv", "headline.contenders.csv", "headline.meta.json", "headline.png"]
+OUTPUTS = ["headline.csv", "headline.contenders.csv", "headline.meta.json", "headline.png", "prediction-check.csv"]
 P4_PROCESS = "p4"
 WIDE = 0.02  # the issue's target: a ratio's interval within +-2 %
 
@@ -111,6 +111,19 @@ def tables(compare_dir, spec, seed):
     return pd.DataFrame(rows), contenders.reset_index(drop=True)
 
 
+def prediction_check(contenders, predictions):
+    """prediction-check.csv: each prediction made before the run (ob-headline --predict-from) beside the contender
+    it predicts, measured: its median over rounds, and error = measured / predicted - 1 (the planner's plan: the
+    measured one is the plan this machine's own calibration chose, the predicted one the plan the other
+    calibration would choose)."""
+    measured = contenders.set_index(["config", "label"])["median_ms"]
+    rows = predictions[predictions.set_index(["config", "label"]).index.isin(measured.index)].copy()
+    rows["measured_ms"] = [measured.loc[(c, l)] for c, l in zip(rows["config"], rows["label"])]
+    rows["error"] = rows["measured_ms"] / rows["predicted_ms"] - 1
+    return rows[["config", "label", "plan", "predicted_sync", "ranks", "calibrated_ranks", "calibrated_gpu",
+                 "predicted_ms", "measured_ms", "error"]].reset_index(drop=True)
+
+
 def sentence(row):
     """'4096x16x512: sharded-ce is faster than DDP at its best cap (ddp-64) by 35 %: 0.647x [0.642, 0.649]; compute
     0.79x, overlap overhead 0.82x: the overhead carries it; 1.12x its floor'."""
@@ -159,8 +172,9 @@ def figure(contenders, path):
     ob_csv.save_figure(fig, path)
 
 
-def write(compare_dir, out, spec, timing):
-    """Writes the tables, metadata and figure into `out` and prints a sentence per configuration."""
+def write(compare_dir, out, spec, timing, predictions=None):
+    """Writes the tables, metadata and figure into `out` (and prediction-check.csv where `predictions`, a frame of
+    predictions.csv, is given) and prints a sentence per configuration."""
     compare_dir, out = pathlib.Path(compare_dir), pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
     meta = json.loads((compare_dir / "compare.meta.json").read_text())
@@ -170,11 +184,19 @@ def write(compare_dir, out, spec, timing):
     shown = contenders[contenders["verdict"] != "baseline"]
     width = (shown["ratio_ci_hi"] - shown["ratio_ci_lo"]) / 2 / shown["ratio"]
     summary = {"suite": "overlap-bench", "tool": "ob-headline", "commit": meta.get("commit"),
-               "hardware": meta.get("gpus"), "ranks": meta.get("ranks"), "rounds": meta.get("rounds"),
+               "gpus": meta.get("gpus"), "ranks": meta.get("ranks"), "rounds": meta.get("rounds"),
                "date_utc": meta.get("date_utc"), "compare": str(compare_dir),
                "rows_within_2pct": float((width <= WIDE).mean()), "rows": int(len(shown)),
                "beats_compute": int(headline["beats_compute"].sum()),
                "bounds_above": int(headline["bounds_above"].sum()), **timing}
+    if predictions is not None:
+        check = prediction_check(contenders, predictions)
+        ob_csv.write_text_atomic(out / "prediction-check.csv", check.to_csv(index=False))
+        summary.update({"prediction_mean_abs_error": float(check["error"].abs().mean()),
+                        "prediction_worst_abs_error": float(check["error"].abs().max()),
+                        "predictions": int(len(check))})
+        print(f"predictions made before this run: mean |error| {check['error'].abs().mean() * 100:.1f} %, worst "
+              f"{check['error'].abs().max() * 100:.1f} % over {len(check)} rows")
     figure(contenders, out / "headline.png")
     ob_csv.write_text_atomic(out / "headline.contenders.csv", contenders.to_csv(index=False))
     ob_csv.write_text_atomic(out / "headline.meta.json", json.dumps(summary, indent=2, default=str) + "\n")

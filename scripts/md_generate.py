@@ -16,6 +16,8 @@ A block is written between two comments, its arguments relative to the Markdown 
   <!-- generated: verdict CSV [CSV ...] -->  the main job's sentences for those summaries (verdict.py)
   <!-- generated: excerpt FILE from=TEXT lines=N -->  N lines of a log from the first line holding TEXT
   <!-- generated: index -->                  every published results folder: hardware, commits, dates
+  <!-- generated: json FILE keys=a,b.c -->   named keys of a JSON file (a run's metadata), one row each
+  <!-- generated: headline CSV -->           ob-headline's sentences, one per configuration of its headline.csv
   ...
   <!-- /generated -->
 The markers are parsed strictly: a block opened inside another, a close without an open, or an open never closed
@@ -229,7 +231,33 @@ def modes_block(base, plain, keyed):
     return report.markdown_table(table, list(table.columns))
 
 
-KINDS = {"pivot": pivot_block, "modes": modes_block, "overlaps": overlaps_block, "summary": summary_block, "table": table_block, "compare": compare_block, "verdict": verdict_block, "excerpt": excerpt_block,
+def json_block(base, plain, keyed):
+    """Named keys of a JSON file (dotted for nested ones), a row each: key, value (lists joined by spaces)."""
+    data = json.loads(source(base, plain[0]).read_text())
+    rows = ["| key | value |", "|---|---|"]
+    for key in keyed["keys"].split(","):
+        value = data
+        for part in key.split("."):
+            if not isinstance(value, dict) or part not in value:
+                raise ob_csv.UsageError(f"{base / plain[0]}: no key '{key}' (named by a json block)")
+            value = value[part]
+        if isinstance(value, list):
+            value = " ".join(str(v) for v in value)
+        elif isinstance(value, float):
+            value = f"{value:.4g}"
+        rows.append(f"| {ob_csv.markdown(key)} | {ob_csv.markdown(value)} |")
+    return "\n".join(rows)
+
+
+def headline_block(base, plain, _keyed):
+    import pandas as pd
+    import headline_tables
+
+    table = pd.read_csv(source(base, plain[0]))
+    return "\n".join(f"- {ob_csv.markdown(headline_tables.sentence(row))}" for _, row in table.iterrows())
+
+
+KINDS = {"json": json_block, "headline": headline_block, "pivot": pivot_block, "modes": modes_block, "overlaps": overlaps_block, "summary": summary_block, "table": table_block, "compare": compare_block, "verdict": verdict_block, "excerpt": excerpt_block,
          "index": index_block}
 
 

@@ -131,6 +131,30 @@ def require_outputs(outputs, inputs=()):
                                  "before it is read)")
 
 
+MOST_INPUT_BYTES = 1 << 30  # the largest file any reader takes (a trace of a long job; a CSV or config is far less)
+
+
+def require_input(path, option, most=MOST_INPUT_BYTES):
+    """The suite's one input policy (as the binaries' ob::read_input_file): a regular file (a link to one is
+    followed), readable, of at most `most` bytes, before anything reads it; returns its path. A device, FIFO or
+    folder (/dev/zero read until memory runs out), a missing file or one too large is a usage error naming the
+    option."""
+    path = pathlib.Path(path)
+    try:
+        status = path.stat()
+    except OSError:
+        raise UsageError(f"{option}: '{path}' is invalid: no such file") from None
+    import stat
+
+    if not stat.S_ISREG(status.st_mode):
+        raise UsageError(f"{option}: '{path}' is invalid: a regular file (it is a folder, device, FIFO or socket)")
+    if status.st_size > most:
+        raise UsageError(f"{option}: '{path}' is invalid: {status.st_size} bytes, at most {most} are read")
+    if not os.access(path, os.R_OK):
+        raise UsageError(f"{option}: '{path}' is invalid: not readable")
+    return path
+
+
 def describe(doc):
     """A script's --help description: the first paragraph of its docstring, whole."""
     return " ".join(doc.strip().split("\n\n")[0].split())
