@@ -121,6 +121,11 @@ double no_effect_value(const std::string& metric) {
   return NAN;
 }
 
+bool resolved(const std::string& metric, double lo, double hi) {
+  const double none = no_effect_value(metric);
+  return std::isnan(none) || !(lo <= none && none <= hi);
+}
+
 bool in_meaningful_range(const std::string& metric, double value) {
   if (metric == "overlap_efficiency") return value >= 0.0 && value <= 1.0;
   return true;

@@ -31,6 +31,9 @@ double median_ci_rel(const std::vector<double>& samples);
 // a metric whose interval holds it is not resolved. And whether `value` lies in the metric's meaningful range
 // (overlap_efficiency in [0, 1]; every other metric: true).
 double no_effect_value(const std::string& metric);
+// The one rule of "not resolved" (the console's n.r., the `<metric>_resolved` column verdict.py reads): resolved
+// unless the closed interval [lo, hi] holds the metric's no-effect value. True for a metric without one.
+bool resolved(const std::string& metric, double lo, double hi);
 bool in_meaningful_range(const std::string& metric, double value);
 
 // T_ideal = max(T_comp, T_comm): perfect overlap with no contention.

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <limits>
 #include <sstream>
@@ -86,6 +87,7 @@ std::string decimal_error(const CLI::App& app, int argc, char** argv) {
     if (!option) continue;
     if (!inline_value && i + 1 >= argc) continue;  // CLI11 reports the missing value
     const std::string given = inline_value ? token.substr(equals + 1) : argv[++i];
+    if (given.empty()) return "--" + option->get_lnames().front() + ": '' is invalid: a number is needed";
     if (given == "auto" && option->get_type_name().find("|auto") != std::string::npos) continue;  // a word it takes
     if (option->get_type_name().rfind("FLOAT", 0) == 0) {
       for (const auto& item : split_list(given, ',')) {
@@ -220,6 +222,12 @@ void require_thread_count(int threads) {
               " hardware threads");
 }
 
+void require_stated_length(const std::string& option, const std::string& value, double seconds) {
+  require(seconds <= kLongestStatedRunS, option, value,
+          "the run would take " + format_number(seconds / 3600, 3) + " hours by its own figures, at most " +
+              format_number(kLongestStatedRunS / 3600) + " are started");
+}
+
 void require_timeline_fits(const std::string& option, const std::string& value, double events) {
   require(events <= kMostTimelineEvents, option, value,
           "the run would keep " + format_number(events, 3) + " timeline events, at most " +
@@ -228,6 +236,23 @@ void require_timeline_fits(const std::string& option, const std::string& value, 
 
 void require(bool ok, const std::string& option, const std::string& value, const std::string& allowed) {
   if (!ok) throw UsageError(option + ": '" + value + "' is invalid: " + allowed);
+}
+
+std::string read_input_file(const std::string& option, const std::string& path, std::uintmax_t most) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const auto status = fs::status(path, error);
+  require(!error && fs::exists(status), option, path, "no such file");
+  require(fs::is_regular_file(status), option, path, "a regular file (it is a directory, device, FIFO or socket)");
+  const auto size = fs::file_size(path, error);
+  require(!error && size <= most, option, path,
+          "a file of at most " + std::to_string(most) + " bytes (it holds " + std::to_string(size) + ")");
+  std::ifstream file(path, std::ios::binary);
+  require(file.good(), option, path, "a readable file");
+  std::string text(static_cast<std::size_t>(size), '\0');
+  file.read(text.data(), static_cast<std::streamsize>(size));
+  text.resize(static_cast<std::size_t>(file.gcount()));
+  return text;
 }
 
 void require_writable_parent(const std::string& option, const std::string& path) {

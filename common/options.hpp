@@ -57,6 +57,13 @@ void require_fits_in_host_memory(const std::string& option, const std::string& v
 // files are written): a run that would keep more is refused up front.
 inline constexpr double kMostTimelineEvents = 1e6;
 
+// The longest run a binary starts when its length can be stated before it runs (phase 2's timed waits, phase 3's busy
+// loops): a day. A run stated longer is a typing slip (ms for us, a chunk count with extra zeros).
+inline constexpr double kLongestStatedRunS = 86400;
+
+// Throws UsageError naming `option` and `value` when the run it asks for would take longer than kLongestStatedRunS.
+void require_stated_length(const std::string& option, const std::string& value, double seconds);
+
 // Throws UsageError naming `option` when a run would keep more than kMostTimelineEvents events.
 void require_timeline_fits(const std::string& option, const std::string& value, double events);
 
@@ -73,6 +80,15 @@ void require(bool ok, const std::string& option, const std::string& value, const
 
 // An output file the user named must go into an existing, writable directory (checked before any work).
 void require_writable_parent(const std::string& option, const std::string& path);
+
+// The most bytes any input file is read to (a calibration, a config.json, a timeline CSV are far less).
+inline constexpr std::uintmax_t kMostInputBytes = std::uintmax_t{1} << 30;
+
+// The one input policy: `path` is a regular file (a link to one is followed), readable and of at most `most` bytes,
+// checked before a byte is read (a device such as /dev/zero would be read until memory ran out); its whole text.
+// Throws UsageError naming `option` and the path otherwise.
+std::string read_input_file(const std::string& option, const std::string& path,
+                            std::uintmax_t most = kMostInputBytes);
 
 // The one output policy of every binary and tool (DESIGN.md, "policies"), checked before any work. An output is an
 // option and the path it names (its directory checked by the caller: require_writable_parent for a path the user

@@ -146,9 +146,8 @@ std::string render_summary(const std::vector<SummaryRow>& rows, const std::vecto
       const double number = row.number(column.field);
       const std::string text = row.get(column.field);
       const double lo = row.number(column.field + "_ci_lo"), hi = row.number(column.field + "_ci_hi");
-      const double none = no_effect_value(column.field);
       std::string cell = text.empty() ? "-" : std::isnan(number) ? text : format_number(number, 4);
-      if (!std::isnan(number) && lo <= none && none <= hi) {
+      if (!std::isnan(number) && !resolved(column.field, lo, hi)) {
         cell = "n.r.";
         unresolved = true;
       } else if (!std::isnan(number) && !in_meaningful_range(column.field, number)) {

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <thread>
 
+#include "common/csv_writer.hpp"
+
 namespace phase2 {
 
 void add_options(CLI::App& app, Config& config) {
@@ -57,6 +59,11 @@ void validate(const Config& config) {
   const bool overlaps = std::find(modes.begin(), modes.end(), ob::Mode::kOverlap) != modes.end();
   ob::require(!overlaps || omp_get_thread_limit() >= 2, "OMP_THREAD_LIMIT", std::to_string(omp_get_thread_limit()),
               "the overlapped mode needs 2 OpenMP threads (a compute and a communication thread)");
+  if (config.workload == "synthetic") {  // every mode's warm-up (at most 4 x max(--warmup, 6)) and timed steps
+    const double steps = (config.common.iters + 4.0 * std::max(config.common.warmup, 6)) * static_cast<double>(modes.size());
+    ob::require_stated_length("--compute-ms", ob::format_number(config.compute_ms),
+                              steps * config.chunks * (config.compute_ms + config.comm_ms) / 1000);
+  }
   if (config.workload == "real") {
     const double elements = static_cast<double>(config.chunks) * config.chunk_rows * config.hidden;
     const double bytes = elements * 4.0 * (config.virtual_ranks + 2) + 8.0 * config.hidden * config.hidden;

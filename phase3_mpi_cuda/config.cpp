@@ -99,6 +99,9 @@ void validate(const Config& config) {
     ob::require(step_s < config.fault.timeout_s / 2, "--busy-us", ob::format_number(config.busy_us),
                 "a step of --chunks busy loops must take under half of --timeout-s (" +
                     ob::format_number(config.fault.timeout_s) + " s), or the watchdog ends it as a stall");
+    const double steps = (config.common.iters + 4.0 * std::max(config.common.warmup, 6)) * config.modes().size();
+    ob::require_stated_length("--busy-us", ob::format_number(config.busy_us),
+                              steps * step_s * std::max<std::size_t>(1, config.grad_mb.size()));
   } else {
     ob::require(config.probes == 0, "--probes", std::to_string(config.probes), "needs --compute busy");
     ob::require(config.busy_us == 0, "--busy-us", ob::format_number(config.busy_us), "needs --compute busy");
@@ -112,6 +115,16 @@ void validate(const Config& config) {
                     ")");
   }
   for (const auto& point : config.points()) {
+    if (config.batch == 0 && !config.busy()) {  // --batch auto: its search times the all-reduce and compute trials
+      const double gradient_mb = 4.0 * point.in * point.out / (1 << 20);
+      ob::require(gradient_mb <= kMostAutoGradientMb, point.grad_mb.empty() ? "--out" : "--grad-mb",
+                  ob::format_number(gradient_mb), "--batch auto sizes gradients of at most " +
+                      ob::format_number(kMostAutoGradientMb) + " MiB (its search runs the all-reduce and several "
+                      "compute trials before the run); give --batch ROWS");
+      Config trial = point;
+      trial.batch = kAutoTrialRows;
+      ob::require_fits_in_host_memory("--batch", "auto", trial.host_bytes());
+    }
     ob::require(1.0 * point.in * point.out < 2147483647.0, point.grad_mb.empty() ? "--in" : "--grad-mb",
                 std::to_string(point.in) + "x" + std::to_string(point.out), "in * out must stay below 2^31 (MPI counts)");
     ob::require_fits_in_host_memory("--batch", std::to_string(point.batch), point.host_bytes());

@@ -16,6 +16,10 @@ inline const ob::Mode kThread = ob::register_mode("thread", ob::ModeKind::kOverl
 inline const ob::Mode kNonblocking = ob::register_mode("nonblocking", ob::ModeKind::kOverlapped);
 inline const ob::Mode kProgress = ob::register_mode("progress", ob::ModeKind::kOverlapped);
 
+// --batch auto: the largest gradient it sizes, and the rows its search tries (at least 512 per rank of 2).
+constexpr double kMostAutoGradientMb = 256;
+constexpr int kAutoTrialRows = 1024;
+
 struct Config {
   ob::CommonOptions common;
   ob::FaultOptions fault;

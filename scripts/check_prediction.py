@@ -36,7 +36,7 @@ def calibrations_by_model(paths):
     found = {}
     for path in paths:
         try:
-            data = json.loads(pathlib.Path(path).read_text())
+            data = json.loads(ob_csv.require_input(path, "--calibrations").read_text())
             model = data["model"]
             key = (int(model["hidden"]), int(model["layers"]), int(model["batch"]), bool(model.get("graph", False)))
             found[key] = (pathlib.Path(path), int(data["ranks"]))
@@ -101,6 +101,13 @@ def overlap_rows(path):
             raise ob_csv.UsageError(f"{path}: column '{column}', row {bad[0] + 1}: '{rows.loc[bad[0], column]}' is "
                                     "not a number")
         rows[column] = values
+    bad = rows.index[~(rows["bucket_mb"].isna() | rows["bucket_mb"].between(1e-6, 1e6))
+                     | ~(rows["first_bucket_mb"].isna() | rows["first_bucket_mb"].between(1e-6, 1e6))
+                     | ~rows["ranks"].between(2, 1 << 20) | (rows["ranks"] != rows["ranks"].round())]
+    if len(bad):
+        raise ob_csv.UsageError(f"{path}: row {bad[0] + 1}: bucket caps in [1e-06, 1e+06] MiB and a whole rank count "
+                                "of at least 2 are predicted; it holds bucket_mb "
+                                f"{rows.loc[bad[0], 'bucket_mb']}, ranks {rows.loc[bad[0], 'ranks']}")
     rows["graph"] = rows["graph"].astype(bool) if "graph" in rows else False
     rows["transport"] = rows["transport"].fillna(CALIBRATED) if "transport" in rows else CALIBRATED
     return rows

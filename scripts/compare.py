@@ -137,7 +137,7 @@ def parse_contender(text, default_mode):
 def read_lines_file(path, option):
     """One item per line; blank lines and lines starting with # are skipped."""
     try:
-        lines = pathlib.Path(path).read_text().splitlines()
+        lines = ob_csv.require_input(path, option, 16 << 20).read_text().splitlines()
     except (OSError, UnicodeDecodeError) as error:
         raise ob_csv.UsageError(f"{option}: '{path}' cannot be read ({error})") from None
     return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
@@ -224,9 +224,9 @@ def validate(args):
     args.resolved = resolve_baselines(args.baseline, contenders)
     checks = [("--rounds", args.rounds, 2 <= args.rounds <= 1000, "2 to 1000"),
               ("--seed", args.seed, args.seed is None or 0 <= args.seed < 2 ** 32, "0 to 2^32-1"),
-              ("--timeout", args.timeout, math.isfinite(args.timeout) and args.timeout > 0, "seconds > 0"),
-              ("--deadline", args.deadline, args.deadline is None or (math.isfinite(args.deadline) and
-                                                                      args.deadline > 0), "seconds > 0")]
+              ("--timeout", args.timeout, 1 <= args.timeout <= 1e6, "seconds from 1 to 1e6"),
+              ("--deadline", args.deadline, args.deadline is None or 1 <= args.deadline <= 1e7,
+               "seconds from 1 to 1e7")]
     for option, value, ok, allowed in checks:
         if not ok:
             raise ob_csv.UsageError(f"{option}: '{value}' is invalid: {allowed}")

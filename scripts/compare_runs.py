@@ -97,7 +97,7 @@ class Staging:
     look for) last, and takes back the ones it moved if a move fails; a signal, a failure or an exit before the
     commit removes the staging folder and leaves the output folder as it was."""
 
-    def __init__(self, out):
+    def __init__(self, out, marker="compare.csv", runs=True):
         self.out = pathlib.Path(out)
         self.out.mkdir(parents=True, exist_ok=True)
         self._lock = os.open(self.out, os.O_RDONLY | os.O_DIRECTORY)  # the folder itself is the lock: no file left
@@ -105,14 +105,16 @@ class Staging:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(self._lock)
-            raise ob_csv.UsageError(f"--out: '{out}' is invalid: another ob-compare is writing it") from None
-        if (self.out / "compare.csv").exists():
+            raise ob_csv.UsageError(f"--out: '{out}' is invalid: another ob-compare or ob-analyze is writing it") from None
+        if (self.out / marker).exists():
             self.release()
-            raise ob_csv.UsageError(f"--out: '{out}' is invalid: it already holds a comparison (compare.csv)")
+            raise ob_csv.UsageError(f"--out: '{out}' is invalid: it already holds a result ({marker})")
         self.path = self.out / f".staging-{os.getpid()}"
         shutil.rmtree(self.path, ignore_errors=True)
         self.runs = self.path / "runs"
-        self.runs.mkdir(parents=True)
+        self.path.mkdir(parents=True)
+        if runs:
+            self.runs.mkdir()
         ob_csv.at_signal(self.discard)
 
     def discard(self):
@@ -132,7 +134,7 @@ class Staging:
         held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
         try:
             old_runs = self.out / "runs"
-            if old_runs.exists():
+            if (self.path / "runs").exists() and old_runs.exists():  # this invocation's runs replace those
                 shutil.rmtree(old_runs)
             for name in names:
                 os.replace(self.path / name, self.out / name)

@@ -45,7 +45,7 @@ def load_experiment(path):
     except ImportError:  # Python < 3.11
         import tomli as tomllib
     try:
-        spec = tomllib.loads(pathlib.Path(path).read_text())
+        spec = tomllib.loads(ob_csv.require_input(path, "--experiment", 1 << 20).read_text())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise ob_csv.UsageError(f"--experiment: '{path}' cannot be read ({str(error).splitlines()[0]})") from None
     kinds = {"name": str, "rounds": int, "iters": int, "configs": list, "strategies": list, "planned_syncs": list,
@@ -177,6 +177,7 @@ def parse_args(argv=None):
         elif (out / "headline.csv").exists() or (out / "compare").exists():
             raise ob_csv.UsageError(f"--out: '{args.out}' is invalid: it already holds a headline")
         ob_csv.require_outputs([(f"--out ({n})", out / n) for n in headline_tables.OUTPUTS])
+        args.predictions_table = headline_tables.load_predictions(args.predictions) if args.predictions else None
         if not args.analyze and not args.dry_run:
             binary = pathlib.Path(args.build) / "phase4_chunked_nccl" / "phase4_chunked_nccl"
             if not binary.is_file():
@@ -196,11 +197,7 @@ def main(argv=None):
         ob_csv.write_text_atomic(out / "predictions.csv", table.to_csv(index=False))
         print(f"{out / 'predictions.csv'}: {len(table)} predictions for {args.gpus} ranks")
         return 0
-    predictions = None
-    if args.predictions:
-        import pandas as pd
-
-        predictions = pd.read_csv(ob_csv.require_input(args.predictions, "--predictions"))
+    predictions = args.predictions_table
     if args.analyze:
         timing = json.loads((pathlib.Path(args.analyze) / "headline.meta.json").read_text()) \
             if (pathlib.Path(args.analyze) / "headline.meta.json").is_file() else {}

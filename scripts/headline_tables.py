@@ -111,6 +111,29 @@ def tables(compare_dir, spec, seed):
     return pd.DataFrame(rows), contenders.reset_index(drop=True)
 
 
+PREDICTION_COLUMNS = ["config", "label", "plan", "predicted_sync", "ranks", "calibrated_ranks", "calibrated_gpu",
+                      "predicted_ms"]
+
+
+def load_predictions(path):
+    """predictions.csv (ob-headline --predict-from), its columns and numbers checked: a usage error naming the file
+    otherwise."""
+    path = ob_csv.require_input(path, "--predictions", 16 << 20)
+    try:
+        table = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as error:
+        raise ob_csv.UsageError(f"--predictions: '{path}' is invalid: not a CSV ({str(error).splitlines()[0]})")
+    missing = [c for c in PREDICTION_COLUMNS if c not in table.columns]
+    if missing or table.empty:
+        raise ob_csv.UsageError(f"--predictions: '{path}' is invalid: not ob-headline's predictions.csv (no "
+                                f"{(missing or ['rows'])[0]})")
+    values = pd.to_numeric(table["predicted_ms"], errors="coerce")
+    if not (values > 0).all() or not values.apply(math.isfinite).all():
+        raise ob_csv.UsageError(f"--predictions: '{path}' is invalid: predicted_ms holds a value that is not a "
+                                "positive number")
+    return table
+
+
 def prediction_check(contenders, predictions):
     """prediction-check.csv: each prediction made before the run (ob-headline --predict-from) beside the contender
     it predicts, measured: its median over rounds, and error = measured / predicted - 1 (the planner's plan: the

@@ -321,9 +321,12 @@ def main():
     stale, rendered = [], []
     for name in args.files:
         path = pathlib.Path(name)
-        if not path.is_file():
-            raise ob_csv.UsageError(f"{path}: no such file")
-        text = path.read_text()
+        if path.suffix.lower() != ".md":
+            raise ob_csv.UsageError(f"{path}: not a Markdown file (.md)")
+        try:
+            text = ob_csv.require_input(path, "a Markdown file", 16 << 20).read_text()
+        except UnicodeDecodeError:
+            raise ob_csv.UsageError(f"{path}: not text (UTF-8)") from None
         rendered.append((path, text, render(path, text)))  # every file checked before any is written
     for path, text, generated in rendered:
         if generated != text:

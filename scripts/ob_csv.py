@@ -225,8 +225,10 @@ def _check_numeric(path, frame, columns):
 
 def _load(path, required, kind):
     path = pathlib.Path(path)
-    if not path.is_file():
-        raise UsageError(f"{path}: no such file")
+    try:
+        require_input(path, "a CSV")
+    except UsageError as error:
+        raise UsageError(f"{path}: {str(error).split(' is invalid: ', 1)[-1]}") from None
     try:
         frame = pd.read_csv(path, index_col=False)  # a trailing comma on a row is no index column
     except pd.errors.EmptyDataError:
@@ -329,7 +331,12 @@ def config_label(row, columns):
 
 
 def kind_of(path):
-    """'summary', 'timeline', 'power' or None from a CSV's header."""
+    """'summary', 'timeline', 'power' or None from a CSV's header (None for what is not a regular file: a FIFO
+    would block the read)."""
+    try:
+        require_input(path, "a CSV")
+    except UsageError:
+        return None
     try:
         header = pd.read_csv(path, nrows=0).columns
     except Exception:  # noqa: BLE001 - anything unreadable is not one of ours
@@ -393,7 +400,7 @@ def read_metadata(summary_path):
     if not path.is_file():
         return {}
     try:
-        meta = json.loads(path.read_text())
+        meta = json.loads(require_input(path, "a metadata sidecar", 64 << 20).read_text())
     except (OSError, ValueError, UnicodeDecodeError) as error:
         raise UsageError(f"{path}: unreadable metadata ({str(error).splitlines()[0]})") from None
     if not isinstance(meta, dict):

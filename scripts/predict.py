@@ -181,8 +181,7 @@ def main():
         raise ob_csv.UsageError("--layers-figure needs --layers-csv")
     if args.layers_csv and not args.layers_csv.parent.is_dir():
         raise ob_csv.UsageError(f"--layers-csv: '{args.layers_csv}' is invalid: its directory must exist")
-    if not args.calibration.is_file():
-        raise ob_csv.UsageError(f"{args.calibration}: no such file")
+    ob_csv.require_input(args.calibration, "the calibration", 64 << 20)
     if not args.csv.parent.is_dir():
         raise ob_csv.UsageError(f"--csv: '{args.csv}' is invalid: its directory must exist")
     outputs = [("--csv", args.csv), ("--output", args.output), ("--layers-csv", args.layers_csv),
@@ -191,7 +190,7 @@ def main():
     ob_csv.require_outputs([(name, path) for name, path in outputs if path], inputs)
     args.predictor = find_predictor(args.predictor)
     frame = predict(args)
-    calibration = json.loads(args.calibration.read_text())
+    calibration = json.loads(ob_csv.require_input(args.calibration, "--calibration").read_text())
     plan = "best plan" if args.bucket_mb is None else f"plan of {args.bucket_mb:g} MiB buckets"
     what = workload(calibration, args)
     if args.output:

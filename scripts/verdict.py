@@ -23,6 +23,19 @@ def number(row, column):
         return math.nan
 
 
+NO_EFFECT = {"speedup": 1.0, "overlap_efficiency": 0.0, "overlap_pct": 0.0}
+
+
+def resolved(row, metric):
+    """The binaries' one rule (common/metrics.cpp, `resolved`): the `<metric>_resolved` column they write; for a
+    summary written before it, the same rule: resolved unless the closed 95 % interval holds the no-effect value."""
+    flag = number(row, f"{metric}_resolved")
+    if not math.isnan(flag):
+        return bool(flag)
+    lo, hi = number(row, f"{metric}_ci_lo"), number(row, f"{metric}_ci_hi")
+    return not (lo <= NO_EFFECT[metric] <= hi)
+
+
 def interval(row, metric, scale=1.0, digits=0):
     lo, hi = number(row, f"{metric}_ci_lo"), number(row, f"{metric}_ci_hi")
     if math.isnan(lo) or math.isnan(hi):
@@ -36,13 +49,9 @@ def overlap_sentence(name, row, times):
     parts = []
     hidden = number(row, "overlap_pct")
     if not math.isnan(hidden):
-        lo, hi = number(row, "overlap_pct_ci_lo"), number(row, "overlap_pct_ci_hi")
-        if hidden == 0 and not hi > 0:
-            parts.append(f"{mode} hid none of the communication")
-        else:
-            unresolved = lo <= 0 < hi
-            parts.append(f"{mode} hid {hidden:.0f} % of the communication{interval(row, 'overlap_pct')}"
-                         + (" (not resolved: the interval holds 0)" if unresolved else ""))
+        amount = "none" if hidden == 0 else f"{hidden:.0f} %"
+        parts.append(f"{mode} hid {amount} of the communication{interval(row, 'overlap_pct')}"
+                     + ("" if resolved(row, "overlap_pct") else " (not resolved: the interval holds 0)"))
     slowdown = number(row, "compute_slowdown")
     if not math.isnan(slowdown):
         parts.append(f"compute ran {abs(slowdown) * 100:.0f} % {'slower' if slowdown >= 0 else 'faster'} beside it")
@@ -53,11 +62,11 @@ def overlap_sentence(name, row, times):
     speedup = number(row, "speedup")
     if not math.isnan(speedup):
         lo, hi = number(row, "speedup_ci_lo"), number(row, "speedup_ci_hi")
-        if hi < 1:
+        if not resolved(row, "speedup"):
+            parts.append(f"no faster than sequential within its interval ({speedup:.2f}x{interval(row, 'speedup', 1, 2)})")
+        elif hi < 1 or (math.isnan(hi) and speedup < 1):
             parts.append(f"overlapping made the step slower than sequential ({t_ovl:.3g} against "
                          f"{times.get('seq', math.nan):.3g} ms: speedup {speedup:.2f}x{interval(row, 'speedup', 1, 2)})")
-        elif lo <= 1 <= hi:
-            parts.append(f"no faster than sequential within its interval ({speedup:.2f}x{interval(row, 'speedup', 1, 2)})")
         else:
             parts.append(f"{speedup:.2f}x faster than sequential{interval(row, 'speedup', 1, 2)}")
     return f"{name}: " + "; ".join(parts) + "."
@@ -68,7 +77,8 @@ def notes(frame):
     import pandas as pd
 
     frame = frame.copy()
-    for column in ("overlap_efficiency", "overlap_pct_ci_lo", "overlap_pct_ci_hi", "unstable"):
+    for column in ("overlap_efficiency", "overlap_pct", "overlap_pct_ci_lo", "overlap_pct_ci_hi", "unstable",
+                   "overlap_pct_resolved"):
         if column in frame:
             frame[column] = pd.to_numeric(frame[column], errors="coerce")
     lines = []
@@ -83,7 +93,8 @@ def notes(frame):
             lines.append(f"  ! {', '.join(below['mode'])}: efficiency below 0: the overlapped step took longer than "
                          "compute and communication one after the other")
     if "overlap_pct_ci_lo" in frame:
-        unresolved = frame[(frame["overlap_pct_ci_lo"] <= 0) & (frame["overlap_pct_ci_hi"] > 0)]
+        unresolved = frame[[not resolved(row, "overlap_pct") and not math.isnan(number(row, "overlap_pct"))
+                            for row in frame.to_dict("records")]]
         if len(unresolved):
             lines.append(f"  n.r. {', '.join(unresolved['mode'])}: the share hidden is not resolved: its 95 % interval "
                          "over the iterations holds 0")

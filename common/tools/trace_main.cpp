@@ -25,12 +25,9 @@ namespace {
 // `parse` of the table a CSV file holds; a usage error naming `option`, the file and why, when it cannot be read.
 template <typename Parse>
 auto read_csv(const std::string& option, const std::string& path, Parse parse) {
-  std::ifstream file(path, std::ios::binary);
-  ob::require(file.good(), option, path, "a readable file");
-  std::stringstream text;
-  text << file.rdbuf();
+  const std::string text = ob::read_input_file(option, path);
   try {
-    return parse(ob::CsvTable::parse(text.str()));
+    return parse(ob::CsvTable::parse(text));
   } catch (const std::invalid_argument& error) {
     throw ob::UsageError(option + ": '" + path + "' is invalid: " + error.what());
   }

@@ -250,11 +250,7 @@ void validate(const CLI::App& app, Config& config) {
   ob::require(!(config.calibrate && !config.calibrations.empty()), "--calibrate", "on",
               "measures a calibration: not with --calibration FILE");
   for (const auto& path : config.calibrations) {  // its content, here where no GPU is needed (GPU and ranks: at the run)
-    std::ifstream file(path);
-    std::stringstream text;
-    text << file.rdbuf();
-    ob::require(file.good() || file.eof(), "--calibration", path, "a readable calibration file");
-    Calibration::parse(text.str(), path);
+    Calibration::parse(ob::read_input_file("--calibration", path, kMostCalibrationBytes), path);
   }
   ob::require(1.0 * config.batch * config.hidden < 2147483647.0, "--batch", std::to_string(config.batch),
               "batch * hidden must stay below 2^31");

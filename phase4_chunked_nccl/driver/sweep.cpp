@@ -174,12 +174,7 @@ std::vector<Calibration> load_calibrations(const Config& config, int ranks, cons
   std::vector<Calibration> calibrations;
   for (const auto& path : config.calibrations) {
     std::string text;  // read by rank 0, the same text on every rank
-    if (rank == 0) {
-      std::ifstream file(path);
-      std::stringstream content;
-      content << file.rdbuf();
-      text = content.str();
-    }
+    if (rank == 0) text = ob::read_input_file("--calibration", path, kMostCalibrationBytes);
     Calibration calibration = Calibration::parse(ob::first_nonempty(text, comm), path);
     std::string differs;  // from the first point's model: the difference named when no point is of its model
     bool used = false;

@@ -11,8 +11,6 @@
 
 namespace phase4 {
 
-// Bucket caps in MiB (--bucket-mb, --first-bucket-mb, a bucket-mb or plan sweep's values).
-constexpr double kLeastBucketMb = 1e-6, kMostBucketMb = 1e6;
 
 struct SweepParameter {
   std::string name;  // the option's name without "--"

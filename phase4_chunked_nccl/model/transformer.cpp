@@ -3,10 +3,12 @@
 #include "phase4_chunked_nccl/model/transformer.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "common/errors.hpp"
+#include "common/options.hpp"
 
 namespace phase4 {
 namespace {
@@ -126,22 +128,26 @@ std::vector<std::string> transformer_presets() {
 TransformerShape parse_transformer_config(const nlohmann::json& config, const std::string& source,
                                           const std::string& option) {
   if (!config.is_object()) bad(option, source, "not a JSON object");
-  return config.contains("n_embd") ? parse_gpt2(config, source, option) : parse_gated(config, source, option);
+  try {
+    return config.contains("n_embd") ? parse_gpt2(config, source, option) : parse_gated(config, source, option);
+  } catch (const nlohmann::json::exception& error) {  // a key of the wrong type (a number for model_type, say)
+    bad(option, source, std::string("a key has the wrong type (") + error.what() + ")");
+  }
+  return {};
 }
 
 TransformerShape load_transformer(const std::string& name_or_file, const std::string& option) {
   for (const auto& preset : presets()) {
     if (preset.name == name_or_file) return preset;
   }
-  std::ifstream file(name_or_file);
-  if (!file.good()) {
+  std::error_code error;
+  if (!std::filesystem::exists(name_or_file, error)) {
     std::string names;
     for (const auto& name : transformer_presets()) names += (names.empty() ? "" : ", ") + name;
     bad(option, name_or_file, "neither a preset (" + names + ") nor a readable config.json");
   }
-  std::stringstream text;
-  text << file.rdbuf();
-  const auto json = nlohmann::json::parse(text.str(), nullptr, false);
+  const std::string text = ob::read_input_file(option, name_or_file, kMostConfigBytes);
+  const auto json = nlohmann::json::parse(text, nullptr, false);
   if (json.is_discarded()) bad(option, name_or_file, "not JSON");
   return parse_transformer_config(json, name_or_file, option);
 }

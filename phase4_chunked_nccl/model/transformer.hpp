@@ -43,6 +43,9 @@ struct ParamTensor {
 
 // The presets' names: gpt2, gpt2-xl, llama3-8b, qwen2.5-7b.
 std::vector<std::string> transformer_presets();
+
+// The largest config.json read (Hugging Face's are a few KB).
+constexpr std::uintmax_t kMostConfigBytes = 16u << 20;
 // A preset by name, or a config.json by path; throws ob::UsageError naming `option` (and, for a file, the key).
 TransformerShape load_transformer(const std::string& name_or_file, const std::string& option = "--model");
 // The shape a config.json's object describes; `source` names it in errors.

@@ -35,7 +35,12 @@ double log_linear(const std::vector<double>& xs, const std::vector<double>& ys, 
 
 double bucket_bytes(const Bucket& bucket) { return bucket.size() * kBytesPerElement; }
 
-// The pieces' end elements: every backward step's gradient cut into `pieces` equal parts.
+// The most pieces the programme cuts a gradient into: its work grows with their square.
+constexpr std::size_t kMostPieces = 512;
+
+// The pieces' end elements: every backward step's gradient cut into `pieces` equal parts; a model of more steps than
+// kMostPieces (a transformer of hundreds of blocks) has its boundaries on every k-th step's end instead, k the
+// fewest that keeps the pieces within kMostPieces (the last step's end always one of them).
 std::vector<std::uint64_t> piece_ends(const GradientLayout& layout, int pieces) {
   std::vector<std::uint64_t> ends;
   for (int s = 0; s < layout.steps(); ++s) {
@@ -45,7 +50,12 @@ std::vector<std::uint64_t> piece_ends(const GradientLayout& layout, int pieces) 
       if (ends.empty() || end > ends.back()) ends.push_back(end);
     }
   }
-  return ends;
+  if (ends.size() <= kMostPieces) return ends;
+  const std::size_t every = (ends.size() + kMostPieces - 2) / (kMostPieces - 1);  // the last end may be one more
+  std::vector<std::uint64_t> kept;
+  for (std::size_t i = every - 1; i < ends.size(); i += every) kept.push_back(ends[i]);
+  if (kept.back() != ends.back()) kept.push_back(ends.back());
+  return kept;
 }
 
 // The iteration's time outside its measured tasks (launch gaps, events), added back as schedule_bound_ms does.

@@ -18,6 +18,7 @@
 // programme picks).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -78,6 +79,9 @@ struct Calibration {
   // before 2e5ca33 show, which divided by another plan's compute-only run. Loaders say it as a warning.
   std::string negative_slowdown() const;
 };
+
+// The largest calibration file read (a transformer's of thousands of tensors is a few hundred KB).
+constexpr std::uintmax_t kMostCalibrationBytes = 64ull << 20;
 
 // Run-to-run variation of a calibration's slowdown: calibrations since 2e5ca33 go down to -0.031.
 constexpr double kSlowdownNoise = 0.05;

@@ -190,14 +190,15 @@ Inputs read_inputs(const Options& o) {
                 "at most the model's " + std::to_string(work->shape.layers) + " blocks");
   }
   for (const auto& [name, value] : {std::pair{"--bucket-mb", o.bucket_mb}, {"--first-bucket-mb", o.first_bucket_mb}}) {
-    ob::require(!o.fixed->count() || (value > 0 && std::isfinite(value)), name, ob::format_number(value),
-                "a size > 0 in MiB");
+    ob::require(!o.fixed->count() || (value > 0 && value <= phase4::kMostBucketMb), name, ob::format_number(value),
+                "a size in MiB in (0, " + ob::format_number(phase4::kMostBucketMb) + "]");
   }
-  std::ifstream file(o.calibration_path);
-  ob::require(file.good(), "--calibration", o.calibration_path, "a readable calibration file");
-  std::stringstream text;
-  text << file.rdbuf();
-  in.calibration = phase4::Calibration::parse(text.str(), o.calibration_path);
+  in.calibration = phase4::Calibration::parse(
+      ob::read_input_file("--calibration", o.calibration_path, phase4::kMostCalibrationBytes), o.calibration_path);
+  // The what-if splits the calibrated time per bucket into a latency and a bandwidth between two or more ranks.
+  ob::require(in.calibration.ranks >= 2, "--calibration", o.calibration_path,
+              "a calibration of 2 or more ranks (it holds " + std::to_string(in.calibration.ranks) +
+                  "): one rank moves no data to predict others from");
   if (work) {
     in.calibration = phase4::estimate_model(in.calibration, *work);
     in.step_names = phase4::estimate_step_names(*work);

@@ -41,8 +41,10 @@ void require_bucket_count(const std::string& option, double bucket_mb, std::uint
 }
 namespace {
 
+// Elements of `mb` MiB of fp32, at least 1 and at most 2^62 (a cap far above any gradient cannot wrap around).
 std::uint64_t mib_to_elements(double mb) {
-  return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::floor(mb * (1 << 20) / sizeof(float))));
+  const double elements = std::min(std::floor(mb * (1 << 20) / sizeof(float)), 4611686018427387904.0);
+  return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(elements));
 }
 
 // An empty plan of the layout's gradient.

@@ -12,6 +12,9 @@
 
 namespace phase4 {
 
+// Bucket caps in MiB (--bucket-mb, --first-bucket-mb, a bucket-mb or plan sweep's values, phase4_predict's).
+constexpr double kLeastBucketMb = 1e-6, kMostBucketMb = 1e6;
+
 struct Bucket {
   std::uint64_t begin = 0, end = 0;  // elements [begin, end) of the gradient buffer
   int ready_after = 0;               // backward step (0 = layer L) after which every element is written

@@ -3,7 +3,7 @@
 
 OB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 OB_APT_PACKAGES="build-essential cmake git openmpi-bin libopenmpi-dev libcli11-dev nlohmann-json3-dev libgtest-dev python3 python3-pip"
-OB_APT_PYTHON_PACKAGES="python3-pandas python3-matplotlib python3-pytest python3-setuptools python3-wheel"
+OB_APT_PYTHON_PACKAGES="python3-pandas python3-matplotlib python3-pytest python3-setuptools python3-wheel python3-ijson"
 
 ob_log() { printf '[overlap-bench] %s\n' "$*" >&2; }
 ob_die() { printf '[overlap-bench] error: %s\n' "$1" >&2; exit "${2:-1}"; }
@@ -29,7 +29,7 @@ ob_missing_system() {
   echo "${missing[*]}"
 }
 
-ob_python_ok() { python3 -c 'import pandas, matplotlib, pytest, setuptools, wheel' >/dev/null 2>&1; }
+ob_python_ok() { python3 -c 'import pandas, matplotlib, pytest, setuptools, wheel, ijson' >/dev/null 2>&1; }
 
 # Installs what is missing when root; otherwise prints the exact commands and stops.
 ob_ensure_dependencies() {
@@ -51,7 +51,7 @@ ob_ensure_dependencies() {
       ob_log "installing the Python packages of scripts/requirements.txt"
       python3 -m pip install -q -r "$OB_ROOT/scripts/requirements.txt" >/dev/null 2>&1 ||
         { command -v apt-get >/dev/null 2>&1 && apt-get install -y -qq $OB_APT_PYTHON_PACKAGES >/dev/null; } ||
-        ob_die "could not install pandas, matplotlib, pytest, setuptools and wheel"
+        ob_die "could not install pandas, matplotlib, pytest, setuptools, wheel and ijson"
     else
       ob_die "missing Python packages; install them with:
   python3 -m pip install --user -r $OB_ROOT/scripts/requirements.txt

@@ -146,7 +146,7 @@ def generic_cases(script):
         ("NaN value", {kind: replace_value(GOOD_TEXT[kind], column, "nan")}, {}, column),
         ("infinite value", {kind: replace_value(GOOD_TEXT[kind], column, "inf")}, {}, column),
         ("impossible value", {kind: replace_value(GOOD_TEXT[kind], column, wrong)}, {}, column),
-        ("input is a directory", {kind: "DIR"}, {}, "no such file"),
+        ("input is a directory", {kind: "DIR"}, {}, "a regular file"),
         ("output directory missing", {}, {"{out}": f"{NO_DIR}/x.png"}, "--output"),
         ("output directory is a file", {}, {"{out}": "{input_dir}/" + kind + ".csv/x.png"}, "--output"),
         ("output is a directory", {}, {"{out}": "{work}/sub.png"}, "--output"),

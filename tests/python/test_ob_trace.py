@@ -56,7 +56,7 @@ def test_power_samples_become_a_counter_track(ob_trace, tmp_path):
 
 
 @pytest.mark.parametrize("content,named", [
-    (None, "a readable file"), ("", "no header line"), ("rank,lane\n0,a\n", "no column 'name'"),
+    (None, "no such file"), ("", "no header line"), ("rank,lane\n0,a\n", "no column 'name'"),
     ("rank,lane,name,iter,chunk,start_us,end_us\n0,a,b,0,-1,x,2\n", "row 2, column 'start_us'"),
     ("rank,lane,name,iter,chunk,start_us,end_us\n0,\"a,b,0\n", "does not end"),
     ("rank,lane,name,iter,chunk,start_us,end_us\n0,a,b,0,0,10,5\n", "end_us 5 is before start_us 10"),

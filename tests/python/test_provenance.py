@@ -109,12 +109,18 @@ def test_every_repeat_is_its_own_rows_with_its_own_seq_and_comm():
 
 def test_fsdp2_runs_the_reshardings_asked_for_one_overlap_row_each():
     class Args:
-        fsdp, bucket_mb, reshard_after_forward = True, [25.0], [0, 1]
+        fsdp, bucket_mb, reshard_after_forward, order_seed = True, [25.0], [0, 1], None
     assert bench_ddp.settings(Args) == [("fsdp", 0), ("fsdp", 1)]
     Args.reshard_after_forward = [0]  # one row: a comparison's contender
     assert bench_ddp.settings(Args) == [("fsdp", 0)]
     Args.fsdp = False
     assert bench_ddp.settings(Args) == [("ddp", 25.0)]
+    # --order-seed: the same settings in an order fixed by the seed and the configuration
+    Args.bucket_mb, Args.order_seed = [25.0, 64.0, 128.0, 256.0], 7
+    work = bench_ddp.Mlp("4096,16,512")
+    shuffled = bench_ddp.settings(Args, work)
+    assert sorted(shuffled) == [("ddp", 25.0), ("ddp", 64.0), ("ddp", 128.0), ("ddp", 256.0)]
+    assert bench_ddp.settings(Args, work) == shuffled and shuffled != [("ddp", c) for c in Args.bucket_mb]
 
 
 def test_every_mode_steps_with_the_wrapped_steps_optimizer():

@@ -33,10 +33,11 @@ def test_sentences_say_the_verdict_with_intervals_and_explain_the_marks(tmp_path
     text = "\n".join(lines)
     assert lines[0] == ("phase3: thread hid 75 % of the communication [60, 88]; compute ran 5 % slower beside it; "
                         "the step took 1.08x its schedule bound; 1.43x faster than sequential [1.30, 1.50].")
-    assert "nonblocking hid none of the communication" in text
+    # 0 % with the interval [0, 0]: not resolved, as the console marks it (one rule: the interval holds 0)
+    assert "nonblocking hid none of the communication [0, 0] (not resolved: the interval holds 0)" in text
     assert "overlapping made the step slower than sequential (12 against 10 ms: speedup 0.83x [0.80, 0.86])" in text
     assert "! nonblocking: efficiency below 0" in text
-    assert "n.r." not in text and "~ comm: unstable" in text
+    assert "n.r. nonblocking: the share hidden is not resolved" in text and "~ comm: unstable" in text
     assert "share 64 cores" not in text
 
 
@@ -75,3 +76,39 @@ def test_bad_invocation_of_verdict(tmp_path):
     result = subprocess.run([sys.executable, str(REPO / "scripts" / "verdict.py"), str(tmp_path), "--cores", "0"],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "--cores" in result.stderr
+
+
+def test_one_rule_of_not_resolved_in_the_console_the_csv_and_the_verdict(tmp_path, phase2):
+    """The binaries write `<metric>_resolved` by the rule their console marks n.r. with (common/metrics.cpp); the
+    verdict reads it, and for summaries written before it applies the same closed interval. Checked on a run of
+    today's binary and on every published summary."""
+    import glob
+
+    import pandas as pd
+
+    import verdict
+
+    result = subprocess.run([str(phase2), "--chunks", "4", "--compute-ms", "1", "--comm-ms", "1", "--jitter", "0.5",
+                             "--iters", "4", "--warmup", "1", "--csv", str(tmp_path / "p.csv")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    row = pd.read_csv(tmp_path / "p.csv").set_index("mode").loc["overlap"].to_dict()
+    lo, hi = row["overlap_pct_ci_lo"], row["overlap_pct_ci_hi"]
+    assert row["overlap_pct_resolved"] == int(not (lo <= 0 <= hi))
+    console = next(line for line in result.stdout.splitlines() if line.strip().startswith("overlap "))
+    assert ("n.r." in console) == (not row["overlap_pct_resolved"] or not row["speedup_resolved"]
+                                   or not row["overlap_efficiency_resolved"])
+    checked = 0
+    for path in glob.glob(str(REPO / "results" / "**" / "*.csv"), recursive=True):
+        try:
+            frame = pd.read_csv(path)
+        except Exception:  # noqa: BLE001 - not every CSV is a summary
+            continue
+        if not {"overlap_pct", "overlap_pct_ci_lo", "overlap_pct_ci_hi", "mode"} <= set(frame.columns):
+            continue
+        for record in frame.to_dict("records"):
+            lo, hi = record["overlap_pct_ci_lo"], record["overlap_pct_ci_hi"]
+            if lo == lo and hi == hi:
+                assert verdict.resolved(record, "overlap_pct") == (not (lo <= 0 <= hi)), (path, record["mode"])
+                checked += 1
+    assert checked > 100, checked

@@ -1,0 +1,187 @@
+"""ob-analyze (issue 52) on the traces shipped in tests/data/traces (PyTorch DDP and FSDP2 of phase 4's MLP on 2 and
+4 H200s, made by scripts/trace_job.py) and on synthetic traces whose numbers are known: steps from the profiler's
+markers or from the kernel sequence, the share of communication hidden, the compute slowdown, the buckets, the
+timeline in this suite's schema, the advice, the bad inputs, and memory that follows the kernels, not the file."""
+import gzip
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+
+import ob_csv
+import pandas as pd
+import pytest
+import trace_read
+import trace_stats
+
+from conftest import REPO
+
+DATA = REPO / "tests" / "data" / "traces"
+ANALYZE = [sys.executable, str(REPO / "scripts" / "analyze.py")]
+
+
+def analyze(*args, timeout=300):
+    return subprocess.run([*ANALYZE, *map(str, args)], capture_output=True, text=True, timeout=timeout)
+
+
+def kineto(path, kernels, steps, rank=0, world=2, base=0, extra=()):
+    """A minimal PyTorch profiler trace: kernels (start us, duration us, name, nccl collective or "", bytes) each
+    launched by a runtime call 1 us before its step's kernels, the steps as ProfilerStep markers (start, end)."""
+    events = [{"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "ts": a, "dur": b - a}
+              for n, (a, b) in enumerate(steps)]
+    for i, (start, dur, name, collective, nbytes) in enumerate(kernels):
+        step = next(a for a, b in steps if a <= start < b)
+        args = {"correlation": i, "stream": 9 if collective else 7, "grid": [8, 1, 1], "block": [128, 1, 1]}
+        if collective:
+            args.update({"Collective name": collective, "In msg nelems": nbytes // 4, "dtype": "Float"})
+        events.append({"ph": "X", "cat": "kernel", "name": name, "ts": start, "dur": dur, "args": args})
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": step + 1, "dur": 1,
+                       "args": {"correlation": i}})
+    events += list(extra)
+    text = json.dumps({"schemaVersion": 1, "deviceProperties": [{"name": "Test GPU"}], "baseTimeNanoseconds": base,
+                       "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world},
+                       "traceEvents": events})
+    path.write_text(text)
+    return path
+
+
+def two_steps(path, rank=0, base=0):
+    """Two steps of 100 us: a GEMM alone (10 us), the same GEMM beside an all-reduce (13 us), the all-reduce 20 us
+    of which 13 us run beside the GEMM: 7 us exposed, the GEMM 30 % slower beside it."""
+    kernels = []
+    for start in (0.0, 1000.0):
+        kernels += [(start + 0, 10, "gemm", "", 0), (start + 20, 13, "gemm", "", 0),
+                    (start + 20, 20, "ncclDevKernel_AllReduce", "allreduce", 4 << 20)]
+    return kineto(path, kernels, [(0.0, 100.0), (1000.0, 1100.0)], rank=rank, base=base)
+
+
+def test_the_shares_are_exact_on_a_trace_whose_numbers_are_known(tmp_path):
+    trace = trace_read.read(two_steps(tmp_path / "t.json"))[0]
+    stats = trace_stats.step_stats(trace)
+    assert [s.step for s in stats] == [0, 1]
+    first = stats[0]
+    assert math.isclose(first.comm_ms, 0.020) and math.isclose(first.exposed_ms, 0.007)
+    assert math.isclose(first.hidden_pct, 65.0) and math.isclose(first.slowdown_ms, 0.003)
+    assert math.isclose(first.slowdown_ms / first.slowed_ms, 0.3)
+    assert first.buckets[0][:2] == ("allreduce", 4 << 20) and math.isclose(first.step_ms, 0.040)
+
+
+def test_without_step_markers_the_kernel_sequence_gives_the_steps(tmp_path):
+    kernels = [(s + o, 5, name, "", 0) for s in (0, 100, 200, 300) for o, name in ((0, "a"), (10, "b"), (20, "c"))]
+    trace = trace_read.read(kineto(tmp_path / "t.json", kernels, [(0.0, 1000.0)]))[0]
+    trace.steps, trace.launches = [], {}
+    steps = trace_stats.steps_of(trace)
+    assert len(steps) == 4 and all([k.name for k in ks] == ["a", "b", "c"] for _, ks in steps)
+
+
+def test_a_ddp_trace_of_two_ranks_end_to_end(tmp_path):
+    files = sorted((DATA / "2gpu").glob("ddp-*.rank*.trace.json.gz"))
+    result = analyze(*files, "--out", tmp_path / "a")
+    assert result.returncode == 0, result.stderr
+    summary = ob_csv.load_summary(tmp_path / "a" / "analysis.csv").set_index("mode")
+    assert summary.loc["overlap", "system"] == "pytorch-ddp" and summary.loc["overlap", "ranks"] == 2
+    assert summary.loc["overlap", "iters"] == 2  # 3 profiled steps, the first left out
+    assert 0 <= summary.loc["overlap", "overlap_pct"] <= 100
+    # DDP's buckets of the 1024x8x256 MLP at 25 MB: the last layer alone (the 1 MiB first bucket), then the rest
+    buckets = pd.read_csv(tmp_path / "a" / "analysis.buckets.csv")
+    first = buckets[(buckets["rank"] == 0) & (buckets["step"] == buckets["step"].min())]
+    assert sorted(first["bytes"]) == [4 << 20, 28 << 20] and set(first["collective"]) == {"allreduce"}
+    timeline = ob_csv.load_timeline(tmp_path / "a" / "analysis.timeline.csv")
+    assert set(timeline["lane"]) == {"trace:compute", "trace:comm"} and set(timeline["rank"]) == {0, 1}
+    meta = json.loads((tmp_path / "a" / "analysis.meta.json").read_text())
+    assert len(meta["traces"]) == 2 and all(len(t["sha256"]) == 64 for t in meta["traces"])
+    assert "For DDP, the planner's model expects bucket_cap_mb=" in result.stdout or \
+        "No bucket advice" in result.stdout
+    assert (tmp_path / "a" / "analysis.png").stat().st_size > 5000
+    assert "% of it hidden behind compute" in result.stdout
+
+
+def test_fsdp2_and_four_ranks(tmp_path):
+    fsdp = analyze(*sorted((DATA / "2gpu").glob("fsdp2-*.gz")), "--out", tmp_path / "f")
+    assert fsdp.returncode == 0, fsdp.stderr
+    collectives = set(pd.read_csv(tmp_path / "f" / "analysis.buckets.csv")["collective"])
+    assert {"allgather", "reduce_scatter"} <= {c.replace("_into_tensor", "").replace("_base", "").strip("_")
+                                                for c in collectives} or len(collectives) >= 2
+    four = analyze(*sorted((DATA / "4gpu").glob("*.gz")), "--out", tmp_path / "4")
+    assert four.returncode == 0, four.stderr
+    assert set(pd.read_csv(tmp_path / "4" / "analysis.ranks.csv")["rank"]) == {0, 1, 2, 3}
+
+
+def test_the_advice_rests_on_the_planner(tmp_path, build_dir):
+    predictor = build_dir / "phase4_chunked_nccl" / "phase4_predict"
+    if not predictor.exists():
+        pytest.skip("phase4_predict is not built")
+    files = sorted((DATA / "2gpu").glob("ddp-*.gz"))
+    result = analyze(*files, "--out", tmp_path / "a", "--predictor", predictor)
+    assert result.returncode == 0, result.stderr
+    advice = json.loads((tmp_path / "a" / "analysis.meta.json").read_text())["advice"]
+    assert advice["ddp_bucket_cap_mb"] > 0 and advice["ddp_predicted_ms"] > 0 and advice["gradients"] == 8
+    assert "bucket_cap_mb=" in advice["sentence"] and "GB/s" in advice["sentence"]
+
+
+@pytest.mark.parametrize("case", ["html", "truncated", "no-kernels", "other-job", "folder", "dev-zero", "same-rank"])
+def test_what_is_not_a_trace_is_refused_and_nothing_is_written(tmp_path, case):
+    good = two_steps(tmp_path / "good.json")
+    bad = tmp_path / "bad.json"
+    if case == "html":
+        bad.write_text("<!doctype html><html><body>a trace</body></html>")
+    elif case == "truncated":
+        bad.write_text(good.read_text()[:300])
+    elif case == "no-kernels":
+        kineto(bad, [], [(0.0, 100.0)], rank=1)
+    elif case == "other-job":
+        two_steps(bad, rank=1, base=3_600_000_000_000)  # an hour later
+    elif case == "folder":
+        bad = tmp_path
+    elif case == "dev-zero":
+        bad = "/dev/zero"
+    elif case == "same-rank":
+        two_steps(bad, rank=0)
+    result = analyze(good, bad, "--out", tmp_path / "out")
+    named = {"no-kernels": "without GPU kernels", "other-job": "different jobs", "folder": "a regular file",
+             "dev-zero": "a regular file", "same-rank": "given twice"}.get(case, "not a profiler trace")
+    assert result.returncode == 2 and named in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+def test_a_phase4_timeline_is_read_too(tmp_path):
+    rows = ["rank,lane,name,iter,chunk,start_us,end_us"]
+    for it in range(2):
+        base = it * 1000
+        rows += [f"0,overlap:compute,backward,{it},1,{base},{base + 100}", f"0,overlap:comm,allreduce,{it},0,"
+                 f"{base + 50},{base + 130}"]
+    (tmp_path / "p4.timeline.csv").write_text("\n".join(rows) + "\n")
+    result = analyze(tmp_path / "p4.timeline.csv", "--out", tmp_path / "a")
+    assert result.returncode == 0, result.stderr
+    row = pd.read_csv(tmp_path / "a" / "analysis.csv").set_index("mode").loc["overlap"]
+    assert row["system"] == "overlap-bench" and math.isclose(row["overlap_pct"], 100 * 50 / 80)
+
+
+def test_memory_follows_the_kernels_not_the_file(tmp_path):
+    """A trace of ~60 MB, most of it host events the analysis drops: streamed, the process stays far below what
+    loading the file whole takes (json.load of it: several hundred MB)."""
+    source = json.loads(gzip.open(sorted((DATA / "2gpu").glob("ddp-*.rank0.*"))[0]).read())
+    events = source.pop("traceEvents")
+    span = max(e.get("ts", 0) + e.get("dur", 0) for e in events) - min(e["ts"] for e in events if "ts" in e)
+    path = tmp_path / "big.json"
+    with open(path, "w") as out:
+        out.write(json.dumps(source)[:-1] + ', "traceEvents": [')
+        for copy in range(int(60e6 / len(json.dumps(events)))):
+            for index, event in enumerate(events):
+                moved = dict(event, ts=event["ts"] + copy * span * 1.1) if "ts" in event else dict(event)
+                if "correlation" in (moved.get("args") or {}):
+                    moved["args"] = dict(moved["args"], correlation=moved["args"]["correlation"] + copy * 10 ** 7)
+                if moved.get("name", "").startswith("ProfilerStep#"):
+                    moved["name"] = f"ProfilerStep#{copy * 10 + int(moved['name'].split('#')[1])}"
+                out.write(("," if copy or index else "") + json.dumps(moved))
+        out.write("]}")
+    result = subprocess.run([sys.executable, "-c", "import os, resource, runpy, sys; sys.argv = sys.argv[1:]; sys.path.insert(0, os.path.dirname(sys.argv[0])); "
+                             "code = 0\ntry:\n    runpy.run_path(sys.argv[0], run_name='__main__')\nexcept SystemExit "
+                             "as e:\n    code = e.code\nprint('maxrss', resource.getrusage(resource.RUSAGE_SELF)"
+                             ".ru_maxrss)\nsys.exit(code)", *ANALYZE[1:], path, "--out", tmp_path / "a"],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    rss_mb = int(result.stdout.split("maxrss")[-1]) / 1024
+    assert path.stat().st_size > 50e6 and rss_mb < 400, rss_mb
