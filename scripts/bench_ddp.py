@@ -74,6 +74,8 @@ def parse_args():
                         "as phase 4's --order-seed does")
     parser.add_argument("--no-isolated", action="store_true", help="time only the compute-only and the wrapped "
                         "steps (no seq, comm or ideal rows): what a comparison's contender needs")
+    parser.add_argument("--emulate-nodes", type=int, default=1, help="split the ranks into N nodes on this host "
+                        "(consecutive ranks, NCCL_HOSTID per node), as phase 4's --emulate-nodes (default: 1)")
     parser.add_argument("--iters", type=int, default=20, help="timed iterations per mode (default: 20)")
     parser.add_argument("--warmup", type=int, default=5, help="untimed iterations before them (default: 5)")
     parser.add_argument("--lr", type=float, default=0.01, help="SGD learning rate (default: 0.01)")
@@ -95,6 +97,9 @@ def parse_args():
               ("--seed", args.seed, args.seed >= 0, "at least 0"),
               ("--order-seed", args.order_seed, args.order_seed is None or 0 <= args.order_seed < 2 ** 32,
                "0 to 2^32-1"),
+              ("--emulate-nodes", args.emulate_nodes,
+               1 <= args.emulate_nodes <= 1024 and int(os.environ.get("WORLD_SIZE", 1)) % args.emulate_nodes == 0,
+               "1 to 1024, a divisor of the ranks (WORLD_SIZE)"),
               ("--seq", args.seq, 1 <= args.seq <= 1 << 20, "from 1 to 1048576"),
               ("--micro-batch", args.micro_batch, 1 <= args.micro_batch <= 1 << 16, "from 1 to 65536"),
               ("--blocks", args.blocks, 0 <= args.blocks <= 4096, "from 0 (all) to 4096")]
@@ -432,6 +437,9 @@ def main():
         return 77
     timings = {"import": round(IMPORTED - STARTED, 2)}
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if args.emulate_nodes > 1:  # read by NCCL when the process group is created: its nodes joined by its network
+        world = int(os.environ.get("WORLD_SIZE", 1))
+        os.environ["NCCL_HOSTID"] = f"overlap-bench-node-{int(os.environ.get('RANK', 0)) // (world // args.emulate_nodes)}"
     torch.cuda.set_device(local_rank)
     dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -469,6 +477,7 @@ def main():
                 "commit": ob_csv.commit_id(),
                 # seconds since the process started: torch imported, the process group up; each configuration's run
                 "timings_s": timings, "order_seed": args.order_seed, "point_order": order,
+                "emulated_nodes": args.emulate_nodes,
                 "config_columns": ["system", "phase", "ranks", "chunks", "iters", *CONFIG_KEYS]}
         meta_path = path.with_name(path.stem + ".meta.json")
         meta_path.with_suffix(".tmp").write_text(json.dumps(meta, indent=2) + "\n")

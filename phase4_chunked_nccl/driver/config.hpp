@@ -46,6 +46,7 @@ struct Config {
   int nccl_min_ctas = 0;  // ncclConfig_t.minCTAs (0: NCCL's default)
   CtaPolicy nccl_cta_policy = CtaPolicy::kDefault;  // ncclConfig_t.CTAPolicy
   Transport transport = Transport::kNvlink;  // how NCCL moves data between the GPUs (transport.hpp)
+  int emulate_nodes = 1;  // the ranks split into this many "nodes" by NCCL_HOSTID (transport.hpp, node_of_rank)
   bool nccl_path = false;  // read the path NCCL took from its INFO log into the metadata (nccl_path.hpp)
   WireType comm_dtype = WireType::kFp32;  // the type the gradient travels in
   int accum_steps = 1;  // micro-steps per step: gradients accumulate, communication only after the last

@@ -99,6 +99,7 @@ void describe(const Config& config, const SweepResult& sweep, const ob::PowerMon
                                                                  : nlohmann::json(config.calibrations);
   }
   if (config.shuffle) result.meta["order_seed"] = config.order_seed;
+  if (config.emulate_nodes > 1) result.meta["emulated_nodes"] = config.emulate_nodes;
   if (sweep.order.size() > 1) result.meta["point_order"] = sweep.order;
   const int blocks = config.blocks > 0 ? config.blocks : config.shape.layers;
   const std::string model =
@@ -143,6 +144,8 @@ std::atomic<ncclComm_t>& live_comm() {
 
 std::variant<int, ob::PhaseResult> run_job(Config& config, const ob::PhaseContext& context) {
   apply_transport(config.transport);  // before the first NCCL call
+  const int node = node_of_rank(context.rank, context.ranks, config.emulate_nodes);
+  if (config.emulate_nodes > 1) setenv("NCCL_HOSTID", emulated_host_id(node).c_str(), 1);
   const std::string nccl_log = start_nccl_log(config);
   const int device = choose_gpu(context);
   if (device < 0) return ob::kExitSkipped;

@@ -26,6 +26,11 @@ void add_communication_options(CLI::App& app, Config& config) {
                       "How NCCL moves data between the GPUs: nvlink (peer to peer, NCCL's choice), shm (through host "
                       "shared memory), socket (its network transport over loopback); the NCCL variables it sets are "
                       "in the metadata");
+  app.add_option("--emulate-nodes", config.emulate_nodes,
+                 "Split the ranks into N nodes on this host (consecutive ranks, NCCL_HOSTID per node): NCCL joins "
+                 "the nodes by its network transport as it would separate hosts; N divides the ranks")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
   app.add_flag("--nccl-path", config.nccl_path,
                "Read the path NCCL took (its transports, channels, copy engines, registered buffers) from its own "
                "INFO log into the metadata's nccl_path");

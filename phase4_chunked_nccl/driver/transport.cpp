@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "common/errors.hpp"
+
 namespace phase4 {
 
 std::vector<std::pair<std::string, std::string>> transport_environment(Transport transport) {
@@ -13,6 +15,14 @@ std::vector<std::pair<std::string, std::string>> transport_environment(Transport
   }
   return {};
 }
+
+int node_of_rank(int rank, int ranks, int nodes) {
+  ob::require(nodes >= 1 && ranks % nodes == 0, "--emulate-nodes", std::to_string(nodes),
+              "a divisor of the " + std::to_string(ranks) + " ranks (each node the same number of GPUs)");
+  return rank / (ranks / nodes);
+}
+
+std::string emulated_host_id(int node) { return "overlap-bench-node-" + std::to_string(node); }
 
 void apply_transport(Transport transport) {
   for (const auto& [name, value] : transport_environment(transport)) setenv(name.c_str(), value.c_str(), 1);

@@ -18,4 +18,9 @@ std::vector<std::pair<std::string, std::string>> transport_environment(Transport
 // Sets them, over whatever the environment held.
 void apply_transport(Transport transport);
 
+// The emulated node of `rank` when `ranks` ranks are split into `nodes` of consecutive ranks (exit 2 naming
+// --emulate-nodes when `nodes` does not divide `ranks`), and its NCCL_HOSTID value.
+int node_of_rank(int rank, int ranks, int nodes);
+std::string emulated_host_id(int node);
+
 }  // namespace phase4

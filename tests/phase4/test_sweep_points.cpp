@@ -9,6 +9,7 @@
 #include "common/run_output.hpp"
 #include "phase4_chunked_nccl/driver/config.hpp"
 #include "phase4_chunked_nccl/driver/sweep_options.hpp"
+#include "phase4_chunked_nccl/driver/transport.hpp"
 #include "tests/support/test_support.hpp"
 
 namespace {
@@ -111,4 +112,17 @@ TEST(Phase4SweepPoints, EverySweepIsOneOptionValueEach) {
   phase4::Config config;
   ASSERT_EQ(exit_code_of({"--sweep", "sync=nccl,ce", "--sweep", "chunks=1,2"}, &config), -1);
   EXPECT_EQ(config.sweeps.size(), 2u);
+}
+
+TEST(Phase4EmulatedNodes, ConsecutiveRanksFormEachNodeAndTheNodesMustDivideTheRanks) {
+  EXPECT_EQ(phase4::node_of_rank(0, 4, 2), 0);
+  EXPECT_EQ(phase4::node_of_rank(1, 4, 2), 0);
+  EXPECT_EQ(phase4::node_of_rank(2, 4, 2), 1);
+  EXPECT_EQ(phase4::node_of_rank(3, 4, 1), 0);
+  EXPECT_EQ(phase4::emulated_host_id(1), "overlap-bench-node-1");
+  EXPECT_THROW(phase4::node_of_rank(0, 4, 3), ob::UsageError);
+  phase4::Config config;
+  ASSERT_EQ(exit_code_of({"--emulate-nodes", "2"}, &config), -1);
+  EXPECT_EQ(config.emulate_nodes, 2);
+  EXPECT_EQ(exit_code_of({"--emulate-nodes", "0"}), ob::kExitUsage);
 }
