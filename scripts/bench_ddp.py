@@ -82,10 +82,7 @@ def parse_args():
     parser.add_argument("--seed", type=int, default=1234, help="seed of the weights and data (default: 1234)")
     parser.add_argument("--csv", required=True, help="summary CSV to write (rank 0)")
     args = parser.parse_args()
-    for text in args.configs:
-        parts = text.split(",")
-        if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
-            parser.error(f"--configs: '{text}' is invalid: hidden,layers,batch as positive whole numbers")
+    check_configs(parser, args.configs)
     checks = [("--iters", args.iters, args.iters >= 1, "at least 1"),
               ("--warmup", args.warmup, args.warmup >= 0, "at least 0"),
               ("--bucket-mb", " ".join(map(str, args.bucket_mb)),
@@ -126,6 +123,14 @@ def parse_args():
     except ob_csv.UsageError as error:
         parser.error(str(error))
     return args
+
+
+def check_configs(parser, configs):
+    """--configs' values: hidden,layers,batch as positive whole numbers (a usage error naming the first that is not)."""
+    for text in configs:
+        parts = text.split(",")
+        if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
+            parser.error(f"--configs: '{text}' is invalid: hidden,layers,batch as positive whole numbers")
 
 
 def make_model(hidden, layers, device=None):

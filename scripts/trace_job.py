@@ -34,10 +34,7 @@ def parse_args():
     parser.add_argument("--steps", type=int, default=4, help="steps the profiler records (default: 4)")
     parser.add_argument("--out", required=True, help="folder to write (created)")
     args = parser.parse_args()
-    for text in args.configs:
-        parts = text.split(",")
-        if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
-            parser.error(f"--configs: '{text}' is invalid: hidden,layers,batch as positive whole numbers")
+    bench_ddp.check_configs(parser, args.configs)
     if not 1 <= args.steps <= 50 or not 1 <= args.iters <= 10000:
         parser.error("--steps: 1 to 50, --iters: 1 to 10000")
     if not all(0 < mb <= 1e6 for mb in args.bucket_mb):
@@ -68,14 +65,16 @@ def run(args, work, setting, rank, world):
     generator = torch.Generator(device="cuda").manual_seed(17 * (rank + 1))
     x, target = work.data(generator)
     options = {"lr": 0.01, **({"foreach": True} if args.fsdp else {"fused": True})}
-    optimizer = torch.optim.SGD(model.parameters(), **options)
+    def stepper(model):
+        optimizer = torch.optim.SGD(model.parameters(), **options)
 
-    def compute_step():
-        optimizer.zero_grad(set_to_none=True)
-        work.loss(model, x, target).backward()
-        optimizer.step()
+        def step():
+            optimizer.zero_grad(set_to_none=True)
+            work.loss(model, x, target).backward()
+            optimizer.step()
+        return step
 
-    compute = median_slowest(compute_step, args.iters)
+    compute = median_slowest(stepper(model), args.iters)
     torch.manual_seed(1234)
     wrapped = work.build("cuda")
     if args.fsdp:
@@ -88,13 +87,7 @@ def run(args, work, setting, rank, world):
         wrapped = nn.parallel.DistributedDataParallel(wrapped, device_ids=[torch.cuda.current_device()],
                                                       bucket_cap_mb=setting, gradient_as_bucket_view=True,
                                                       static_graph=True)
-    wrapped_optimizer = torch.optim.SGD(wrapped.parameters(), **options)
-
-    def step():
-        wrapped_optimizer.zero_grad(set_to_none=True)
-        work.loss(wrapped, x, target).backward()
-        wrapped_optimizer.step()
-
+    step = stepper(wrapped)
     step_ms = median_slowest(step, args.iters)
     label = f"{'fsdp2' if args.fsdp else 'ddp'}-{work.label.replace(',', 'x')}" + \
         ("" if args.fsdp else f"-{setting:g}mb")

@@ -8,21 +8,9 @@
 #include "phase4_chunked_nccl/driver/config.hpp"
 #include "phase4_chunked_nccl/driver/nccl_path.hpp"
 #include "phase4_chunked_nccl/driver/transport.hpp"
-#include "tests/support/test_support.hpp"
+#include "tests/phase4/phase4_options_support.hpp"
 
-namespace {
-int exit_code_of(std::vector<std::string> args, phase4::Config* out = nullptr) {
-  phase4::Config config;
-  const int code = ob::testing::exit_code_of(
-      "phase4_chunked_nccl", std::move(args), [&](CLI::App& app) { phase4::add_options(app, config); },
-      [&](const CLI::App& app) {
-        phase4::validate(app, config);
-        ob::resolve_output_paths("phase4", config.common);
-      });
-  if (out && code == -1) *out = config;
-  return code;
-}
-}  // namespace
+using phase4::testing::exit_code_of;
 
 TEST(Phase4Options, DefaultsTf32AndSweeps) {
   phase4::Config config;
