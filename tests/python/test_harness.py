@@ -56,8 +56,9 @@ def test_same_columns_modes_and_configuration_as_before(today):
         # The provenance columns (commit, hardware, host count) came later, and name this run, not the golden one.
         assert list(now.columns[-len(PROVENANCE):]) == PROVENANCE, name
         now = now.drop(columns=[c for c in PROVENANCE if c not in before.columns])
-        # So did the confidence intervals of the metrics.
-        now = now.drop(columns=[c for c in now.columns if c.endswith(("_ci_lo", "_ci_hi")) and c not in before.columns])
+        # So did the confidence intervals of the metrics, and whether each is resolved.
+        now = now.drop(columns=[c for c in now.columns if c.endswith(("_ci_lo", "_ci_hi", "_resolved"))
+                                and c not in before.columns])
         # And every row's spread (time_ms_p50_ci_rel, unstable).
         now = now.drop(columns=["time_ms_p50_ci_rel", "unstable"])
         assert sorted(now.columns) == sorted(before.columns), name
