@@ -8,7 +8,6 @@ calibration of the traced ranks and given to phase4_predict, whose DDP recommend
 assignment at each candidate cap) is the advice.
 """
 import json
-import math
 import pathlib
 import subprocess
 import tempfile

@@ -22,9 +22,7 @@ Usage:
 import hashlib
 import json
 import pathlib
-import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np

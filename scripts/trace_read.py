@@ -158,7 +158,6 @@ def read_timeline(path):
     frame = ob_csv.load_timeline(path)
     frame = frame[frame["lane"].str.startswith("overlap:") & ~frame["lane"].str.endswith(":host")]
     frame = frame[frame["point"] == ob_csv.timeline_points(frame)[0]]  # a sweep's first point
-    trace = RankTrace(str(path), system="overlap-bench")
     ranks = sorted(frame["rank"].unique())
     if not ranks:
         raise ob_csv.UsageError(f"{path}: no overlapped iteration in it")

@@ -61,7 +61,7 @@ def overlap_sentence(name, row, times):
         parts.append(f"the step took {t_ovl / bound:.2f}x its {kind}")
     speedup = number(row, "speedup")
     if not math.isnan(speedup):
-        lo, hi = number(row, "speedup_ci_lo"), number(row, "speedup_ci_hi")
+        hi = number(row, "speedup_ci_hi")
         if not resolved(row, "speedup"):
             parts.append(f"no faster than sequential within its interval ({speedup:.2f}x{interval(row, 'speedup', 1, 2)})")
         elif hi < 1 or (math.isnan(hi) and speedup < 1):

@@ -5,8 +5,6 @@ timeline in this suite's schema, the advice, the bad inputs, and memory that fol
 import gzip
 import json
 import math
-import os
-import resource
 import subprocess
 import sys
 

@@ -71,7 +71,7 @@ def fake_compare(tmp_path, rounds=2):
     """ob-compare on the headline's contenders, the three processes replaced by fake_headline.py."""
     _, args = headline.plan(spec(rounds=rounds), 2, tmp_path / "build", tmp_path)
     configs = ",".join(CONFIGS)
-    fakes = {"p4": f"--kind p4 --syncs nccl,ce", "ddp": "--kind ddp --caps 25,64", "fsdp2": "--kind fsdp2"}
+    fakes = {"p4": "--kind p4 --syncs nccl,ce", "ddp": "--kind ddp --caps 25,64", "fsdp2": "--kind fsdp2"}
     for i, arg in enumerate(args):
         if arg == "--process":
             name = args[i + 1].split("=", 1)[0]
