@@ -53,7 +53,11 @@ def load_experiment(path):
     for key, kind in kinds.items():
         if not isinstance(spec.get(key), kind) or isinstance(spec.get(key), bool) != (kind is bool):
             raise ob_csv.UsageError(f"--experiment: '{path}' is invalid: '{key}' must be a {kind.__name__}")
+    # Phase 4's fixed plans: bucket caps (MiB, the first bucket 1 MiB); absent, its default of 25.
+    spec.setdefault("caps_mb", [25])
     checks = [("rounds", 2 <= spec["rounds"] <= 100), ("iters", 1 <= spec["iters"] <= 10000),
+              ("caps_mb", isinstance(spec["caps_mb"], list) and bool(spec["caps_mb"]) and
+               all(isinstance(c, (int, float)) and not isinstance(c, bool) and 0 < c <= 1e6 for c in spec["caps_mb"])),
               ("configs", bool(spec["configs"]) and all(headline_tables.shape(c) for c in spec["configs"])),
               ("strategies", all(isinstance(s, str) and compare.PROCESS_NAME.match(s) for s in spec["strategies"])),
               ("planned_syncs", all(isinstance(s, str) and compare.PROCESS_NAME.match(s) for s in spec["planned_syncs"])),
@@ -62,6 +66,11 @@ def load_experiment(path):
         if not ok:
             raise ob_csv.UsageError(f"--experiment: '{path}' is invalid: '{key}' holds a value out of range")
     return spec
+
+
+def cap_label(sync, cap, spec):
+    """A fixed plan's contender label: the strategy, and its cap where the experiment runs several."""
+    return sync if len(spec["caps_mb"]) == 1 else f"{sync}-{cap:g}"
 
 
 def plan(spec, gpus, build, out, python=sys.executable):
@@ -77,7 +86,8 @@ def plan(spec, gpus, build, out, python=sys.executable):
                              stem.with_name(f"{config}.calibration.json")))
     files = " ".join(f"--calibration {shlex.quote(str(f))}" for _, _, f in calibrations)
     configs = ",".join(spec["configs"])
-    processes = {"p4": f"{p4} --sweep shape={configs} --sweep sync={','.join(spec['strategies'])} --sweep "
+    caps = "" if spec["caps_mb"] == [25] else f" --sweep bucket-mb={','.join(f'{c:g}' for c in spec['caps_mb'])}"
+    processes = {"p4": f"{p4} --sweep shape={configs} --sweep sync={','.join(spec['strategies'])}{caps} --sweep "
                        f"plan=caps{',auto' if spec['planned_syncs'] else ''} --plan-syncs {syncs} {files} "
                        f"--iters {spec['iters']} --order-seed {{seed}} --csv {{csv}}"}
     torch = f"{python} -m torch.distributed.run --nproc_per_node {gpus} {pathlib.Path(__file__).with_name('bench_ddp.py')} " \
@@ -91,7 +101,8 @@ def plan(spec, gpus, build, out, python=sys.executable):
     for config in spec["configs"]:
         h, l, b = headline_tables.shape(config)
         where = f"hidden={h},layers={l},batch={b}"
-        picks = [(s, "p4", f"{where},sync={s},plan=caps") for s in spec["strategies"]]
+        picks = [(cap_label(s, c, spec), "p4", f"{where},sync={s},plan=caps" + (f",bucket_mb={c:g}" if caps else ""))
+                 for s in spec["strategies"] for c in spec["caps_mb"]]
         picks += [("planned", "p4", f"{where},plan=auto")] if spec["planned_syncs"] else []
         picks += [(f"ddp-{c:g}", "ddp", f"{where},bucket_mb={c:g}") for c in spec["ddp_caps_mb"]]
         picks += [("fsdp2", "fsdp2", where)] if spec["fsdp2"] else []
@@ -116,7 +127,7 @@ def calibrate(calibrations, timeout):
 
 def predict(spec, calibrations, ranks, predictor):
     """predictions.csv before the runs that test it: per configuration and calibrated strategy the step
-    phase4_predict gives on `ranks` ranks for the caps' plan (25 MiB, the first 1 MiB), and the planner's plan (the
+    phase4_predict gives on `ranks` ranks for each cap's plan (the first bucket 1 MiB), and the planner's plan (the
     least predicted over the planned strategies), from the calibrations in `calibrations` (another machine's, say 2 GPUs for 4)."""
     import pandas as pd
 
@@ -126,7 +137,9 @@ def predict(spec, calibrations, ranks, predictor):
         if not path.is_file():
             raise ob_csv.UsageError(f"--predict-from: no {path}")
         syncs = [s["sync"] for s in json.loads(path.read_text())["strategies"]]
-        asks = [(s, "caps", ["--sync", s, "--bucket-mb", "25", "--first-bucket-mb", "1"]) for s in syncs]
+        labels = {cap_label(s, c, spec) for s in spec["strategies"] for c in spec["caps_mb"]}
+        asks = [(cap_label(s, c, spec), "caps", ["--sync", s, "--bucket-mb", f"{c:g}", "--first-bucket-mb", "1"])
+                for s in syncs for c in spec["caps_mb"] if cap_label(s, c, spec) in labels]
         asks += [("planned", "auto", ["--sync", s]) for s in spec["planned_syncs"] if s in syncs]
         for sync, plan, extra in asks:
             done = subprocess.run([predictor, "--calibration", str(path), "--ranks", str(ranks), "--links", "ib400",

@@ -78,24 +78,21 @@ void validate_point(const Config& point) {
               "at most --nccl-max-ctas (at every point of the sweep)");
   ob::require(1.0 * point.accum_steps * point.batch * point.hidden < 2147483647.0, "--accum-steps",
               std::to_string(point.accum_steps), "accum-steps * batch * hidden must stay below 2^31");
-  const SyncRow& sync = sync_row(point.sync);
-  ob::require(sync.bf16 || point.comm_dtype == WireType::kFp32, "--comm-dtype", name(point.comm_dtype),
-              "--sync " + sync.name + " moves fp32 only");
-  ob::require(sync.accumulation || point.accum_steps == 1, "--accum-steps", std::to_string(point.accum_steps),
-              "--sync " + sync.name + " runs one micro-step per step");
-  ob::require(sync.graph || !point.graph, "--graph", "on", "--sync " + sync.name + " does not run under --graph");
   std::vector<std::string> used = point.planned_syncs();
   used.push_back(point.sync);
-  for (const auto& planned : used) {
+  for (const auto& planned : used) {  // the point's strategy, and every one its plan may choose
     const SyncRow* row = find_sync(planned);  // an unknown name is refused where --plan-syncs is read
-    ob::require(!row || !row->peer_access || point.transport == Transport::kNvlink, "--transport",
-                name(point.transport),
+    if (!row) continue;
+    ob::require(row->bf16 || point.comm_dtype == WireType::kFp32, "--comm-dtype", name(point.comm_dtype),
+                "--sync " + row->name + " moves fp32 only");
+    ob::require(row->accumulation || point.accum_steps == 1, "--accum-steps", std::to_string(point.accum_steps),
+                "--sync " + row->name + " runs one micro-step per step");
+    ob::require(row->graph || !point.graph, "--graph", "on", "--sync " + row->name + " does not run under --graph");
+    ob::require(!row->peer_access || point.transport == Transport::kNvlink, "--transport", name(point.transport),
                 "--sync " + planned + " needs the GPUs' peer access, which this transport turns off (--sync nccl and "
                 "sharded run on it)");
   }
-  ob::require(point.plan_mode != PlanMode::kAuto || !point.plan_syncs.empty() ||
-                  sync.schedule == ScheduleKind::kAllReduce,
-              "--plan", name(point.plan_mode), "--plan auto plans the all-reduce strategies: not --sync " + sync.name);
+  const SyncRow& sync = sync_row(point.sync);
   ob::require(sync.cta_policy == CtaPolicy::kDefault || point.nccl_cta_policy == CtaPolicy::kDefault ||
                   point.nccl_cta_policy == sync.cta_policy,
               "--nccl-cta-policy", name(point.nccl_cta_policy),
@@ -243,10 +240,8 @@ void validate(const CLI::App& app, Config& config) {
   ob::require(!(config.plan_mode == PlanMode::kAuto && config.chunks > 0), "--plan", name(config.plan_mode),
               "--plan auto chooses the buckets: not with --chunks");
   for (const auto& name : ob::split_list(config.plan_syncs)) {
-    const SyncRow* row = find_sync(name);
-    ob::require(row && row->schedule == ScheduleKind::kAllReduce, "--plan-syncs", config.plan_syncs,
-                "comma-separated all-reduce strategies: " + sync_list(ScheduleKind::kAllReduce) +
-                    " (sharded ones are not planned)");
+    ob::require(find_sync(name) != nullptr, "--plan-syncs", config.plan_syncs,
+                "comma-separated strategies: " + sync_list());
   }
   const bool plan_swept = std::any_of(config.sweeps.begin(), config.sweeps.end(),
                                       [](const std::string& s) { return s.rfind("plan=", 0) == 0; });

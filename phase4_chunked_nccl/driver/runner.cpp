@@ -290,7 +290,7 @@ PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob:
     const std::uint64_t wrong = ob::total_across_ranks(run.wrong, comm);
     checks.mode_checks(mode, run.ranks_agree, wrong, run.first_wrong);
     ob::SummaryRow row = mode_row(config, base, run, trainer.wire_bytes(), wrong, comm);
-    if (mode == ob::Mode::kOverlap && calibrated) {  // a calibration holds all-reduce strategies only
+    if (mode == ob::Mode::kOverlap && calibrated) {
       const Prediction prediction = predict(*calibration, *calibrated, plan);
       row.set("predicted_ms", prediction.step_ms).set("predicted_extrapolated", prediction.extrapolated);
     }

@@ -9,6 +9,7 @@
 #include "common/cuda/cuda_check.hpp"
 #include "common/errors.hpp"
 #include "common/mpi_check.hpp"
+#include "common/metrics.hpp"
 #include "common/mpi_session.hpp"
 #include "common/options.hpp"
 #include "common/stats.hpp"
@@ -67,8 +68,58 @@ double summed_medians(const std::vector<std::vector<double>>& tasks, MPI_Comm co
 // it follows the iteration protocol's steady-state rule (--warmup, then until steady), on a GPU already warm.
 constexpr double kCalibrationWarmupMs = 500;
 
-// The planner's calibration (planner.hpp): for each planned strategy a compute-only run (the fastest one's times are
-// kept), and for each size of calibration_sizes() a plan of equal buckets run comm-only and overlapped.
+// A sharded strategy's step from one size's runs (planner.hpp, ShardedCalibration): the compute-only run's forward
+// layers, deferred updates and backward steps, the comm-only run's gathers, and the overlapped run's stretch of the
+// gathers and slowdown of the forward layers.
+ShardedCalibration sharded_step(const Config& config, const ModeRun& compute, const ModeRun& alone,
+                                const ModeRun& overlapped, MPI_Comm comm) {
+  ShardedCalibration s;
+  s.prefetch = config.prefetch;
+  auto medians = [comm](const std::vector<std::vector<double>>& tasks) {
+    std::vector<double> out;
+    for (const auto& samples : tasks) out.push_back(ob::slowest_median(samples, comm));
+    return out;
+  };
+  s.layer_ms = medians(compute.layer_ms);
+  s.update_ms = medians(compute.layer_update_ms);
+  s.step_ms = medians(compute.step_ms);
+  s.gather_ms = medians(alone.gather_ms);
+  s.iteration_ms = ob::summarize(ob::max_across_ranks(compute.iter_ms, comm)).p50;
+  s.forward_rest_ms = std::max(0.0, ob::slowest_median(compute.forward_ms, comm) - ob::sum_ms(s.layer_ms) -
+                                        ob::sum_ms(s.update_ms));
+  const double gathers = ob::sum_ms(s.gather_ms);
+  s.gather_stretch = gathers > 0 ? summed_medians(overlapped.gather_ms, comm) / gathers : 1.0;
+  s.forward_slowdown = summed_medians(overlapped.layer_ms, comm) / ob::sum_ms(s.layer_ms) - 1;
+  return s;
+}
+
+// One calibrated size of `strategy` from its plan's comm-only and overlapped runs: c(m) the median of the full-size
+// buckets (the last one may be smaller), g(m), r(m) and sigma(m) (planner.hpp).
+void add_size(StrategyCalibration& strategy, const BucketPlan& plan, const ModeRun& alone, const ModeRun& overlapped,
+              double compute_backward, MPI_Comm comm) {
+  std::uint64_t largest = 0;
+  for (const auto& bucket : plan.buckets) largest = std::max(largest, bucket.size());
+  std::vector<double> full;
+  double busy = 0;  // the comm stream's time in its buckets
+  for (std::size_t b = 0; b < plan.buckets.size(); ++b) {
+    const double ms = ob::slowest_median(alone.bucket_ms[b], comm);
+    busy += ms;
+    if (plan.buckets[b].size() == largest) full.push_back(ms);
+  }
+  // The comm-only step's time beyond its buckets (a sharded strategy's: beyond its gathers too).
+  const double alone_ms = ob::summarize(ob::max_across_ranks(alone.iter_ms, comm)).p50 -
+                          (alone.gather_ms.empty() ? 0.0 : summed_medians(alone.gather_ms, comm));
+  strategy.bytes.push_back(largest * 4.0);
+  strategy.comm_ms.push_back(ob::summarize(full).p50);
+  strategy.gap_ms.push_back(std::max(0.0, alone_ms - busy) / plan.buckets.size());
+  strategy.stretch.push_back(summed_medians(overlapped.bucket_ms, comm) / summed_medians(alone.bucket_ms, comm));
+  strategy.slowdown.push_back(ob::slowest_median(overlapped.backward_total_ms, comm) / compute_backward - 1);
+}
+
+// The planner's calibration (planner.hpp): for each planned strategy a compute-only run (the fastest all-reduce
+// one's times are kept; a sharded strategy keeps its own), and for each size of calibration_sizes() a plan of equal
+// buckets run comm-only and overlapped; a size whose buckets, as the strategy runs them, are no larger than the last
+// one's (a sharded strategy's whole tensors) is not run again.
 Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, int ranks, MPI_Comm comm,
                       ob::SteadyClock::time_point origin, CommCache& comms, std::ostream* progress) {
   Calibration calibration = describe_run(base, ranks, gpu);
@@ -83,6 +134,7 @@ Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, 
     config.plan_ends.clear();
     config.common.check = false;
     config.common.iters = std::max(config.common.iters, 20);
+    const bool sharded = sync_row(sync).schedule == ScheduleKind::kSharded;
     Trainer trainer(config, rank, ranks, comms.get(config.nccl_settings()), comm);
     if (!warm) {  // the trainer reads its config when it runs: one compute-only run of kCalibrationWarmupMs
       const ModeRun probe = trainer.run(ob::Mode::kCompute, trainer.adapt(base.plan()), false, origin);
@@ -94,9 +146,13 @@ Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, 
     }
     StrategyCalibration strategy;
     strategy.sync = sync;
+    double sharded_iteration = 0;
     for (const double bytes : sizes) {
       const double mb = bytes / (1 << 20);
       const BucketPlan plan = trainer.adapt(plan_by_size(config.layout(), mb, mb));
+      std::uint64_t largest = 0;
+      for (const auto& bucket : plan.buckets) largest = std::max(largest, bucket.size());
+      if (!strategy.bytes.empty() && largest * 4.0 <= strategy.bytes.back()) continue;  // rounded onto the last size
       if (progress) {
         *progress << "phase4: calibration: --sync " << sync << ", " << plan.describe() << std::endl;
       }
@@ -108,40 +164,31 @@ Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, 
       trainer.reset_weights();
       const ModeRun compute = trainer.run(ob::Mode::kCompute, plan, false, origin);
       const double compute_backward = ob::slowest_median(compute.backward_total_ms, comm);
-      {
-        const double iteration = ob::summarize(ob::max_across_ranks(compute.iter_ms, comm)).p50;
-        if (best_iteration == 0 || iteration < best_iteration) {
-          best_iteration = calibration.iteration_ms = iteration;
-          calibration.forward_ms = ob::slowest_median(compute.forward_ms, comm);
-          calibration.update_ms = ob::slowest_median(compute.update_ms, comm);
-          calibration.step_ms.clear();
-          for (const auto& samples : compute.step_ms) calibration.step_ms.push_back(ob::slowest_median(samples, comm));
-        }
+      const double iteration = ob::summarize(ob::max_across_ranks(compute.iter_ms, comm)).p50;
+      if (!sharded && (best_iteration == 0 || iteration < best_iteration)) {
+        best_iteration = calibration.iteration_ms = iteration;
+        calibration.forward_ms = ob::slowest_median(compute.forward_ms, comm);
+        calibration.update_ms = ob::slowest_median(compute.update_ms, comm);
+        calibration.step_ms.clear();
+        for (const auto& samples : compute.step_ms) calibration.step_ms.push_back(ob::slowest_median(samples, comm));
       }
       trainer.reset_weights();
       const ModeRun alone = trainer.run(ob::Mode::kComm, plan, false, origin);
       trainer.reset_weights();
       const ModeRun overlapped = trainer.run(ob::Mode::kOverlap, plan, false, origin);
-      // One bucket's time: the median over the plan's full-size buckets (the last one may be smaller).
-      std::uint64_t largest = 0;
-      for (const auto& bucket : plan.buckets) largest = std::max(largest, bucket.size());
-      std::vector<double> full;
-      double busy = 0;  // the comm stream's time in its buckets
-      for (std::size_t b = 0; b < plan.buckets.size(); ++b) {
-        const double ms = ob::slowest_median(alone.bucket_ms[b], comm);
-        busy += ms;
-        if (plan.buckets[b].size() == largest) full.push_back(ms);
+      if (sharded && (sharded_iteration == 0 || iteration < sharded_iteration)) {
+        sharded_iteration = iteration;
+        strategy.sharded = sharded_step(config, compute, alone, overlapped, comm);
       }
-      const double alone_ms = ob::summarize(ob::max_across_ranks(alone.iter_ms, comm)).p50;
-      const double bucket_bytes = largest * 4.0;
-      if (!strategy.bytes.empty() && bucket_bytes <= strategy.bytes.back()) continue;  // rounded onto the last size
-      strategy.bytes.push_back(bucket_bytes);
-      strategy.comm_ms.push_back(ob::summarize(full).p50);
-      strategy.gap_ms.push_back(std::max(0.0, alone_ms - busy) / plan.buckets.size());
-      strategy.stretch.push_back(summed_medians(overlapped.bucket_ms, comm) / summed_medians(alone.bucket_ms, comm));
-      strategy.slowdown.push_back(ob::slowest_median(overlapped.backward_total_ms, comm) / compute_backward - 1);
+      add_size(strategy, plan, alone, overlapped, compute_backward, comm);
     }
     calibration.strategies.push_back(strategy);
+  }
+  if (best_iteration == 0) {  // sharded strategies only: the shared compute parts from the first one's step
+    const ShardedCalibration& s = calibration.strategies.front().sharded;
+    calibration.iteration_ms = s.iteration_ms;
+    calibration.step_ms = s.step_ms;
+    calibration.forward_ms = ob::sum_ms(s.layer_ms) + ob::sum_ms(s.update_ms) + s.forward_rest_ms;
   }
   return calibration;
 }

@@ -38,6 +38,37 @@ void require_positive(const std::vector<double>& values, const std::string& key,
   }
 }
 
+// A sharded strategy's step (`where` names it in messages); its per-layer lists checked against the layers later.
+ShardedCalibration sharded_from_json(const nlohmann::json& json, const std::string& where, const std::string& source) {
+  ShardedCalibration s;
+  s.prefetch = field<int>(json, "prefetch", where, source);
+  s.forward_rest_ms = field<double>(json, "forward_rest_ms", where, source);
+  s.iteration_ms = field<double>(json, "iteration_ms", where, source);
+  s.gather_stretch = field<double>(json, "gather_stretch", where, source);
+  s.forward_slowdown = field<double>(json, "forward_slowdown", where, source);
+  s.layer_ms = field<std::vector<double>>(json, "layer_ms", where, source);
+  s.update_ms = field<std::vector<double>>(json, "update_ms", where, source);
+  s.gather_ms = field<std::vector<double>>(json, "gather_ms", where, source);
+  s.step_ms = field<std::vector<double>>(json, "step_ms", where, source);
+  const auto invalid = [&](const std::string& what) {
+    return ob::UsageError("--calibration: '" + source + "' is invalid: " + where + what);
+  };
+  if (s.prefetch < 0) throw invalid("prefetch must be >= 0");
+  require_positive(s.layer_ms, where + "layer_ms", source);
+  require_positive(s.step_ms, where + "step_ms", source);
+  require_positive({s.iteration_ms, s.gather_stretch}, where + "iteration_ms and gather_stretch", source);
+  for (const auto& list : {s.update_ms, s.gather_ms, std::vector<double>{s.forward_rest_ms}}) {
+    for (double v : list) {
+      if (!(v >= 0 && v <= kLargestCalibrated)) throw invalid("update_ms, gather_ms and forward_rest_ms must be >= 0");
+    }
+  }
+  if (!(s.forward_slowdown > -1 && s.forward_slowdown <= kLargestCalibrated)) throw invalid("forward_slowdown must be > -1");
+  if (s.layer_ms.empty() || s.update_ms.size() != s.layer_ms.size() || s.gather_ms.size() != s.layer_ms.size()) {
+    throw invalid("layer_ms, update_ms and gather_ms need one time per layer each");
+  }
+  return s;
+}
+
 // One entry of a calibration's 'strategies' (`where` names it in messages).
 StrategyCalibration strategy_from_json(const nlohmann::json& entry, const std::string& where, const std::string& source) {
   const auto invalid = [&](const std::string& what) {
@@ -46,10 +77,7 @@ StrategyCalibration strategy_from_json(const nlohmann::json& entry, const std::s
   StrategyCalibration s;
   s.sync = field<std::string>(entry, "sync", where, source);
   const SyncRow* row = find_sync(s.sync);
-  if (!row || row->schedule != ScheduleKind::kAllReduce) {
-    throw invalid(where + "sync '" + s.sync + "' is not an all-reduce strategy (" +
-                  sync_list(ScheduleKind::kAllReduce) + ")");
-  }
+  if (!row) throw invalid(where + "sync '" + s.sync + "' is not a strategy of this build (" + sync_list() + ")");
   s.bytes = field<std::vector<double>>(entry, "bytes", where, source);
   s.comm_ms = field<std::vector<double>>(entry, "comm_ms", where, source);
   s.stretch = field<std::vector<double>>(entry, "stretch", where, source);
@@ -77,6 +105,9 @@ StrategyCalibration strategy_from_json(const nlohmann::json& entry, const std::s
       throw ob::UsageError("--calibration: '" + source + "' is invalid: " + where + "slowdown must be > -1");
     }
   }
+  if (row->schedule == ScheduleKind::kSharded) {
+    s.sharded = sharded_from_json(field<nlohmann::json>(entry, "sharded", where, source), where + "sharded.", source);
+  }
   return s;
 }
 
@@ -94,6 +125,12 @@ nlohmann::json Calibration::to_json() const {
   for (const auto& s : strategies) {
     list.push_back({{"sync", s.sync}, {"bytes", s.bytes}, {"comm_ms", s.comm_ms}, {"gap_ms", s.gap_ms}, {"stretch", s.stretch},
                     {"slowdown", s.slowdown}});
+    if (s.sharded.empty()) continue;
+    const ShardedCalibration& h = s.sharded;
+    list.back()["sharded"] = {{"prefetch", h.prefetch}, {"forward_rest_ms", h.forward_rest_ms},
+                              {"iteration_ms", h.iteration_ms}, {"gather_stretch", h.gather_stretch},
+                              {"forward_slowdown", h.forward_slowdown}, {"layer_ms", h.layer_ms},
+                              {"update_ms", h.update_ms}, {"gather_ms", h.gather_ms}, {"step_ms", h.step_ms}};
   }
   nlohmann::json out = {{"kind", "overlap-bench phase4 calibration"},
           {"schema_version", 1},
@@ -175,6 +212,10 @@ Calibration Calibration::from_json(const nlohmann::json& json, const std::string
     StrategyCalibration s = strategy_from_json(list[k], where, source);
     for (const auto& earlier : c.strategies) {
       if (earlier.sync == s.sync) throw invalid(where + "sync '" + s.sync + "' is calibrated twice");
+    }
+    const auto layers = static_cast<std::size_t>(c.layers);
+    if (!s.sharded.empty() && (s.sharded.layer_ms.size() != layers || s.sharded.step_ms.size() != layers)) {
+      throw invalid(where + "sharded's per-layer lists need one time per layer (" + std::to_string(layers) + ")");
     }
     c.strategies.push_back(s);
   }

@@ -1,5 +1,7 @@
 #include "phase4_chunked_nccl/planner/model_estimate.hpp"
 
+#include <algorithm>
+
 #include <cmath>
 
 #include "common/errors.hpp"
@@ -37,6 +39,15 @@ Calibration estimate_model(const Calibration& c, const ModelWork& work) {
   // slowdown and stretch are those of no overlap (about 0 and 1). In a larger model a bucket of that size overlaps
   // the backward: it takes those of the largest size measured beside compute.
   const double whole = 4.0 * c.layers * c.hidden * static_cast<double>(c.hidden);
+  // A sharded strategy's step is measured per layer of the calibrated model, which this estimate does not rebuild:
+  // it is left out (the all-reduce strategies are estimated).
+  e.strategies.erase(std::remove_if(e.strategies.begin(), e.strategies.end(),
+                                    [](const StrategyCalibration& s) { return !s.sharded.empty(); }),
+                     e.strategies.end());
+  if (e.strategies.empty()) {
+    throw ob::UsageError("--model: the calibration holds sharded strategies only, whose step is not estimated for "
+                         "another model: calibrate an all-reduce one too (--plan-syncs nccl,...)");
+  }
   for (StrategyCalibration& s : e.strategies) {
     const std::size_t n = s.bytes.size();
     if (n >= 2 && s.bytes.back() >= whole * (1 - 1e-9)) {

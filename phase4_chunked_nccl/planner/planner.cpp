@@ -11,6 +11,7 @@
 #include "common/metadata.hpp"
 #include "common/metrics.hpp"
 #include "common/options.hpp"
+#include "phase4_chunked_nccl/schedule/sharded_bound.hpp"
 
 namespace phase4 {
 namespace {
@@ -59,18 +60,48 @@ std::vector<std::uint64_t> piece_ends(const GradientLayout& layout, int pieces) 
 }
 
 // The iteration's time outside its measured tasks (launch gaps, events), added back as schedule_bound_ms does.
-double overhead_ms(const Calibration& c) {
-  double tasks = c.forward_ms + c.update_ms;
-  for (double s : c.step_ms) tasks += s;
-  return std::max(0.0, c.iteration_ms - tasks);
-}
+double overhead_ms(double iteration_ms, double tasks_ms) { return std::max(0.0, iteration_ms - tasks_ms); }
 
 struct Model {
   const Calibration& calibration;
   const StrategyCalibration& strategy;
-  const CommTime& comm;
+  const Target& target;
   GradientLayout layout = calibration.layout();
-  double isolated_ms(double bytes) const { return comm ? comm(bytes) : strategy.comm_ms_at(bytes); }
+  const ShardedCalibration& sharded = strategy.sharded;
+  // The backward steps' compute-only times, the compute and communication clocks when the backward starts, and
+  // what follows the pipeline's end (all-reduce: the update; both: the iteration's overhead).
+  std::vector<double> steps = sharded.empty() ? calibration.step_ms : sharded.step_ms;
+  double compute_start = 0, comm_start = 0, tail_ms = 0;
+
+  Model(const Calibration& c, const StrategyCalibration& s, const Target& t) : calibration(c), strategy(s), target(t) {
+    const double backward = ob::sum_ms(steps);
+    if (sharded.empty()) {
+      compute_start = c.forward_ms;
+      tail_ms = c.update_ms + overhead_ms(c.iteration_ms, c.forward_ms + backward + c.update_ms);
+      return;
+    }
+    ShardedStep forward;  // the forward as the calibration ran it, here under overlap
+    forward.prefetch = sharded.prefetch;
+    forward.forward_rest_ms = sharded.forward_rest_ms;
+    const double share = target.ranks > 0 ? static_cast<double>(c.ranks) / target.ranks : 1.0;
+    for (std::size_t l = 0; l < sharded.layer_ms.size(); ++l) {
+      forward.layer_ms.push_back(sharded.layer_ms[l] * (1 + sharded.forward_slowdown));
+      forward.update_ms.push_back(sharded.update_ms[l] * share);
+      forward.gather_ms.push_back(sharded.gather_ms[l] * sharded.gather_stretch * gather_scale(l));
+    }
+    sharded_forward(forward, compute_start, comm_start);
+    const double tasks = ob::sum_ms(sharded.layer_ms) + ob::sum_ms(sharded.update_ms) + sharded.forward_rest_ms;
+    tail_ms = overhead_ms(sharded.iteration_ms, tasks + backward);
+  }
+  // Forward layer l's gather on the target: as the reductions' time at that layer's size scales (1 calibrated).
+  double gather_scale(std::size_t l) const {
+    if (!target.comm) return 1.0;
+    const int step = layout.steps() - 1 - static_cast<int>(l);  // forward layer l is backward step L - 1 - l
+    const double bytes = (layout.ends[step] - layout.begin(step)) * kBytesPerElement;
+    const double calibrated = strategy.comm_ms_at(bytes);
+    return calibrated > 0 ? target.comm(bytes) / calibrated : 1.0;
+  }
+  double isolated_ms(double bytes) const { return target.comm ? target.comm(bytes) : strategy.comm_ms_at(bytes); }
   // A bucket's time in the overlapped step: its isolated time, and what the compute beside it added on the
   // calibrated link (stretch - 1 times the calibrated time). The stretch is measured on the comm stream, which is
   // the pipeline's throughput; a strategy whose buckets end on other streams (ce: the sum on the compute stream, the
@@ -84,6 +115,8 @@ struct Model {
     return isolated_ms(bytes) + ((last ? std::max(1.0, stretch) : stretch) - 1) * strategy.comm_ms_at(bytes) +
            strategy.gap_ms_at(bytes);
   }
+  // Pieces per backward step for the programme: a sharded strategy's buckets hold whole tensors.
+  int pieces() const { return sharded.empty() ? pieces_per_layer(layout.steps()) : 1; }
 };
 
 // The plan of least predicted step for a fixed backward slowdown: f[j], the least finish time of the bucket ending
@@ -92,16 +125,15 @@ struct Model {
 // last bucket decides), the one whose buckets slow the backward least (their isolated time times the slowdown of
 // their size, summed) is kept: an additive tie-break, which composes too.
 BucketPlan best_for_slowdown(const Model& model, double slowdown) {
-  const Calibration& c = model.calibration;
   const GradientLayout& layout = model.layout;
-  const auto ends = piece_ends(layout, pieces_per_layer(layout.steps()));
-  std::vector<double> ready(c.step_ms.size());  // compute clock at the end of each backward step
-  double clock = c.forward_ms;
-  for (std::size_t s = 0; s < ready.size(); ++s) ready[s] = clock += c.step_ms[s] * (1 + slowdown);
+  const auto ends = piece_ends(layout, model.pieces());
+  std::vector<double> ready(model.steps.size());  // compute clock at the end of each backward step
+  double clock = model.compute_start;
+  for (std::size_t s = 0; s < ready.size(); ++s) ready[s] = clock += model.steps[s] * (1 + slowdown);
   const std::size_t n = ends.size();
   std::vector<double> finish(n + 1, std::numeric_limits<double>::infinity()), slowing(n + 1, 0);
   std::vector<std::size_t> from(n + 1, 0);
-  finish[0] = 0;
+  finish[0] = model.comm_start;
   auto end_of = [&](std::size_t j) { return j == 0 ? std::uint64_t{0} : ends[j - 1]; };
   for (std::size_t j = 1; j <= n; ++j) {
     const double ready_j = ready[static_cast<std::size_t>(layout.ready_step(end_of(j)))];
@@ -122,7 +154,6 @@ BucketPlan best_for_slowdown(const Model& model, double slowdown) {
 }
 
 Prediction predict_with(const Model& model, const BucketPlan& plan) {
-  const Calibration& c = model.calibration;
   Prediction prediction;
   double weighted = 0, total = 0;
   std::vector<double> comm_ms;
@@ -138,10 +169,11 @@ Prediction predict_with(const Model& model, const BucketPlan& plan) {
     prediction.extrapolated = prediction.extrapolated || bytes < low * (1 - 1e-9) || bytes > high * (1 + 1e-9);
   }
   prediction.slowdown = total > 0 ? weighted / total : 0;
-  std::vector<double> steps = c.step_ms;
+  std::vector<double> steps = model.steps;
   for (double& s : steps) s *= 1 + prediction.slowdown;
-  prediction.step_ms =
-      c.forward_ms + ob::pipeline_bound_ms(steps, comm_ms, ready) + c.update_ms + overhead_ms(c);
+  double compute_end = model.compute_start, comm_end = model.comm_start;
+  ob::run_pipeline(steps, comm_ms, ready, compute_end, comm_end);
+  prediction.step_ms = std::max(compute_end, comm_end) + model.tail_ms;
   return prediction;
 }
 
@@ -179,21 +211,22 @@ double StrategyCalibration::stretch_at(double m) const { return log_linear(bytes
 double StrategyCalibration::slowdown_at(double m) const { return log_linear(bytes, slowdown, m); }
 
 Prediction predict(const Calibration& calibration, const StrategyCalibration& strategy, const BucketPlan& plan,
-                   const CommTime& comm) {
-  return predict_with(Model{calibration, strategy, comm}, plan);
+                   const Target& target) {
+  return predict_with(Model(calibration, strategy, target), plan);
 }
 
 int pieces_per_layer(int layers) { return std::max(1, std::min(8, 512 / std::max(1, layers))); }
 
 std::vector<PlanChoice> choose_plans(const Calibration& calibration, const std::vector<std::string>& syncs,
-                                     const CommTime& comm) {
+                                     const Target& target) {
   std::vector<PlanChoice> choices;
   for (const auto& strategy : calibration.strategies) {
     if (!syncs.empty() && std::find(syncs.begin(), syncs.end(), strategy.sync) == syncs.end()) continue;
-    const Model model{calibration, strategy, comm};
+    const Model model(calibration, strategy, target);
     PlanChoice best{strategy.sync, {}, {}};
     best.prediction.step_ms = std::numeric_limits<double>::infinity();
-    auto consider = [&](const BucketPlan& plan) {
+    auto consider = [&](const BucketPlan& given) {  // as the strategy runs it: a sharded one, in whole tensors
+      const BucketPlan plan = strategy.sharded.empty() ? given : align_plan_to_steps(given, model.layout);
       const Prediction prediction = predict_with(model, plan);
       if (prediction.step_ms < best.prediction.step_ms) best = {strategy.sync, plan, prediction};
       return prediction;
@@ -223,6 +256,35 @@ std::vector<PlanChoice> choose_plans(const Calibration& calibration, const std::
     return a.prediction.step_ms < b.prediction.step_ms;
   });
   return choices;
+}
+
+// The strategy DDP's buckets are predicted with: nccl's all-reduces where calibrated, else the first all-reduce
+// strategy's (null: sharded ones only).
+const StrategyCalibration* ddp_like(const Calibration& c) {
+  if (const auto* nccl = c.strategy("nccl")) return nccl;
+  for (const auto& s : c.strategies) {
+    if (s.sharded.empty()) return &s;
+  }
+  return nullptr;
+}
+
+// DDP's plan for a cap as PyTorch assigns it (whole tensors, a 1 MiB first bucket: plan_like_ddp); the cap
+// predicted best, and its step (NaN and NaN: no all-reduce strategy calibrated). DDP's default of 25 MiB unless
+// another cap is predicted faster by more than a millionth: caps below the largest tensors often give the same
+// buckets.
+double best_ddp_cap(const Calibration& c, const Target& target, double* best_ms) {
+  const StrategyCalibration* found = ddp_like(c);
+  if (!found) return *best_ms = std::nan("");
+  const StrategyCalibration& s = *found;
+  const GradientLayout layout = c.layout();
+  auto step_ms = [&](double cap) { return predict(c, s, plan_like_ddp(layout, cap), target).step_ms; };
+  double best_cap = 25;
+  *best_ms = step_ms(best_cap);
+  for (double cap : kCandidateCapsMb) {
+    const double ms = step_ms(cap);
+    if (ms < *best_ms * (1 - 1e-6)) *best_ms = ms, best_cap = cap;
+  }
+  return best_cap;
 }
 
 }  // namespace phase4

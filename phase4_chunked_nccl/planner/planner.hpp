@@ -16,6 +16,14 @@
 // depend on size; otherwise the best of those programmes' plans and of the equal, DDP-style (1 MiB first bucket) and
 // DDP's own (plan_like_ddp: whole steps) plans of kCandidateCapsMb (a slowdown that grows with size can favour small buckets that no single-sigma
 // programme picks).
+//
+// Sharded strategies (sharded, sharded-ce: schedule/sharded.cu) are planned the same way from their own calibration:
+// their compute-only step (each forward layer's time and deferred update, the backward steps), each layer's
+// all-gather alone, its stretch and the forward's slowdown under overlap. The predicted step replays the schedule's
+// forward (sharded_bound.hpp: updates, gathers, layers) and then the backward pipeline of the reductions behind the
+// gathers, as above; buckets hold whole tensors, so the programme cuts at backward steps only. For other rank counts
+// (phase4_predict) the gathers scale as the reductions' time at the layer's size does and each rank's updates with
+// its share of the slices.
 #pragma once
 
 #include <cstdint>
@@ -30,11 +38,22 @@
 
 namespace phase4 {
 
+// A sharded strategy's own step (empty for the all-reduce ones): its compute-only run's forward layers, their
+// deferred updates, the forward's rest, its backward steps and iteration; each forward layer's all-gather alone; under
+// overlap, the gathers' stretch and the forward layers' slowdown; the --prefetch it ran with.
+struct ShardedCalibration {
+  int prefetch = 0;
+  double forward_rest_ms = 0, iteration_ms = 0, gather_stretch = 1, forward_slowdown = 0;
+  std::vector<double> layer_ms, update_ms, gather_ms, step_ms;
+  bool empty() const { return layer_ms.empty(); }
+};
+
 // One strategy's communication as calibrated: per message size (ascending), the isolated time of one bucket, and
-// the gap between buckets on the comm stream, the stretch and slowdown under overlap.
+// the gap between buckets on the comm stream, the stretch and slowdown under overlap; a sharded one's step.
 struct StrategyCalibration {
   std::string sync;
   std::vector<double> bytes, comm_ms, gap_ms, stretch, slowdown;
+  ShardedCalibration sharded;
 
   // c(m): linear between the two calibrated sizes around m (latency + bytes / bandwidth of that range); outside the
   // range, the nearest range's line, and *extrapolated set.
@@ -107,10 +126,17 @@ struct Prediction {
   bool extrapolated = false;  // a bucket outside the calibrated sizes
 };
 
-// The predicted overlapped step of `plan` (buckets as the strategy runs them) with `strategy`'s calibration; `comm`
-// replaces its c(m) where given.
+// Where a prediction is for: the calibrated ranks and link (the defaults), or `ranks` ranks whose bucket times are
+// `comm` (phase4_predict's other machines).
+struct Target {
+  Target(CommTime comm_time = nullptr, int rank_count = 0) : comm(std::move(comm_time)), ranks(rank_count) {}
+  CommTime comm;
+  int ranks;  // 0: the calibration's
+};
+
+// The predicted overlapped step of `plan` (buckets as the strategy runs them) with `strategy`'s calibration.
 Prediction predict(const Calibration& calibration, const StrategyCalibration& strategy, const BucketPlan& plan,
-                   const CommTime& comm = nullptr);
+                   const Target& target = {});
 
 struct PlanChoice {
   std::string sync;
@@ -125,8 +151,16 @@ extern const std::vector<double> kCandidateCapsMb;
 int pieces_per_layer(int layers);
 
 // The plan of least predicted step for each strategy in `syncs` (all calibrated ones when empty), the best of them
-// first. Boundaries fall on 1/pieces_per_layer() of a backward step.
+// first. Boundaries fall on 1/pieces_per_layer() of a backward step (a sharded strategy's: on whole steps).
 std::vector<PlanChoice> choose_plans(const Calibration& calibration, const std::vector<std::string>& syncs = {},
-                                     const CommTime& comm = nullptr);
+                                     const Target& target = {});
+
+// The strategy DDP's buckets are predicted with: nccl's all-reduces where calibrated, else the first all-reduce
+// strategy's (null: sharded ones only).
+const StrategyCalibration* ddp_like(const Calibration& c);
+
+// DDP's plan for a cap as PyTorch assigns it (plan_like_ddp); the cap of least predicted step, and that step (NaN
+// and NaN without an all-reduce strategy). 25 MiB unless another cap is predicted faster by more than a millionth.
+double best_ddp_cap(const Calibration& c, const Target& target, double* best_ms);
 
 }  // namespace phase4

@@ -55,10 +55,12 @@ Link parse_link(const std::string& text) {
 
 // The calibrated 2-rank fit, taken apart as alpha (latency) + bytes / beta at each size, rebuilt for `ranks` ranks:
 // the cheaper of a ring ((n - 1) alpha + 2 (n - 1) / n bytes / beta) and a tree (log2(n) alpha + bytes / beta).
-// Across nodes (ranks > per_node) alpha is at least the link's hop latency and beta at most its bandwidth.
+// Across nodes (ranks > per_node) alpha is at least the link's hop latency and beta at most its bandwidth. A sharded
+// strategy's reduce-scatters (and all-to-alls) have no tree: the ring's (n - 1) / n share scales them.
 phase4::CommTime scaled_comm(const phase4::StrategyCalibration& s, int calibrated_ranks, int ranks, int per_node,
                              const Link& link) {
-  return [&s, calibrated_ranks, ranks, per_node, link](double bytes) {
+  const bool ring_only = !s.sharded.empty();
+  return [&s, calibrated_ranks, ranks, per_node, link, ring_only](double bytes) {
     auto [intercept, slope] = s.comm_line_at(bytes);
     slope = std::max(slope, 1e-15);
     const double n0 = calibrated_ranks;
@@ -72,7 +74,7 @@ phase4::CommTime scaled_comm(const phase4::StrategyCalibration& s, int calibrate
     const double n = ranks;
     const double ring = (n - 1) * alpha + 2 * (n - 1) / n * bytes * per_byte;
     const double tree = std::log2(n) * alpha + bytes * per_byte * 2 * (n0 - 1) / n0;
-    return std::min(ring, tree);
+    return ring_only ? ring : std::min(ring, tree);
   };
 }
 
@@ -224,44 +226,29 @@ Inputs read_inputs(const Options& o) {
   return in;
 }
 
-// DDP's plan for a cap as PyTorch assigns it (whole tensors, a 1 MiB first bucket: plan_like_ddp); the cap
-// predicted best, and its step. DDP's default of 25 MiB unless another cap is predicted faster by more than a
-// millionth: caps below the largest tensors often give the same buckets.
-double best_ddp_cap(const phase4::Calibration& c, const phase4::StrategyCalibration& s, const phase4::CommTime& comm,
-                    double* best_ms) {
-  const phase4::GradientLayout layout = c.layout();
-  auto step_ms = [&](double cap) { return phase4::predict(c, s, phase4::plan_like_ddp(layout, cap), comm).step_ms; };
-  double best_cap = 25;
-  *best_ms = step_ms(best_cap);
-  for (double cap : phase4::kCandidateCapsMb) {
-    const double ms = step_ms(cap);
-    if (ms < *best_ms * (1 - 1e-6)) *best_ms = ms, best_cap = cap;
-  }
-  return best_cap;
-}
-
 // One point's row: the best strategy's plan (or the given plan) on `n` ranks over `link`, and DDP's best cap.
 std::vector<std::string> point_row(const Options& o, const phase4::Calibration& c, const Link& link, int n) {
   std::vector<phase4::PlanChoice> kept;
-  std::vector<phase4::CommTime> comms;
   for (const auto& s : c.strategies) {
-    comms.push_back(scaled_comm(s, c.ranks, n, o.per_node, link));
     if (!o.sync.empty() && s.sync != o.sync) continue;
     if (n > o.per_node && !runs_across_nodes(s.sync)) continue;
-    if (o.fixed->count()) {  // the given plan
-      const auto plan = phase4::plan_by_size(c.layout(), o.bucket_mb, o.first_bucket_mb);
-      kept.push_back({s.sync, plan, phase4::predict(c, s, plan, comms.back())});
+    const phase4::Target target(scaled_comm(s, c.ranks, n, o.per_node, link), n);
+    if (o.fixed->count()) {  // the given plan, as the strategy runs it
+      auto plan = phase4::plan_by_size(c.layout(), o.bucket_mb, o.first_bucket_mb);
+      if (!s.sharded.empty()) plan = phase4::align_plan_to_steps(plan, c.layout());
+      kept.push_back({s.sync, plan, phase4::predict(c, s, plan, target)});
     } else {
-      kept.push_back(phase4::choose_plans(c, {s.sync}, comms.back()).front());
+      kept.push_back(phase4::choose_plans(c, {s.sync}, target).front());
     }
   }
   const phase4::PlanChoice* best = &kept.front();
   for (const auto& choice : kept) {
     if (choice.prediction.step_ms < best->prediction.step_ms) best = &choice;
   }
-  const auto* strategy = c.strategy(best->sync);
   double ddp_ms = 0;
-  const double cap = best_ddp_cap(c, *strategy, comms[static_cast<std::size_t>(strategy - c.strategies.data())], &ddp_ms);
+  const auto* ddp = phase4::ddp_like(c);
+  const double cap = phase4::best_ddp_cap(c, ddp ? phase4::Target(scaled_comm(*ddp, c.ranks, n, o.per_node, link), n)
+                                         : phase4::Target(), &ddp_ms);
   std::uint64_t largest = 0;
   for (const auto& b : best->plan.buckets) largest = std::max(largest, b.size());
   auto mb = [](std::uint64_t elements) { return ob::format_number(elements * 4.0 / (1 << 20), 4); };
@@ -277,9 +264,9 @@ std::vector<std::string> point_row(const Options& o, const phase4::Calibration& 
 ob::CsvTable layers_table(const phase4::Calibration& c, const std::vector<std::string>& names, const std::string& sync) {
   const auto best = phase4::choose_plans(c, sync.empty() ? std::vector<std::string>{} : std::vector{sync}).front();
   double ddp_ms = 0;
-  const double cap = best_ddp_cap(c, *c.strategy(best.sync), nullptr, &ddp_ms);
+  const double cap = phase4::best_ddp_cap(c, {}, &ddp_ms);
   const phase4::GradientLayout layout = c.layout();
-  const auto ddp = phase4::plan_like_ddp(layout, cap);
+  const auto ddp = phase4::plan_like_ddp(layout, std::isnan(cap) ? 25.0 : cap);
   auto bucket_of = [](const phase4::BucketPlan& plan, std::uint64_t end) {  // the bucket holding element end - 1
     std::size_t b = 0;
     while (plan.buckets[b].end < end) ++b;

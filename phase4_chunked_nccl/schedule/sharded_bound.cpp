@@ -7,14 +7,14 @@
 
 namespace phase4 {
 
-double sharded_bound_ms(const ShardedStep& step, double t_comp, double t_comm) {
+void sharded_forward(const ShardedStep& step, double& compute_end, double& comm_end) {
   const std::size_t layers = step.layer_ms.size();
   if (step.gather_ms.size() != layers || step.update_ms.size() != layers || step.prefetch < 0) {
     throw std::invalid_argument("sharded_bound_ms: one gather and one update per forward layer, and a prefetch >= 0");
   }
   const std::size_t ahead = step.prefetch > 0 ? std::min<std::size_t>(step.prefetch, layers) : layers;
   std::vector<double> gathered(layers);
-  double comm_end = 0.0, compute_end = 0.0;
+  compute_end = comm_end = 0.0;
   auto prepare = [&](std::size_t l) {  // the update of layer l, then its gather
     compute_end += step.update_ms[l];
     comm_end = std::max(comm_end, compute_end) + step.gather_ms[l];
@@ -26,6 +26,11 @@ double sharded_bound_ms(const ShardedStep& step, double t_comp, double t_comm) {
     compute_end = std::max(compute_end, gathered[l]) + step.layer_ms[l];
   }
   compute_end += step.forward_rest_ms;
+}
+
+double sharded_bound_ms(const ShardedStep& step, double t_comp, double t_comm) {
+  double compute_end = 0.0, comm_end = 0.0;
+  sharded_forward(step, compute_end, comm_end);
   ob::run_pipeline(step.backward_ms, step.bucket_ms, step.ready_after, compute_end, comm_end);
   const double tasks = ob::sum_ms(step.layer_ms) + step.forward_rest_ms + ob::sum_ms(step.backward_ms) +
                        ob::sum_ms(step.update_ms);

@@ -22,4 +22,8 @@ struct ShardedStep {
 
 double sharded_bound_ms(const ShardedStep& step, double t_comp, double t_comm);
 
+// The forward of that schedule alone (updates, gathers, layers, the rest): the compute and communication clocks at
+// its end, from 0. The planner's sharded model starts the backward pipeline there.
+void sharded_forward(const ShardedStep& step, double& compute_end, double& comm_end);
+
 }  // namespace phase4

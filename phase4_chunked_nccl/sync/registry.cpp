@@ -54,10 +54,15 @@ std::vector<std::string> sync_names() {
   return names;
 }
 
-std::string sync_list(ScheduleKind kind) {
+namespace {
+std::string joined(const std::vector<std::string>& names) {
   std::string list;
-  for (const auto& name : sync_names(kind)) list += (list.empty() ? "" : ", ") + name;
+  for (const auto& name : names) list += (list.empty() ? "" : ", ") + name;
   return list;
 }
+}  // namespace
+
+std::string sync_list(ScheduleKind kind) { return joined(sync_names(kind)); }
+std::string sync_list() { return joined(sync_names()); }
 
 }  // namespace phase4

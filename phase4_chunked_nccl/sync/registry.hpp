@@ -49,6 +49,7 @@ const SyncRow& sync_row(const std::string& name);   // throws std::invalid_argum
 std::vector<std::string> sync_names(ScheduleKind kind);  // the strategies one schedule drives, by name
 std::vector<std::string> sync_names();                   // all of them
 std::string sync_list(ScheduleKind kind);                // "ce, nccl, nccl-sym": for messages
+std::string sync_list();                                 // all of them, likewise
 
 }  // namespace phase4
 

@@ -54,7 +54,19 @@ def test_one_process_per_system_and_a_calibration_per_configuration(tmp_path):
     assert "ddp-64@1024x32x256=@ddp[hidden=1024,layers=32,batch=256,bucket_mb=64]" in contenders
 
 
-@pytest.mark.parametrize("text, key", [("rounds = 1", "rounds"), ("configs = ['4096x16']", "configs"),
+def test_several_caps_make_a_contender_each_and_the_planner_s_experiment_reads():
+    calibrations, args = headline.plan(spec(caps_mb=[25, 256]), 4, REPO / "build", REPO / "out")
+    processes = dict(args[i + 1].split("=", 1) for i, a in enumerate(args) if a == "--process")
+    assert "--sweep sync=nccl,ce --sweep bucket-mb=25,256 --sweep plan=caps,auto" in processes["p4"]
+    contenders = [args[i + 1] for i, a in enumerate(args) if a == "--contender"]
+    assert "ce-256@4096x16x512=@p4[hidden=4096,layers=16,batch=512,sync=ce,plan=caps,bucket_mb=256]" in contenders
+    assert "planned@4096x16x512=@p4[hidden=4096,layers=16,batch=512,plan=auto]" in contenders
+    assert len(contenders) == 2 * (2 * 2 + 1 + 2 + 1)
+    planner = headline.load_experiment(REPO / "experiments" / "planner.toml")
+    assert "sharded-ce" in planner["planned_syncs"] and planner["caps_mb"] == [25, 64, 256]
+
+
+@pytest.mark.parametrize("text, key", [("caps_mb = [0]", "caps_mb"), ("rounds = 1", "rounds"), ("configs = ['4096x16']", "configs"),
                                        ("fsdp2 = 1", "fsdp2"), ("ddp_caps_mb = [0]", "ddp_caps_mb"),
                                        ("iters = 'many'", "iters"), ("strategies = ['a b']", "strategies")])
 def test_a_bad_experiment_file_is_named(tmp_path, text, key):

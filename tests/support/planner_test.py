@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The planner end to end on 2 ranks (GPUs): --calibrate with --sweep plan=auto,layer,2 writes a calibration beside
-the summary (one strategy per --plan-syncs entry, sizes ascending, the whole gradient last) and predicted_ms on every
-overlap row, the auto plan's no worse than the fixed plans' predictions; the calibration read back with
+the summary (one strategy per --plan-syncs entry, an all-reduce and a sharded one, sizes ascending, the whole gradient
+last, the sharded one's step per layer) and predicted_ms on every overlap row, the auto plan's no worse than the fixed plans' predictions; the calibration read back with
 --calibration predicts the same plan; another --batch is refused (exit 2, one line naming batch) before any work; and
 phase4_predict turns it into a what-if CSV. Exit 77 without GPUs.
 
@@ -31,13 +31,16 @@ def main():
             print(result.stdout[-2000:] + result.stderr[-2000:])
             return result
 
-        first = run("--calibrate", "--plan-syncs", "nccl,nccl-sym", "--sweep", "plan=auto,layer,2", "--check",
+        first = run("--calibrate", "--plan-syncs", "nccl,sharded", "--sweep", "plan=auto,layer,2", "--check",
                     "--csv", csv)
         if first.returncode == 77:
             return 77
         assert first.returncode == 0, first.returncode
         calibration = json.loads((work / "p4.calibration.json").read_text())
-        assert [s["sync"] for s in calibration["strategies"]] == ["nccl", "nccl-sym"]
+        assert [s["sync"] for s in calibration["strategies"]] == ["nccl", "sharded"]
+        sharded = calibration["strategies"][1]["sharded"]
+        assert all(len(sharded[k]) == 6 for k in ("layer_ms", "update_ms", "gather_ms", "step_ms")), sharded
+        assert all(ms > 0 for ms in sharded["gather_ms"]) and sharded["iteration_ms"] > 0, sharded
         gradient = 4 * 512 * 512 * 6
         for strategy in calibration["strategies"]:
             assert strategy["bytes"] == sorted(strategy["bytes"]) and strategy["bytes"][-1] == gradient, strategy
@@ -51,7 +54,7 @@ def main():
         meta = json.loads((work / "p4.meta.json").read_text())
         assert meta["calibration"] == str(work / "p4.calibration.json")
 
-        again = run("--calibration", work / "p4.calibration.json", "--plan", "auto", "--plan-syncs", "nccl,nccl-sym",
+        again = run("--calibration", work / "p4.calibration.json", "--plan", "auto", "--plan-syncs", "nccl,sharded",
                     "--csv", work / "again.csv")
         assert again.returncode == 0
         row = pd.read_csv(work / "again.csv").set_index("mode").loc["overlap"]
