@@ -289,9 +289,13 @@ TEST(Phase4Options, AModelSetsTheShapeAndItsGradientLayout) {
   EXPECT_EQ(config.layout().elements(), static_cast<std::uint64_t>(phase4::parameter_count(config.shape, 2)));
   EXPECT_EQ(config.layout().steps(), config.layers);
   EXPECT_DOUBLE_EQ(config.grad_mb(), 4.0 * phase4::parameter_count(config.shape, 2) / (1 << 20));
-  // DDP-style buckets over its tensors: the LM head (2 GB) is cut, and every bucket's ready step holds its end.
+  // DDP's buckets over its tensors (bucket_cap_mb 25, the first 1 MiB): no tensor is cut, the LM head (2 GB) is a
+  // bucket of its own, and every bucket's ready step holds its end.
   const auto plan = config.plan();
   phase4::validate_plan(plan, config.layout());
+  const auto ddp = phase4::plan_like_ddp(config.layout(), 25, 1);
+  ASSERT_EQ(plan.buckets.size(), ddp.buckets.size());
+  for (std::size_t b = 0; b < plan.buckets.size(); ++b) EXPECT_EQ(plan.buckets[b].end, ddp.buckets[b].end);
   EXPECT_EQ(plan.buckets.front().ready_after, 0);
   EXPECT_EQ(plan.buckets.back().ready_after, config.layers - 1);
   // Memory: the weights, the strategy's gradient buffers, step_memory's activations and work.
