@@ -5,10 +5,12 @@ for the row's rank count and plan (phase4_predict: the row's strategy and bucket
 --plan auto row), beside the measured step, and the error = measured / predicted - 1. Writes the table as CSV and
 prints it; exits 2, naming it, for a row whose model no calibration holds.
 
-On a slower link (a row whose `transport` column is not the calibration's nvlink): --links-from names phase 4's
-comm-only sweeps over bucket sizes on that transport (`--mode comm --transport T --sweep bucket-mb=...`), fitted as
-step = buckets * alpha + gradient bytes / beta, and the prediction is given only that fit, as a link between the
-ranks (`--gpus-per-node 1 --links T:beta:alpha`); the table names the fit.
+On a slower link (a row whose `transport` column is not the calibration's nvlink, or whose ranks span emulated nodes:
+`nodes` above 1): --links-from names phase 4's comm-only sweeps over bucket sizes on that transport and layout
+(`--mode comm --transport T --sweep bucket-mb=...`, or `--emulate-nodes N`), fitted as step = buckets * alpha +
+gradient bytes / beta and turned into a ring's link (bandwidth beta * 2 (n - 1) / n, latency alpha / (n - 1) per
+hop, n the sweep's ranks); the prediction is given that link between the nodes (`--gpus-per-node` ranks / nodes: 1
+on a slower transport) and the calibration's own within them; the table names the fit.
 
 Usage: check_prediction.py --calibrations A.calibration.json [B ...] --measured run.csv [...] [--links-from comm.csv
        ...] --csv check.csv
@@ -26,7 +28,7 @@ import ob_metrics
 import predict
 
 COLUMNS = ["hidden", "layers", "batch", "graph", "ranks", "plan", "sync", "bucket_mb", "first_bucket_mb", "transport",
-           "link", "measured_ms", "predicted_ms", "predicted_sync", "error", "calibrated_ranks", "calibration"]
+           "nodes", "link", "measured_ms", "predicted_ms", "predicted_sync", "error", "calibrated_ranks", "calibration"]
 CALIBRATED = "nvlink"  # the transport calibrations are made on (phase 4's default)
 
 
@@ -45,36 +47,50 @@ def calibrations_by_model(paths):
     return found
 
 
+def layout_of(frame):
+    """Each row's (transport, nodes): the calibration's own is (nvlink, 1)."""
+    transport = frame["transport"].fillna(CALIBRATED) if "transport" in frame else pd.Series(CALIBRATED, frame.index)
+    nodes = pd.to_numeric(frame["nodes"], errors="coerce").fillna(1) if "nodes" in frame else pd.Series(1, frame.index)
+    return list(zip(transport.astype(str), nodes.astype(int)))
+
+
 def link_fit_of(path):
-    """(transport, alpha ms per bucket, beta GB/s) of a phase 4 comm-only sweep over bucket sizes on one transport."""
+    """((transport, nodes), ranks, alpha ms per bucket, beta GB/s) of a phase 4 comm-only sweep over bucket sizes on
+    one transport and layout: step = buckets * alpha + bytes / beta."""
     comm = ob_csv.load_summary(path)
     comm = comm[comm["mode"] == "comm"]
     fit = None
-    if "transport" in comm and comm["transport"].nunique() == 1 and {"buckets", "grad_mb"} <= set(comm.columns):
+    layouts = set(layout_of(comm))
+    if len(layouts) == 1 and {"buckets", "grad_mb", "ranks"} <= set(comm.columns):
         fit = ob_metrics.link_fit(comm["buckets"].astype(float), comm["time_ms_p50"].astype(float),
                                   float(comm["grad_mb"].iloc[0]) * (1 << 20))
     if fit is None:
         raise ob_csv.UsageError(f"--links-from: '{path}' is invalid: a comm-only sweep over bucket sizes on one "
-                                "--transport (two bucket counts at least), fitting buckets * alpha + bytes / beta")
-    return str(comm["transport"].iloc[0]), fit[0], fit[1]
+                                "--transport and --emulate-nodes (two bucket counts at least), fitting buckets * alpha "
+                                "+ bytes / beta")
+    return layouts.pop(), int(comm["ranks"].iloc[0]), fit[0], fit[1]
+
+
+def link_of(path):
+    """((transport, nodes), phase4_predict's link NAME:GBPS:LATENCY_US): the sweep's fit as a ring of its ranks."""
+    (transport, nodes), n, alpha, beta = link_fit_of(path)
+    name = transport if nodes == 1 else f"{transport}-{nodes}nodes"
+    return (transport, nodes), f"{name}:{beta * 2 * (n - 1) / n:.4g}:{alpha * 1e3 / (n - 1):.4g}"
 
 
 def link_fits(paths):
-    """transport -> phase4_predict's link NAME:GBPS:LATENCY_US, fitted from comm-only sweeps on it."""
-    fits = {}
-    for path in paths:
-        transport, alpha, beta = link_fit_of(path)
-        fits[transport] = f"{transport}:{beta:.4g}:{alpha * 1e3:.4g}"
-    return fits
+    """(transport, nodes) -> phase4_predict's link, fitted from comm-only sweeps on it."""
+    return dict(link_of(path) for path in paths)
 
 
-def predicted(predictor, calibration, row, link):
+def predicted(predictor, calibration, row, link, nodes=1):
     """phase4_predict's step for the row's rank count: its plan (strategy and caps), or the best for plan auto; over
-    `link` between every two ranks where one is given."""
+    `link` between its `nodes` nodes (between every two ranks for one node on a slower transport) where one is given."""
     with tempfile.TemporaryDirectory() as work:
         csv = pathlib.Path(work) / "p.csv"
+        per_node = int(row["ranks"]) // nodes if nodes > 1 else 1
         command = [predictor, "--calibration", str(calibration), "--ranks", str(int(row["ranks"])), "--links",
-                   link or "ib400", "--csv", str(csv)] + (["--gpus-per-node", "1"] if link else [])
+                   link or "ib400", "--csv", str(csv)] + (["--gpus-per-node", str(per_node)] if link else [])
         if row["plan"] != "auto":
             command += ["--sync", row["sync"], "--bucket-mb", str(row["bucket_mb"]),
                         "--first-bucket-mb", str(row["first_bucket_mb"])]
@@ -109,7 +125,7 @@ def overlap_rows(path):
                                 "of at least 2 are predicted; it holds bucket_mb "
                                 f"{rows.loc[bad[0], 'bucket_mb']}, ranks {rows.loc[bad[0], 'ranks']}")
     rows["graph"] = rows["graph"].astype(bool) if "graph" in rows else False
-    rows["transport"] = rows["transport"].fillna(CALIBRATED) if "transport" in rows else CALIBRATED
+    rows["layout"] = layout_of(rows)
     return rows
 
 
@@ -129,14 +145,16 @@ def check(calibrations, measured, predictor, links=()):
                 raise ob_csv.UsageError(f"{path}: no calibration of H={key[0]} L={key[1]} B={key[2]}"
                                         f"{' --graph' if key[3] else ''} among --calibrations")
             calibration, calibrated = by_model[key]
-            transport = row["transport"]
-            if transport != CALIBRATED and transport not in fits:
-                raise ob_csv.UsageError(f"{path}: a run on --transport {transport}, and no --links-from sweep on it")
-            link = fits.get(transport, "")
-            ms, sync = predicted(predictor, calibration, row, link)
+            transport, nodes = row["layout"]
+            if (transport, nodes) != (CALIBRATED, 1) and (transport, nodes) not in fits:
+                raise ob_csv.UsageError(f"{path}: a run on --transport {transport}"
+                                        f"{f' over {nodes} emulated nodes' if nodes > 1 else ''}, and no --links-from "
+                                        "sweep on it")
+            link = fits.get((transport, nodes), "")
+            ms, sync = predicted(predictor, calibration, row, link, nodes)
             table.append(dict(zip(COLUMNS, [*key, int(row["ranks"]), row["plan"], row["sync"], row["bucket_mb"],
-                                            row["first_bucket_mb"], transport, link, row["time_ms_p50"], ms, sync,
-                                            row["time_ms_p50"] / ms - 1, calibrated, calibration.name])))
+                                            row["first_bucket_mb"], transport, nodes, link, row["time_ms_p50"], ms,
+                                            sync, row["time_ms_p50"] / ms - 1, calibrated, calibration.name])))
     return pd.DataFrame(table, columns=COLUMNS), skipped
 
 
@@ -157,7 +175,7 @@ def main():
                            + [("--links-from", m) for m in args.links_from])
     table, skipped = check(args.calibrations, args.measured, predict.find_predictor(args.predictor), args.links_from)
     ob_csv.write_text_atomic(args.csv, table.to_csv(index=False))
-    shown = table[["hidden", "layers", "batch", "ranks", "plan", "sync", "bucket_mb", "transport", "measured_ms",
+    shown = table[["hidden", "layers", "batch", "ranks", "plan", "sync", "bucket_mb", "transport", "nodes", "measured_ms",
                    "predicted_ms", "error"]]
     print(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     print(f"check_prediction.py: {len(table)} rows in {args.csv}; {int((table['error'].abs() <= 0.10).sum())} "

@@ -14,7 +14,7 @@ import ob_csv
 
 def bandwidths(paths):
     """transport -> fitted bandwidth (GB/s) from comm-only sweeps."""
-    return {transport: beta for transport, _, beta in map(check_prediction.link_fit_of, paths)}
+    return {layout[0]: beta for layout, _, _, beta in map(check_prediction.link_fit_of, paths)}
 
 
 def points(paths, links):

@@ -54,7 +54,10 @@ Link parse_link(const std::string& text) {
 }
 
 // The calibrated 2-rank fit, taken apart as alpha (latency) + bytes / beta at each size, rebuilt for `ranks` ranks:
-// the cheaper of a ring ((n - 1) alpha + 2 (n - 1) / n bytes / beta) and a tree (log2(n) alpha + bytes / beta).
+// the cheaper of a ring ((n - 1) alpha + 2 (n - 1) / n bytes / beta) and a tree (log2(n) alpha + bytes / beta
+// within a node: on NVSwitch 4 ranks' all-reduces took about 2 ranks' time per byte, measured 6-12 % above this on
+// 4 x H200; across nodes the same bandwidth term as the ring's: the link carries no fewer bytes per rank, and
+// bytes / beta predicted 2 x 2 emulated nodes' steps a third fast).
 // Across nodes (ranks > per_node) alpha is at least the link's hop latency and beta at most its bandwidth. A sharded
 // strategy's reduce-scatters (and all-to-alls) have no tree: the ring's (n - 1) / n share scales them.
 phase4::CommTime scaled_comm(const phase4::StrategyCalibration& s, int calibrated_ranks, int ranks, int per_node,
@@ -73,7 +76,7 @@ phase4::CommTime scaled_comm(const phase4::StrategyCalibration& s, int calibrate
     }
     const double n = ranks;
     const double ring = (n - 1) * alpha + 2 * (n - 1) / n * bytes * per_byte;
-    const double tree = std::log2(n) * alpha + bytes * per_byte * 2 * (n0 - 1) / n0;
+    const double tree = std::log2(n) * alpha + bytes * per_byte * (ranks > per_node ? 2 * (n - 1) / n : 2 * (n0 - 1) / n0);
     return ring_only ? ring : std::min(ring, tree);
   };
 }

@@ -240,6 +240,39 @@ def test_check_prediction_on_a_slower_link_is_given_only_the_links_fit(predictor
         assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
 
 
+def test_check_prediction_over_emulated_nodes_takes_the_layout_s_own_fit(predictor, tmp_path):
+    """4 ranks on 2 emulated nodes (`nodes` 2): the link between the nodes is the comm-only sweep of that layout as a
+    ring of its 4 ranks (bandwidth beta * 3 / 2, latency alpha / 3), 2 GPUs a node over the calibration's own link;
+    the same run without that sweep, or with a one-node sweep only, exits 2 naming the layout."""
+    cal = calibration(tmp_path)
+    head = "system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,time_ms_max,"
+    sweep = tmp_path / "comm-2nodes.csv"
+    sweep.write_text(head + "hidden,layers,batch,bucket_mb,first_bucket_mb,buckets,grad_mb,transport,nodes\n" + "".join(
+        f"overlap-bench,phase4,comm,4,0,10,{b * 0.09 + 20},1,1,1,4096,4,8,{mb},1,{b},256,nvlink,2\n"
+        for mb, b in [(1, 256), (16, 17), (64, 5), (256, 2)]))
+    measured = tmp_path / "step-2nodes.csv"
+    measured.write_text(head + "hidden,layers,batch,bucket_mb,first_bucket_mb,plan,sync,transport,nodes\n"
+                        "overlap-bench,phase4,overlap,4,0,20,30,1,1,1,1024,4,256,4,1,caps,nccl,nvlink,2\n")
+    out = tmp_path / "check.csv"
+    command = [sys.executable, str(REPO / "scripts" / "check_prediction.py"), "--calibrations", str(cal),
+               "--measured", str(measured), "--csv", str(out), "--predictor", str(predictor)]
+    result = subprocess.run(command + ["--links-from", str(sweep)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    row = pd.read_csv(out).iloc[0]
+    # 256 MiB in 20 ms: 13.42 GB/s algorithm bandwidth, 20.13 on the ring's links; 90 us a bucket, 30 per hop.
+    assert row["nodes"] == 2 and row["link"] == "nvlink-2nodes:20.13:30", row["link"]
+    alone = tmp_path / "alone.csv"
+    assert predict(predictor, cal, "--csv", alone, "--ranks", "4", "--gpus-per-node", "2", "--links",
+                   "nvlink-2nodes:20.13:30", "--sync", "nccl", "--bucket-mb", "4").returncode == 0
+    assert row["predicted_ms"] == pytest.approx(pd.read_csv(alone)["predicted_ms"][0])
+    one_node = tmp_path / "comm-1node.csv"
+    one_node.write_text(sweep.read_text().replace(",nvlink,2\n", ",nvlink,1\n"))
+    for extra in ([], ["--links-from", str(one_node)]):
+        bad = subprocess.run(command + extra, capture_output=True, text=True, timeout=120)
+        assert bad.returncode == 2 and "over 2 emulated nodes, and no --links-from sweep on it" in bad.stderr, bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
+
+
 def test_a_transformer_is_predicted_from_the_calibration_with_its_buckets_drawn(predictor, model_binary, tmp_path):
     """--model: the same calibration's communication and GEMM rates on gpt2's tensors (the compute estimated, and
     said so); the steps CSV holds every tensor phase4_model lists, in backward order, and the buckets they end in;
@@ -331,3 +364,28 @@ def test_a_slowdown_clearly_below_zero_is_warned_and_one_within_noise_is_not(pre
     noisy = calibration(tmp_path, strategies=[{**strategy, "slowdown": [0.1, -0.031, 0.0]}])  # run-to-run variation
     run = run_predictor(predictor, "--calibration", noisy, "--ranks", "2")
     assert run.returncode == 0 and "warning" not in run.stderr, run.stderr
+
+
+def test_the_predictions_figure_counts_the_points_in_the_band(tmp_path):
+    """plot_predictions.py: one point per row of each check, the count within +-10 % printed; a check without the
+    two columns, a time that is not one, or a name short exit 2 with nothing written."""
+    check = tmp_path / "check.csv"
+    check.write_text("config,label,predicted_ms,measured_ms\na,x,10,10.5\na,y,10,12\nb,x,5,4.6\n")
+    emulated = tmp_path / "emulated.csv"
+    emulated.write_text("nodes,predicted_ms,measured_ms\n2,40,39\n")
+    script = [sys.executable, str(REPO / "scripts" / "plot_predictions.py")]
+    png = tmp_path / "p.png"
+    result = subprocess.run(script + [str(check), str(emulated), "--names", "one node", "two nodes", "-o", str(png)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "4 predictions, 3 within +-10%" in result.stdout and png.stat().st_size > 10000
+    bad = tmp_path / "bad.csv"
+    for text, names in (("a,b\n1,2\n", ["x"]), ("predicted_ms,measured_ms\n-1,2\n", ["x"]),
+                        ("predicted_ms,measured_ms\nten,2\n", ["x"]), ("predicted_ms,measured_ms\n1,2\n", [])):
+        bad.write_text(text)
+        out = tmp_path / "bad.png"
+        result = subprocess.run(script + [str(bad), "--names", *names, "-o", str(out)] if names else
+                                script + [str(bad), str(check), "--names", "x", "-o", str(out)],
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1 and not out.exists()
