@@ -200,6 +200,32 @@ TEST(Phase4Bounds, ACommOnlyStepAtTheHostsPaceMakesTheBoundAModel) {
   EXPECT_EQ(rows[2].get("bound_kind"), "bound");
 }
 
+TEST(Phase4Bounds, AnOverlappedStepAtTheHostsPaceMakesTheBoundAModel) {
+  // 4 x H200, 1024,32,256, nccl-sym: the host enqueued the collectives for 1.128 of the overlapped step's 2.178 ms,
+  // and the bound (2.224 ms) lay above the step beyond its 1.2 % spread.
+  std::vector<ob::SummaryRow> rows(3);
+  rows[0].mode = ob::Mode::kComm;
+  rows[0].set_times({0.836, 0.84, 0.83, 0.836});
+  rows[0].config("buckets", 6).set("enqueue_span_ms_p50", 0.101);
+  rows[1].mode = ob::Mode::kOverlap;
+  rows[1].set_times({2.178, 2.2, 2.17, 2.178});
+  rows[1].time_ci_rel = 0.012;
+  rows[1].set("enqueue_span_ms_p50", 1.128);
+  rows[2] = ob::derived_row(ob::Mode::kBound, 2.224, rows[1]);
+  std::ostringstream said;
+  phase4::label_bounds(rows, true, &said);
+  EXPECT_EQ(rows[2].get("bound_kind"), "model");
+  EXPECT_NE(said.str().find("note: the host enqueued the overlapped step's collectives for 1.128 of its 2.178 ms"),
+            std::string::npos) << said.str();
+  EXPECT_EQ(said.str().find("warning"), std::string::npos) << said.str();
+  rows[1].set("enqueue_span_ms_p50", 0.9);  // under half: the GPU set the pace, the bound holds and is checked
+  std::ostringstream checked;
+  phase4::label_bounds(rows, true, &checked);
+  EXPECT_EQ(rows[2].get("bound_kind"), "bound");
+  EXPECT_NE(checked.str().find("warning: bound 2.224 ms is above the overlapped step 2.178 ms"), std::string::npos)
+      << checked.str();
+}
+
 TEST(Phase4Bounds, AnOverlappedStepFasterThanItsComputeOnlyStepIsSaid) {
   std::vector<ob::SummaryRow> rows(2);
   rows[0].mode = ob::Mode::kCompute;
