@@ -111,7 +111,8 @@ def crowding(name, frame, meta, cores):
     ranks = int(frame["ranks"].iloc[0])
     team = number(meta, "omp_threads")
     per_rank = (team if not math.isnan(team) else 1) + 1
-    device = str(frame["device"].iloc[0]) if "device" in frame else "cpu"
+    # Phase 4 runs on GPUs and writes no device column (its ranks' host threads are not what hides its communication).
+    device = str(frame["device"].iloc[0]) if "device" in frame else ("gpu" if (frame["phase"] == "phase4").all() else "cpu")
     if ranks > 1 and cores and ranks * per_rank > cores and device == "cpu":
         return (f"{name}: {ranks} ranks with {per_rank:.0f} threads each share {cores} cores: communication can only "
                 "hide where a core is free, so little can hide here")
@@ -129,6 +130,23 @@ def phase1_sentence(name, frame):
         else:
             text += f"; the loss fell from {number(row, 'first_loss'):.3g} to {number(row, 'final_loss'):.3g}"
         lines.append(text + ".")
+    return lines
+
+
+def planned_sentences(name, frame):
+    """Each planned point (phase 4 --plan auto) with its prediction: the step measured against the one the planner
+    predicted for the plan it chose, and the error."""
+    lines = []
+    if "plan" not in frame or "predicted_ms" not in frame:
+        return lines
+    for _, row in frame[(frame["mode"] == "overlap") & (frame["plan"] == "auto")].iterrows():
+        measured, predicted = number(row, "time_ms_p50"), number(row, "predicted_ms")
+        if not (predicted > 0 and measured > 0):
+            continue
+        buckets = number(row, "buckets")
+        chose = f"--sync {row.get('sync', 'nccl')}" + ("" if math.isnan(buckets) else f", {buckets:.0f} buckets")
+        lines.append(f"  the planner's plan ({chose}): {measured:.4g} ms measured against {predicted:.4g} ms predicted "
+                     f"(error {(measured / predicted - 1) * 100:+.1f} %)")
     return lines
 
 
@@ -151,6 +169,7 @@ def verdict(path, cores):
         for _, other in overlapped.iterrows():
             if other["mode"] != best["mode"]:
                 lines.append("  " + overlap_sentence("also", {**other.to_dict(), **kind}, times))
+    lines += planned_sentences(name, frame)
     crowded = crowding(name, frame, meta, cores)
     if crowded:
         lines.append(crowded)

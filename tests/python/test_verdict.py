@@ -58,6 +58,22 @@ def test_ranks_crowding_the_cores_are_said(tmp_path):
     assert "2 ranks with 2 threads each share 2 cores" in text
 
 
+def test_a_planned_step_is_said_beside_its_prediction_and_a_gpu_run_is_not_crowded(tmp_path):
+    """Phase 4 --plan auto: the planner's choice, its measured and predicted step and the error; phase 4 writes no
+    device column, and its GPU ranks crowding this machine's cores is not said."""
+    path = tmp_path / "p4.csv"
+    path.write_text("system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,time_ms_max,plan,sync,"
+                    "buckets,predicted_ms,speedup\n"
+                    "overlap-bench,phase4,compute,4,0,8,50,50,50,50,auto,ce,14,,\n"
+                    "overlap-bench,phase4,seq,4,0,8,75,75,75,75,auto,ce,14,,\n"
+                    "overlap-bench,phase4,overlap,4,0,8,66.6,67,66,67,auto,ce,14,61.81,1.13\n"
+                    "overlap-bench,phase4,overlap,4,0,8,70,70,70,70,caps,nccl,9,68,1.07\n")
+    text = "\n".join(verdict.verdict(path, cores=2))
+    assert "the planner's plan (--sync ce, 14 buckets): 66.6 ms measured against 61.81 ms predicted (error +7.7 %)" \
+        in text
+    assert text.count("the planner's plan") == 1 and "share 2 cores" not in text
+
+
 def test_phase1_says_when_the_loss_diverged(tmp_path):
     path = tmp_path / "phase1.csv"
     path.write_text("system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,time_ms_max,variant,"
