@@ -179,6 +179,11 @@ Inputs read_inputs(const Options& o) {
     in.ranks.push_back(static_cast<int>(*value));
   }
   ob::require(!in.ranks.empty(), "--ranks", o.ranks_text, "whole numbers from 2, comma-separated");
+  for (const int n : in.ranks) {  // nodes of equal size: the layout the calibration's link and the network make
+    ob::require(n <= o.per_node || n % o.per_node == 0, "--ranks", o.ranks_text,
+                "rank counts above --gpus-per-node " + std::to_string(o.per_node) +
+                    " must fill whole nodes of that many GPUs (" + std::to_string(n) + " does not)");
+  }
   for (const auto& item : ob::split_list(o.links_text)) in.links.push_back(parse_link(item));
   ob::require(!in.links.empty(), "--links", o.links_text, "ib400, eth100 or NAME:GBPS:LATENCY_US");
   std::vector<ob::NamedPath> outputs;

@@ -96,6 +96,7 @@ def test_bad_calibration_exits_2_naming_it(predictor, tmp_path, change, words):
 @pytest.mark.parametrize("args, words", [
     (["--ranks", "1,2"], "--ranks"),
     (["--links", "ib400,fast:0:1"], "--links"),
+    (["--ranks", "4,6", "--gpus-per-node", "4"], "must fill whole nodes of that many GPUs (6 does not)"),
 ])
 def test_bad_options_exit_2(predictor, tmp_path, args, words):
     result = predict(predictor, calibration(tmp_path), "--csv", tmp_path / "w.csv", *args)
