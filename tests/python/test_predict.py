@@ -211,66 +211,50 @@ def test_across_nodes_no_strategy_that_needs_peer_access_is_chosen(predictor, tm
     assert predict(predictor, calibration(tmp_path, strategies=[ce]), "--csv", csv, "--ranks", "2,8").returncode == 0
 
 
-def test_check_prediction_on_a_slower_link_is_given_only_the_links_fit(predictor, tmp_path):
-    """A run on --transport shm: its prediction is the NVLink calibration over a link fitted from the comm-only sweep
-    on shm (step = buckets * alpha + bytes / beta); a shm run with no sweep, or a sweep of one bucket count, exits 2."""
+# (ranks, the layout's columns, the sweep's step per bucket count, the link expected, --gpus-per-node, the refusal)
+LAYOUTS = {
+    # --transport shm on 2 ranks: 256 MiB in 10 ms, 30 us a bucket; every two ranks joined by that link.
+    "shm": (2, "shm", lambda b: b * 0.03 + 10, "shm:26.84:30", "1", "a run on --transport shm, and no --links-from"),
+    # 4 ranks on 2 emulated nodes: 256 MiB in 20 ms (13.42 GB/s, 20.13 on a 4-rank ring's links), 90 us a bucket (30
+    # per hop); 2 GPUs a node over the calibration's own link.
+    "2nodes": (4, "nvlink,2", lambda b: b * 0.09 + 20, "nvlink-2nodes:20.13:30", "2",
+               "over 2 emulated nodes, and no --links-from sweep on it"),
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_check_prediction_on_a_slower_link_or_across_nodes_is_given_that_layout_s_fit(predictor, tmp_path, layout):
+    """A run on --transport shm, or over 2 emulated nodes (`nodes` 2): its prediction is the NVLink calibration over a
+    link fitted from the comm-only sweep of the same layout (step = buckets * alpha + bytes / beta, as a ring of the
+    sweep's ranks); such a run with no sweep, a sweep of another layout, or a summary without comm rows exits 2."""
+    ranks, columns, step_ms, link, per_node, refused = LAYOUTS[layout]
+    named = "transport" if "," not in columns else "transport,nodes"
     cal = calibration(tmp_path)
     head = "system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,time_ms_max,"
-    sweep = tmp_path / "comm-shm.csv"
-    sweep.write_text(head + "hidden,layers,batch,bucket_mb,first_bucket_mb,buckets,grad_mb,transport\n" + "".join(
-        f"overlap-bench,phase4,comm,2,0,10,{b * 0.03 + 10},1,1,1,4096,4,8,{mb},1,{b},256,shm\n"
+    sweep = tmp_path / "comm.csv"
+    sweep.write_text(head + f"hidden,layers,batch,bucket_mb,first_bucket_mb,buckets,grad_mb,{named}\n" + "".join(
+        f"overlap-bench,phase4,comm,{ranks},0,10,{step_ms(b)},1,1,1,4096,4,8,{mb},1,{b},256,{columns}\n"
         for mb, b in [(1, 256), (16, 17), (64, 5), (256, 2)]))
-    measured = tmp_path / "step-shm.csv"
-    measured.write_text(head + "hidden,layers,batch,bucket_mb,first_bucket_mb,plan,sync,transport\n"
-                        "overlap-bench,phase4,overlap,2,0,20,30,1,1,1,1024,4,256,4,1,caps,nccl,shm\n")
+    measured = tmp_path / "step.csv"
+    measured.write_text(head + f"hidden,layers,batch,bucket_mb,first_bucket_mb,plan,sync,{named}\n"
+                        f"overlap-bench,phase4,overlap,{ranks},0,20,30,1,1,1,1024,4,256,4,1,caps,nccl,{columns}\n")
     out = tmp_path / "check.csv"
     command = [sys.executable, str(REPO / "scripts" / "check_prediction.py"), "--calibrations", str(cal),
                "--measured", str(measured), "--csv", str(out), "--predictor", str(predictor)]
     result = subprocess.run(command + ["--links-from", str(sweep)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     row = pd.read_csv(out).iloc[0]
-    assert row["transport"] == "shm" and row["link"] == "shm:26.84:30", row["link"]  # 256 MiB in 10 ms; 30 us
+    assert row["link"] == link, row["link"]
     alone = tmp_path / "alone.csv"
-    assert predict(predictor, cal, "--csv", alone, "--ranks", "2", "--gpus-per-node", "1", "--links", "shm:26.84:30",
-                   "--sync", "nccl", "--bucket-mb", "4").returncode == 0
+    assert predict(predictor, cal, "--csv", alone, "--ranks", str(ranks), "--gpus-per-node", per_node, "--links",
+                   link, "--sync", "nccl", "--bucket-mb", "4").returncode == 0
     assert row["predicted_ms"] == pytest.approx(pd.read_csv(alone)["predicted_ms"][0])
-    for extra, words in (([], "a run on --transport shm, and no --links-from sweep on it"),
+    other = tmp_path / "other.csv"  # the same sweep on the calibration's own layout
+    other.write_text(sweep.read_text().replace(f",{columns}\n", ",nvlink" + (",1" if "," in columns else "") + "\n"))
+    for extra, words in (([], refused), (["--links-from", str(other)], refused),
                          (["--links-from", str(measured)], "--links-from: '")):
         bad = subprocess.run(command + extra, capture_output=True, text=True, timeout=120)
         assert bad.returncode == 2 and words in bad.stderr, bad.stderr
-        assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
-
-
-def test_check_prediction_over_emulated_nodes_takes_the_layout_s_own_fit(predictor, tmp_path):
-    """4 ranks on 2 emulated nodes (`nodes` 2): the link between the nodes is the comm-only sweep of that layout as a
-    ring of its 4 ranks (bandwidth beta * 3 / 2, latency alpha / 3), 2 GPUs a node over the calibration's own link;
-    the same run without that sweep, or with a one-node sweep only, exits 2 naming the layout."""
-    cal = calibration(tmp_path)
-    head = "system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,time_ms_max,"
-    sweep = tmp_path / "comm-2nodes.csv"
-    sweep.write_text(head + "hidden,layers,batch,bucket_mb,first_bucket_mb,buckets,grad_mb,transport,nodes\n" + "".join(
-        f"overlap-bench,phase4,comm,4,0,10,{b * 0.09 + 20},1,1,1,4096,4,8,{mb},1,{b},256,nvlink,2\n"
-        for mb, b in [(1, 256), (16, 17), (64, 5), (256, 2)]))
-    measured = tmp_path / "step-2nodes.csv"
-    measured.write_text(head + "hidden,layers,batch,bucket_mb,first_bucket_mb,plan,sync,transport,nodes\n"
-                        "overlap-bench,phase4,overlap,4,0,20,30,1,1,1,1024,4,256,4,1,caps,nccl,nvlink,2\n")
-    out = tmp_path / "check.csv"
-    command = [sys.executable, str(REPO / "scripts" / "check_prediction.py"), "--calibrations", str(cal),
-               "--measured", str(measured), "--csv", str(out), "--predictor", str(predictor)]
-    result = subprocess.run(command + ["--links-from", str(sweep)], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    row = pd.read_csv(out).iloc[0]
-    # 256 MiB in 20 ms: 13.42 GB/s algorithm bandwidth, 20.13 on the ring's links; 90 us a bucket, 30 per hop.
-    assert row["nodes"] == 2 and row["link"] == "nvlink-2nodes:20.13:30", row["link"]
-    alone = tmp_path / "alone.csv"
-    assert predict(predictor, cal, "--csv", alone, "--ranks", "4", "--gpus-per-node", "2", "--links",
-                   "nvlink-2nodes:20.13:30", "--sync", "nccl", "--bucket-mb", "4").returncode == 0
-    assert row["predicted_ms"] == pytest.approx(pd.read_csv(alone)["predicted_ms"][0])
-    one_node = tmp_path / "comm-1node.csv"
-    one_node.write_text(sweep.read_text().replace(",nvlink,2\n", ",nvlink,1\n"))
-    for extra in ([], ["--links-from", str(one_node)]):
-        bad = subprocess.run(command + extra, capture_output=True, text=True, timeout=120)
-        assert bad.returncode == 2 and "over 2 emulated nodes, and no --links-from sweep on it" in bad.stderr, bad.stderr
         assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
 
 
