@@ -91,3 +91,15 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line("bad invocations tried (each: exit 2, one line naming the option, no file left):")
         for name, by_outcome in sorted(counts.items()):
             terminalreporter.write_line(f"  {name}: " + ", ".join(f"{n} {o}" for o, n in sorted(by_outcome.items())))
+
+
+@pytest.fixture(scope="session")
+def predictor(build_dir):
+    """phase4_predict of the build under test."""
+    return built(build_dir, "phase4_chunked_nccl/phase4_predict")
+
+
+@pytest.fixture(scope="session")
+def model_binary(build_dir):
+    """phase4_model of the build under test."""
+    return built(build_dir, "phase4_chunked_nccl/phase4_model")

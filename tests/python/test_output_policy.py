@@ -16,11 +16,6 @@ def ob_trace(build_dir):
     return built(build_dir, "common/ob_trace")
 
 
-@pytest.fixture(scope="module")
-def predictor(build_dir):
-    return built(build_dir, "phase4_chunked_nccl/phase4_predict")
-
-
 def one_line_naming(result, option):
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()

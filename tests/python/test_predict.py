@@ -9,7 +9,7 @@ import sys
 import pandas as pd
 import pytest
 
-from conftest import REPO, built
+from conftest import REPO
 
 MIB = 1 << 20
 
@@ -28,16 +28,6 @@ def calibration(tmp_path, **changes):
     path = tmp_path / "cal.json"
     path.write_text(json.dumps(data))
     return path
-
-
-@pytest.fixture(scope="session")
-def predictor(build_dir):
-    return built(build_dir, "phase4_chunked_nccl/phase4_predict")
-
-
-@pytest.fixture(scope="session")
-def model_binary(build_dir):
-    return built(build_dir, "phase4_chunked_nccl/phase4_model")
 
 
 def predict(predictor, *args, cwd=None):
@@ -146,51 +136,6 @@ def test_a_given_plan_is_predicted_not_chosen(predictor, tmp_path):
         assert len(bad.stderr.strip().splitlines()) == 1 and not (tmp_path / "x.csv").exists()
 
 
-def test_check_prediction_compares_measured_steps_with_the_calibrations_prediction(predictor, tmp_path):
-    """check_prediction.py: each overlapped row of a run on more ranks beside what the 2-rank calibration of its
-    model predicts for that rank count and plan (its caps, or the best plan for plan auto), and the error;
-    chunked plans are left out and said so; a model no calibration holds exits 2 naming it."""
-    cal = calibration(tmp_path)
-    base = dict(system="overlap-bench", phase="phase4", ranks=4, chunks=0, iters=20, time_ms_p95=9.0,
-                time_ms_min=5.0, time_ms_max=9.0, hidden=1024, layers=4, batch=256, first_bucket_mb=1.0)
-    rows = [dict(base, mode="compute", plan="caps", sync="nccl", bucket_mb=4.0, time_ms_p50=5.0),
-            dict(base, mode="overlap", plan="caps", sync="nccl", bucket_mb=4.0, time_ms_p50=7.0),
-            dict(base, mode="overlap", plan="auto", sync="nccl", bucket_mb=None, time_ms_p50=6.0),
-            dict(base, mode="overlap", plan="caps", sync="nccl", bucket_mb=None, chunks=4, time_ms_p50=6.5)]
-    measured = tmp_path / "run4.csv"
-    pd.DataFrame(rows).to_csv(measured, index=False)
-    out = tmp_path / "check.csv"
-    command = [sys.executable, str(REPO / "scripts" / "check_prediction.py"), "--calibrations", str(cal),
-               "--measured", str(measured), "--csv", str(out), "--predictor", str(predictor)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert "2 rows in" in result.stdout and "1 rows of chunked plans left out" in result.stdout
-    table = pd.read_csv(out).set_index("plan")
-    given, best = tmp_path / "given.csv", tmp_path / "best.csv"
-    assert predict(predictor, cal, "--csv", given, "--ranks", "4", "--sync", "nccl", "--bucket-mb", "4").returncode == 0
-    assert predict(predictor, cal, "--csv", best, "--ranks", "4").returncode == 0
-    assert table.loc["caps", "predicted_ms"] == pytest.approx(pd.read_csv(given)["predicted_ms"][0])
-    assert table.loc["auto", "predicted_ms"] == pytest.approx(pd.read_csv(best)["predicted_ms"][0])
-    assert table.loc["caps", "error"] == pytest.approx(7.0 / table.loc["caps", "predicted_ms"] - 1)
-    assert (table["calibrated_ranks"] == 2).all() and (table["ranks"] == 4).all()
-    pd.DataFrame(rows).assign(hidden=512).to_csv(measured, index=False)
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 2 and "no calibration of H=512 L=4 B=256" in result.stderr, result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1
-
-
-def test_check_prediction_names_text_in_a_numeric_column(predictor, tmp_path):
-    measured = tmp_path / "m.csv"
-    measured.write_text("system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,time_ms_max,hidden,"
-                        "layers,batch,bucket_mb,first_bucket_mb\n"
-                        "overlap-bench,phase4,overlap,4,0,5,9,9,9,9,1024,4,256,lots,1\n")
-    result = subprocess.run([sys.executable, str(REPO / "scripts" / "check_prediction.py"), "--calibrations",
-                             str(calibration(tmp_path)), "--measured", str(measured), "--csv", str(tmp_path / "c.csv"),
-                             "--predictor", str(predictor)], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 2 and "column 'bucket_mb', row" in result.stderr and "'lots'" in result.stderr
-    assert "Traceback" not in result.stderr
-
-
 def test_across_nodes_no_strategy_that_needs_peer_access_is_chosen(predictor, tmp_path):
     """ce (copy engines on symmetric windows) is the calibration's fastest, but it needs the GPUs' peer access: within
     a node it is chosen, across nodes nccl is; --sync ce across nodes, or a calibration of ce alone, exits 2."""
@@ -209,53 +154,6 @@ def test_across_nodes_no_strategy_that_needs_peer_access_is_chosen(predictor, tm
         assert bad.returncode == 2 and named in bad.stderr and "runs across nodes" in bad.stderr, bad.stderr
         assert len(bad.stderr.strip().splitlines()) == 1 and not (tmp_path / "x.csv").exists()
     assert predict(predictor, calibration(tmp_path, strategies=[ce]), "--csv", csv, "--ranks", "2,8").returncode == 0
-
-
-# (ranks, the layout's columns, the sweep's step per bucket count, the link expected, --gpus-per-node, the refusal)
-LAYOUTS = {
-    # --transport shm on 2 ranks: 256 MiB in 10 ms, 30 us a bucket; every two ranks joined by that link.
-    "shm": (2, "shm", lambda b: b * 0.03 + 10, "shm:26.84:30", "1", "a run on --transport shm, and no --links-from"),
-    # 4 ranks on 2 emulated nodes: 256 MiB in 20 ms (13.42 GB/s, 20.13 on a 4-rank ring's links), 90 us a bucket (30
-    # per hop); 2 GPUs a node over the calibration's own link.
-    "2nodes": (4, "nvlink,2", lambda b: b * 0.09 + 20, "nvlink-2nodes:20.13:30", "2",
-               "over 2 emulated nodes, and no --links-from sweep on it"),
-}
-
-
-@pytest.mark.parametrize("layout", LAYOUTS)
-def test_check_prediction_on_a_slower_link_or_across_nodes_is_given_that_layout_s_fit(predictor, tmp_path, layout):
-    """A run on --transport shm, or over 2 emulated nodes (`nodes` 2): its prediction is the NVLink calibration over a
-    link fitted from the comm-only sweep of the same layout (step = buckets * alpha + bytes / beta, as a ring of the
-    sweep's ranks); such a run with no sweep, a sweep of another layout, or a summary without comm rows exits 2."""
-    ranks, columns, step_ms, link, per_node, refused = LAYOUTS[layout]
-    named = "transport" if "," not in columns else "transport,nodes"
-    cal = calibration(tmp_path)
-    head = "system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,time_ms_max,"
-    sweep = tmp_path / "comm.csv"
-    sweep.write_text(head + f"hidden,layers,batch,bucket_mb,first_bucket_mb,buckets,grad_mb,{named}\n" + "".join(
-        f"overlap-bench,phase4,comm,{ranks},0,10,{step_ms(b)},1,1,1,4096,4,8,{mb},1,{b},256,{columns}\n"
-        for mb, b in [(1, 256), (16, 17), (64, 5), (256, 2)]))
-    measured = tmp_path / "step.csv"
-    measured.write_text(head + f"hidden,layers,batch,bucket_mb,first_bucket_mb,plan,sync,{named}\n"
-                        f"overlap-bench,phase4,overlap,{ranks},0,20,30,1,1,1,1024,4,256,4,1,caps,nccl,{columns}\n")
-    out = tmp_path / "check.csv"
-    command = [sys.executable, str(REPO / "scripts" / "check_prediction.py"), "--calibrations", str(cal),
-               "--measured", str(measured), "--csv", str(out), "--predictor", str(predictor)]
-    result = subprocess.run(command + ["--links-from", str(sweep)], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    row = pd.read_csv(out).iloc[0]
-    assert row["link"] == link, row["link"]
-    alone = tmp_path / "alone.csv"
-    assert predict(predictor, cal, "--csv", alone, "--ranks", str(ranks), "--gpus-per-node", per_node, "--links",
-                   link, "--sync", "nccl", "--bucket-mb", "4").returncode == 0
-    assert row["predicted_ms"] == pytest.approx(pd.read_csv(alone)["predicted_ms"][0])
-    other = tmp_path / "other.csv"  # the same sweep on the calibration's own layout
-    other.write_text(sweep.read_text().replace(f",{columns}\n", ",nvlink" + (",1" if "," in columns else "") + "\n"))
-    for extra, words in (([], refused), (["--links-from", str(other)], refused),
-                         (["--links-from", str(measured)], "--links-from: '")):
-        bad = subprocess.run(command + extra, capture_output=True, text=True, timeout=120)
-        assert bad.returncode == 2 and words in bad.stderr, bad.stderr
-        assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
 
 
 def test_a_transformer_is_predicted_from_the_calibration_with_its_buckets_drawn(predictor, model_binary, tmp_path):
@@ -349,28 +247,3 @@ def test_a_slowdown_clearly_below_zero_is_warned_and_one_within_noise_is_not(pre
     noisy = calibration(tmp_path, strategies=[{**strategy, "slowdown": [0.1, -0.031, 0.0]}])  # run-to-run variation
     run = run_predictor(predictor, "--calibration", noisy, "--ranks", "2")
     assert run.returncode == 0 and "warning" not in run.stderr, run.stderr
-
-
-def test_the_predictions_figure_counts_the_points_in_the_band(tmp_path):
-    """plot_predictions.py: one point per row of each check, the count within +-10 % printed; a check without the
-    two columns, a time that is not one, or a name short exit 2 with nothing written."""
-    check = tmp_path / "check.csv"
-    check.write_text("config,label,predicted_ms,measured_ms\na,x,10,10.5\na,y,10,12\nb,x,5,4.6\n")
-    emulated = tmp_path / "emulated.csv"
-    emulated.write_text("nodes,predicted_ms,measured_ms\n2,40,39\n")
-    script = [sys.executable, str(REPO / "scripts" / "plot_predictions.py")]
-    png = tmp_path / "p.png"
-    result = subprocess.run(script + [str(check), str(emulated), "--names", "one node", "two nodes", "-o", str(png)],
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert "4 predictions, 3 within +-10%" in result.stdout and png.stat().st_size > 10000
-    bad = tmp_path / "bad.csv"
-    for text, names in (("a,b\n1,2\n", ["x"]), ("predicted_ms,measured_ms\n-1,2\n", ["x"]),
-                        ("predicted_ms,measured_ms\nten,2\n", ["x"]), ("predicted_ms,measured_ms\n1,2\n", [])):
-        bad.write_text(text)
-        out = tmp_path / "bad.png"
-        result = subprocess.run(script + [str(bad), "--names", *names, "-o", str(out)] if names else
-                                script + [str(bad), str(check), "--names", "x", "-o", str(out)],
-                                capture_output=True, text=True, timeout=120)
-        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
-        assert len(result.stderr.strip().splitlines()) == 1 and not out.exists()

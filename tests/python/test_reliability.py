@@ -28,14 +28,6 @@ def refused(result, named):
     assert named in result.stderr and "Traceback" not in result.stderr, result.stderr[-500:]
 
 
-@pytest.fixture
-def predictor(build_dir):
-    path = build_dir / "phase4_chunked_nccl" / "phase4_predict"
-    if not path.exists():
-        pytest.skip("phase4_predict is not built")
-    return path
-
-
 def test_a_one_rank_calibration_is_refused_by_the_predictor(tmp_path, predictor):
     one = json.loads(CALIBRATION.read_text())
     one["ranks"] = 1

@@ -8,7 +8,7 @@ import subprocess
 import pandas as pd
 import pytest
 
-from conftest import REPO, built
+from conftest import REPO
 
 torch = pytest.importorskip("torch")
 import ob_csv  # noqa: E402
@@ -16,11 +16,6 @@ import torch_transformer  # noqa: E402
 
 MODELS = ["gpt2", "gpt2-xl", "llama3-8b", "qwen2.5-7b", str(REPO / "tests" / "data" / "models" / "llama3-8b.config.json"),
           str(REPO / "tests" / "data" / "models" / "gpt2.config.json")]
-
-
-@pytest.fixture(scope="module")
-def model_binary(build_dir):
-    return built(build_dir, "phase4_chunked_nccl/phase4_model")
 
 
 @pytest.mark.parametrize("name", MODELS)
