@@ -60,14 +60,25 @@ def model_shape(model, binary):
         return json.loads(path.read_text())
 
 
-def find_built(name, given=None, folder="phase4_chunked_nccl"):
-    """A binary of the suite: `given`, else on PATH (cmake --install), else in this checkout's build folders."""
+SANITIZED_PRESETS = {"asan"}  # CMakePresets.json's builds under a sanitizer
+
+
+def find_built(name, given=None, folder="phase4_chunked_nccl", root=None):
+    """A binary of the suite: `given`, else on PATH (cmake --install), else in the build folders of `root` (this
+    checkout)."""
     if given:
         return given
     found = shutil.which(name)
     if found:
         return found
-    for build in sorted((pathlib.Path(__file__).resolve().parent.parent / "build").glob(f"*/{folder}/{name}")):
+    # The default preset's first, a sanitized build's last: build/asan sorts first by name, and its binaries run
+    # slower and cannot start under a limit on address space (a second scripts/test.sh ran its phase4_predict).
+    def preference(path):
+        preset = path.parent.parent.name
+        return (preset in SANITIZED_PRESETS, preset != "default", preset)
+
+    root = pathlib.Path(root) if root else pathlib.Path(__file__).resolve().parent.parent
+    for build in sorted((root / "build").glob(f"*/{folder}/{name}"), key=preference):
         if os.access(build, os.X_OK):
             return str(build)
     raise UsageError(f"{name} not found: build it (scripts/test.sh), install it, or pass its path")

@@ -71,7 +71,7 @@ def cases(build, paths, rng):
         "verdict": (py + [SCRIPTS / "verdict.py"], [""], ["--cores"], {}),
         "plot_gantt": (py + [SCRIPTS / "plot_gantt.py"], [""], ["--iter"], {}),
         "plot_summary": (py + [SCRIPTS / "plot_summary.py"], [""], [], {}),
-        "predict": (py + [SCRIPTS / "predict.py"], [""], ["--bucket-mb"], {}),
+        "predict": (py + [SCRIPTS / "predict.py", "--predictor", p4 / "phase4_predict"], [""], ["--bucket-mb"], {}),
         "headline": (py + [SCRIPTS / "headline.py", "--dry-run"], ["--experiment", "--predictions"], ["--gpus"], {}),
         "compare": (py + [SCRIPTS / "compare.py"], ["--contenders"], ["--rounds", "--timeout", "--deadline", "--seed"],
                     {"--contender": ["a=true {csv}", "b=true {csv}"]}),

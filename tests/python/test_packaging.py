@@ -56,3 +56,25 @@ def test_the_suite_imports_the_installed_modules():
     for module in (ob_csv, plot_gantt):
         assert pathlib.Path(module.__file__).parent == SCRIPTS_SITE, module.__file__
     assert not any(pathlib.Path(p) == REPO / "scripts" for p in sys.path)
+
+
+def test_a_checkout_s_binary_is_the_default_build_s_not_the_sanitized_one(tmp_path, monkeypatch):
+    """find_built (predict.py, headline.py, advice.py): from a checkout's build folders, the default preset's binary,
+    then another unsanitized one, the ASan build's only where it is the only one (it sorts first by name, runs slower
+    and cannot start under a limit on address space)."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # nothing installed
+
+    def make(preset):
+        path = tmp_path / "build" / preset / "phase4_chunked_nccl" / "phase4_predict"
+        path.parent.mkdir(parents=True)
+        path.write_text("#!/bin/sh\n")
+        path.chmod(0o755)
+        return str(path)
+
+    asan = make("asan")
+    assert ob_csv.find_built("phase4_predict", root=tmp_path) == asan
+    gpu = make("gpu")
+    assert ob_csv.find_built("phase4_predict", root=tmp_path) == gpu
+    default = make("default")
+    assert ob_csv.find_built("phase4_predict", root=tmp_path) == default
+    assert ob_csv.find_built("phase4_predict", "/given/path", root=tmp_path) == "/given/path"
