@@ -56,11 +56,14 @@ class CommCache {
   std::vector<std::unique_ptr<NcclComm>> comms_;
 };
 
-// Per-task medians of the slowest rank, summed over `tasks`.
+// Per-task medians of the slowest rank, and their sum over `tasks`.
+std::vector<double> medians(const std::vector<std::vector<double>>& tasks, MPI_Comm comm) {
+  std::vector<double> out;
+  for (const auto& samples : tasks) out.push_back(ob::slowest_median(samples, comm));
+  return out;
+}
 double summed_medians(const std::vector<std::vector<double>>& tasks, MPI_Comm comm) {
-  double total = 0;
-  for (const auto& samples : tasks) total += ob::slowest_median(samples, comm);
-  return total;
+  return ob::sum_ms(medians(tasks, comm));
 }
 
 // Warm-up before the calibration's first measured run: a step of a few milliseconds would otherwise be timed on
@@ -75,15 +78,10 @@ ShardedCalibration sharded_step(const Config& config, const ModeRun& compute, co
                                 const ModeRun& overlapped, MPI_Comm comm) {
   ShardedCalibration s;
   s.prefetch = config.prefetch;
-  auto medians = [comm](const std::vector<std::vector<double>>& tasks) {
-    std::vector<double> out;
-    for (const auto& samples : tasks) out.push_back(ob::slowest_median(samples, comm));
-    return out;
-  };
-  s.layer_ms = medians(compute.layer_ms);
-  s.update_ms = medians(compute.layer_update_ms);
-  s.step_ms = medians(compute.step_ms);
-  s.gather_ms = medians(alone.gather_ms);
+  s.layer_ms = medians(compute.layer_ms, comm);
+  s.update_ms = medians(compute.layer_update_ms, comm);
+  s.step_ms = medians(compute.step_ms, comm);
+  s.gather_ms = medians(alone.gather_ms, comm);
   s.iteration_ms = ob::summarize(ob::max_across_ranks(compute.iter_ms, comm)).p50;
   s.forward_rest_ms = std::max(0.0, ob::slowest_median(compute.forward_ms, comm) - ob::sum_ms(s.layer_ms) -
                                         ob::sum_ms(s.update_ms));
@@ -97,8 +95,7 @@ ShardedCalibration sharded_step(const Config& config, const ModeRun& compute, co
 // buckets (the last one may be smaller), g(m), r(m) and sigma(m) (planner.hpp).
 void add_size(StrategyCalibration& strategy, const BucketPlan& plan, const ModeRun& alone, const ModeRun& overlapped,
               double compute_backward, MPI_Comm comm) {
-  std::uint64_t largest = 0;
-  for (const auto& bucket : plan.buckets) largest = std::max(largest, bucket.size());
+  const std::uint64_t largest = plan.largest();
   std::vector<double> full;
   double busy = 0;  // the comm stream's time in its buckets
   for (std::size_t b = 0; b < plan.buckets.size(); ++b) {
@@ -150,9 +147,7 @@ Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, 
     for (const double bytes : sizes) {
       const double mb = bytes / (1 << 20);
       const BucketPlan plan = trainer.adapt(plan_by_size(config.layout(), mb, mb));
-      std::uint64_t largest = 0;
-      for (const auto& bucket : plan.buckets) largest = std::max(largest, bucket.size());
-      if (!strategy.bytes.empty() && largest * 4.0 <= strategy.bytes.back()) continue;  // rounded onto the last size
+      if (!strategy.bytes.empty() && plan.largest() * 4.0 <= strategy.bytes.back()) continue;  // onto the last size
       if (progress) {
         *progress << "phase4: calibration: --sync " << sync << ", " << plan.describe() << std::endl;
       }
@@ -169,8 +164,7 @@ Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, 
         best_iteration = calibration.iteration_ms = iteration;
         calibration.forward_ms = ob::slowest_median(compute.forward_ms, comm);
         calibration.update_ms = ob::slowest_median(compute.update_ms, comm);
-        calibration.step_ms.clear();
-        for (const auto& samples : compute.step_ms) calibration.step_ms.push_back(ob::slowest_median(samples, comm));
+        calibration.step_ms = medians(compute.step_ms, comm);
       }
       trainer.reset_weights();
       const ModeRun alone = trainer.run(ob::Mode::kComm, plan, false, origin);

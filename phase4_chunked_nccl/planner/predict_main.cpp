@@ -257,12 +257,10 @@ std::vector<std::string> point_row(const Options& o, const phase4::Calibration& 
   const auto* ddp = phase4::ddp_like(c);
   const double cap = phase4::best_ddp_cap(c, ddp ? phase4::Target(scaled_comm(*ddp, c.ranks, n, o.per_node, link), n)
                                          : phase4::Target(), &ddp_ms);
-  std::uint64_t largest = 0;
-  for (const auto& b : best->plan.buckets) largest = std::max(largest, b.size());
   auto mb = [](std::uint64_t elements) { return ob::format_number(elements * 4.0 / (1 << 20), 4); };
   return {link.name, std::to_string(n), std::to_string((n + o.per_node - 1) / o.per_node), best->sync,
           ob::format_number(best->prediction.step_ms, 6), std::to_string(best->plan.buckets.size()),
-          mb(best->plan.buckets.front().size()), mb(largest), ob::format_number(best->prediction.slowdown, 4),
+          mb(best->plan.buckets.front().size()), mb(best->plan.largest()), ob::format_number(best->prediction.slowdown, 4),
           best->prediction.extrapolated ? "1" : "0", ob::format_number(cap), ob::format_number(ddp_ms, 6), c.gpu,
           std::to_string(c.ranks), c.commit, c.model, c.compute_estimated ? "1" : "0"};
 }

@@ -154,13 +154,17 @@ void validate_plan(const BucketPlan& plan, const GradientLayout& layout) {
   }
 }
 
+std::uint64_t BucketPlan::largest() const {
+  std::uint64_t most = 0;
+  for (const auto& bucket : buckets) most = std::max(most, bucket.size());
+  return most;
+}
+
 std::string BucketPlan::describe() const {
   const double first = buckets.empty() ? 0 : buckets.front().size() * sizeof(float) / double(1 << 20);
-  const double largest = buckets.empty() ? 0 : std::max_element(buckets.begin(), buckets.end(), [](auto& a, auto& b) {
-                                                 return a.size() < b.size();
-                                               })->size() * sizeof(float) / double(1 << 20);
   char text[128];
-  std::snprintf(text, sizeof text, "%zu buckets (first %.3g MiB, largest %.3g MiB)", buckets.size(), first, largest);
+  std::snprintf(text, sizeof text, "%zu buckets (first %.3g MiB, largest %.3g MiB)", buckets.size(), first,
+                largest() * sizeof(float) / double(1 << 20));
   return text;
 }
 
