@@ -111,6 +111,15 @@ def test_tracked_results_stay_within_15_mb():
     assert size <= 15 * 1000 * 1000, f"tracked results/ holds {size / 1e6:.1f} MB"
 
 
+def test_results_hold_no_code():
+    """results/ holds data, specs and generated READMEs (issue 50): no script and no executable file; the scripts of
+    earlier publications are records under experiments/transcripts/."""
+    code = [p for p in (REPO / "results").rglob("*") if p.is_file() and "runs" not in p.relative_to(REPO).parts
+            and (p.suffix in {".py", ".sh"} or p.stat().st_mode & 0o111)]
+    assert not code, code[:5]
+    assert (REPO / "experiments" / "transcripts" / "2xH200" / "planner" / "make_tables.py").is_file()
+
+
 def test_every_relative_link_resolves():
     broken = []
     for page in MARKDOWN:
