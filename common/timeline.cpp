@@ -108,6 +108,40 @@ bool ends_with(const std::string& text, const std::string& tail) {
   return text.size() >= tail.size() && text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
 }
 
+// Flow arrows: each communication event ("<mode>:comm" lane) from the compute event of the same point, rank, mode
+// and iteration that ended last before it started (the work whose end made it ready). Compute events are indexed
+// by (point, rank, lane, iteration) in order of their ends, so a sweep of many events stays linear-logarithmic.
+void add_flow_arrows(const std::vector<TimelineEvent>& events, const std::vector<int>& pid_of_event,
+                     const std::vector<int>& tid_of, nlohmann::json& trace_events) {
+  using IterKey = std::tuple<std::string, int, std::string, int>;
+  std::map<IterKey, std::vector<std::size_t>> ends;
+  for (std::size_t k = 0; k < events.size(); ++k) ends[{events[k].point, events[k].rank, events[k].lane, events[k].iter}].push_back(k);
+  for (auto& [key, indices] : ends) {
+    std::stable_sort(indices.begin(), indices.end(),
+                     [&](std::size_t a, std::size_t b) { return events[a].end_us < events[b].end_us; });
+  }
+  int flow = 0;
+  for (std::size_t c = 0; c < events.size(); ++c) {
+    const auto& comm = events[c];
+    if (!ends_with(comm.lane, ":comm")) continue;
+    const std::string compute_lane = comm.lane.substr(0, comm.lane.size() - 4) + "compute";
+    const auto found = ends.find({comm.point, comm.rank, compute_lane, comm.iter});
+    if (found == ends.end()) continue;
+    const auto& sorted = found->second;
+    const auto after = std::upper_bound(sorted.begin(), sorted.end(), comm.start_us,
+                                        [&](double t, std::size_t k) { return t < events[k].end_us; });
+    if (after == sorted.begin()) continue;
+    const std::size_t from = *std::prev(after);
+    const auto& ready = events[from];
+    const double inside = ready.end_us - std::min(0.001, (ready.end_us - ready.start_us) / 2);  // within the slice
+    trace_events.push_back({{"name", "ready"}, {"cat", "ready"}, {"ph", "s"}, {"id", flow}, {"pid", pid_of_event[from]},
+                            {"tid", tid_of[from]}, {"ts", inside}});
+    trace_events.push_back({{"name", "ready"}, {"cat", "ready"}, {"ph", "f"}, {"bp", "e"}, {"id", flow},
+                            {"pid", pid_of_event[c]}, {"tid", tid_of[c]}, {"ts", comm.start_us}});
+    ++flow;
+  }
+}
+
 }  // namespace
 
 nlohmann::json chrome_trace(const std::vector<TimelineEvent>& events, const std::vector<PowerPoint>& power) {
@@ -161,36 +195,7 @@ nlohmann::json chrome_trace(const std::vector<TimelineEvent>& events, const std:
                             {"ts", e.start_us}, {"dur", e.end_us - e.start_us},
                             {"args", {{"iter", e.iter}, {"chunk", e.chunk}}}});
   }
-  // Flow arrows: each communication event ("<mode>:comm" lane) from the compute event of the same point, rank, mode
-  // and iteration that ended last before it started (the work whose end made it ready). Compute events are indexed
-  // by (point, rank, lane, iteration) in order of their ends, so a sweep of many events stays linear-logarithmic.
-  using IterKey = std::tuple<std::string, int, std::string, int>;
-  std::map<IterKey, std::vector<std::size_t>> ends;
-  for (std::size_t k = 0; k < events.size(); ++k) ends[{events[k].point, events[k].rank, events[k].lane, events[k].iter}].push_back(k);
-  for (auto& [key, indices] : ends) {
-    std::stable_sort(indices.begin(), indices.end(),
-                     [&](std::size_t a, std::size_t b) { return events[a].end_us < events[b].end_us; });
-  }
-  int flow = 0;
-  for (std::size_t c = 0; c < events.size(); ++c) {
-    const auto& comm = events[c];
-    if (!ends_with(comm.lane, ":comm")) continue;
-    const std::string compute_lane = comm.lane.substr(0, comm.lane.size() - 4) + "compute";
-    const auto found = ends.find({comm.point, comm.rank, compute_lane, comm.iter});
-    if (found == ends.end()) continue;
-    const auto& sorted = found->second;
-    const auto after = std::upper_bound(sorted.begin(), sorted.end(), comm.start_us,
-                                        [&](double t, std::size_t k) { return t < events[k].end_us; });
-    if (after == sorted.begin()) continue;
-    const std::size_t from = *std::prev(after);
-    const auto& ready = events[from];
-    const double inside = ready.end_us - std::min(0.001, (ready.end_us - ready.start_us) / 2);  // within the slice
-    trace_events.push_back({{"name", "ready"}, {"cat", "ready"}, {"ph", "s"}, {"id", flow}, {"pid", pid_of_event[from]},
-                            {"tid", tid_of[from]}, {"ts", inside}});
-    trace_events.push_back({{"name", "ready"}, {"cat", "ready"}, {"ph", "f"}, {"bp", "e"}, {"id", flow},
-                            {"pid", pid_of_event[c]}, {"tid", tid_of[c]}, {"ts", comm.start_us}});
-    ++flow;
-  }
+  add_flow_arrows(events, pid_of_event, tid_of, trace_events);
   // Power as a counter track per rank, one series per GPU (on the rank's process outside a sweep, else on a
   // process of its own per rank: samples run across every point).
   for (const auto& point : power) {

@@ -47,67 +47,73 @@ double Trainer::tolerance(GemmKernel kernel) const {
   return kernel == GemmKernel::kCublas && config_.tf32 ? 1e-2 : 1e-5;
 }
 
+void Trainer::step(GemmKernel kernel, bool tf32, ob::EventLog* log, std::vector<int>* marks) {
+  Buffers& d = *buffers_;
+  const std::size_t n_out = static_cast<std::size_t>(config_.batch) * config_.out;
+  const std::size_t n_w = static_cast<std::size_t>(config_.in) * config_.out;
+  const GemmShape forward{config_.batch, config_.out, config_.in, false, false};
+  const GemmShape backward{config_.in, config_.out, config_.batch, true, false};  // dW = xᵀ·dY
+  CUDA_CHECK(cudaMemsetAsync(d.loss.get(), 0, sizeof(double), stream_));
+  auto mark = [&] {
+    if (log) marks->push_back(log->record(stream_));
+  };
+  mark();
+  {
+    ob::NvtxRange range("forward");
+    gemm(kernel, cublas_, tf32, forward, d.x.get(), d.w.get(), d.y.get(), stream_);
+  }
+  mark();
+  {
+    ob::NvtxRange range("loss_grad");
+    mse_loss_grad(d.y.get(), d.t.get(), d.dy.get(), d.loss.get(), n_out, stream_);
+  }
+  mark();
+  {
+    ob::NvtxRange range("backward");
+    gemm(kernel, cublas_, tf32, backward, d.x.get(), d.dy.get(), d.dw.get(), stream_);
+  }
+  mark();
+  {
+    ob::NvtxRange range("sgd");
+    sgd_update(d.w.get(), d.dw.get(), config_.learning_rate(), n_w, stream_);
+  }
+  mark();
+}
+
+void Trainer::check_first_step(VariantResult& result) {
+  // The first step's forward output and dW against the CPU double reference (on sampled rows for large sizes),
+  // on poisoned outputs so an element no thread writes cannot pass.
+  Buffers& d = *buffers_;
+  const std::size_t n_out = static_cast<std::size_t>(config_.batch) * config_.out;
+  const std::size_t n_w = static_cast<std::size_t>(config_.in) * config_.out;
+  fill(d.y.get(), NAN, n_out, stream_);
+  fill(d.dw.get(), NAN, n_w, stream_);
+  step(result.kernel, result.tf32, nullptr, nullptr);
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  const auto y = d.y.download(), dy = d.dy.download(), dw = d.dw.download();
+  const auto rows_y = rows_to_check(config_.batch, config_.out, config_.in);
+  const auto ref_y = reference_gemm_rows({config_.batch, config_.out, config_.in}, x_.data(), w0_.data(), rows_y);
+  std::vector<float> got_y;
+  for (int r : rows_y) got_y.insert(got_y.end(), y.begin() + std::size_t(r) * config_.out, y.begin() + std::size_t(r + 1) * config_.out);
+  result.forward_check = ob::compare_relative(got_y.data(), ref_y.data(), ref_y.size());
+  const auto rows_w = rows_to_check(config_.in, config_.out, config_.batch);
+  const auto ref_w = reference_gemm_rows({config_.in, config_.out, config_.batch, true, false}, x_.data(),
+                                         dy.data(), rows_w);
+  std::vector<float> got_w;
+  for (int r : rows_w) got_w.insert(got_w.end(), dw.begin() + std::size_t(r) * config_.out, dw.begin() + std::size_t(r + 1) * config_.out);
+  result.backward_check = ob::compare_relative(got_w.data(), ref_w.data(), ref_w.size());
+  result.checked = true;
+  d.w.upload(w0_);  // the check's SGD step is undone: every variant trains from the same weights
+}
+
 VariantResult Trainer::run(GemmKernel kernel) {
   VariantResult result;
   result.kernel = kernel;
   result.tf32 = kernel == GemmKernel::kCublas && config_.tf32;
   Buffers& d = *buffers_;
   const std::size_t n_out = static_cast<std::size_t>(config_.batch) * config_.out;
-  const std::size_t n_w = static_cast<std::size_t>(config_.in) * config_.out;
-  const GemmShape forward{config_.batch, config_.out, config_.in, false, false};
-  const GemmShape backward{config_.in, config_.out, config_.batch, true, false};  // dW = xᵀ·dY
   d.w.upload(w0_);
-
-  auto step = [&](ob::EventLog* log, std::vector<int>* marks) {
-    CUDA_CHECK(cudaMemsetAsync(d.loss.get(), 0, sizeof(double), stream_));
-    auto mark = [&] {
-      if (log) marks->push_back(log->record(stream_));
-    };
-    mark();
-    {
-      ob::NvtxRange range("forward");
-      gemm(kernel, cublas_, result.tf32, forward, d.x.get(), d.w.get(), d.y.get(), stream_);
-    }
-    mark();
-    {
-      ob::NvtxRange range("loss_grad");
-      mse_loss_grad(d.y.get(), d.t.get(), d.dy.get(), d.loss.get(), n_out, stream_);
-    }
-    mark();
-    {
-      ob::NvtxRange range("backward");
-      gemm(kernel, cublas_, result.tf32, backward, d.x.get(), d.dy.get(), d.dw.get(), stream_);
-    }
-    mark();
-    {
-      ob::NvtxRange range("sgd");
-      sgd_update(d.w.get(), d.dw.get(), config_.learning_rate(), n_w, stream_);
-    }
-    mark();
-  };
-
-  if (config_.common.check) {
-    // The first step's forward output and dW against the CPU double reference (on sampled rows for large sizes),
-    // on poisoned outputs so an element no thread writes cannot pass.
-    fill(d.y.get(), NAN, n_out, stream_);
-    fill(d.dw.get(), NAN, n_w, stream_);
-    step(nullptr, nullptr);
-    CUDA_CHECK(cudaStreamSynchronize(stream_));
-    const auto y = d.y.download(), dy = d.dy.download(), dw = d.dw.download();
-    const auto rows_y = rows_to_check(config_.batch, config_.out, config_.in);
-    const auto ref_y = reference_gemm_rows({config_.batch, config_.out, config_.in}, x_.data(), w0_.data(), rows_y);
-    std::vector<float> got_y;
-    for (int r : rows_y) got_y.insert(got_y.end(), y.begin() + std::size_t(r) * config_.out, y.begin() + std::size_t(r + 1) * config_.out);
-    result.forward_check = ob::compare_relative(got_y.data(), ref_y.data(), ref_y.size());
-    const auto rows_w = rows_to_check(config_.in, config_.out, config_.batch);
-    const auto ref_w = reference_gemm_rows({config_.in, config_.out, config_.batch, true, false}, x_.data(),
-                                           dy.data(), rows_w);
-    std::vector<float> got_w;
-    for (int r : rows_w) got_w.insert(got_w.end(), dw.begin() + std::size_t(r) * config_.out, dw.begin() + std::size_t(r + 1) * config_.out);
-    result.backward_check = ob::compare_relative(got_w.data(), ref_w.data(), ref_w.size());
-    result.checked = true;
-    d.w.upload(w0_);  // the check's SGD step is undone: every variant trains from the same weights
-  }
+  if (config_.common.check) check_first_step(result);
 
   const ob::LoopPlan plan{ob::Mode::kSeq, config_.common.warmup, config_.common.iters};
   // One loss per step run: warm-up goes on until steady (common/iteration.hpp), at most max_warmup(plan) steps.
@@ -124,7 +130,7 @@ VariantResult Trainer::run(GemmKernel kernel) {
   hooks.step = [&](const ob::Iteration& it) {
     ob::NvtxRange range(it.timed ? "phase1 step" : "phase1 warm-up step");
     marks.clear();
-    step(it.timed ? &log : nullptr, &marks);
+    step(kernel, result.tf32, it.timed ? &log : nullptr, &marks);
     CUDA_CHECK(cudaMemcpyAsync(loss_host + it.index, d.loss.get(), sizeof(double), cudaMemcpyDeviceToHost, stream_));
     steps_run = it.index + 1;
   };

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cuda/event_timer.hpp"
 #include "common/cuda/handles.hpp"
 #include "common/timeline.hpp"
 #include "common/verify.hpp"
@@ -45,6 +46,11 @@ class Trainer {
 
  private:
   struct Buffers;
+  // One step's four kernels on the stream; with `log`, an event before each and after the last (into `marks`).
+  void step(GemmKernel kernel, bool tf32, ob::EventLog* log, std::vector<int>* marks);
+  // The first step's forward and dW against the CPU reference, its update undone (--check).
+  void check_first_step(VariantResult& result);
+
   const Config& config_;
   ob::CudaStream stream_;
   ob::CublasHandle cublas_;

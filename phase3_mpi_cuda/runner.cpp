@@ -70,6 +70,50 @@ double measured_ms(const Config& config, int batch, ob::Mode mode, const Backend
   return chunks;
 }
 
+// The configuration columns every row of the run shares.
+ob::SummaryRow base_row(const Config& config, const std::string& device_name, int ranks) {
+  ob::SummaryRow base;
+  base.ranks = ranks;
+  base.chunks = config.chunks;
+  base.iters = config.common.iters;
+  base.config("batch", config.batch).config("in", config.in).config("out", config.out).config("device", device_name)
+      .config("compute", config.compute)
+      .config("kernel", config.busy() ? "busy_loop" : device_name == "cpu" ? "cpu_gemm" : config.kernel)
+      .config("cuda_aware", config.cuda_aware).config("compute_threads", config.compute_threads())
+      .config("probes", config.probes).config("backoff_us", config.backoff_us)
+      .config("progress_core", config.compute_threads() < rank_cores() ? "own"
+                               : compute_can_yield()                 ? "shared-first"
+                                                                     : "shared")
+      .config("grad_mb", 4.0 * config.in * config.out / (1 << 20)).config("clock", "steady_clock");
+  return base;
+}
+
+// One mode's summary row: the slowest rank's step times, its chunks' medians, comm's bandwidth, the exact
+// check's count.
+ob::SummaryRow mode_row(const ob::SummaryRow& base, const ModeRun& run, ob::Mode mode, const Config& config,
+                        const Backend& backend, std::uint64_t wrong, MPI_Comm comm) {
+  int ranks = 1;
+  MPI_CHECK(MPI_Comm_size(comm, &ranks));
+  ob::SummaryRow row = base;
+  row.mode = mode;
+  row.set_times(ob::max_across_ranks(run.iter_ms, comm));
+  std::vector<double> compute_tasks, comm_tasks;
+  for (int k = 0; k < config.chunks; ++k) {
+    compute_tasks.insert(compute_tasks.end(), run.chunk_compute_ms[k].begin(), run.chunk_compute_ms[k].end());
+    comm_tasks.insert(comm_tasks.end(), run.chunk_comm_ms[k].begin(), run.chunk_comm_ms[k].end());
+  }
+  if (mode != ob::Mode::kComm) row.set("chunk_compute_ms_p50", ob::slowest_median(compute_tasks, comm));
+  if (mode != ob::Mode::kCompute) row.set("chunk_comm_ms_p50", ob::slowest_median(comm_tasks, comm));
+  row.set("compute_total_ms_p50", ob::slowest_median(run.compute_total_ms, comm));
+  if (mode == ob::Mode::kComm) {
+    const double algbw = ob::algbw_GBps(4.0 * config.in * config.out, row.time_ms.p50);
+    row.set("algbw_GBps", algbw).set("busbw_GBps", ob::allreduce_busbw_GBps(algbw, ranks));
+  }
+  const bool exact = (mode == ob::Mode::kComm || !backend.trains()) && mode != ob::Mode::kCompute;
+  if (config.common.check && exact) row.set("wrong", wrong);
+  return row;
+}
+
 }  // namespace
 
 int rows_for_time(double target_ms, int b0, double t0, int b1, double t1) {
@@ -149,19 +193,7 @@ Result run(const Config& config, Backend& backend, const std::string& device_nam
     result.failure = check_against_reference(config, backend, comm, origin, rank);
   }
 
-  ob::SummaryRow base;
-  base.ranks = ranks;
-  base.chunks = config.chunks;
-  base.iters = config.common.iters;
-  base.config("batch", config.batch).config("in", config.in).config("out", config.out).config("device", device_name)
-      .config("compute", config.compute)
-      .config("kernel", config.busy() ? "busy_loop" : device_name == "cpu" ? "cpu_gemm" : config.kernel)
-      .config("cuda_aware", config.cuda_aware).config("compute_threads", config.compute_threads())
-      .config("probes", config.probes).config("backoff_us", config.backoff_us)
-      .config("progress_core", config.compute_threads() < rank_cores() ? "own"
-                               : compute_can_yield()                 ? "shared-first"
-                                                                     : "shared")
-      .config("grad_mb", 4.0 * config.in * config.out / (1 << 20)).config("clock", "steady_clock");
+  const ob::SummaryRow base = base_row(config, device_name, ranks);
 
   ob::CheckLog checks;
   checks.fail(result.failure);
@@ -187,24 +219,7 @@ Result run(const Config& config, Backend& backend, const std::string& device_nam
       for (const auto& samples : run.chunk_comm_ms) chunk_ms.push_back(ob::slowest_median(samples, comm));
       backend.size_to_comm(chunk_ms);
     }
-    ob::SummaryRow row = base;
-    row.mode = mode;
-    row.set_times(ob::max_across_ranks(run.iter_ms, comm));
-    std::vector<double> compute_tasks, comm_tasks;
-    for (int k = 0; k < config.chunks; ++k) {
-      compute_tasks.insert(compute_tasks.end(), run.chunk_compute_ms[k].begin(), run.chunk_compute_ms[k].end());
-      comm_tasks.insert(comm_tasks.end(), run.chunk_comm_ms[k].begin(), run.chunk_comm_ms[k].end());
-    }
-    if (mode != ob::Mode::kComm) row.set("chunk_compute_ms_p50", ob::slowest_median(compute_tasks, comm));
-    if (mode != ob::Mode::kCompute) row.set("chunk_comm_ms_p50", ob::slowest_median(comm_tasks, comm));
-    row.set("compute_total_ms_p50", ob::slowest_median(run.compute_total_ms, comm));
-    if (mode == ob::Mode::kComm) {
-      const double algbw = ob::algbw_GBps(4.0 * config.in * config.out, row.time_ms.p50);
-      row.set("algbw_GBps", algbw).set("busbw_GBps", ob::allreduce_busbw_GBps(algbw, ranks));
-    }
-    const bool exact = (mode == ob::Mode::kComm || !backend.trains()) && mode != ob::Mode::kCompute;
-    if (config.common.check && exact) row.set("wrong", wrong);
-    result.rows.push_back(row);
+    result.rows.push_back(mode_row(base, run, mode, config, backend, wrong, comm));
     auto merged = ob::gather_timeline(run.events, comm);
     result.events.insert(result.events.end(), merged.begin(), merged.end());
   }

@@ -15,7 +15,7 @@ import tempfile
 import numpy as np
 import pandas as pd
 
-import ob_csv
+import ob_tool
 import trace_stats
 
 
@@ -87,8 +87,8 @@ def advise(traces, stats, world, predictor=None):
         if cal is None:
             continue
         try:
-            binary = ob_csv.find_built("phase4_predict", predictor)
-        except ob_csv.UsageError as error:
+            binary = ob_tool.find_built("phase4_predict", predictor)
+        except ob_tool.UsageError as error:
             return {"sentence": f"No bucket advice: {error}"}
         with tempfile.TemporaryDirectory() as scratch:
             path = pathlib.Path(scratch) / "trace.calibration.json"

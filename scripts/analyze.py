@@ -30,20 +30,21 @@ import pandas as pd
 
 import compare_runs
 import ob_csv
+import ob_tool
 import trace_read
 import trace_stats
 
 
 def parse_args(argv=None):
-    parser = ob_csv.ArgumentParser(description=ob_csv.describe(__doc__))
+    parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
     parser.add_argument("traces", nargs="+", help="one trace per rank (or a phase 4 timeline CSV)")
     parser.add_argument("--out", required=True, help="folder to write (created; must not hold an analysis yet)")
     parser.add_argument("--predictor", help="phase4_predict for the advice (default: on PATH or in build/)")
     args = parser.parse_args(argv)
     for path in args.traces:
         try:
-            ob_csv.require_input(path, "TRACE")
-        except ob_csv.UsageError as error:
+            ob_tool.require_input(path, "TRACE")
+        except ob_tool.UsageError as error:
             parser.error(str(error))
     if (pathlib.Path(args.out) / "analysis.csv").exists():
         parser.error(f"--out: '{args.out}' is invalid: it already holds an analysis (analysis.csv)")
@@ -125,7 +126,7 @@ def main(argv=None):
     trace_stats.check_one_job(traces)
     stats = [s for trace in traces for s in trace_stats.step_stats(trace)]
     if not stats:
-        raise ob_csv.UsageError(f"{args.traces[0]}: no step found in it")
+        raise ob_tool.UsageError(f"{args.traces[0]}: no step found in it")
     world = max(t.world for t in traces) or len(traces)
     collectives = {b[0] for s in stats for b in s.buckets}
     system = traces[0].system or ("pytorch-fsdp2" if "reduce_scatter" in collectives or "_reduce_scatter_base"
@@ -136,7 +137,7 @@ def main(argv=None):
     advised = advice.advise(traces, stats, world, args.predictor) if system == "pytorch-ddp" else None
     buckets = pd.DataFrame([{"rank": s.rank, "step": s.step, "bucket": i, "collective": b[0], "bytes": b[1],
                              "ms": b[2]} for s in stats for i, b in enumerate(s.buckets)])
-    meta = {"suite": "overlap-bench", "tool": "ob-analyze", "commit": ob_csv.commit_id(), "command_line": sys.argv,
+    meta = {"suite": "overlap-bench", "tool": "ob-analyze", "commit": ob_tool.commit_id(), "command_line": sys.argv,
             "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "system": system, "ranks": world,
             "gpus": [{"gpu_name": t.gpu} for t in traces if t.gpu], "nccl": traces[0].nccl,
             "traces": [{"path": str(p), "sha256": digest(p)} for p in args.traces],
@@ -183,7 +184,7 @@ def sentences(table, advised):
 
 def cli():
     """The console command ob-analyze (pyproject.toml) and `python3 analyze.py`."""
-    raise SystemExit(ob_csv.main_guard(main))
+    raise SystemExit(ob_tool.main_guard(main))
 
 
 if __name__ == "__main__":

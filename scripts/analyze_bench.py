@@ -20,7 +20,9 @@ import pandas as pd
 
 import ob_csv
 
-SOURCE = ob_csv.REPO / "tests" / "data" / "traces" / "2gpu" / "ddp-1024x8x256-25mb.rank0.trace.json.gz"
+import ob_tool
+
+SOURCE = ob_tool.REPO / "tests" / "data" / "traces" / "2gpu" / "ddp-1024x8x256-25mb.rank0.trace.json.gz"
 
 
 def synthesize(path, size, source=SOURCE):
@@ -49,13 +51,13 @@ def synthesize(path, size, source=SOURCE):
 
 
 def main():
-    parser = ob_csv.ArgumentParser(description=ob_csv.describe(__doc__))
+    parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
     parser.add_argument("--gb", type=float, default=1.0, help="the trace's size in GB (default: 1)")
     parser.add_argument("--csv", required=True, help="the table to write")
     args = parser.parse_args()
     if not 0.001 <= args.gb <= 16:
         parser.error(f"--gb: '{args.gb}' is invalid: 0.001 to 16")
-    ob_csv.require_outputs([("--csv", args.csv), ("--csv (its metadata)", ob_csv.meta_path(args.csv))])
+    ob_tool.require_outputs([("--csv", args.csv), ("--csv (its metadata)", ob_csv.meta_path(args.csv))])
     with tempfile.TemporaryDirectory() as scratch:
         trace = pathlib.Path(scratch) / "big.trace.json"
         events, steps = synthesize(trace, args.gb * 1e9)
@@ -69,11 +71,11 @@ def main():
             raise OSError(f"ob-analyze exited {done.returncode}: {done.stderr.strip()[-300:]}")
         row = {"trace_bytes": trace.stat().st_size, "events": events, "steps": steps, "seconds": seconds,
                "max_rss_mb": max(peak, before) / 1024, "cpus": os.cpu_count()}
-    meta = {"suite": "overlap-bench", "tool": "ob-analyze-bench", "commit": ob_csv.commit_id(),
+    meta = {"suite": "overlap-bench", "tool": "ob-analyze-bench", "commit": ob_tool.commit_id(),
             "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command_line": sys.argv,
-            "source": str(SOURCE.relative_to(ob_csv.REPO)), "load_average": os.getloadavg()}
-    ob_csv.write_text_atomic(ob_csv.meta_path(args.csv), json.dumps(meta, indent=2) + "\n")
-    ob_csv.write_text_atomic(args.csv, pd.DataFrame([row]).to_csv(index=False))
+            "source": str(SOURCE.relative_to(ob_tool.REPO)), "load_average": os.getloadavg()}
+    ob_tool.write_text_atomic(ob_csv.meta_path(args.csv), json.dumps(meta, indent=2) + "\n")
+    ob_tool.write_text_atomic(args.csv, pd.DataFrame([row]).to_csv(index=False))
     print(f"ob-analyze read a trace of {row['trace_bytes'] / 1e9:.2f} GB ({events} events, {steps} steps) in "
           f"{seconds:.1f} s, at most {row['max_rss_mb']:.0f} MB resident, on {row['cpus']} cores")
     return 0
@@ -81,7 +83,7 @@ def main():
 
 def cli():
     """The console command ob-analyze-bench (pyproject.toml) and `python3 analyze_bench.py`."""
-    raise SystemExit(ob_csv.main_guard(main))
+    raise SystemExit(ob_tool.main_guard(main))
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import pandas as pd
 
 import analyze
 import ob_csv
+import ob_tool
 
 
 def hta_overlap(files):
@@ -41,12 +42,12 @@ def hta_overlap(files):
 
 def check(folder):
     folder = pathlib.Path(folder)
-    jobs = pd.read_csv(ob_csv.require_input(folder / "trace_job.csv", "FOLDER"))
+    jobs = pd.read_csv(ob_tool.require_input(folder / "trace_job.csv", "FOLDER"))
     rows = []
     for job in jobs.itertuples():
         files = sorted(folder.glob(f"{job.label}.rank*.trace.json*"))
         if len(files) != job.ranks:
-            raise ob_csv.UsageError(f"{folder}: {job.label} has {len(files)} rank traces, {job.ranks} expected")
+            raise ob_tool.UsageError(f"{folder}: {job.label} has {len(files)} rank traces, {job.ranks} expected")
         with tempfile.TemporaryDirectory() as scratch:
             out = pathlib.Path(scratch) / "a"
             with contextlib.redirect_stdout(io.StringIO()):
@@ -66,11 +67,11 @@ def check(folder):
 
 
 def main():
-    parser = ob_csv.ArgumentParser(description=ob_csv.describe(__doc__))
+    parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
     parser.add_argument("folder", help="a trace_job.py --out folder")
     parser.add_argument("--csv", required=True, help="the table to write")
     args = parser.parse_args()
-    ob_csv.require_outputs([("--csv", args.csv), ("--csv (its metadata)", ob_csv.meta_path(args.csv))])
+    ob_tool.require_outputs([("--csv", args.csv), ("--csv (its metadata)", ob_csv.meta_path(args.csv))])
     table = check(args.folder)
     try:
         from importlib.metadata import version
@@ -78,20 +79,20 @@ def main():
         hta = version("HolisticTraceAnalysis")
     except Exception:  # noqa: BLE001 - not installed
         hta = None
-    meta = {"suite": "overlap-bench", "tool": "ob-analyze-check", "commit": ob_csv.commit_id(),
+    meta = {"suite": "overlap-bench", "tool": "ob-analyze-check", "commit": ob_tool.commit_id(),
             "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command_line": sys.argv,
             "traces": str(args.folder), "hta_version": hta,
             "trace_job": json.loads((pathlib.Path(args.folder) / "trace_job.meta.json").read_text())
             if (pathlib.Path(args.folder) / "trace_job.meta.json").is_file() else None}
-    ob_csv.write_text_atomic(ob_csv.meta_path(args.csv), json.dumps(meta, indent=2) + "\n")
-    ob_csv.write_text_atomic(args.csv, table.to_csv(index=False))
+    ob_tool.write_text_atomic(ob_csv.meta_path(args.csv), json.dumps(meta, indent=2) + "\n")
+    ob_tool.write_text_atomic(args.csv, table.to_csv(index=False))
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     return 0
 
 
 def cli():
     """The console command ob-analyze-check (pyproject.toml) and `python3 analyze_check.py`."""
-    raise SystemExit(ob_csv.main_guard(main))
+    raise SystemExit(ob_tool.main_guard(main))
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ Each --bucket-mb value is one wrapped run; a value given again is a repeat, kept
 --fsdp runs PyTorch FSDP2 instead (system pytorch-fsdp2: fully_shard on every layer and the model, eager, without
 and with resharding after the forward, or as --reshard-after-forward says; column reshard_after_forward). DDP's and FSDP2's gradients are checked against
 a manual all-reduce of the same step's gradients. Writes phase 4's summary columns; the metadata's commit is checked
-as the binaries' is (ob_csv.commit_id).
+as the binaries' is (ob_tool.commit_id).
 """
 import argparse
 import json
@@ -34,14 +34,12 @@ import time
 STARTED = time.monotonic()  # the process's setup time goes into the metadata (timings_s)
 
 import ob_csv  # noqa: E402 (after the clock starts)
+
+import ob_tool
 import ob_metrics  # noqa: E402
 
-try:
-    import torch
-    import torch.distributed as dist
-    from torch import nn
-except ImportError:  # the arguments are still checked; main() then says what is missing
-    torch = dist = nn = None
+from ddp_steps import (Mlp, Step, Transformer, compute_rows, fresh_model, manual_gradients,  # noqa: E402
+                       optimizer_options, slowest, stats, torch, dist, wrapped_run)
 IMPORTED = time.monotonic()
 
 
@@ -52,7 +50,7 @@ CONFIG_KEYS = ["hidden", "layers", "batch", "model", "seq", "micro_batch", "bloc
 
 
 def parse_args():
-    parser = ob_csv.ArgumentParser(description=ob_csv.describe(__doc__))
+    parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
     parser.add_argument("--configs", nargs="+", default=["4096,16,512"], help="hidden,layers,batch per rank")
     parser.add_argument("--model", help="a transformer instead of --configs: a preset (gpt2, gpt2-xl, llama3-8b, "
                         "qwen2.5-7b) or a config.json, as phase4_model reads it")
@@ -114,13 +112,13 @@ def parse_args():
         parser.error(f"--csv: '{args.csv}' is invalid: its directory must exist and be writable")
     try:
         inputs = [("--model", pathlib.Path(args.model))] if args.model else []
-        ob_csv.require_outputs([("--csv", csv), ("--csv (its metadata)", ob_csv.meta_path(csv))], inputs)
+        ob_tool.require_outputs([("--csv", csv), ("--csv (its metadata)", ob_csv.meta_path(csv))], inputs)
         if args.model:  # one parser of configs, phase4_model's: its errors (a missing key) are ours, before any work
-            args.shape = ob_csv.model_shape(args.model, ob_csv.find_built("phase4_model", args.model_binary))
+            args.shape = ob_tool.model_shape(args.model, ob_tool.find_built("phase4_model", args.model_binary))
             if args.blocks > args.shape["layers"]:
-                raise ob_csv.UsageError(f"--blocks: '{args.blocks}' is invalid: at most the model's "
+                raise ob_tool.UsageError(f"--blocks: '{args.blocks}' is invalid: at most the model's "
                                         f"{args.shape['layers']} blocks")
-    except ob_csv.UsageError as error:
+    except ob_tool.UsageError as error:
         parser.error(str(error))
     return args
 
@@ -131,128 +129,6 @@ def check_configs(parser, configs):
         parts = text.split(",")
         if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
             parser.error(f"--configs: '{text}' is invalid: hidden,layers,batch as positive whole numbers")
-
-
-def make_model(hidden, layers, device=None):
-    modules = []
-    for index in range(layers):
-        modules.append(nn.Linear(hidden, hidden, bias=False, device=device))
-        if index < layers - 1:
-            modules.append(nn.ReLU())
-    return nn.Sequential(*modules)
-
-
-class Mlp:
-    """Phase 4's model: L bias-free square layers, ReLU between, MSE against a fixed target."""
-
-    def __init__(self, text):
-        self.hidden, self.layers, self.batch = map(int, text.split(","))
-        self.label = text
-        self.keys = {"hidden": self.hidden, "layers": self.layers, "batch": self.batch}
-        self.grad_bytes = 4.0 * self.layers * self.hidden * self.hidden
-
-    def build(self, device=None):
-        return make_model(self.hidden, self.layers, device)
-
-    def data(self, generator):
-        x = torch.rand(self.batch, self.hidden, device="cuda", generator=generator) * 2 - 1
-        return x, torch.rand(self.batch, self.hidden, device="cuda", generator=generator) * 2 - 1
-
-    @staticmethod
-    def loss(model, inputs, targets):
-        return nn.functional.mse_loss(model(inputs), targets)
-
-    @staticmethod
-    def shard_units(model):
-        return [module for module in model if isinstance(module, nn.Linear)]
-
-
-class Transformer:
-    """A transformer of --model (torch_transformer.py), --seq x --micro-batch tokens per GPU, cross-entropy."""
-
-    def __init__(self, args):
-        import torch_transformer  # needs torch
-
-        self.module, self.shape, self.blocks = torch_transformer, args.shape, args.blocks
-        self.seq, self.micro_batch = args.seq, args.micro_batch
-        self.label = f"{args.model} seq {args.seq} x {args.micro_batch}" + (f", {args.blocks} blocks" if args.blocks else "")
-        # As phase 4's rows: layers counts the tensors with a gradient (its backward steps), batch the tokens.
-        tensors = torch_transformer.Transformer(self.shape, self.blocks, device="meta").gradient_tensors()
-        self.keys = {"model": args.model, "seq": args.seq, "micro_batch": args.micro_batch,
-                     "blocks": args.blocks or self.shape["layers"], "hidden": self.shape["hidden"],
-                     "layers": len(tensors), "batch": args.seq * args.micro_batch}
-        self.grad_bytes = None  # counted when the model is built
-
-    def build(self, device=None):
-        model = self.module.Transformer(self.shape, self.blocks, device)
-        self.grad_bytes = 4.0 * sum(p.numel() for p in model.parameters())
-        return model
-
-    def data(self, generator):
-        shape = (self.micro_batch, self.seq)
-        return (torch.randint(0, self.shape["vocab"], shape, device="cuda", generator=generator),
-                torch.randint(0, self.shape["vocab"], shape, device="cuda", generator=generator))
-
-    def loss(self, model, inputs, targets):
-        return self.module.next_token_loss(model, inputs, targets)
-
-    @staticmethod
-    def shard_units(model):
-        return model.shard_units()
-
-
-def timed(step, iters, warmup):
-    """Per-iteration milliseconds of `step` with CUDA events, after warm-up, each iteration synchronised."""
-    for _ in range(warmup):
-        step()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        dist.barrier()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        step()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return times
-
-
-def slowest(times):
-    """Element-wise max over ranks: the slowest rank's time of each iteration."""
-    tensor = torch.tensor(times, device="cuda", dtype=torch.float64)
-    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
-    return tensor.tolist()
-
-
-def stats(times):
-    t = torch.tensor(times, dtype=torch.float64)
-    return {"time_ms_p50": t.quantile(0.5).item(), "time_ms_p95": t.quantile(0.95).item(),
-            "time_ms_min": t.min().item(), "time_ms_max": t.max().item(), "time_ms_mean": t.mean().item(),
-            "time_ms_stddev": t.std().item() if len(times) > 1 else 0.0}
-
-
-def ddp_buckets(sizes, first_cap_bytes, cap_bytes):
-    """DDP's bucket assignment (torch's compute_bucket_assignment_by_size, one dtype and device): gradients in
-    backward order (`sizes` in bytes, last layer first) fill a bucket until it holds at least its cap, then the next
-    begins; the first bucket's cap is DDP's first_bucket_bytes (1 MiB), the others' bucket_cap_mb. Returns lists of
-    indices into `sizes`."""
-    buckets, current, filled = [], [], 0
-    for index, size in enumerate(sizes):
-        current.append(index)
-        filled += size
-        if filled >= (first_cap_bytes if not buckets else cap_bytes):
-            buckets.append(current)
-            current, filled = [], 0
-    if current:
-        buckets.append(current)
-    return buckets
-
-
-def optimizer_options(args):
-    """The optimizer settings of every mode of one system, so that compute-only, seq and the wrapped step do the same
-    update: fused SGD for the expert DDP, foreach for FSDP2 (fused SGD takes no DTensor), defaults for --default."""
-    return {"lr": args.lr, **({} if args.default else {"foreach": True} if args.fsdp else {"fused": True})}
 
 
 def settings(args, work=None):
@@ -275,128 +151,21 @@ def shuffled(items, seed, salt=""):
 
 
 def run_config(args, work, rank, world):
-    """Times one configuration (`work`: an Mlp or a Transformer). Returns (compute rows {mode: times}, per wrapped
-    run [(kind, setting, {mode: times})], the largest relative gradient error against a manual all-reduce)."""
+    """Times one configuration (`work`: an Mlp or a Transformer). Returns (compute rows {mode: stats}, per wrapped
+    run [(kind, setting, {mode: stats}, buckets)], the largest relative gradient error against a manual all-reduce)."""
     model = fresh_model(args, work)  # identical initial weights on every rank
     generator = torch.Generator(device="cuda").manual_seed(args.seed * 1000003 + 17 * (rank + 1))
-    x, target = work.data(generator)  # each rank's data differs
-
-    loss_fn = work.loss
-
-    params = list(model.parameters())
-    # Every mode steps with the wrapped step's optimizer and zero_grad: the same update, the same work.
-    optimizer = torch.optim.SGD(params, **optimizer_options(args))
-    set_to_none = not args.default
-
-    def compute_step():
-        optimizer.zero_grad(set_to_none=set_to_none)
-        loss_fn(model, x, target).backward()
-        optimizer.step()
-
-    rows = {"compute": timed(compute_step, args.iters, args.warmup)}
-    # compute from a CUDA graph: forward, backward and update replayed without launch gaps.
-    try:
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for _ in range(3):
-                compute_step()
-        torch.cuda.current_stream().wait_stream(stream)
-        graph = torch.cuda.CUDAGraph()
-        optimizer.zero_grad(set_to_none=False)  # a graph replays into the same gradient tensors
-        with torch.cuda.graph(graph):
-            optimizer.zero_grad(set_to_none=False)
-            loss_fn(model, x, target).backward()
-            optimizer.step()
-        rows["compute-graph"] = timed(graph.replay, args.iters, args.warmup)
-        # The graph's private pool holds a whole step's activations (36 GB of llama3-8b's 8 blocks at seq 4096):
-        # given back before the wrapped runs, which need their own.
-        del graph
-        torch.cuda.empty_cache()
-    except RuntimeError as error:  # report, do not fail the comparison
-        if rank == 0:
-            print(f"bench_ddp: compute-graph skipped: {error}", file=sys.stderr)
-
-    # Check first: one DDP (or FSDP2) backward gives the same gradients as a manual all-reduce of the local ones
-    # (computed on a model no wrapper has touched, so none of their hooks run).
-    fresh = fresh_model(args, work)
-    loss_fn(fresh, x, target).backward()
-    manual = [p.grad for p in fresh.parameters()]
-    del fresh  # its weights; the gradients stay for check()
-    for g in manual:
-        dist.all_reduce(g)
-        g.div_(world)
+    step = Step(work, *work.data(generator), set_to_none=not args.default)  # each rank's data differs
+    optimizer = torch.optim.SGD(list(model.parameters()), **optimizer_options(args))
+    rows = compute_rows(args, rank, model, optimizer, step)
+    manual = manual_gradients(args, work, step, world)  # checked first, before any timed wrapped step
     runs, worst = [], 0.0
-
-    def check(model, gradient):
-        """One backward of the wrapped `model`: its gradients against the manual ones (largest relative error)."""
-        loss_fn(model, x, target).backward()
-        return max(((gradient(p) - g).norm() / g.norm().clamp_min(1e-30)).item()
-                   for p, g in zip(model.parameters(), manual))
-
-    def wrapped_step(model, optimizer):
-        def step():
-            optimizer.zero_grad(set_to_none=set_to_none)
-            loss_fn(model, x, target).backward()
-            optimizer.step()
-        return step
-
-    backward_order = list(reversed(params))  # as the gradients become ready
     for kind, setting in settings(args, work):
-        # seq and comm with this run's own buckets: DDP's assignment at its cap, FSDP2's one group per layer.
-        if kind == "ddp":
-            sizes = [p.numel() * p.element_size() for p in backward_order]
-            groups = ddp_buckets(sizes, 1 << 20, setting * (1 << 20))
-        else:
-            groups = [[i] for i in range(len(backward_order))]
-        # The gradients live in one flat buffer per bucket, as DDP's gradient_as_bucket_view keeps them: the backward
-        # accumulates into the buckets and each bucket is all-reduced where it lies, with no copy.
-        flats = [torch.zeros(sum(backward_order[i].numel() for i in g), device="cuda") for g in groups]
-        for group, flat in zip(groups, flats):
-            for i, view in zip(group, flat.split([backward_order[i].numel() for i in group])):
-                backward_order[i].grad = view.view_as(backward_order[i])
-
-        def allreduce_buckets():
-            for flat in flats:
-                dist.all_reduce(flat)
-
-        def seq_step():
-            optimizer.zero_grad(set_to_none=False)  # zeroes the bucket views in place (DDP zeroes its buckets)
-            loss_fn(model, x, target).backward()
-            for flat in flats:
-                dist.all_reduce(flat)
-                flat.div_(world)  # the average, as DDP computes
-            optimizer.step()
-
-        modes = {} if args.no_isolated else {"seq": timed(seq_step, args.iters, args.warmup),
-                                             "comm": timed(allreduce_buckets, args.iters, args.warmup)}
-        wrapped = fresh_model(args, work)
-        if kind == "fsdp":
-            from torch.distributed.fsdp import fully_shard
-
-            for module in work.shard_units(wrapped):
-                fully_shard(module, reshard_after_forward=bool(setting))
-            fully_shard(wrapped, reshard_after_forward=bool(setting))
-            worst = max(worst, check(wrapped, lambda p: p.grad.full_tensor()))
-        else:
-            kwargs = {"bucket_cap_mb": setting}
-            if not args.default:
-                kwargs.update(gradient_as_bucket_view=True, static_graph=True)
-            wrapped = nn.parallel.DistributedDataParallel(wrapped, device_ids=[torch.cuda.current_device()], **kwargs)
-            worst = max(worst, check(wrapped, lambda p: p.grad))
-        wrapped_optimizer = torch.optim.SGD(wrapped.parameters(), **optimizer_options(args))
-        modes["overlap"] = timed(wrapped_step(wrapped, wrapped_optimizer), args.iters, args.warmup)
-        runs.append((kind, setting, {mode: stats(slowest(times)) for mode, times in modes.items()}, len(groups)))
-        del wrapped, wrapped_optimizer  # the next run builds its own (its buckets replace these gradients)
+        run, error = wrapped_run(args, work, model, optimizer, step, manual, world, kind, setting)
+        runs.append(run)
+        worst = max(worst, error)
+        # the next run builds its own wrapped model (its buckets replace these gradients)
     return {mode: stats(slowest(times)) for mode, times in rows.items()}, runs, worst
-
-
-def fresh_model(args, work):
-    """The configuration's model with the seeded initial weights, the same on every rank: built on the GPU (the
-    seeded CUDA generator), not on the host and copied (a host-built 8-block llama3-8b took tens of seconds)."""
-    torch.manual_seed(args.seed)
-    return work.build("cuda")
-
 
 
 def summary_rows(args, system, world, work, compute, runs, worst):
@@ -479,7 +248,7 @@ def main():
                 "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command_line": sys.argv,
                 "torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
                 "gpus": [{"gpu_name": torch.cuda.get_device_name(0)}], "ranks": world, "clock": "cuda_event",
-                "commit": ob_csv.commit_id(),
+                "commit": ob_tool.commit_id(),
                 # seconds since the process started: torch imported, the process group up; each configuration's run
                 "timings_s": timings, "order_seed": args.order_seed, "point_order": order,
                 "emulated_nodes": args.emulate_nodes,
@@ -498,8 +267,8 @@ def main():
 
 def cli():
     """The console command (pyproject.toml) and `python3 bench_ddp.py`: usage errors exit 2, I/O failures 3, never a
-    traceback (ob_csv.main_guard)."""
-    raise SystemExit(ob_csv.main_guard(main))
+    traceback (ob_tool.main_guard)."""
+    raise SystemExit(ob_tool.main_guard(main))
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ import tempfile
 import pandas as pd
 
 import ob_csv
+
+import ob_tool
 import ob_metrics
 import predict
 
@@ -38,12 +40,12 @@ def calibrations_by_model(paths):
     found = {}
     for path in paths:
         try:
-            data = json.loads(ob_csv.require_input(path, "--calibrations").read_text())
+            data = json.loads(ob_tool.require_input(path, "--calibrations").read_text())
             model = data["model"]
             key = (int(model["hidden"]), int(model["layers"]), int(model["batch"]), bool(model.get("graph", False)))
             found[key] = (pathlib.Path(path), int(data["ranks"]))
         except (OSError, ValueError, KeyError, TypeError) as error:
-            raise ob_csv.UsageError(f"--calibrations: '{path}' is invalid: not a phase 4 calibration ({error})")
+            raise ob_tool.UsageError(f"--calibrations: '{path}' is invalid: not a phase 4 calibration ({error})")
     return found
 
 
@@ -65,7 +67,7 @@ def link_fit_of(path):
         fit = ob_metrics.link_fit(comm["buckets"].astype(float), comm["time_ms_p50"].astype(float),
                                   float(comm["grad_mb"].iloc[0]) * (1 << 20))
     if fit is None:
-        raise ob_csv.UsageError(f"--links-from: '{path}' is invalid: a comm-only sweep over bucket sizes on one "
+        raise ob_tool.UsageError(f"--links-from: '{path}' is invalid: a comm-only sweep over bucket sizes on one "
                                 "--transport and --emulate-nodes (two bucket counts at least), fitting buckets * alpha "
                                 "+ bytes / beta")
     return layouts.pop(), int(comm["ranks"].iloc[0]), fit[0], fit[1]
@@ -106,22 +108,22 @@ def overlap_rows(path):
     needed = ["hidden", "layers", "batch", "bucket_mb", "first_bucket_mb"]
     missing = [c for c in needed if c not in frame.columns]
     if missing:
-        raise ob_csv.UsageError(f"{path}: not a phase 4 summary (no {', '.join(missing)} column)")
+        raise ob_tool.UsageError(f"{path}: not a phase 4 summary (no {', '.join(missing)} column)")
     rows = frame[frame["mode"] == "overlap"].copy()
     if rows.empty:
-        raise ob_csv.UsageError(f"{path}: no overlap rows")
+        raise ob_tool.UsageError(f"{path}: no overlap rows")
     for column in needed:  # numbers (an empty bucket_mb: a plan cut into chunks, left out below)
         values = pd.to_numeric(rows[column], errors="coerce")
         bad = rows.index[values.isna() & rows[column].notna()]
         if len(bad):
-            raise ob_csv.UsageError(f"{path}: column '{column}', row {bad[0] + 1}: '{rows.loc[bad[0], column]}' is "
+            raise ob_tool.UsageError(f"{path}: column '{column}', row {bad[0] + 1}: '{rows.loc[bad[0], column]}' is "
                                     "not a number")
         rows[column] = values
     bad = rows.index[~(rows["bucket_mb"].isna() | rows["bucket_mb"].between(1e-6, 1e6))
                      | ~(rows["first_bucket_mb"].isna() | rows["first_bucket_mb"].between(1e-6, 1e6))
                      | ~rows["ranks"].between(2, 1 << 20) | (rows["ranks"] != rows["ranks"].round())]
     if len(bad):
-        raise ob_csv.UsageError(f"{path}: row {bad[0] + 1}: bucket caps in [1e-06, 1e+06] MiB and a whole rank count "
+        raise ob_tool.UsageError(f"{path}: row {bad[0] + 1}: bucket caps in [1e-06, 1e+06] MiB and a whole rank count "
                                 "of at least 2 are predicted; it holds bucket_mb "
                                 f"{rows.loc[bad[0], 'bucket_mb']}, ranks {rows.loc[bad[0], 'ranks']}")
     rows["graph"] = rows["graph"].astype(bool) if "graph" in rows else False
@@ -142,12 +144,12 @@ def check(calibrations, measured, predictor, links=()):
                 continue
             key = (int(row["hidden"]), int(row["layers"]), int(row["batch"]), bool(row["graph"]))
             if key not in by_model:
-                raise ob_csv.UsageError(f"{path}: no calibration of H={key[0]} L={key[1]} B={key[2]}"
+                raise ob_tool.UsageError(f"{path}: no calibration of H={key[0]} L={key[1]} B={key[2]}"
                                         f"{' --graph' if key[3] else ''} among --calibrations")
             calibration, calibrated = by_model[key]
             transport, nodes = row["layout"]
             if (transport, nodes) != (CALIBRATED, 1) and (transport, nodes) not in fits:
-                raise ob_csv.UsageError(f"{path}: a run on --transport {transport}"
+                raise ob_tool.UsageError(f"{path}: a run on --transport {transport}"
                                         f"{f' over {nodes} emulated nodes' if nodes > 1 else ''}, and no --links-from "
                                         "sweep on it")
             link = fits.get((transport, nodes), "")
@@ -159,7 +161,7 @@ def check(calibrations, measured, predictor, links=()):
 
 
 def main():
-    parser = ob_csv.ArgumentParser(description=ob_csv.describe(__doc__))
+    parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
     parser.add_argument("--calibrations", nargs="+", required=True, help="calibration JSON files (phase4 --calibrate)")
     parser.add_argument("--measured", nargs="+", required=True, type=pathlib.Path, help="phase 4 summary CSVs")
     parser.add_argument("--links-from", nargs="+", default=[], type=pathlib.Path,
@@ -169,12 +171,12 @@ def main():
     parser.add_argument("--predictor", help="the phase4_predict binary (default: on PATH, or in build/)")
     args = parser.parse_args()
     if not args.csv.parent.is_dir():
-        raise ob_csv.UsageError(f"--csv: '{args.csv}' is invalid: its directory must exist")
-    ob_csv.require_outputs([("--csv", args.csv)], [("--calibrations", c) for c in args.calibrations]
+        raise ob_tool.UsageError(f"--csv: '{args.csv}' is invalid: its directory must exist")
+    ob_tool.require_outputs([("--csv", args.csv)], [("--calibrations", c) for c in args.calibrations]
                            + [("--measured", m) for m in args.measured]
                            + [("--links-from", m) for m in args.links_from])
     table, skipped = check(args.calibrations, args.measured, predict.find_predictor(args.predictor), args.links_from)
-    ob_csv.write_text_atomic(args.csv, table.to_csv(index=False))
+    ob_tool.write_text_atomic(args.csv, table.to_csv(index=False))
     shown = table[["hidden", "layers", "batch", "ranks", "plan", "sync", "bucket_mb", "transport", "nodes", "measured_ms",
                    "predicted_ms", "error"]]
     print(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
@@ -185,7 +187,7 @@ def main():
 
 def cli():
     """The console command (pyproject.toml) and `python3 check_prediction.py`."""
-    raise SystemExit(ob_csv.main_guard(main))
+    raise SystemExit(ob_tool.main_guard(main))
 
 
 if __name__ == "__main__":

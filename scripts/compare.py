@@ -57,6 +57,7 @@ import pandas as pd
 import compare_runs
 import compare_stats
 import ob_csv
+import ob_tool
 from compare_spec import PROCESS_NAME, parse_args  # noqa: F401 (PROCESS_NAME: ob-headline's and ob-gate's)
 from compare_runs import ContenderFailed, PastDeadline
 from compare_stats import UNSTABLE_REL, RESAMPLES, bootstrap_ratios, schedule, sentence, verdict  # noqa: F401
@@ -89,7 +90,7 @@ def read_times(frame, contender, compute_mode, csv):
     rows = select(frame, contender.mode, contender.selector)
     if len(rows) != 1:
         modes = ", ".join(dict.fromkeys(frame["mode"]))
-        raise ob_csv.UsageError(f"contender '{contender.name}': {csv} has {len(rows)} rows of its selection "
+        raise ob_tool.UsageError(f"contender '{contender.name}': {csv} has {len(rows)} rows of its selection "
                                 f"({contender.describe()}; '{contender.mode}' rows are read; modes there: {modes}); "
                                 f"one is needed: name the row with NAME:MODE= or select it with @PROCESS[KEY=VALUE]")
     value = float(rows["time_ms_p50"].iloc[0])
@@ -130,7 +131,7 @@ def run_rounds(args, orders, runs_dir):
                                                runs_dir / f"r{round_index}-{process}.log", left, seed)
                 try:
                     frame = ob_csv.load_summary(csv)
-                except ob_csv.UsageError as error:
+                except ob_tool.UsageError as error:
                     raise ContenderFailed(f"its summary is not one: {error}", 3) from None
                 for contender in by_process[process]:
                     value, compute = read_times(frame, contender, args.compute_mode, csv)
@@ -235,7 +236,7 @@ def figure(table, path):
 
 
 def metadata(args, orders, runs_dir, rounds_run, stopped):
-    meta = {"suite": "overlap-bench", "tool": "ob-compare", "commit": ob_csv.commit_id(), "host": socket.gethostname(),
+    meta = {"suite": "overlap-bench", "tool": "ob-compare", "commit": ob_tool.commit_id(), "host": socket.gethostname(),
             "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command_line": sys.argv,
             "cwd": os.getcwd(), "python": platform.python_version(), "cpus": os.cpu_count(), "seed": args.seed,
             "round_seeds": [compare_stats.round_seed(args.seed, r) for r in range(rounds_run)],
@@ -257,7 +258,7 @@ def metadata(args, orders, runs_dir, rounds_run, stopped):
 def main(argv=None):
     args = parse_args(argv)
     staging = compare_runs.Staging(args.out)
-    ob_csv.at_signal(compare_runs.end_running)
+    ob_tool.at_signal(compare_runs.end_running)
     try:
         return compare(args, staging)
     finally:
@@ -282,8 +283,8 @@ def compare(args, staging):
         return 3
     table = summarize(rounds, args.contenders_parsed, args.resolved, args.seed)
     also = {mode: also_summarize(args, rounds, staging.runs, mode) for mode in args.also_mode}
-    ob_csv.write_text_atomic(staging.path / "compare.rounds.csv", rounds.to_csv(index=False))
-    ob_csv.write_text_atomic(staging.path / "compare.meta.json",
+    ob_tool.write_text_atomic(staging.path / "compare.rounds.csv", rounds.to_csv(index=False))
+    ob_tool.write_text_atomic(staging.path / "compare.meta.json",
                              json.dumps(metadata(args, orders, staging.runs, rounds_run, stopped), indent=2) + "\n")
     figure(table, staging.path / "compare.png")
     for mode, extra in also.items():
@@ -291,8 +292,8 @@ def compare(args, staging):
             print(f"ob-compare: --also-mode {mode}: fewer than two contenders (or no baseline) hold that row",
                   file=sys.stderr)
             continue
-        ob_csv.write_text_atomic(staging.path / f"compare.{mode}.csv", extra.to_csv(index=False))
-    ob_csv.write_text_atomic(staging.path / "compare.csv", table.to_csv(index=False))
+        ob_tool.write_text_atomic(staging.path / f"compare.{mode}.csv", extra.to_csv(index=False))
+    ob_tool.write_text_atomic(staging.path / "compare.csv", table.to_csv(index=False))
     staging.commit()
     for _, row in table.iterrows():
         if row["verdict"] != "baseline":
@@ -311,7 +312,7 @@ def compare(args, staging):
 
 def cli():
     """The console command ob-compare (pyproject.toml) and `python3 compare.py`."""
-    raise SystemExit(ob_csv.main_guard(main))
+    raise SystemExit(ob_tool.main_guard(main))
 
 
 if __name__ == "__main__":

@@ -13,9 +13,9 @@ import subprocess
 import sys
 import time
 
-import ob_csv
+import ob_tool
 
-_RUNNING = []  # the runs in progress, whose process groups a signal to ob-compare ends (ob_csv.at_signal)
+_RUNNING = []  # the runs in progress, whose process groups a signal to ob-compare ends (ob_tool.at_signal)
 
 
 class ContenderFailed(Exception):
@@ -105,17 +105,17 @@ class Staging:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(self._lock)
-            raise ob_csv.UsageError(f"--out: '{out}' is invalid: another ob-compare or ob-analyze is writing it") from None
+            raise ob_tool.UsageError(f"--out: '{out}' is invalid: another ob-compare or ob-analyze is writing it") from None
         if (self.out / marker).exists():
             self.release()
-            raise ob_csv.UsageError(f"--out: '{out}' is invalid: it already holds a result ({marker})")
+            raise ob_tool.UsageError(f"--out: '{out}' is invalid: it already holds a result ({marker})")
         self.path = self.out / f".staging-{os.getpid()}"
         shutil.rmtree(self.path, ignore_errors=True)
         self.runs = self.path / "runs"
         self.path.mkdir(parents=True)
         if runs:
             self.runs.mkdir()
-        ob_csv.at_signal(self.discard)
+        ob_tool.at_signal(self.discard)
 
     def discard(self):
         shutil.rmtree(self.path, ignore_errors=True)

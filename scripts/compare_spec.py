@@ -6,7 +6,7 @@ import random
 import re
 from typing import NamedTuple
 
-import ob_csv
+import ob_tool
 
 PROCESS_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_+-]*$")  # no dot: its files are r<round>-<name>.csv, .log, ...
 PART = r"[A-Za-z0-9][A-Za-z0-9_.+-]*"
@@ -37,12 +37,12 @@ class Contender(NamedTuple):
 def parse_process(text):
     name, sep, command = (part.strip() for part in text.partition("="))
     if not sep or not command:
-        raise ob_csv.UsageError(f"--process: '{text}' is invalid: NAME=COMMAND")
+        raise ob_tool.UsageError(f"--process: '{text}' is invalid: NAME=COMMAND")
     if not PROCESS_NAME.match(name):
-        raise ob_csv.UsageError(f"--process: '{name}' is invalid: a name of letters, digits and _ + - (no dot: "
+        raise ob_tool.UsageError(f"--process: '{name}' is invalid: a name of letters, digits and _ + - (no dot: "
                                 "the name names its files)")
     if "{csv}" not in command:
-        raise ob_csv.UsageError(f"--process: '{name}': its command must write its summary to {{csv}}")
+        raise ob_tool.UsageError(f"--process: '{name}': its command must write its summary to {{csv}}")
     return name, command
 
 
@@ -51,7 +51,7 @@ def parse_selector(text, name):
     for item in filter(None, (part.strip() for part in (text or "").split(","))):
         key, sep, value = (part.strip() for part in item.partition("="))
         if not sep or not KEY.match(key) or not value:
-            raise ob_csv.UsageError(f"--contender: '{name}': '{item}' is invalid: KEY=VALUE, KEY a column's name")
+            raise ob_tool.UsageError(f"--contender: '{name}': '{item}' is invalid: KEY=VALUE, KEY a column's name")
         pairs.append((key, value))
     return tuple(pairs)
 
@@ -62,28 +62,28 @@ def parse_contender(text, default_mode):
     name, _, mode = head.partition(":")
     name, mode, body = name.strip(), (mode.strip() or default_mode), body.strip()
     if not sep or not body:
-        raise ob_csv.UsageError(f"--contender: '{text}' is invalid: NAME=COMMAND, NAME=@PROCESS[KEY=VALUE,...] "
+        raise ob_tool.UsageError(f"--contender: '{text}' is invalid: NAME=COMMAND, NAME=@PROCESS[KEY=VALUE,...] "
                                 "(or NAME:MODE=...)")
     if not CONTENDER_NAME.match(name):
-        raise ob_csv.UsageError(f"--contender: '{name}' is invalid: a name of letters, digits and _ . + -, "
+        raise ob_tool.UsageError(f"--contender: '{name}' is invalid: a name of letters, digits and _ . + -, "
                                 "optionally @GROUP")
     selection = SELECTION.match(body)
     if selection:
         return Contender(name, selection.group(1), mode, parse_selector(selection.group(2), name)), None
     if not PROCESS_NAME.match(name):
-        raise ob_csv.UsageError(f"--contender: '{name}' is invalid: a contender with a command of its own names its "
+        raise ob_tool.UsageError(f"--contender: '{name}' is invalid: a contender with a command of its own names its "
                                 "files: letters, digits and _ + - (no dot, no @)")
     if "{csv}" not in body:
-        raise ob_csv.UsageError(f"--contender: '{name}': its command must write its summary to {{csv}}")
+        raise ob_tool.UsageError(f"--contender: '{name}': its command must write its summary to {{csv}}")
     return Contender(name, name, mode), (name, body)
 
 
 def read_lines_file(path, option):
     """One item per line; blank lines and lines starting with # are skipped."""
     try:
-        lines = ob_csv.require_input(path, option, 16 << 20).read_text().splitlines()
+        lines = ob_tool.require_input(path, option, 16 << 20).read_text().splitlines()
     except (OSError, UnicodeDecodeError) as error:
-        raise ob_csv.UsageError(f"{option}: '{path}' cannot be read ({error})") from None
+        raise ob_tool.UsageError(f"{option}: '{path}' cannot be read ({error})") from None
     return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
 
 
@@ -97,7 +97,7 @@ def resolve_baselines(baselines, contenders):
         members = spec.split(",")
         for member in members:
             if not any((member if "@" in member or not g else f"{member}@{g}") in names for g in groups):
-                raise ob_csv.UsageError(f"--baseline: '{member}' is invalid: not a contender "
+                raise ob_tool.UsageError(f"--baseline: '{member}' is invalid: not a contender "
                                         f"({', '.join(sorted(names)[:8])}{', ...' if len(names) > 8 else ''})")
         for group in groups:
             found = [m for m in (x if "@" in x or not group else f"{x}@{group}" for x in members) if m in names]
@@ -107,7 +107,7 @@ def resolve_baselines(baselines, contenders):
 
 
 def parse_args(argv=None):
-    parser = ob_csv.ArgumentParser(description=ob_csv.describe(__doc__))
+    parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
     parser.add_argument("--contender", action="append", default=[], metavar="NAME[:MODE]=COMMAND|@PROCESS[K=V,...]",
                         help="a contender: a command of its own that writes a summary CSV to {csv}, or a row of a "
                              "--process (repeatable)")
@@ -134,7 +134,7 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     try:
         validate(args)
-    except ob_csv.UsageError as error:
+    except ob_tool.UsageError as error:
         parser.error(str(error))
     return args
 
@@ -143,26 +143,26 @@ def validate(args):
     texts = args.contender + (read_lines_file(args.contenders, "--contenders") if args.contenders else [])
     processes = dict(parse_process(text) for text in args.process)
     if len(processes) != len(args.process):
-        raise ob_csv.UsageError("--process: a name is given twice")
+        raise ob_tool.UsageError("--process: a name is given twice")
     contenders = []
     for text in texts:
         contender, own = parse_contender(text, args.mode)
         if own:
             if own[0] in processes:
-                raise ob_csv.UsageError(f"--contender: '{own[0]}' is named twice (a --process has that name)")
+                raise ob_tool.UsageError(f"--contender: '{own[0]}' is named twice (a --process has that name)")
             processes[own[0]] = own[1]
         elif contender.process not in processes:
-            raise ob_csv.UsageError(f"--contender: '{contender.name}': no --process '{contender.process}'")
+            raise ob_tool.UsageError(f"--contender: '{contender.name}': no --process '{contender.process}'")
         contenders.append(contender)
     names = [c.name for c in contenders]
     if len(names) < 2:
-        raise ob_csv.UsageError("--contender: at least two contenders are needed to compare")
+        raise ob_tool.UsageError("--contender: at least two contenders are needed to compare")
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
-        raise ob_csv.UsageError(f"--contender: '{duplicates[0]}' is named twice")
+        raise ob_tool.UsageError(f"--contender: '{duplicates[0]}' is named twice")
     unread = [p for p in processes if not any(c.process == p for c in contenders)]
     if unread:
-        raise ob_csv.UsageError(f"--process: '{unread[0]}' is invalid: no contender reads it")
+        raise ob_tool.UsageError(f"--process: '{unread[0]}' is invalid: no contender reads it")
     args.processes, args.contenders_parsed = processes, contenders
     args.baseline = args.baseline or [contenders[0].label]
     args.resolved = resolve_baselines(args.baseline, contenders)
@@ -173,20 +173,20 @@ def validate(args):
                "seconds from 1 to 1e7")]
     for option, value, ok, allowed in checks:
         if not ok:
-            raise ob_csv.UsageError(f"{option}: '{value}' is invalid: {allowed}")
+            raise ob_tool.UsageError(f"{option}: '{value}' is invalid: {allowed}")
     for mode in [args.mode, args.compute_mode, *args.also_mode]:
         if not PROCESS_NAME.match(mode):
-            raise ob_csv.UsageError(f"--mode: '{mode}' is invalid: a row's mode")
+            raise ob_tool.UsageError(f"--mode: '{mode}' is invalid: a row's mode")
     for mode in args.also_mode:
         if mode == args.mode:
-            raise ob_csv.UsageError(f"--also-mode: '{mode}' is invalid: a row's mode other than --mode ({args.mode})")
+            raise ob_tool.UsageError(f"--also-mode: '{mode}' is invalid: a row's mode other than --mode ({args.mode})")
     out = pathlib.Path(args.out)
     if out.exists() and not out.is_dir():
-        raise ob_csv.UsageError(f"--out: '{args.out}' is invalid: not a folder")
-    ob_csv.require_outputs([(f"--out ({name})", out / name) for name in
+        raise ob_tool.UsageError(f"--out: '{args.out}' is invalid: not a folder")
+    ob_tool.require_outputs([(f"--out ({name})", out / name) for name in
                             ("compare.csv", "compare.rounds.csv", "compare.meta.json", "compare.png",
                              *(f"compare.{mode}.csv" for mode in args.also_mode))])
     if (out / "compare.csv").exists():
-        raise ob_csv.UsageError(f"--out: '{args.out}' is invalid: it already holds a comparison (compare.csv)")
+        raise ob_tool.UsageError(f"--out: '{args.out}' is invalid: it already holds a comparison (compare.csv)")
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(2 ** 32)

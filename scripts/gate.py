@@ -22,7 +22,7 @@ import pandas as pd
 
 import compare
 import headline_tables
-import ob_csv
+import ob_tool
 
 BINARY = "phase4_chunked_nccl/phase4_chunked_nccl"
 COMMAND = ("mpirun --bind-to none -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS "
@@ -45,13 +45,13 @@ def regressions(table, threshold):
 
 def build_base(commit, preset):
     """Builds `commit`'s phase 4 beside the tree (build/gate-<commit>/src, a git worktree); returns its build folder."""
-    root = ob_csv.REPO / "build" / f"gate-{commit}"
+    root = ob_tool.REPO / "build" / f"gate-{commit}"
     source = root / "src"
     if not source.is_dir():
-        done = subprocess.run(["git", "-C", str(ob_csv.REPO), "worktree", "add", "--detach", str(source), commit],
+        done = subprocess.run(["git", "-C", str(ob_tool.REPO), "worktree", "add", "--detach", str(source), commit],
                               capture_output=True, text=True)
         if done.returncode:
-            raise ob_csv.UsageError(f"--base: '{commit}' is invalid: {done.stderr.strip().splitlines()[-1]}")
+            raise ob_tool.UsageError(f"--base: '{commit}' is invalid: {done.stderr.strip().splitlines()[-1]}")
     for step in (["cmake", "--preset", preset], ["cmake", "--build", f"build/{preset}", "-j", "--target",
                                                    "phase4_chunked_nccl"]):
         done = subprocess.run(step, cwd=source, capture_output=True, text=True)
@@ -62,11 +62,11 @@ def build_base(commit, preset):
 
 
 def parse_args(argv=None):
-    parser = ob_csv.ArgumentParser(description=ob_csv.describe(__doc__))
+    parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
     parser.add_argument("--out", required=True, help="folder to write (created; must not hold a gate yet)")
     parser.add_argument("--base", help="the base commit, built beside the tree")
     parser.add_argument("--base-build", help="the base's build folder, built already")
-    parser.add_argument("--build", default=str(ob_csv.REPO / "build" / "gpu"), help="this tree's build folder")
+    parser.add_argument("--build", default=str(ob_tool.REPO / "build" / "gpu"), help="this tree's build folder")
     parser.add_argument("--preset", default="gpu", help="CMake preset of --base's build (default: gpu)")
     parser.add_argument("--configs", default=CONFIGS, help="HxLxB,... (default: the six configurations)")
     parser.add_argument("--syncs", default=SYNCS, help=f"strategies (default: {SYNCS})")
@@ -126,7 +126,7 @@ def main(argv=None):
         return code
     out = pathlib.Path(args.out)
     gate = regressions(pd.read_csv(out / "compare" / "compare.csv"), args.threshold)
-    ob_csv.write_text_atomic(out / "gate.csv", gate.to_csv(index=False))
+    ob_tool.write_text_atomic(out / "gate.csv", gate.to_csv(index=False))
     regressed = gate[gate["regressed"] == 1]
     for _, row in regressed.iterrows():
         print(f"regression: {row['sync']} on {row['config']}: {row['ratio']:.3f}x [{row['ratio_ci_lo']:.3f}, "
@@ -138,7 +138,7 @@ def main(argv=None):
 
 def cli():
     """The console command ob-gate (pyproject.toml) and `python3 gate.py`."""
-    raise SystemExit(ob_csv.main_guard(main))
+    raise SystemExit(ob_tool.main_guard(main))
 
 
 if __name__ == "__main__":

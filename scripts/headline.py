@@ -29,11 +29,11 @@ import time
 import compare
 import compare_runs
 import headline_tables
-import ob_csv
+import ob_tool
 
 MPI = "mpirun --bind-to none -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS"
 # The checkout's experiment file, or (installed, run from a checkout) the working directory's.
-EXPERIMENT = next((p for p in (ob_csv.REPO / "experiments" / "headline.toml",
+EXPERIMENT = next((p for p in (ob_tool.REPO / "experiments" / "headline.toml",
                                pathlib.Path("experiments") / "headline.toml") if p.is_file()),
                   pathlib.Path("experiments") / "headline.toml")
 
@@ -45,14 +45,14 @@ def load_experiment(path):
     except ImportError:  # Python < 3.11
         import tomli as tomllib
     try:
-        spec = tomllib.loads(ob_csv.require_input(path, "--experiment", 1 << 20).read_text())
+        spec = tomllib.loads(ob_tool.require_input(path, "--experiment", 1 << 20).read_text())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-        raise ob_csv.UsageError(f"--experiment: '{path}' cannot be read ({str(error).splitlines()[0]})") from None
+        raise ob_tool.UsageError(f"--experiment: '{path}' cannot be read ({str(error).splitlines()[0]})") from None
     kinds = {"name": str, "rounds": int, "iters": int, "configs": list, "strategies": list, "planned_syncs": list,
              "ddp_caps_mb": list, "fsdp2": bool, "baseline": str}
     for key, kind in kinds.items():
         if not isinstance(spec.get(key), kind) or isinstance(spec.get(key), bool) != (kind is bool):
-            raise ob_csv.UsageError(f"--experiment: '{path}' is invalid: '{key}' must be a {kind.__name__}")
+            raise ob_tool.UsageError(f"--experiment: '{path}' is invalid: '{key}' must be a {kind.__name__}")
     # Phase 4's fixed plans: bucket caps (MiB, the first bucket 1 MiB); absent, its default of 25.
     spec.setdefault("caps_mb", [25])
     checks = [("rounds", 2 <= spec["rounds"] <= 100), ("iters", 1 <= spec["iters"] <= 10000),
@@ -64,7 +64,7 @@ def load_experiment(path):
               ("ddp_caps_mb", all(isinstance(c, (int, float)) and 0 < c <= 1e6 for c in spec["ddp_caps_mb"]))]
     for key, ok in checks:
         if not ok:
-            raise ob_csv.UsageError(f"--experiment: '{path}' is invalid: '{key}' holds a value out of range")
+            raise ob_tool.UsageError(f"--experiment: '{path}' is invalid: '{key}' holds a value out of range")
     return spec
 
 
@@ -135,7 +135,7 @@ def predict(spec, calibrations, ranks, predictor):
     for config in spec["configs"]:
         path = pathlib.Path(calibrations) / f"{config}.calibration.json"
         if not path.is_file():
-            raise ob_csv.UsageError(f"--predict-from: no {path}")
+            raise ob_tool.UsageError(f"--predict-from: no {path}")
         syncs = [s["sync"] for s in json.loads(path.read_text())["strategies"]]
         labels = {cap_label(s, c, spec) for s in spec["strategies"] for c in spec["caps_mb"]}
         asks = [(cap_label(s, c, spec), "caps", ["--sync", s, "--bucket-mb", f"{c:g}", "--first-bucket-mb", "1"])
@@ -145,7 +145,7 @@ def predict(spec, calibrations, ranks, predictor):
             done = subprocess.run([predictor, "--calibration", str(path), "--ranks", str(ranks), "--links", "ib400",
                                    *extra], capture_output=True, text=True, timeout=600)
             if done.returncode:
-                raise ob_csv.UsageError(f"phase4_predict on {path}: {done.stderr.strip()[:200]}")
+                raise ob_tool.UsageError(f"phase4_predict on {path}: {done.stderr.strip()[:200]}")
             row = pd.read_csv(io.StringIO(done.stdout)).iloc[0]
             rows.append({"config": config, "label": sync, "plan": plan, "predicted_sync": row["sync"],
                          "ranks": ranks, "predicted_ms": row["predicted_ms"], "buckets": row["buckets"],
@@ -158,11 +158,11 @@ def predict(spec, calibrations, ranks, predictor):
 
 
 def parse_args(argv=None):
-    parser = ob_csv.ArgumentParser(description=ob_csv.describe(__doc__))
+    parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
     parser.add_argument("--out", required=True, help="folder to write (created; must not hold a headline yet)")
     parser.add_argument("--experiment", default=str(EXPERIMENT), help="the experiment file (default: %(default)s)")
     parser.add_argument("--gpus", type=int, default=2, help="ranks, one per GPU (default: 2)")
-    parser.add_argument("--build", default=str(ob_csv.REPO / "build" / "gpu"),
+    parser.add_argument("--build", default=str(ob_tool.REPO / "build" / "gpu"),
                         help="the build folder holding phase4_chunked_nccl (default: %(default)s)")
     parser.add_argument("--seed", type=int, help="ob-compare's seed (default: drawn, recorded)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds one process may take (default: 600)")
@@ -178,24 +178,24 @@ def parse_args(argv=None):
     try:
         args.spec = load_experiment(args.experiment)
         if not 1 <= args.gpus <= 1024:
-            raise ob_csv.UsageError(f"--gpus: '{args.gpus}' is invalid: 1 to 1024")
+            raise ob_tool.UsageError(f"--gpus: '{args.gpus}' is invalid: 1 to 1024")
         out = pathlib.Path(args.out)
         if args.predict_from:
             if (out / "predictions.csv").exists():
-                raise ob_csv.UsageError(f"--out: '{args.out}' is invalid: it already holds predictions.csv")
+                raise ob_tool.UsageError(f"--out: '{args.out}' is invalid: it already holds predictions.csv")
             args.dry_run = True  # no build needed
         elif args.analyze:
             if not (pathlib.Path(args.analyze) / "compare" / "compare.csv").is_file():
-                raise ob_csv.UsageError(f"--analyze: '{args.analyze}' is invalid: no compare/compare.csv in it")
+                raise ob_tool.UsageError(f"--analyze: '{args.analyze}' is invalid: no compare/compare.csv in it")
         elif (out / "headline.csv").exists() or (out / "compare").exists():
-            raise ob_csv.UsageError(f"--out: '{args.out}' is invalid: it already holds a headline")
-        ob_csv.require_outputs([(f"--out ({n})", out / n) for n in headline_tables.OUTPUTS])
+            raise ob_tool.UsageError(f"--out: '{args.out}' is invalid: it already holds a headline")
+        ob_tool.require_outputs([(f"--out ({n})", out / n) for n in headline_tables.OUTPUTS])
         args.predictions_table = headline_tables.load_predictions(args.predictions) if args.predictions else None
         if not args.analyze and not args.dry_run:
             binary = pathlib.Path(args.build) / "phase4_chunked_nccl" / "phase4_chunked_nccl"
             if not binary.is_file():
-                raise ob_csv.UsageError(f"--build: '{args.build}' is invalid: no {binary} (build it first)")
-    except ob_csv.UsageError as error:
+                raise ob_tool.UsageError(f"--build: '{args.build}' is invalid: no {binary} (build it first)")
+    except ob_tool.UsageError as error:
         parser.error(str(error))
     return args
 
@@ -206,8 +206,8 @@ def main(argv=None):
     spec = args.spec
     if args.predict_from:
         out.mkdir(parents=True, exist_ok=True)
-        table = predict(spec, args.predict_from, args.gpus, ob_csv.find_built("phase4_predict"))
-        ob_csv.write_text_atomic(out / "predictions.csv", table.to_csv(index=False))
+        table = predict(spec, args.predict_from, args.gpus, ob_tool.find_built("phase4_predict"))
+        ob_tool.write_text_atomic(out / "predictions.csv", table.to_csv(index=False))
         print(f"{out / 'predictions.csv'}: {len(table)} predictions for {args.gpus} ranks")
         return 0
     predictions = args.predictions_table
@@ -244,7 +244,7 @@ def main(argv=None):
 
 def cli():
     """The console command ob-headline (pyproject.toml) and `python3 headline.py`."""
-    raise SystemExit(ob_csv.main_guard(main))
+    raise SystemExit(ob_tool.main_guard(main))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import pandas as pd
 
 import compare_stats
 import ob_csv
+import ob_tool
 
 OUTPUTS = ["headline.csv", "headline.contenders.csv", "headline.meta.json", "headline.png", "prediction-check.csv"]
 P4_PROCESS = "p4"
@@ -118,18 +119,18 @@ PREDICTION_COLUMNS = ["config", "label", "plan", "predicted_sync", "ranks", "cal
 def load_predictions(path):
     """predictions.csv (ob-headline --predict-from), its columns and numbers checked: a usage error naming the file
     otherwise."""
-    path = ob_csv.require_input(path, "--predictions", 16 << 20)
+    path = ob_tool.require_input(path, "--predictions", 16 << 20)
     try:
         table = pd.read_csv(path)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as error:
-        raise ob_csv.UsageError(f"--predictions: '{path}' is invalid: not a CSV ({str(error).splitlines()[0]})")
+        raise ob_tool.UsageError(f"--predictions: '{path}' is invalid: not a CSV ({str(error).splitlines()[0]})")
     missing = [c for c in PREDICTION_COLUMNS if c not in table.columns]
     if missing or table.empty:
-        raise ob_csv.UsageError(f"--predictions: '{path}' is invalid: not ob-headline's predictions.csv (no "
+        raise ob_tool.UsageError(f"--predictions: '{path}' is invalid: not ob-headline's predictions.csv (no "
                                 f"{(missing or ['rows'])[0]})")
     values = pd.to_numeric(table["predicted_ms"], errors="coerce")
     if not (values > 0).all() or not values.apply(math.isfinite).all():
-        raise ob_csv.UsageError(f"--predictions: '{path}' is invalid: predicted_ms holds a value that is not a "
+        raise ob_tool.UsageError(f"--predictions: '{path}' is invalid: predicted_ms holds a value that is not a "
                                 "positive number")
     return table
 
@@ -203,7 +204,7 @@ def write(compare_dir, out, spec, timing, predictions=None):
     meta = json.loads((compare_dir / "compare.meta.json").read_text())
     headline, contenders = tables(compare_dir, spec, meta["seed"])
     if headline.empty:
-        raise ob_csv.UsageError(f"{compare_dir}: no phase 4 contender of the experiment's configurations in it")
+        raise ob_tool.UsageError(f"{compare_dir}: no phase 4 contender of the experiment's configurations in it")
     shown = contenders[contenders["verdict"] != "baseline"]
     width = (shown["ratio_ci_hi"] - shown["ratio_ci_lo"]) / 2 / shown["ratio"]
     summary = {"suite": "overlap-bench", "tool": "ob-headline", "commit": meta.get("commit"),
@@ -214,16 +215,16 @@ def write(compare_dir, out, spec, timing, predictions=None):
                "bounds_above": int(headline["bounds_above"].sum()), **timing}
     if predictions is not None:
         check = prediction_check(contenders, predictions)
-        ob_csv.write_text_atomic(out / "prediction-check.csv", check.to_csv(index=False))
+        ob_tool.write_text_atomic(out / "prediction-check.csv", check.to_csv(index=False))
         summary.update({"prediction_mean_abs_error": float(check["error"].abs().mean()),
                         "prediction_worst_abs_error": float(check["error"].abs().max()),
                         "predictions": int(len(check))})
         print(f"predictions made before this run: mean |error| {check['error'].abs().mean() * 100:.1f} %, worst "
               f"{check['error'].abs().max() * 100:.1f} % over {len(check)} rows")
     figure(contenders, out / "headline.png")
-    ob_csv.write_text_atomic(out / "headline.contenders.csv", contenders.to_csv(index=False))
-    ob_csv.write_text_atomic(out / "headline.meta.json", json.dumps(summary, indent=2, default=str) + "\n")
-    ob_csv.write_text_atomic(out / "headline.csv", headline.to_csv(index=False))
+    ob_tool.write_text_atomic(out / "headline.contenders.csv", contenders.to_csv(index=False))
+    ob_tool.write_text_atomic(out / "headline.meta.json", json.dumps(summary, indent=2, default=str) + "\n")
+    ob_tool.write_text_atomic(out / "headline.csv", headline.to_csv(index=False))
     for _, row in headline.iterrows():
         print(sentence(row))
     print(f"{summary['rows_within_2pct'] * 100:.0f} % of {summary['rows']} ratios within +-2 %; "

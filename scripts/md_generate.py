@@ -33,6 +33,9 @@ import shlex
 
 import ob_csv
 
+
+import ob_tool
+
 OPEN = re.compile(r"^<!-- generated: (?P<spec>.*?) -->$")
 CLOSE = "<!-- /generated -->"
 MARKER = re.compile(r"<!-- */?generated")
@@ -55,7 +58,7 @@ def options(words):
 def source(base, name):
     path = (base / name).resolve()
     if not path.is_file():
-        raise ob_csv.UsageError(f"{base / name}: no such file (named by a generated block)")
+        raise ob_tool.UsageError(f"{base / name}: no such file (named by a generated block)")
     return path
 
 
@@ -79,7 +82,7 @@ def table_block(base, plain, keyed):
     columns = keyed["columns"].split(",") if "columns" in keyed else list(frame.columns)
     missing = [c for c in columns if c not in frame.columns]
     if missing:
-        raise ob_csv.UsageError(f"{base / plain[0]}: no column {', '.join(missing)} (named by a generated block)")
+        raise ob_tool.UsageError(f"{base / plain[0]}: no column {', '.join(missing)} (named by a generated block)")
     return report.markdown_table(frame, columns)
 
 
@@ -106,7 +109,7 @@ def excerpt_block(base, plain, keyed):
     text = source(base, plain[0]).read_text(errors="replace").splitlines()
     start = next((i for i, line in enumerate(text) if keyed.get("from", "") in line), None)
     if start is None:
-        raise ob_csv.UsageError(f"{plain[0]}: no line holds '{keyed.get('from')}'")
+        raise ob_tool.UsageError(f"{plain[0]}: no line holds '{keyed.get('from')}'")
     count = int(keyed.get("lines", "20"))
     return "```\n" + "\n".join(text[start:start + count]) + "\n```"
 
@@ -145,7 +148,7 @@ def overlaps_block(base, plain, keyed):
 
     paths = sorted({p for pattern in plain for p in base.glob(pattern)})
     if not paths:
-        raise ob_csv.UsageError(f"{base}: no file matches {' '.join(plain)}")
+        raise ob_tool.UsageError(f"{base}: no file matches {' '.join(plain)}")
     frame = ob_csv.concat_summaries([ob_csv.load_summary(p) for p in paths])
     frame = frame[frame["mode"] == "overlap"].copy()
     if "where" in keyed:
@@ -169,14 +172,14 @@ def pivot_block(base, plain, keyed):
 
     paths = sorted({p for pattern in plain for p in base.glob(pattern)})
     if not paths:
-        raise ob_csv.UsageError(f"{base}: no file matches {' '.join(plain)}")
+        raise ob_tool.UsageError(f"{base}: no file matches {' '.join(plain)}")
     frame = pd.concat([pd.read_csv(p).assign(file=p.stem) for p in paths], ignore_index=True)  # rows=file: per file
     rows, values = keyed.get("rows", "").split(","), keyed.get("values", "").split(",")
     across = keyed.get("columns", "")
     missing = [c for c in rows + values + [across] + ([keyed["where"].split(":", 1)[0]] if "where" in keyed else [])
                if c not in frame.columns]
     if missing:
-        raise ob_csv.UsageError(f"{base}: no column {', '.join(missing)} (named by a pivot block)")
+        raise ob_tool.UsageError(f"{base}: no column {', '.join(missing)} (named by a pivot block)")
     if "where" in keyed:
         column, value = keyed["where"].split(":", 1)
         frame = frame[frame[column].astype(str) == value]
@@ -200,7 +203,7 @@ def modes_block(base, plain, keyed):
 
     paths = sorted({p for pattern in plain for p in base.glob(pattern)})
     if not paths:
-        raise ob_csv.UsageError(f"{base}: no file matches {' '.join(plain)}")
+        raise ob_tool.UsageError(f"{base}: no file matches {' '.join(plain)}")
     modes = keyed.get("modes", "seq,overlap,ideal,bound").split(",")
     metrics = [m for m in keyed.get("columns", "").split(",") if m]
     by = [b for b in keyed.get("by", "").split(",") if b]
@@ -209,11 +212,11 @@ def modes_block(base, plain, keyed):
         whole = ob_csv.load_summary(path)
         missing = [b for b in by if b not in whole.columns]
         if missing:
-            raise ob_csv.UsageError(f"{path}: no column {', '.join(missing)} (named by by=)")
+            raise ob_tool.UsageError(f"{path}: no column {', '.join(missing)} (named by by=)")
         # One row per point of a sweep: the rows that share the by= columns' values.
         for _, part in (whole.groupby(by, sort=False, dropna=False) if by else [(None, whole)]):
             if part["mode"].duplicated().any():
-                raise ob_csv.UsageError(f"{path}: a mode appears twice in one point; name the sweep's column in by=")
+                raise ob_tool.UsageError(f"{path}: a mode appears twice in one point; name the sweep's column in by=")
             frame = part.set_index("mode")
             head = frame.iloc[0]
             shape = ("hidden", "layers", "batch")
@@ -239,7 +242,7 @@ def json_block(base, plain, keyed):
         value = data
         for part in key.split("."):
             if not isinstance(value, dict) or part not in value:
-                raise ob_csv.UsageError(f"{base / plain[0]}: no key '{key}' (named by a json block)")
+                raise ob_tool.UsageError(f"{base / plain[0]}: no key '{key}' (named by a json block)")
             value = value[part]
         if isinstance(value, list):
             value = " ".join(str(v) for v in value)
@@ -273,17 +276,17 @@ def blocks(markdown_path, lines):
         start = OPEN.match(stripped)
         if start:
             if opened is not None:
-                raise ob_csv.UsageError(f"{where}: a generated block opened inside the one of line {opened[0] + 1}")
+                raise ob_tool.UsageError(f"{where}: a generated block opened inside the one of line {opened[0] + 1}")
             opened = (index, start.group("spec"))
         elif stripped == CLOSE:
             if opened is None:
-                raise ob_csv.UsageError(f"{where}: a generated block closed that was never opened")
+                raise ob_tool.UsageError(f"{where}: a generated block closed that was never opened")
             found.append((opened[0], index, opened[1]))
             opened = None
         else:
-            raise ob_csv.UsageError(f"{where}: a generated-block marker not alone on its line: '{stripped[:60]}'")
+            raise ob_tool.UsageError(f"{where}: a generated-block marker not alone on its line: '{stripped[:60]}'")
     if opened is not None:
-        raise ob_csv.UsageError(f"{markdown_path}:{opened[0] + 1}: a generated block never closed ({CLOSE})")
+        raise ob_tool.UsageError(f"{markdown_path}:{opened[0] + 1}: a generated block never closed ({CLOSE})")
     return found
 
 
@@ -296,17 +299,17 @@ def render(markdown_path, text):
         try:
             words = shlex.split(spec)
         except ValueError as error:
-            raise ob_csv.UsageError(f"{markdown_path}:{start + 1}: '{spec}' is invalid ({error})") from None
+            raise ob_tool.UsageError(f"{markdown_path}:{start + 1}: '{spec}' is invalid ({error})") from None
         if not words or words[0] not in KINDS:
-            raise ob_csv.UsageError(f"{markdown_path}:{start + 1}: unknown generated block '{spec}' "
+            raise ob_tool.UsageError(f"{markdown_path}:{start + 1}: unknown generated block '{spec}' "
                                     f"(one of: {', '.join(KINDS)})")
         plain, keyed = options(words[1:])
         if words[0] != "index" and not plain:
-            raise ob_csv.UsageError(f"{markdown_path}:{start + 1}: '{spec}' is invalid: {words[0]} names its file")
+            raise ob_tool.UsageError(f"{markdown_path}:{start + 1}: '{spec}' is invalid: {words[0]} names its file")
         try:
             body = KINDS[words[0]](base, plain, keyed)
         except (IndexError, KeyError, ValueError, TypeError) as error:
-            raise ob_csv.UsageError(f"{markdown_path}:{start + 1}: '{spec}' is invalid: {words[0]} cannot use "
+            raise ob_tool.UsageError(f"{markdown_path}:{start + 1}: '{spec}' is invalid: {words[0]} cannot use "
                                     f"these arguments ({type(error).__name__}: {error})") from None
         out += lines[last:start + 1] + body.rstrip("\n").split("\n")
         last = end
@@ -314,7 +317,7 @@ def render(markdown_path, text):
 
 
 def main():
-    parser = ob_csv.ArgumentParser(description=ob_csv.describe(__doc__))
+    parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 where a block differs")
     parser.add_argument("files", nargs="+", help="Markdown files")
     args = parser.parse_args()
@@ -322,17 +325,17 @@ def main():
     for name in args.files:
         path = pathlib.Path(name)
         if path.suffix.lower() != ".md":
-            raise ob_csv.UsageError(f"{path}: not a Markdown file (.md)")
+            raise ob_tool.UsageError(f"{path}: not a Markdown file (.md)")
         try:
-            text = ob_csv.require_input(path, "a Markdown file", 16 << 20).read_text()
+            text = ob_tool.require_input(path, "a Markdown file", 16 << 20).read_text()
         except UnicodeDecodeError:
-            raise ob_csv.UsageError(f"{path}: not text (UTF-8)") from None
+            raise ob_tool.UsageError(f"{path}: not text (UTF-8)") from None
         rendered.append((path, text, render(path, text)))  # every file checked before any is written
     for path, text, generated in rendered:
         if generated != text:
             stale.append(path)
             if not args.check:
-                ob_csv.write_text_atomic(path.resolve(), generated)  # through a link: its target replaced
+                ob_tool.write_text_atomic(path.resolve(), generated)  # through a link: its target replaced
     for path in stale:
         print(f"{path}: {'differs from its data' if args.check else 'regenerated'}")
     return 1 if args.check and stale else 0
@@ -340,7 +343,7 @@ def main():
 
 def cli():
     """The console command ob-md (pyproject.toml) and `python3 md_generate.py`."""
-    raise SystemExit(ob_csv.main_guard(main))
+    raise SystemExit(ob_tool.main_guard(main))
 
 
 if __name__ == "__main__":

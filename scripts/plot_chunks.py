@@ -8,6 +8,8 @@ import matplotlib.pyplot as plt
 
 import ob_csv
 
+import ob_tool
+
 
 def per_chunk(frame, lanes):
     """(lane kind, chunk) -> durations in ms over iterations, for events that belong to a chunk."""
@@ -15,7 +17,7 @@ def per_chunk(frame, lanes):
     if lanes:
         frame = frame[frame["lane"].apply(lambda lane: any(part in lane for part in lanes))]
     if frame.empty:
-        raise ob_csv.UsageError("no per-chunk events in this timeline")
+        raise ob_tool.UsageError("no per-chunk events in this timeline")
     frame = frame.assign(kind=frame["lane"] + " " + frame["name"])
     return {key: part["duration_us"].div(1000.0).tolist() for key, part in frame.groupby(["kind", "chunk"])}
 
@@ -45,7 +47,7 @@ def main():
 
 def cli():
     """The console command (pyproject.toml) and `python3 plot_chunks.py`."""
-    raise SystemExit(ob_csv.main_guard(main))
+    raise SystemExit(ob_tool.main_guard(main))
 
 
 if __name__ == "__main__":

@@ -11,13 +11,15 @@ import matplotlib.pyplot as plt
 
 import ob_csv
 
+import ob_tool
+
 
 def select(frame, iters, ranks, lanes, point=None):
     """The events to draw: one sweep point (`point`, else the first), the chosen iterations, ranks and lanes
     (substring match)."""
     points = ob_csv.timeline_points(frame)
     if point is not None and point not in points:
-        raise ob_csv.UsageError(f"--point '{point}' is not in this timeline (it has: {', '.join(points)})")
+        raise ob_tool.UsageError(f"--point '{point}' is not in this timeline (it has: {', '.join(points)})")
     frame = frame[frame["point"] == (points[0] if point is None else point)]
     if iters:
         frame = frame[frame["iter"].isin(iters)]
@@ -26,7 +28,7 @@ def select(frame, iters, ranks, lanes, point=None):
     if lanes:
         frame = frame[frame["lane"].apply(lambda lane: any(part in lane for part in lanes))]
     if frame.empty:
-        raise ob_csv.UsageError("no events match --iter/--ranks/--lanes")
+        raise ob_tool.UsageError("no events match --iter/--ranks/--lanes")
     return frame
 
 
@@ -57,7 +59,7 @@ def parse_ints(text):
     try:
         return [int(x) for x in text.split(",") if x] if text else []
     except ValueError:
-        raise ob_csv.UsageError(f"'{text}' is not a list of whole numbers") from None
+        raise ob_tool.UsageError(f"'{text}' is not a list of whole numbers") from None
 
 
 def main():
@@ -78,7 +80,7 @@ def main():
 
 def cli():
     """The console command (pyproject.toml) and `python3 plot_gantt.py`."""
-    raise SystemExit(ob_csv.main_guard(main))
+    raise SystemExit(ob_tool.main_guard(main))
 
 
 if __name__ == "__main__":

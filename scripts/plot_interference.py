@@ -13,6 +13,8 @@ import matplotlib.ticker
 
 import ob_csv
 
+import ob_tool
+
 # Columns that tell one line from another, as the label names them.
 LINE_COLUMNS = [("sync", "{}"), ("nccl_max_ctas", "{:g} CTAs"), ("gemm_sm_margin", "margin {:g} SMs"),
                 ("comm_dtype", "{}"), ("comm_priority", "{} priority")]
@@ -27,10 +29,10 @@ def rows(frame):
     """The interference rows of a summary, with a `line` label from the columns that vary between them."""
     frame = frame[frame["mode"] == "interference"]
     if frame.empty:
-        raise ob_csv.UsageError("no interference rows (phase4_chunked_nccl --mode interference writes them)")
+        raise ob_tool.UsageError("no interference rows (phase4_chunked_nccl --mode interference writes them)")
     missing = [c for c in NEEDED if c not in frame.columns]
     if missing:
-        raise ob_csv.UsageError(f"interference rows without column '{missing[0]}'")
+        raise ob_tool.UsageError(f"interference rows without column '{missing[0]}'")
     varying = [(c, f) for c, f in LINE_COLUMNS if c in frame.columns and frame[c].nunique(dropna=True) > 1]
     varying = varying or [("sync", "{}")]
 
@@ -84,7 +86,7 @@ def main():
 
 def cli():
     """The console command (pyproject.toml) and `python3 plot_interference.py`."""
-    raise SystemExit(ob_csv.main_guard(main))
+    raise SystemExit(ob_tool.main_guard(main))
 
 
 if __name__ == "__main__":

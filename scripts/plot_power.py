@@ -9,6 +9,8 @@ import matplotlib.pyplot as plt
 
 import ob_csv
 
+import ob_tool
+
 
 def mode_spans(timeline, mode):
     """(start_ms, end_ms) of each iteration of `mode` (lanes "<mode>:..."), on the timeline's clock."""
@@ -43,7 +45,7 @@ def main():
 
 def cli():
     """The console command (pyproject.toml) and `python3 plot_power.py`."""
-    raise SystemExit(ob_csv.main_guard(main))
+    raise SystemExit(ob_tool.main_guard(main))
 
 
 if __name__ == "__main__":

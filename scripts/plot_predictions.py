@@ -15,21 +15,23 @@ import pandas as pd  # noqa: E402
 
 import ob_csv  # noqa: E402
 
+import ob_tool
+
 BAND = 0.10
 
 
 def load(path):
     """The check's (predicted, measured) pairs, every one a finite positive time, or a usage error naming the file."""
-    path = ob_csv.require_input(path, "CHECK", 64 << 20)
+    path = ob_tool.require_input(path, "CHECK", 64 << 20)
     try:
         frame = pd.read_csv(path)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
-        raise ob_csv.UsageError(f"CHECK: '{path}' is invalid: not a CSV ({str(error).splitlines()[0]})") from None
+        raise ob_tool.UsageError(f"CHECK: '{path}' is invalid: not a CSV ({str(error).splitlines()[0]})") from None
     if not {"predicted_ms", "measured_ms"} <= set(frame.columns) or frame.empty:
-        raise ob_csv.UsageError(f"CHECK: '{path}' is invalid: no rows of predicted_ms and measured_ms")
+        raise ob_tool.UsageError(f"CHECK: '{path}' is invalid: no rows of predicted_ms and measured_ms")
     pairs = frame[["predicted_ms", "measured_ms"]].apply(pd.to_numeric, errors="coerce")
     if not (pairs.gt(0) & pairs.lt(1e9)).all().all():
-        raise ob_csv.UsageError(f"CHECK: '{path}' is invalid: predicted_ms and measured_ms must be times in (0, 1e9) ms")
+        raise ob_tool.UsageError(f"CHECK: '{path}' is invalid: predicted_ms and measured_ms must be times in (0, 1e9) ms")
     return pairs
 
 
@@ -64,15 +66,15 @@ def plot(checks, output, title):
 
 
 def main(argv=None):
-    parser = ob_csv.ArgumentParser(description=ob_csv.describe(__doc__))
+    parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
     parser.add_argument("checks", nargs="+", metavar="CHECK.csv", help="checks holding predicted_ms and measured_ms")
     parser.add_argument("--names", nargs="+", required=True, help="a name per CHECK.csv, in the same order")
     parser.add_argument("-o", "--output", required=True, help="the figure to write (.png)")
     parser.add_argument("--title", default="The planner's predictions against the measured steps")
     args = parser.parse_args(argv)
     if len(args.names) != len(args.checks):
-        raise ob_csv.UsageError(f"--names: {len(args.names)} given for {len(args.checks)} checks: one each")
-    ob_csv.require_outputs([("-o", args.output)], [("CHECK", c) for c in args.checks])
+        raise ob_tool.UsageError(f"--names: {len(args.names)} given for {len(args.checks)} checks: one each")
+    ob_tool.require_outputs([("-o", args.output)], [("CHECK", c) for c in args.checks])
     checks = [(name, load(path)) for name, path in zip(args.names, args.checks)]
     inside, total = plot(checks, args.output, args.title)
     print(f"{args.output}: {total} predictions, {inside} within +-{BAND:.0%} of the measured step")
@@ -81,7 +83,7 @@ def main(argv=None):
 
 def cli():
     """The console command (pyproject.toml) and `python3 plot_predictions.py`."""
-    raise SystemExit(ob_csv.main_guard(main))
+    raise SystemExit(ob_tool.main_guard(main))
 
 
 if __name__ == "__main__":

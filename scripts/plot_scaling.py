@@ -12,6 +12,8 @@ import pandas as pd
 
 import ob_csv
 
+import ob_tool
+
 X_CHOICES = ["chunks", "bucket_mb", "buckets", "nccl_max_ctas", "nccl_min_ctas", "accum_steps", "ranks"]
 OVERLAPPED = ["overlap", "thread", "nonblocking"]
 
@@ -19,11 +21,11 @@ OVERLAPPED = ["overlap", "thread", "nonblocking"]
 def series(frame, x):
     """mode -> (x values, p50 times) sorted by x, for the modes that vary with x."""
     if x not in frame.columns:
-        raise ob_csv.UsageError(f"the summary has no column '{x}'")
+        raise ob_tool.UsageError(f"the summary has no column '{x}'")
     values = pd.to_numeric(frame[x], errors="coerce")
     bad = frame.index[frame[x].notna() & ~values.apply(lambda v: v == v and abs(v) != float("inf"))]
     if len(bad):
-        raise ob_csv.UsageError(f"column '{x}', row {bad[0] + 1}: '{frame[x].loc[bad[0]]}' is not a finite number")
+        raise ob_tool.UsageError(f"column '{x}', row {bad[0] + 1}: '{frame[x].loc[bad[0]]}' is not a finite number")
     frame = frame.assign(**{x: values})
     out = {}
     for mode, part in frame.groupby("mode"):
@@ -31,7 +33,7 @@ def series(frame, x):
         if part[x].nunique() > 1:
             out[mode] = (part[x].tolist(), part["time_ms_p50"].tolist())
     if not out:
-        raise ob_csv.UsageError(f"'{x}' takes only one value in this summary: nothing to plot against")
+        raise ob_tool.UsageError(f"'{x}' takes only one value in this summary: nothing to plot against")
     return out
 
 
@@ -71,15 +73,15 @@ def main():
     try:
         plot(ob_csv.load_summary(args.summary), args.x, args.output,
              ob_csv.hardware_line(ob_csv.read_metadata(args.summary)))
-    except ob_csv.UsageError as error:
+    except ob_tool.UsageError as error:
         message = str(error)
-        raise ob_csv.UsageError(message if message.startswith(str(args.summary)) else f"{args.summary}: {message}")
+        raise ob_tool.UsageError(message if message.startswith(str(args.summary)) else f"{args.summary}: {message}")
     return 0
 
 
 def cli():
     """The console command (pyproject.toml) and `python3 plot_scaling.py`."""
-    raise SystemExit(ob_csv.main_guard(main))
+    raise SystemExit(ob_tool.main_guard(main))
 
 
 if __name__ == "__main__":

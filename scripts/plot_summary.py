@@ -13,6 +13,8 @@ import pandas as pd
 
 import ob_csv
 
+import ob_tool
+
 ORDER = ["seq", "overlap", "thread", "nonblocking", "ideal", "bound", "bound_ref", "compute", "comm"]
 
 
@@ -23,7 +25,7 @@ def bars(frame):
     frame["config"] = frame.apply(lambda r: ob_csv.config_label(r, columns), axis=1)
     frame = frame[frame["mode"].isin(ORDER)]
     if frame.empty:
-        raise ob_csv.UsageError(f"no row of a mode this chart draws ({', '.join(ORDER)})")
+        raise ob_tool.UsageError(f"no row of a mode this chart draws ({', '.join(ORDER)})")
     frame["order"] = frame["mode"].map(ORDER.index)
     return frame.sort_values(["config", "system", "order"])
 
@@ -61,8 +63,8 @@ def main():
     frame = ob_csv.concat_summaries([ob_csv.load_summary(path) for path in args.summaries])
     try:
         drawn = bars(frame)
-    except ob_csv.UsageError as error:
-        raise ob_csv.UsageError(f"{', '.join(map(str, args.summaries))}: {error}") from None
+    except ob_tool.UsageError as error:
+        raise ob_tool.UsageError(f"{', '.join(map(str, args.summaries))}: {error}") from None
     plot(drawn, args.output, ob_csv.hardware_line(ob_csv.read_metadata(args.summaries[0])),
          ", ".join(pathlib.Path(p).stem for p in args.summaries))
     return 0
@@ -70,7 +72,7 @@ def main():
 
 def cli():
     """The console command (pyproject.toml) and `python3 plot_summary.py`."""
-    raise SystemExit(ob_csv.main_guard(main))
+    raise SystemExit(ob_tool.main_guard(main))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import matplotlib.pyplot as plt
 
 import check_prediction
 import ob_csv
+import ob_tool
 
 
 def bandwidths(paths):
@@ -23,10 +24,10 @@ def points(paths, links):
     for path in paths:
         frame = ob_csv.load_summary(path).set_index("mode")
         if not {"compute", "overlap"} <= set(frame.index) or "hidden" not in frame:
-            raise ob_csv.UsageError(f"{path}: not a phase 4 run with compute-only and overlapped rows")
+            raise ob_tool.UsageError(f"{path}: not a phase 4 run with compute-only and overlapped rows")
         transport = str(frame["transport"].iloc[0]) if "transport" in frame else "nvlink"
         if transport not in links:
-            raise ob_csv.UsageError(f"{path}: a run on --transport {transport}, and no --links-from sweep on it")
+            raise ob_tool.UsageError(f"{path}: a run on --transport {transport}, and no --links-from sweep on it")
         config = ",".join(str(int(frame[k].iloc[0])) for k in ("hidden", "layers", "batch"))
         overlap = frame.loc["overlap"]
         lines.setdefault(config, []).append((links[transport], overlap["time_ms_p50"] / frame.loc["compute", "time_ms_p50"],
@@ -68,7 +69,7 @@ def main():
 
 def cli():
     """The console command (pyproject.toml) and `python3 plot_topology.py`."""
-    raise SystemExit(ob_csv.main_guard(main))
+    raise SystemExit(ob_tool.main_guard(main))
 
 
 if __name__ == "__main__":

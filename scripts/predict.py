@@ -23,6 +23,8 @@ import pandas as pd
 
 import ob_csv
 
+import ob_tool
+
 REPO = pathlib.Path(__file__).resolve().parent.parent
 COLUMNS = ["link", "ranks", "nodes", "sync", "predicted_ms", "buckets", "first_bucket_mb", "largest_bucket_mb",
            "slowdown", "extrapolated", "ddp_bucket_cap_mb", "ddp_predicted_ms", "calibrated_gpu", "calibrated_ranks",
@@ -33,14 +35,14 @@ LAYER_COLUMNS = ["step", "name", "grad_mib", "cumulative_grad_mib", "backward_ms
 
 def find_predictor(given):
     """phase4_predict: --predictor, else on PATH (cmake --install), else in this checkout's build folders."""
-    return ob_csv.find_built("phase4_predict", given)
+    return ob_tool.find_built("phase4_predict", given)
 
 
 def run_predictor(command):
     """Runs phase4_predict (command[0]); its own usage errors (a bad calibration, option) come back as ours."""
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode == 2:
-        raise ob_csv.UsageError(result.stderr.strip().split(": error: ", 1)[-1])
+        raise ob_tool.UsageError(result.stderr.strip().split(": error: ", 1)[-1])
     if result.returncode != 0:
         raise OSError(f"{command[0]} exited {result.returncode}: {result.stderr.strip()}")
 
@@ -62,7 +64,7 @@ def predict(args):
     frame = pd.read_csv(args.csv)
     missing = [c for c in COLUMNS if c not in frame.columns]
     if missing:
-        raise ob_csv.UsageError(f"{args.csv}: missing columns {missing}")
+        raise ob_tool.UsageError(f"{args.csv}: missing columns {missing}")
     return frame
 
 
@@ -150,10 +152,10 @@ def ranks_list(text):
 
 
 def main():
-    parser = ob_csv.ArgumentParser(description=ob_csv.describe(__doc__))
+    parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
     parser.add_argument("calibration", type=pathlib.Path, help="calibration JSON written by phase4 --calibrate")
     parser.add_argument("--csv", required=True, type=pathlib.Path, help="prediction CSV to write")
-    parser.add_argument("-o", "--output", type=ob_csv.output_path, help="scaling plot to write (.png, .pdf, .svg)")
+    parser.add_argument("-o", "--output", type=ob_tool.output_path, help="scaling plot to write (.png, .pdf, .svg)")
     parser.add_argument("--ranks", type=ranks_list, default="2,4,8,16,32,64,128,256,512,1024",
                         help="GPU counts (default: 2 to 1024 by powers of 2)")
     parser.add_argument("--links", default="ib400,eth100",
@@ -171,26 +173,26 @@ def main():
     parser.add_argument("--blocks", type=int, default=0, help="with --model: its first N blocks only (default: all)")
     parser.add_argument("--layers-csv", type=pathlib.Path,
                         help="write every backward step with the buckets of the best plan on the calibrated GPUs")
-    parser.add_argument("--layers-figure", type=ob_csv.output_path,
+    parser.add_argument("--layers-figure", type=ob_tool.output_path,
                         help="with --layers-csv: draw those steps' compute and gradient with the bucket boundaries")
     parser.add_argument("--predictor", help="the phase4_predict binary (default: on PATH, or in build/)")
     args = parser.parse_args()
     if not args.model and any(getattr(args, a) != d for a, d in (("seq", 2048), ("micro_batch", 1), ("blocks", 0))):
-        raise ob_csv.UsageError("--seq, --micro-batch and --blocks need --model")
+        raise ob_tool.UsageError("--seq, --micro-batch and --blocks need --model")
     if args.layers_figure and not args.layers_csv:
-        raise ob_csv.UsageError("--layers-figure needs --layers-csv")
+        raise ob_tool.UsageError("--layers-figure needs --layers-csv")
     if args.layers_csv and not args.layers_csv.parent.is_dir():
-        raise ob_csv.UsageError(f"--layers-csv: '{args.layers_csv}' is invalid: its directory must exist")
-    ob_csv.require_input(args.calibration, "the calibration", 64 << 20)
+        raise ob_tool.UsageError(f"--layers-csv: '{args.layers_csv}' is invalid: its directory must exist")
+    ob_tool.require_input(args.calibration, "the calibration", 64 << 20)
     if not args.csv.parent.is_dir():
-        raise ob_csv.UsageError(f"--csv: '{args.csv}' is invalid: its directory must exist")
+        raise ob_tool.UsageError(f"--csv: '{args.csv}' is invalid: its directory must exist")
     outputs = [("--csv", args.csv), ("--output", args.output), ("--layers-csv", args.layers_csv),
                ("--layers-figure", args.layers_figure)]
     inputs = [("the calibration", args.calibration)] + ([("--model", pathlib.Path(args.model))] if args.model else [])
-    ob_csv.require_outputs([(name, path) for name, path in outputs if path], inputs)
+    ob_tool.require_outputs([(name, path) for name, path in outputs if path], inputs)
     args.predictor = find_predictor(args.predictor)
     frame = predict(args)
-    calibration = json.loads(ob_csv.require_input(args.calibration, "--calibration").read_text())
+    calibration = json.loads(ob_tool.require_input(args.calibration, "--calibration").read_text())
     plan = "best plan" if args.bucket_mb is None else f"plan of {args.bucket_mb:g} MiB buckets"
     what = workload(calibration, args)
     if args.output:
@@ -199,7 +201,7 @@ def main():
         steps = pd.read_csv(args.layers_csv)
         missing = [c for c in LAYER_COLUMNS if c not in steps.columns]
         if missing:
-            raise ob_csv.UsageError(f"{args.layers_csv}: missing columns {missing}")
+            raise ob_tool.UsageError(f"{args.layers_csv}: missing columns {missing}")
         plot_layers(steps, calibration, args.layers_figure, what)
     first = frame[frame["ranks"] == frame["ranks"].min()].iloc[0]
     print(f"predict.py: {len(frame)} points in {args.csv} ({what}); at {first['ranks']} GPUs the {plan} is "
@@ -213,7 +215,7 @@ def main():
 
 def cli():
     """The console command (pyproject.toml) and `python3 predict.py`."""
-    raise SystemExit(ob_csv.main_guard(main))
+    raise SystemExit(ob_tool.main_guard(main))
 
 
 if __name__ == "__main__":

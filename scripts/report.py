@@ -12,6 +12,8 @@ import pathlib
 import pandas as pd
 
 import ob_csv
+
+import ob_tool
 import plot_chunks
 import plot_gantt
 import plot_interference
@@ -72,8 +74,8 @@ def summary_section(path, figures):
     bars = figures / f"{path.stem}.bars.png"
     try:
         drawn = plot_summary.bars(frame)
-    except ob_csv.UsageError as error:
-        raise ob_csv.UsageError(f"{path}: {error}") from None
+    except ob_tool.UsageError as error:
+        raise ob_tool.UsageError(f"{path}: {error}") from None
     plot_summary.plot(drawn, bars, ob_csv.hardware_line(info), path.stem)
     lines += [f"![{bars.name}](figures/{bars.name})", ""]
     for x in plot_scaling.X_CHOICES:
@@ -133,18 +135,18 @@ def load_comparison(path):
     table = pd.read_csv(path)
     missing = [c for c in COMPARE_COLUMNS + ["baseline", "rounds", "unstable"] if c not in table.columns]
     if missing:
-        raise ob_csv.UsageError(f"{path}: missing column '{missing[0]}' (not written by ob-compare)")
+        raise ob_tool.UsageError(f"{path}: missing column '{missing[0]}' (not written by ob-compare)")
     for column in ("ratio", "ratio_ci_lo", "ratio_ci_hi", "median_ms", "rounds", "unstable"):
         values = pd.to_numeric(table[column], errors="coerce")
         bad = values.index[~values.apply(lambda v: v == v and abs(v) != float("inf"))]
         if len(bad):
-            raise ob_csv.UsageError(f"{path}: column '{column}', row {bad[0] + 1}: '{table[column].iloc[bad[0]]}' is "
+            raise ob_tool.UsageError(f"{path}: column '{column}', row {bad[0] + 1}: '{table[column].iloc[bad[0]]}' is "
                                     "not a finite number")
         table[column] = values
     known = {"faster", "slower", "not resolved", "baseline"}
     unknown = table.index[~table["verdict"].isin(known)]
     if len(unknown):
-        raise ob_csv.UsageError(f"{path}: column 'verdict', row {unknown[0] + 1}: '{table['verdict'].iloc[unknown[0]]}' "
+        raise ob_tool.UsageError(f"{path}: column 'verdict', row {unknown[0] + 1}: '{table['verdict'].iloc[unknown[0]]}' "
                                 f"is not one of {', '.join(sorted(known))}")
     return table
 
@@ -176,21 +178,21 @@ def check_summary(path):
             plot_interference.rows(frame)
             return
         plot_summary.bars(frame)
-    except ob_csv.UsageError as error:
-        raise ob_csv.UsageError(f"{path}: {error}") from None
+    except ob_tool.UsageError as error:
+        raise ob_tool.UsageError(f"{path}: {error}") from None
 
 
 def write_report(directory):
     directory = pathlib.Path(directory)
     if directory.is_dir() and (directory / "figures").exists() and not (directory / "figures").is_dir():
-        raise ob_csv.UsageError(f"{directory / 'figures'}: not a directory (the report draws its figures there)")
+        raise ob_tool.UsageError(f"{directory / 'figures'}: not a directory (the report draws its figures there)")
     if not directory.is_dir():
-        raise ob_csv.UsageError(f"{directory}: not a directory")
-    ob_csv.require_outputs([("the report", directory / "report.md")])
+        raise ob_tool.UsageError(f"{directory}: not a directory")
+    ob_tool.require_outputs([("the report", directory / "report.md")])
     csvs = sorted(directory.glob("*.csv"))
     kinds = {path: ob_csv.kind_of(path) for path in csvs}
     if not any(kinds.values()) and not any(is_comparison(p) for p in csvs):
-        raise ob_csv.UsageError(f"{directory}: no overlap-bench CSV (summary or timeline) in it")
+        raise ob_tool.UsageError(f"{directory}: no overlap-bench CSV (summary or timeline) in it")
     loaders = {"summary": check_summary, "power": ob_csv.load_power,
                # A timeline with its header only (a sweep before sweeps kept their events): nothing to draw.
                "timeline": lambda path: len(path.read_text().splitlines()) > 1 and ob_csv.load_timeline(path)}
@@ -219,12 +221,12 @@ def write_report(directory):
             plot_power.plot(ob_csv.load_power(path), power, spans)
             lines += [f"## {path.stem}", "", f"![{power.name}](figures/{power.name})", ""]
     report = directory / "report.md"
-    ob_csv.write_text_atomic(report, "\n".join(lines) + "\n")  # whole or not at all
+    ob_tool.write_text_atomic(report, "\n".join(lines) + "\n")  # whole or not at all
     return report
 
 
 def main():
-    parser = ob_csv.ArgumentParser(description=ob_csv.describe(__doc__))
+    parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
     parser.add_argument("results_dir", help="folder holding the CSVs of a run")
     args = parser.parse_args()
     print(write_report(args.results_dir))
@@ -233,7 +235,7 @@ def main():
 
 def cli():
     """The console command (pyproject.toml) and `python3 report.py`."""
-    raise SystemExit(ob_csv.main_guard(main))
+    raise SystemExit(ob_tool.main_guard(main))
 
 
 if __name__ == "__main__":

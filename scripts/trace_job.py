@@ -20,13 +20,12 @@ import sys
 import time
 
 import bench_ddp
-import ob_csv
-
-torch, dist, nn = bench_ddp.torch, bench_ddp.dist, bench_ddp.nn
+import ob_tool
+from ddp_steps import Mlp, Step, dist, slowest, timed, torch, wrap
 
 
 def parse_args():
-    parser = ob_csv.ArgumentParser(description=ob_csv.describe(__doc__))
+    parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
     parser.add_argument("--configs", nargs="+", default=["4096,16,512"], help="hidden,layers,batch per rank")
     parser.add_argument("--bucket-mb", type=float, nargs="+", default=[25.0], help="DDP bucket_cap_mb, one job each")
     parser.add_argument("--fsdp", action="store_true", help="FSDP2 (fully_shard per layer) instead of DDP")
@@ -43,7 +42,7 @@ def parse_args():
 
 
 def median_slowest(step, iters):
-    times = bench_ddp.slowest(bench_ddp.timed(step, iters, 5))
+    times = slowest(timed(step, iters, 5))
     return sorted(times)[len(times) // 2]
 
 
@@ -65,28 +64,14 @@ def run(args, work, setting, rank, world):
     generator = torch.Generator(device="cuda").manual_seed(17 * (rank + 1))
     x, target = work.data(generator)
     options = {"lr": 0.01, **({"foreach": True} if args.fsdp else {"fused": True})}
-    def stepper(model):
-        optimizer = torch.optim.SGD(model.parameters(), **options)
+    steps = Step(work, x, target, set_to_none=True)
 
-        def step():
-            optimizer.zero_grad(set_to_none=True)
-            work.loss(model, x, target).backward()
-            optimizer.step()
-        return step
+    def stepper(model):
+        return steps.of(model, torch.optim.SGD(model.parameters(), **options))
 
     compute = median_slowest(stepper(model), args.iters)
     torch.manual_seed(1234)
-    wrapped = work.build("cuda")
-    if args.fsdp:
-        from torch.distributed.fsdp import fully_shard
-
-        for module in work.shard_units(wrapped):
-            fully_shard(module, reshard_after_forward=False)
-        fully_shard(wrapped, reshard_after_forward=False)
-    else:
-        wrapped = nn.parallel.DistributedDataParallel(wrapped, device_ids=[torch.cuda.current_device()],
-                                                      bucket_cap_mb=setting, gradient_as_bucket_view=True,
-                                                      static_graph=True)
+    wrapped, _ = wrap(work, "fsdp" if args.fsdp else "ddp", 0 if args.fsdp else setting, True, work.build("cuda"))
     step = stepper(wrapped)
     step_ms = median_slowest(step, args.iters)
     label = f"{'fsdp2' if args.fsdp else 'ddp'}-{work.label.replace(',', 'x')}" + \
@@ -115,7 +100,7 @@ def main():
     rows = []
     for text in args.configs:
         for setting in ([None] if args.fsdp else args.bucket_mb):
-            rows.append(run(args, bench_ddp.Mlp(text), setting, rank, world))
+            rows.append(run(args, Mlp(text), setting, rank, world))
     if rank == 0:
         import pandas as pd
 
@@ -125,7 +110,7 @@ def main():
         meta = {"suite": "overlap-bench", "tool": "trace_job", "host": socket.gethostname(), "ranks": world,
                 "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command_line": sys.argv,
                 "torch": torch.__version__, "gpus": [{"gpu_name": torch.cuda.get_device_name(0)}],
-                "commit": ob_csv.commit_id()}
+                "commit": ob_tool.commit_id()}
         (pathlib.Path(args.out) / f"trace_job{'-fsdp2' if args.fsdp else ''}.meta.json").write_text(
             json.dumps(meta, indent=2) + "\n")
     dist.destroy_process_group()

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 import ob_csv
 
+import ob_tool
+
 DTYPE_BYTES = {"Float": 4, "float": 4, "Half": 2, "BFloat16": 2, "Double": 8, "Int": 4, "Long": 8, "Byte": 1}
 
 
@@ -52,7 +54,7 @@ class RankTrace:
 
 
 def _open(path):
-    path = ob_csv.require_input(path, "TRACE")
+    path = ob_tool.require_input(path, "TRACE")
     with open(path, "rb") as probe:
         gzipped = probe.read(2) == b"\x1f\x8b"
     return gzip.open(path, "rb") if gzipped else open(path, "rb")
@@ -112,7 +114,7 @@ def read_kineto(path):
                 elif prefix == "baseTimeNanoseconds":
                     trace.start_ns = int(value)
             else:
-                raise ob_csv.UsageError(f"{path}: not a profiler trace (no traceEvents)")
+                raise ob_tool.UsageError(f"{path}: not a profiler trace (no traceEvents)")
         with _open(path) as source:  # again, from the events on (the header keys may follow them)
             for event in ijson.items(source, "traceEvents.item", use_float=True):
                 _keep(trace, event)
@@ -120,7 +122,7 @@ def read_kineto(path):
             gzip.BadGzipFile) as error:
         if isinstance(error, OSError) and not isinstance(error, (EOFError, gzip.BadGzipFile)) and error.filename:
             raise
-        raise ob_csv.UsageError(f"{path}: not a profiler trace ({type(error).__name__}: "
+        raise ob_tool.UsageError(f"{path}: not a profiler trace ({type(error).__name__}: "
                                 f"{str(error).splitlines()[0][:120] if str(error) else 'cut short'})") from None
     return trace
 
@@ -129,7 +131,7 @@ def read_nsys(path):
     """Nsight Systems' SQLite export: its kernels (CUPTI_ACTIVITY_KIND_KERNEL, names from StringIds), the runtime
     calls that launched them, and NVTX ranges named ProfilerStep#N where the job marked them."""
     try:
-        db = sqlite3.connect(f"file:{ob_csv.require_input(path, 'TRACE')}?mode=ro", uri=True)
+        db = sqlite3.connect(f"file:{ob_tool.require_input(path, 'TRACE')}?mode=ro", uri=True)
         names = dict(db.execute("SELECT id, value FROM StringIds"))
         trace = RankTrace(str(path), rank=0, world=1)
         rows = db.execute("SELECT start, end, shortName, streamId, gridX, blockX, correlationId, deviceId "
@@ -148,7 +150,7 @@ def read_nsys(path):
             pass
         db.close()
     except sqlite3.DatabaseError as error:
-        raise ob_csv.UsageError(f"{path}: not an Nsight Systems SQLite export ({error})") from None
+        raise ob_tool.UsageError(f"{path}: not an Nsight Systems SQLite export ({error})") from None
     return trace
 
 
@@ -160,7 +162,7 @@ def read_timeline(path):
     frame = frame[frame["point"] == ob_csv.timeline_points(frame)[0]]  # a sweep's first point
     ranks = sorted(frame["rank"].unique())
     if not ranks:
-        raise ob_csv.UsageError(f"{path}: no overlapped iteration in it")
+        raise ob_tool.UsageError(f"{path}: no overlapped iteration in it")
     traces = []
     for rank in ranks:
         part = frame[frame["rank"] == rank]
@@ -178,7 +180,7 @@ def read_timeline(path):
 def read(path):
     """Every rank a file holds: a Kineto trace holds one, a timeline CSV every rank of its run."""
     path = pathlib.Path(path)
-    ob_csv.require_input(path, "TRACE")
+    ob_tool.require_input(path, "TRACE")
     with open(path, "rb") as probe:
         head = probe.read(16)
     if head.startswith(b"SQLite format 3"):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import ob_csv
+import ob_tool
 
 
 def union(intervals):
@@ -149,21 +149,21 @@ def check_one_job(traces):
     windows overlap in time (traces of two jobs were taken apart). A usage error naming the file otherwise."""
     for trace in traces:
         if not trace.kernels:
-            raise ob_csv.UsageError(f"{trace.path}: a trace without GPU kernels (profile with "
+            raise ob_tool.UsageError(f"{trace.path}: a trace without GPU kernels (profile with "
                                     "ProfilerActivity.CUDA)")
     worlds = {t.world for t in traces}
     if len(worlds) > 1:
-        raise ob_csv.UsageError(f"{traces[-1].path}: ranks from different jobs (world sizes {sorted(worlds)})")
+        raise ob_tool.UsageError(f"{traces[-1].path}: ranks from different jobs (world sizes {sorted(worlds)})")
     ranks = [t.rank for t in traces]
     duplicate = next((t for t in traces if ranks.count(t.rank) > 1), None)
     if duplicate is not None:
-        raise ob_csv.UsageError(f"{duplicate.path}: rank {duplicate.rank} is given twice")
+        raise ob_tool.UsageError(f"{duplicate.path}: rank {duplicate.rank} is given twice")
     windows = [(t.start_ns / 1e3 + min(k.start for k in t.kernels), t.start_ns / 1e3 + max(k.end for k in t.kernels))
                for t in traces]
     latest_start, earliest_end = max(w[0] for w in windows), min(w[1] for w in windows)
     if latest_start > earliest_end:
         late = traces[max(range(len(traces)), key=lambda i: windows[i][0])]
-        raise ob_csv.UsageError(f"{late.path}: ranks from different jobs (its kernels ran "
+        raise ob_tool.UsageError(f"{late.path}: ranks from different jobs (its kernels ran "
                                 f"{(latest_start - earliest_end) / 1e6:.3g} s after another rank's ended)")
 
 

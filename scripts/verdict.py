@@ -12,6 +12,8 @@ import pathlib
 
 import ob_csv
 
+import ob_tool
+
 OVERLAPPED = ("overlap", "thread", "nonblocking", "progress")
 
 
@@ -180,7 +182,7 @@ def verdict(path, cores):
 
 
 def main():
-    parser = ob_csv.ArgumentParser(description=ob_csv.describe(__doc__))
+    parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
     parser.add_argument("paths", nargs="+", help="a run folder (scripts/run_all.sh's --out) or summary CSVs")
     parser.add_argument("--cores", type=int, default=os.cpu_count(), help="cores of the machine that ran it")
     args = parser.parse_args()
@@ -192,7 +194,7 @@ def main():
         found = sorted(path.glob("*.csv")) if path.is_dir() else [path]
         summaries += [p for p in found if p.is_dir() or ob_csv.kind_of(p) == "summary" or not path.is_dir()]
     if not summaries:
-        raise ob_csv.UsageError(f"{args.paths[0]}: no summary CSV in it")
+        raise ob_tool.UsageError(f"{args.paths[0]}: no summary CSV in it")
     for path in summaries:
         print("\n".join(verdict(path, args.cores)))
     return 0
@@ -200,7 +202,7 @@ def main():
 
 def cli():
     """The console command ob-verdict (pyproject.toml) and `python3 verdict.py`."""
-    raise SystemExit(ob_csv.main_guard(main))
+    raise SystemExit(ob_tool.main_guard(main))
 
 
 if __name__ == "__main__":

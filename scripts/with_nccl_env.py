@@ -9,7 +9,7 @@ import os
 import shutil
 import sys
 
-import ob_csv
+import ob_tool
 
 
 def nccl_environment(meta_path):
@@ -17,9 +17,9 @@ def nccl_environment(meta_path):
     try:
         environment = json.loads(open(meta_path, encoding="utf-8").read())["environment"]
     except (OSError, ValueError, KeyError, TypeError) as error:
-        raise ob_csv.UsageError(f"'{meta_path}' is invalid: no metadata with an environment ({error})")
+        raise ob_tool.UsageError(f"'{meta_path}' is invalid: no metadata with an environment ({error})")
     if not isinstance(environment, dict):
-        raise ob_csv.UsageError(f"'{meta_path}' is invalid: its environment is not a table of variables")
+        raise ob_tool.UsageError(f"'{meta_path}' is invalid: its environment is not a table of variables")
     return {k: str(v) for k, v in environment.items() if k.startswith("NCCL_") and not k.startswith("NCCL_DEBUG")}
 
 
@@ -29,20 +29,20 @@ def main(argv=None):
         print(__doc__.strip())
         return 0
     if len(argv) < 2:
-        raise ob_csv.UsageError("usage: with_nccl_env.py RUN.meta.json COMMAND [ARG...]")
+        raise ob_tool.UsageError("usage: with_nccl_env.py RUN.meta.json COMMAND [ARG...]")
     variables = nccl_environment(argv[0])
     if shutil.which(argv[1]) is None:
-        raise ob_csv.UsageError(f"'{argv[1]}' could not run: no such command")
+        raise ob_tool.UsageError(f"'{argv[1]}' could not run: no such command")
     print("with_nccl_env.py: " + " ".join(f"{k}={v}" for k, v in sorted(variables.items())), file=sys.stderr, flush=True)
     try:
         os.execvpe(argv[1], argv[1:], {**os.environ, **variables})
     except OSError as error:
-        raise ob_csv.UsageError(f"'{argv[1]}' could not run: {error.strerror}")
+        raise ob_tool.UsageError(f"'{argv[1]}' could not run: {error.strerror}")
 
 
 def cli():
     """The console command (pyproject.toml) and `python3 with_nccl_env.py`."""
-    raise SystemExit(ob_csv.main_guard(main))
+    raise SystemExit(ob_tool.main_guard(main))
 
 
 if __name__ == "__main__":

@@ -71,6 +71,15 @@ def phase3(build_dir):
     return str(binary)
 
 
+SCRIPTS = REPO / "scripts"
+
+
+def script(name, *args, cwd=None):
+    """scripts/<name> run in place by this Python, its output captured."""
+    return subprocess.run([sys.executable, str(SCRIPTS / name), *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, timeout=300)
+
+
 def run(binary, *args, cwd=None, timeout=120):
     """Runs a binary; returns the CompletedProcess (text output)."""
     return subprocess.run([str(binary), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=timeout)

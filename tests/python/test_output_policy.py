@@ -4,7 +4,7 @@ file named twice in two spellings; whatever sat at the path is left as it was.""
 import os
 import sys
 
-import ob_csv
+import ob_tool
 import pytest
 
 from conftest import REPO, built, run
@@ -105,7 +105,7 @@ def test_the_scripts_policy_refuses_links_devices_inputs_and_two_spellings(tmp_p
              ([("--csv", tmp_path / "b.csv"), ("-o", tmp_path / "." / "b.csv")], [], "a path of its own"),
              ([("--csv", tmp_path / "a.csv")], [("the input", tmp_path / "l.csv")], "the input reads")]
     for outputs, inputs, words in cases:
-        with pytest.raises(ob_csv.UsageError, match=words):
-            ob_csv.require_outputs(outputs, inputs)
-    ob_csv.require_outputs([("--csv", tmp_path / "new.csv"), ("-o", tmp_path / "new.png")],
+        with pytest.raises(ob_tool.UsageError, match=words):
+            ob_tool.require_outputs(outputs, inputs)
+    ob_tool.require_outputs([("--csv", tmp_path / "new.csv"), ("-o", tmp_path / "new.png")],
                            [("in", tmp_path / "a.csv")])  # all fine: nothing raised

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import ob_csv
+import ob_tool
 import plot_gantt
 from conftest import REPO, SCRIPTS_SITE
 
@@ -72,9 +73,9 @@ def test_a_checkout_s_binary_is_the_default_build_s_not_the_sanitized_one(tmp_pa
         return str(path)
 
     asan = make("asan")
-    assert ob_csv.find_built("phase4_predict", root=tmp_path) == asan
+    assert ob_tool.find_built("phase4_predict", root=tmp_path) == asan
     gpu = make("gpu")
-    assert ob_csv.find_built("phase4_predict", root=tmp_path) == gpu
+    assert ob_tool.find_built("phase4_predict", root=tmp_path) == gpu
     default = make("default")
-    assert ob_csv.find_built("phase4_predict", root=tmp_path) == default
-    assert ob_csv.find_built("phase4_predict", "/given/path", root=tmp_path) == "/given/path"
+    assert ob_tool.find_built("phase4_predict", root=tmp_path) == default
+    assert ob_tool.find_built("phase4_predict", "/given/path", root=tmp_path) == "/given/path"

@@ -1,6 +1,6 @@
 """No metadata field typed by hand (issue 32): every published run names a commit that is in this repository's
 history, or says it could not be checked (`-unverified`); the scripts record their commit as the binaries do
-(cmake/GitCommit.cmake through ob_csv.commit_id); bench_ddp.py keeps every repeat and times seq and comm with DDP's
+(cmake/GitCommit.cmake through ob_tool.commit_id); bench_ddp.py keeps every repeat and times seq and comm with DDP's
 own buckets."""
 import json
 import math
@@ -9,7 +9,8 @@ import shutil
 import subprocess
 
 import bench_ddp
-import ob_csv
+import ddp_steps
+import ob_tool
 import pytest
 
 from conftest import REPO
@@ -50,25 +51,25 @@ def test_scripts_record_the_commit_as_the_binaries_do(monkeypatch):
                           text=True, check=True).stdout.strip()
     dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
                            capture_output=True, text=True, check=True).stdout.strip()
-    assert ob_csv.commit_id(REPO) == head + ("-dirty" if dirty else "")
+    assert ob_tool.commit_id(REPO) == head + ("-dirty" if dirty else "")
 
 
 def test_a_commit_nothing_can_check_is_marked_unverified(tmp_path, monkeypatch):
     monkeypatch.setenv("OVERLAP_GIT_COMMIT", "0123456789ab")
     monkeypatch.delenv("OVERLAP_GIT_DIGEST", raising=False)
-    assert ob_csv.commit_id(tmp_path) == "0123456789ab-unverified"  # no cmake/GitCommit.cmake there
+    assert ob_tool.commit_id(tmp_path) == "0123456789ab-unverified"  # no cmake/GitCommit.cmake there
     monkeypatch.delenv("OVERLAP_GIT_COMMIT")
-    assert ob_csv.commit_id(tmp_path) == "unknown"
+    assert ob_tool.commit_id(tmp_path) == "unknown"
 
 
 def test_ddp_bucket_assignment_is_ddps_rule():
     mib = 1 << 20
     # 16 layers of 64 MiB gradients, cap 25 MiB: the first bucket closes at 1 MiB (its own cap) after one layer,
     # then every layer fills a bucket on its own.
-    assert bench_ddp.ddp_buckets([64 * mib] * 16, mib, 25 * mib) == [[i] for i in range(16)]
+    assert ddp_steps.ddp_buckets([64 * mib] * 16, mib, 25 * mib) == [[i] for i in range(16)]
     # 4 MiB layers, cap 10 MiB: first bucket one layer, then three layers (12 >= 10) per bucket, the rest last.
-    assert bench_ddp.ddp_buckets([4 * mib] * 8, mib, 10 * mib) == [[0], [1, 2, 3], [4, 5, 6], [7]]
-    assert bench_ddp.ddp_buckets([], mib, 10 * mib) == []
+    assert ddp_steps.ddp_buckets([4 * mib] * 8, mib, 10 * mib) == [[0], [1, 2, 3], [4, 5, 6], [7]]
+    assert ddp_steps.ddp_buckets([], mib, 10 * mib) == []
 
 
 def test_ddp_bucket_assignment_matches_torch():
@@ -81,7 +82,7 @@ def test_ddp_bucket_assignment_matches_torch():
     for cap_mb in (1, 2, 4):
         got = dist._compute_bucket_assignment_by_size(tensors, [1 << 20, cap_mb << 20])
         got = got[0] if isinstance(got, tuple) else got
-        assert [list(b) for b in got] == bench_ddp.ddp_buckets(sizes, 1 << 20, cap_mb << 20), cap_mb
+        assert [list(b) for b in got] == ddp_steps.ddp_buckets(sizes, 1 << 20, cap_mb << 20), cap_mb
 
 
 def fake_stats(ms):

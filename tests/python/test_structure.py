@@ -1,5 +1,7 @@
-"""Phase 4 as a house of parts (issue 33): the rooms, the sizes a reader can hold in mind, the strategy seam's width,
-mains that read like their phase's description, and the step loop that knows schedules, not strategies."""
+"""The house of parts (issues 33 and 50): phase 4's rooms, the sizes a reader can hold in mind in the whole tree
+(tests, scripts and results included), the strategy seam's width, mains that read like their phase's description,
+and the step loop that knows schedules, not strategies."""
+import ast
 import re
 import sys
 
@@ -12,10 +14,14 @@ import cxx_shape  # noqa: E402
 
 PHASE4 = REPO / "phase4_chunked_nccl"
 ROOMS = ["model", "sync", "schedule", "planner", "driver"]
-SOURCES = sorted(p for p in PHASE4.rglob("*") if p.suffix in {".cpp", ".cu", ".hpp", ".cuh"})
-MAINS = [REPO / f"{phase}/main.cpp" for phase in
-         ["phase1_cuda_baseline", "phase2_omp_overlap", "phase3_mpi_cuda", "phase4_chunked_nccl"]]
-MAINS += [PHASE4 / "planner" / "predict_main.cpp", PHASE4 / "model" / "model_main.cpp"]
+CXX = {".cpp", ".cu", ".hpp", ".cuh"}
+SOURCES = sorted(p for p in PHASE4.rglob("*") if p.suffix in CXX)
+# Every source of the tree a person maintains: C++/CUDA, Python and shell, wherever it lives (not the build
+# folders, not the ad-hoc runs under results/runs).
+TREE = sorted(p for p in REPO.rglob("*") if p.suffix in CXX | {".py", ".sh"} and p.is_file()
+              and not {"build", ".git", "runs"} & set(p.relative_to(REPO).parts[:-1])
+              and not p.relative_to(REPO).parts[0].startswith("."))
+MAINS = sorted(p for p in TREE if p.suffix in CXX and re.search(r"^int main\(", p.read_text(), re.M))
 
 
 def test_phase4_stands_in_its_rooms():
@@ -25,11 +31,36 @@ def test_phase4_stands_in_its_rooms():
     assert loose == ["main.cpp"], loose
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PHASE4)))
-def test_no_phase4_file_above_350_lines_and_no_function_above_80(path):
+def python_functions(path):
+    """(name, first line, last line) of every function and method of a Python file."""
+    return [(node.name, node.lineno, node.end_lineno) for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+@pytest.mark.parametrize("path", TREE, ids=lambda p: str(p.relative_to(REPO)))
+def test_no_file_above_350_lines_and_no_function_above_80(path):
     assert len(path.read_text().splitlines()) <= 350
-    long = [(name, last - first + 1) for name, first, last in cxx_shape.functions(path) if last - first + 1 > 80]
+    shape = python_functions if path.suffix == ".py" else cxx_shape.functions if path.suffix in CXX else None
+    long = [(name, last - first + 1) for name, first, last in (shape(path) if shape else [])
+            if last - first + 1 > 80]
     assert not long, long
+
+
+def test_the_tree_s_size_rules_see_every_part_of_it():
+    """The walk finds every phase's main, the tests, the scripts and the results' code; a long Python function is
+    counted whole (decorators and nested definitions included in its span)."""
+    names = {str(p.relative_to(REPO)) for p in TREE}
+    assert {"scripts/bench_ddp.py", "tests/phase4/test_phase4_gpu.cpp", "common/tools/trace_main.cpp",
+            "scripts/test.sh", "tests/python/test_structure.py"} <= names
+    assert len(MAINS) >= 8 and REPO / "phase2_omp_overlap" / "main.cpp" in MAINS
+    assert not any("build" in p.relative_to(REPO).parts for p in TREE)
+
+
+def test_the_python_function_counter_spans_whole_bodies(tmp_path):
+    source = tmp_path / "x.py"
+    source.write_text("def f():\n    def g():\n        return 1\n\n    return g\n\n\nclass C:\n    def m(self):\n"
+                      "        pass\n")
+    assert sorted(python_functions(source)) == [("f", 1, 5), ("g", 2, 3), ("m", 9, 10)]
 
 
 @pytest.mark.parametrize("path", MAINS, ids=lambda p: str(p.relative_to(REPO)))

@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO
 
 torch = pytest.importorskip("torch")
-import ob_csv  # noqa: E402
+import ob_tool  # noqa: E402
 import torch_transformer  # noqa: E402
 
 MODELS = ["gpt2", "gpt2-xl", "llama3-8b", "qwen2.5-7b", str(REPO / "tests" / "data" / "models" / "llama3-8b.config.json"),
@@ -20,7 +20,7 @@ MODELS = ["gpt2", "gpt2-xl", "llama3-8b", "qwen2.5-7b", str(REPO / "tests" / "da
 
 @pytest.mark.parametrize("name", MODELS)
 def test_pytorch_layers_are_phase4s_tensors(model_binary, tmp_path, name):
-    shape = ob_csv.model_shape(name, model_binary)
+    shape = ob_tool.model_shape(name, model_binary)
     for blocks in (2, 0):
         csv = tmp_path / f"tensors-{blocks}.csv"
         result = subprocess.run([str(model_binary), "--model", name, "--blocks", str(blocks), "--csv", str(csv)],
@@ -37,7 +37,7 @@ def test_pytorch_layers_are_phase4s_tensors(model_binary, tmp_path, name):
 def test_a_small_model_trains_one_step_with_the_expected_first_loss(model_binary):
     """gpt2's shapes at 1 block, 2 x 16 tokens: a forward, the cross-entropy near ln(vocab) at initialisation (the
     LM head's logits are small), every parameter gets a gradient."""
-    shape = dict(ob_csv.model_shape("gpt2", model_binary), vocab=1000)
+    shape = dict(ob_tool.model_shape("gpt2", model_binary), vocab=1000)
     torch.manual_seed(0)
     model = torch_transformer.Transformer(shape, 1)
     for p in model.parameters():
