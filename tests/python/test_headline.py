@@ -121,6 +121,23 @@ def test_the_tables_from_a_finished_comparison(tmp_path, capsys):
     assert (tmp_path / "headline.png").stat().st_size > 5000
 
 
+def test_a_bound_is_above_its_step_only_beyond_both_intervals():
+    """The bound is made of the compute-only and comm-only medians: it carries their interval. A bound 12 % above the
+    step's median from a compute-only run whose median moves +-12.5 % is not above it; the same bound from steady
+    inputs is; a schedule model (bound_kind model) never counts."""
+    def point(compute_spread, kind="bound", bound_ms=1.975):
+        return pd.DataFrame({"mode": ["compute", "comm", "overlap", "bound"],
+                             "time_ms_p50": [1.895, 0.698, 1.766, bound_ms],
+                             "time_ms_p50_ci_rel": [compute_spread, 0.007, 0.0024, math.nan],
+                             "bound_kind": [math.nan, math.nan, math.nan, kind]})
+
+    assert not headline_tables.bound_above(point(0.125))
+    assert headline_tables.bound_above(point(0.003))
+    assert not headline_tables.bound_above(point(0.003, kind="model"))
+    assert not headline_tables.bound_above(point(0.003, bound_ms=1.70))
+    assert not headline_tables.bound_above(point(0.003).iloc[:3])  # no bound row
+
+
 def test_analyze_remakes_the_tables_without_running(tmp_path):
     fake_compare(tmp_path / "call")
     result = subprocess.run([sys.executable, REPO / "scripts" / "headline.py", "--analyze", tmp_path / "call",
