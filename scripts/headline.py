@@ -216,6 +216,9 @@ def main(argv=None):
             if (pathlib.Path(args.analyze) / "headline.meta.json").is_file() else {}
         timing = {k: timing[k] for k in ("wall_s", "calibration_s", "command_line", "experiment", "experiment_spec")
                   if k in timing}
+        # the tables remade later, maybe by a newer commit than the runs': which one, and how
+        timing["analyzed"] = {"commit": ob_tool.commit_id(), "command_line": sys.argv,
+                              "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         return headline_tables.write(pathlib.Path(args.analyze) / "compare", out, spec, timing, predictions)
     calibrations, compare_args = plan(spec, args.gpus, pathlib.Path(args.build).resolve(), out.resolve())
     compare_args += ["--out", str(out / "compare"), "--timeout", f"{args.timeout:g}"]

@@ -145,6 +145,8 @@ def test_analyze_remakes_the_tables_without_running(tmp_path):
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "again" / "headline.csv").is_file() and "its floor" in result.stdout
+    analyzed = json.loads((tmp_path / "again" / "headline.meta.json").read_text())["analyzed"]
+    assert analyzed["commit"] and "--analyze" in analyzed["command_line"]  # which commit remade the tables
 
 
 def write_spec(tmp_path):
