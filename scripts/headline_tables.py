@@ -47,16 +47,19 @@ def relative_spread(row):
 
 
 def bound_above(point):
-    """Whether one point's schedule bound (bound_kind bound, not a model) lies above its overlapped step beyond their
-    intervals: the step's own, and the bound's, which is its inputs' (it is made of the compute-only and comm-only
-    runs' medians: an unsteady compute-only run moves it by as much as its own median moves)."""
+    """Whether one point's schedule bound (bound_kind bound, not a model) lies above its overlapped step beyond both
+    intervals (phase 4's rule, driver/bound_rows.cpp): the step's, and the bound's, which phase 4 writes as the larger
+    of its inputs' (the compute-only and comm-only runs' medians it is made of); for a summary written before it, the
+    same from those rows."""
     bound = point[(point["mode"] == "bound") & (point.get("bound_kind", "bound") == "bound")]
     overlap = point[point["mode"] == "overlap"]
     if not len(bound) or not len(overlap):
         return False
     step = overlap.iloc[0]
-    inputs = point[point["mode"].isin(["compute", "comm"])]
-    bound_spread = max([relative_spread(row) for _, row in inputs.iterrows()], default=0.0)
+    bound_spread = bound["time_ms_p50_ci_rel"].iloc[0] if "time_ms_p50_ci_rel" in bound else math.nan
+    if bound_spread != bound_spread:
+        inputs = point[point["mode"].isin(["compute", "comm"])]
+        bound_spread = max([relative_spread(row) for _, row in inputs.iterrows()], default=0.0)
     return bool(bound["time_ms_p50"].iloc[0] * (1 - bound_spread) > step["time_ms_p50"] * (1 + relative_spread(step)))
 
 

@@ -94,6 +94,35 @@ TEST(Phase4Bounds, AnOverlappedStepAtTheHostsPaceMakesTheBoundAModel) {
       << checked.str();
 }
 
+TEST(Phase4Bounds, ABoundCarriesItsInputsSpreadAndIsAboveItsStepOnlyBeyondBoth) {
+  // 2 x H200, 1024,32,256, the planned nccl plan: one round's compute-only run moved +-12.5 % (unstable) and its bound,
+  // 1.975 ms, lay 12 % above the 1.766 ms step; in the other rounds the compute-only run was steady and the bound
+  // 1.50 ms.
+  std::vector<ob::SummaryRow> rows(4);
+  rows[0].mode = ob::Mode::kCompute;
+  rows[0].set_times({1.895, 1.9, 1.89, 1.895});
+  rows[0].time_ci_rel = 0.125;
+  rows[1].mode = ob::Mode::kComm;
+  rows[1].set_times({0.698, 0.7, 0.69, 0.698});
+  rows[1].time_ci_rel = 0.007;
+  rows[2].mode = ob::Mode::kOverlap;
+  rows[2].set_times({1.766, 1.77, 1.76, 1.766});
+  rows[2].time_ci_rel = 0.0024;
+  rows[3] = ob::derived_row(ob::Mode::kBound, 1.975, rows[2]);
+  std::ostringstream quiet;
+  phase4::label_bounds(rows, true, &quiet);
+  EXPECT_EQ(rows[3].get("bound_kind"), "bound");
+  EXPECT_DOUBLE_EQ(rows[3].time_ci_rel, 0.125);  // the larger of its inputs' spreads
+  EXPECT_TRUE(rows[3].unstable());
+  EXPECT_EQ(quiet.str().find("warning"), std::string::npos) << quiet.str();
+  rows[0].time_ci_rel = 0.003;  // steady inputs: the same bound is above its step
+  std::ostringstream said;
+  phase4::label_bounds(rows, true, &said);
+  EXPECT_DOUBLE_EQ(rows[3].time_ci_rel, 0.007);
+  EXPECT_NE(said.str().find("warning: bound 1.975 ms is above the overlapped step 1.766 ms beyond both spreads"),
+            std::string::npos) << said.str();
+}
+
 TEST(Phase4Bounds, AnOverlappedStepFasterThanItsComputeOnlyStepIsSaid) {
   std::vector<ob::SummaryRow> rows(2);
   rows[0].mode = ob::Mode::kCompute;

@@ -106,7 +106,8 @@ def test_every_metric_has_an_interval_around_it(today):
 
 def test_every_measured_row_carries_its_spread(today):
     """time_ms_p50_ci_rel: the relative half-width of the median's 95 % interval; unstable where it exceeds 5 %
-    (METRICS.md, "Steady state"). Derived rows (ideal, bound) have none."""
+    (METRICS.md, "Steady state"). Derived rows of phases 2 and 3 (ideal, bound) have none (phase 4's bound rows carry
+    their inputs': test_bound_rows.cpp)."""
     out, names = today
     for name in names:
         summary = pd.read_csv(out / f"{name}.csv")

@@ -122,7 +122,7 @@ def test_the_tables_from_a_finished_comparison(tmp_path, capsys):
 
 
 def test_a_bound_is_above_its_step_only_beyond_both_intervals():
-    """The bound is made of the compute-only and comm-only medians: it carries their interval. A bound 12 % above the
+    """The bound is made of the compute-only and comm-only medians: it carries their interval (phase 4's rule). A bound 12 % above the
     step's median from a compute-only run whose median moves +-12.5 % is not above it; the same bound from steady
     inputs is; a schedule model (bound_kind model) never counts."""
     def point(compute_spread, kind="bound", bound_ms=1.975):
@@ -136,6 +136,10 @@ def test_a_bound_is_above_its_step_only_beyond_both_intervals():
     assert not headline_tables.bound_above(point(0.003, kind="model"))
     assert not headline_tables.bound_above(point(0.003, bound_ms=1.70))
     assert not headline_tables.bound_above(point(0.003).iloc[:3])  # no bound row
+    # phase 4 writes the bound's spread itself (time_ms_p50_ci_rel of the bound row): read, not recomputed
+    written = point(0.003)
+    written.loc[3, "time_ms_p50_ci_rel"] = 0.125
+    assert not headline_tables.bound_above(written)
 
 
 def test_analyze_remakes_the_tables_without_running(tmp_path):
