@@ -3,6 +3,7 @@ rank's data, the compute-only step, the manual all-reduce that checks a wrapper'
 with gradients held in one flat buffer per bucket, and the wrapped step of DDP or FSDP2; every step timed with CUDA
 events after warm-up, the slowest rank's time per iteration. Every mode steps with the wrapped step's optimizer and
 zero_grad: the same update, the same work."""
+import pathlib
 import sys
 
 try:
@@ -28,6 +29,7 @@ class Mlp:
     def __init__(self, text):
         self.hidden, self.layers, self.batch = map(int, text.split(","))
         self.label = text
+        self.tag = text.replace(",", "x")  # in file names
         self.keys = {"hidden": self.hidden, "layers": self.layers, "batch": self.batch}
         self.grad_bytes = 4.0 * self.layers * self.hidden * self.hidden
 
@@ -56,6 +58,8 @@ class Transformer:
         self.module, self.shape, self.blocks = torch_transformer, args.shape, args.blocks
         self.seq, self.micro_batch = args.seq, args.micro_batch
         self.label = f"{args.model} seq {args.seq} x {args.micro_batch}" + (f", {args.blocks} blocks" if args.blocks else "")
+        self.tag = f"{pathlib.Path(args.model).name.replace('.json', '')}-seq{args.seq}x{args.micro_batch}" + \
+            (f"-{args.blocks}blocks" if args.blocks else "")  # in file names
         # As phase 4's rows: layers counts the tensors with a gradient (its backward steps), batch the tokens.
         tensors = torch_transformer.Transformer(self.shape, self.blocks, device="meta").gradient_tensors()
         self.keys = {"model": args.model, "seq": args.seq, "micro_batch": args.micro_batch,

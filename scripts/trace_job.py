@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""A data-parallel job traced as a user traces theirs: PyTorch DDP (or FSDP2) on phase 4's model, stepped under
+"""A data-parallel job traced as a user traces theirs: PyTorch DDP (or FSDP2) on phase 4's model or a transformer
+(--model, as bench_ddp.py's), stepped under
 torch.profiler with its step markers (ProfilerStep#N), one Chrome trace per rank (gzipped), and beside them the same
 job's steps timed without the profiler: the wrapped step and its compute-only step (no DDP, the same optimizer),
 so an analysis of the traces (ob-analyze) can be checked against what the job measured.
@@ -7,7 +8,7 @@ so an analysis of the traces (ob-analyze) can be checked against what the job me
 Launch with torchrun, one process per GPU:
   torchrun --nproc_per_node=2 scripts/trace_job.py --configs 4096,16,512 --bucket-mb 25 --out traces/
 Writes per configuration and setting <out>/<label>.rank<R>.trace.json.gz and one <out>/trace_job.csv (label, system,
-hidden, layers, batch, bucket_mb, ranks, step_ms, compute_ms: medians of the slowest rank over --iters untimed by
+model, hidden, layers, batch, bucket_mb, ranks, step_ms, compute_ms: medians of the slowest rank over --iters untimed by
 the profiler) with its metadata.
 """
 import gzip
@@ -21,12 +22,17 @@ import time
 
 import bench_ddp
 import ob_tool
-from ddp_steps import Mlp, Step, dist, slowest, timed, torch, wrap
+from ddp_steps import Mlp, Step, Transformer, dist, slowest, timed, torch, wrap
 
 
 def parse_args():
     parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
     parser.add_argument("--configs", nargs="+", default=["4096,16,512"], help="hidden,layers,batch per rank")
+    parser.add_argument("--model", help="a transformer instead of --configs, as bench_ddp.py's --model (a preset or a "
+                        "config.json)")
+    parser.add_argument("--seq", type=int, default=2048, help="with --model: tokens per sequence (default: 2048)")
+    parser.add_argument("--micro-batch", type=int, default=1, help="with --model: sequences per GPU (default: 1)")
+    parser.add_argument("--blocks", type=int, default=0, help="with --model: its first N blocks (default: all)")
     parser.add_argument("--bucket-mb", type=float, nargs="+", default=[25.0], help="DDP bucket_cap_mb, one job each")
     parser.add_argument("--fsdp", action="store_true", help="FSDP2 (fully_shard per layer) instead of DDP")
     parser.add_argument("--iters", type=int, default=20, help="timed steps without the profiler (default: 20)")
@@ -38,6 +44,15 @@ def parse_args():
         parser.error("--steps: 1 to 50, --iters: 1 to 10000")
     if not all(0 < mb <= 1e6 for mb in args.bucket_mb):
         parser.error(f"--bucket-mb: '{args.bucket_mb}' is invalid: numbers in (0, 1e6]")
+    if not 1 <= args.seq <= 1 << 20 or not 1 <= args.micro_batch <= 1 << 16 or not 0 <= args.blocks <= 4096:
+        parser.error("--seq: 1 to 1048576, --micro-batch: 1 to 65536, --blocks: 0 (all) to 4096")
+    if args.model:  # one parser of configs, phase4_model's, as bench_ddp.py's
+        try:
+            args.shape = ob_tool.model_shape(args.model, ob_tool.find_built("phase4_model"))
+        except ob_tool.UsageError as error:
+            parser.error(str(error))
+        if args.blocks > args.shape["layers"]:
+            parser.error(f"--blocks: '{args.blocks}' is invalid: at most the model's {args.shape['layers']} blocks")
     return args
 
 
@@ -74,15 +89,16 @@ def run(args, work, setting, rank, world):
     wrapped, _ = wrap(work, "fsdp" if args.fsdp else "ddp", 0 if args.fsdp else setting, True, work.build("cuda"))
     step = stepper(wrapped)
     step_ms = median_slowest(step, args.iters)
-    label = f"{'fsdp2' if args.fsdp else 'ddp'}-{work.label.replace(',', 'x')}" + \
+    label = f"{'fsdp2' if args.fsdp else 'ddp'}-{work.tag}" + \
         ("" if args.fsdp else f"-{setting:g}mb")
     path = pathlib.Path(args.out) / f"{label}.rank{rank}.trace.json"
     trace(step, args.steps, path)
     with open(path, "rb") as source, gzip.open(f"{path}.gz", "wb") as target:
         shutil.copyfileobj(source, target)
     path.unlink()
-    return {"label": label, "system": "pytorch-fsdp2" if args.fsdp else "pytorch-ddp", "hidden": work.hidden,
-            "layers": work.layers, "batch": work.batch, "bucket_mb": "" if args.fsdp else setting, "ranks": world,
+    shape = {key: work.keys.get(key, "") for key in ("model", "hidden", "layers", "batch")}
+    return {"label": label, "system": "pytorch-fsdp2" if args.fsdp else "pytorch-ddp", **shape,
+            "bucket_mb": "" if args.fsdp else setting, "ranks": world,
             "step_ms": step_ms, "compute_ms": compute, "traced_steps": args.steps}
 
 
@@ -98,9 +114,9 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = True
     pathlib.Path(args.out).mkdir(parents=True, exist_ok=True)
     rows = []
-    for text in args.configs:
+    for work in [Transformer(args)] if args.model else [Mlp(text) for text in args.configs]:
         for setting in ([None] if args.fsdp else args.bucket_mb):
-            rows.append(run(args, Mlp(text), setting, rank, world))
+            rows.append(run(args, work, setting, rank, world))
     if rank == 0:
         import pandas as pd
 
@@ -118,4 +134,4 @@ def main():
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(ob_tool.main_guard(main))

@@ -94,6 +94,17 @@ def test_bench_ddp_rejects_bad_configs(tmp_path):
     assert result.returncode == 2 and "--csv" in result.stderr
 
 
+def test_trace_job_checks_its_model_before_any_work(tmp_path):
+    """trace_job.py --model: the model parsed by phase4_model before torch is asked for; a bad one, a block count the
+    model lacks or a bad size is one line and exit 2, nothing written."""
+    for args, words in ((["--model", tmp_path / "none.json"], "--model: '"),
+                        (["--model", "gpt2", "--blocks", "99"], "--blocks: '99' is invalid: at most the model's 12"),
+                        (["--model", "gpt2", "--seq", "0"], "--seq: 1 to 1048576")):
+        result = script("trace_job.py", *args, "--out", tmp_path / "out")
+        assert result.returncode == 2 and words in result.stderr, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists(), result.stderr
+
+
 def test_with_nccl_env_runs_a_command_under_a_runs_nccl_variables(tmp_path):
     """nccl-tests under the variables --transport set: NCCL_* from the metadata, not the log's own NCCL_DEBUG*."""
     meta = tmp_path / "run.meta.json"
