@@ -34,9 +34,8 @@ import time
 STARTED = time.monotonic()  # the process's setup time goes into the metadata (timings_s)
 
 import ob_csv  # noqa: E402 (after the clock starts)
-
-import ob_tool
 import ob_metrics  # noqa: E402
+import ob_tool  # noqa: E402
 
 from ddp_steps import (Mlp, Step, Transformer, compute_rows, fresh_model, manual_gradients,  # noqa: E402
                        optimizer_options, slowest, stats, torch, dist, wrapped_run)

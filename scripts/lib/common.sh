@@ -46,6 +46,10 @@ ob_ensure_dependencies() {
   python3 -m pip install --user -r $OB_ROOT/scripts/requirements.txt"
     fi
   fi
+  # ruff lints the Python (a test that skips without it): installed where pip can, never required.
+  if [ "$(id -u)" -eq 0 ] && ! python3 -c 'import ruff' >/dev/null 2>&1; then
+    python3 -m pip install -q ruff >/dev/null 2>&1 || ob_log "ruff could not be installed: the lint test will skip"
+  fi
   if ! ob_python_ok; then
     if [ "$(id -u)" -eq 0 ]; then
       ob_log "installing the Python packages of scripts/requirements.txt"

@@ -93,7 +93,8 @@ def fake_stats(ms):
 def test_every_repeat_is_its_own_rows_with_its_own_seq_and_comm():
     class Args:
         iters, tf32 = 5, True
-    modes = lambda seq, comm, ovl: {"seq": fake_stats(seq), "comm": fake_stats(comm), "overlap": fake_stats(ovl)}
+    def modes(seq, comm, ovl):
+        return {"seq": fake_stats(seq), "comm": fake_stats(comm), "overlap": fake_stats(ovl)}
     runs = [("ddp", 25.0, modes(10, 4, 8), 5), ("ddp", 64.0, modes(11, 4.5, 9), 3), ("ddp", 25.0, modes(12, 5, 7), 5)]
     lines = bench_ddp.summary_rows(Args, "pytorch-ddp", 2, bench_ddp.Mlp("4096,16,512"), {"compute": fake_stats(6)}, runs, 0.0)
     overlap = [line for line in lines if line["mode"] == "overlap"]

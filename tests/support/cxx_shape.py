@@ -1,6 +1,5 @@
 """Functions of C++/CUDA sources and their lengths, by brace matching (comments and literals stripped)."""
 import re
-import sys
 from pathlib import Path
 
 CONTROL = re.compile(r"^\s*(if|for|while|switch|catch|do|else|try)\b")
