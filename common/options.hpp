@@ -90,7 +90,7 @@ inline constexpr std::uintmax_t kMostInputBytes = std::uintmax_t{1} << 30;
 std::string read_input_file(const std::string& option, const std::string& path,
                             std::uintmax_t most = kMostInputBytes);
 
-// The one output policy of every binary and tool (DESIGN.md, "policies"), checked before any work. An output is an
+// The one output policy of every binary and tool (DESIGN.md, "Where things live"), checked before any work. An output is an
 // option and the path it names (its directory checked by the caller: require_writable_parent for a path the user
 // gave; a default folder may be created later); each must be named in UTF-8, and be absent
 // or a regular file, never a symbolic link (it would be replaced by a file, not written through), a device, FIFO,

@@ -1,4 +1,4 @@
-// What runs when in one training step (DESIGN.md, "Round 3: rooms"). A schedule drives a strategy (sync/): the
+// What runs when in one training step (DESIGN.md, "Phase 4 in rooms"). A schedule drives a strategy (sync/): the
 // trainer owns the model, the streams and the strategy, times the steps and checks them; the schedule enqueues one
 // step of a mode on the compute and comm streams and knows its own lower bound from measured parts. The strategy's
 // row names its schedule (SyncRow::schedule):

@@ -123,6 +123,40 @@ def test_results_hold_no_code():
     assert (REPO / "experiments" / "transcripts" / "2xH200" / "planner" / "make_tables.py").is_file()
 
 
+DOCS = {"DESIGN": REPO / "DESIGN.md", "METRICS": REPO / "METRICS.md", "USAGE": REPO / "docs" / "USAGE.md"}
+
+
+def doc_places(path):
+    """What a citation may name in a document: its headings, its bold run-in titles (**Sharded steps**) and the
+    first cells of its tables (`bound`), lower case, whitespace folded."""
+    text = path.read_text()
+    places = [line.lstrip("#") for line in text.splitlines() if line.startswith("#")]
+    places += re.findall(r"\*\*([^*]+)\*\*", text)
+    places += re.findall(r"(?m)^\| `?([^|`]+)`? \|", text)
+    return [" ".join(p.split()).lower() for p in places]
+
+
+def test_every_cited_section_exists():
+    """A citation (METRICS.md, "The planner") in code, scripts, tests or docs names a place of that document, so a
+    reader who follows it lands somewhere."""
+    places = {name: doc_places(path) for name, path in DOCS.items()}
+    cite = re.compile(r'(DESIGN|METRICS|USAGE)\.md[,:]?\s+"([^"]+)"')
+    missing, checked = [], 0
+    for path in REPO.rglob("*"):
+        parts = path.relative_to(REPO).parts
+        if path.suffix not in {".md", ".py", ".cpp", ".hpp", ".cu", ".cuh", ".sh"} or not path.is_file() or \
+                {"build", ".git", "runs", "transcripts"} & set(parts[:-1]) or parts[0].startswith("."):
+            continue
+        for doc, section in cite.findall(path.read_text(errors="replace")):
+            section = " ".join(section.replace("//", " ").split()).lower()
+            if section.startswith("<<"):  # a C++ stream, not a citation
+                continue
+            checked += 1
+            if not any(place.startswith(section) for place in places[doc]):
+                missing.append(f"{path.relative_to(REPO)}: {doc}.md, {section!r}")
+    assert checked > 50 and not missing, missing
+
+
 def test_every_relative_link_resolves():
     broken = []
     for page in MARKDOWN:
