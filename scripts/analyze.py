@@ -11,8 +11,9 @@ any job), Nsight Systems' SQLite export, or a phase 4 timeline CSV. Steps are th
 (ProfilerStep#N) or, without them, the repetition of the kernel sequence. Writes into --out: analysis.csv (this
 suite's summary columns: the traced step as `overlap`, its compute and communication as `compute` and `comm`, with
 overlap_pct, exposed_comm_ms, compute_slowdown, added_ms), analysis.ranks.csv (per rank over every step),
-analysis.buckets.csv (every collective: rank, step, its place, bytes, time), analysis.timeline.csv (this suite's timeline schema: report.py, ob-plot-gantt and ob_trace read
-it), analysis.meta.json (the traces and their SHA-256 digests, the advice) and analysis.png (one step's Gantt).
+analysis.buckets.csv (every collective: rank, step, its place, bytes, time), analysis.timeline.csv (this suite's
+timeline schema: report.py, ob-plot-gantt and ob_trace read it), analysis.meta.json (the traces and their SHA-256
+digests, the advice) and analysis.png (one step's Gantt).
 A file that is not a trace (HTML, JSON cut short, a trace without GPU kernels, ranks of different jobs) is exit 2
 naming it; a trace is streamed, so memory follows the kernels kept, not the file.
 
@@ -66,8 +67,8 @@ def summary(stats, system, world):
     rows = []
     for mode, column in (("overlap", "step_ms"), ("compute", "compute_ms"), ("comm", "comm_ms")):
         values = slowest[column].to_numpy()
-        row = {"system": system, "phase": "trace", "mode": mode, "ranks": world, "chunks": int(slowest["buckets"].max()),
-               "iters": len(values), "time_ms_p50": float(np.median(values)),
+        row = {"system": system, "phase": "trace", "mode": mode, "ranks": world,
+               "chunks": int(slowest["buckets"].max()), "iters": len(values), "time_ms_p50": float(np.median(values)),
                "time_ms_p95": float(np.percentile(values, 95)), "time_ms_min": float(values.min()),
                "time_ms_max": float(values.max()), "time_ms_mean": float(values.mean()),
                "buckets": int(slowest["buckets"].max()), "grad_mb": float(slowest["grad_mb"].max())}

@@ -18,9 +18,9 @@ tensors in the same backward order, batched-GEMM attention, cross-entropy on nex
 --micro-batch sequences per GPU, optionally its first --blocks blocks; FSDP2 then shards each block.
 Each --bucket-mb value is one wrapped run; a value given again is a repeat, kept as its own rows (column repeat).
 --fsdp runs PyTorch FSDP2 instead (system pytorch-fsdp2: fully_shard on every layer and the model, eager, without
-and with resharding after the forward, or as --reshard-after-forward says; column reshard_after_forward). DDP's and FSDP2's gradients are checked against
-a manual all-reduce of the same step's gradients. Writes phase 4's summary columns; the metadata's commit is checked
-as the binaries' is (ob_tool.commit_id).
+and with resharding after the forward, or as --reshard-after-forward says; column reshard_after_forward). DDP's and
+FSDP2's gradients are checked against a manual all-reduce of the same step's gradients. Writes phase 4's summary
+columns; the metadata's commit is checked as the binaries' is (ob_tool.commit_id).
 """
 import argparse
 import json
@@ -44,8 +44,8 @@ IMPORTED = time.monotonic()
 
 # The summary columns that describe a configuration (beside system, phase, ranks, chunks, iters), named in the
 # metadata as the binaries name theirs.
-CONFIG_KEYS = ["hidden", "layers", "batch", "model", "seq", "micro_batch", "blocks", "bucket_mb", "first_bucket_mb", "grad_mb", "tf32", "clock",
-               "reshard_after_forward", "repeat"]
+CONFIG_KEYS = ["hidden", "layers", "batch", "model", "seq", "micro_batch", "blocks", "bucket_mb", "first_bucket_mb",
+               "grad_mb", "tf32", "clock", "reshard_after_forward", "repeat"]
 
 
 def parse_args():
@@ -212,7 +212,8 @@ def main():
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if args.emulate_nodes > 1:  # read by NCCL when the process group is created: its nodes joined by its network
         world = int(os.environ.get("WORLD_SIZE", 1))
-        os.environ["NCCL_HOSTID"] = f"overlap-bench-node-{int(os.environ.get('RANK', 0)) // (world // args.emulate_nodes)}"
+        node = int(os.environ.get("RANK", 0)) // (world // args.emulate_nodes)
+        os.environ["NCCL_HOSTID"] = f"overlap-bench-node-{node}"
     torch.cuda.set_device(local_rank)
     dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -256,8 +257,9 @@ def main():
         meta_path.with_suffix(".tmp").write_text(json.dumps(meta, indent=2) + "\n")
         meta_path.with_suffix(".tmp").replace(meta_path)
         summary = frame[frame["mode"].isin(["compute", "seq", "overlap", "ideal"])]
-        print(summary.fillna({"model": ""}).pivot_table(index=["model", "hidden", "layers", "batch"], columns="mode", values="time_ms_p50",
-                                  aggfunc="min").round(3))  # overlap: the best bucket cap or arrangement
+        print(summary.fillna({"model": ""}).pivot_table(index=["model", "hidden", "layers", "batch"], columns="mode",
+                                                        values="time_ms_p50", aggfunc="min").round(3))
+        # (overlap: the best bucket cap or arrangement)
         for failure in failures:
             print(f"bench_ddp: check failed: {failure}", file=sys.stderr)
     dist.destroy_process_group()

@@ -177,8 +177,8 @@ def main():
                            + [("--links-from", m) for m in args.links_from])
     table, skipped = check(args.calibrations, args.measured, predict.find_predictor(args.predictor), args.links_from)
     ob_tool.write_text_atomic(args.csv, table.to_csv(index=False))
-    shown = table[["hidden", "layers", "batch", "ranks", "plan", "sync", "bucket_mb", "transport", "nodes", "measured_ms",
-                   "predicted_ms", "error"]]
+    shown = table[["hidden", "layers", "batch", "ranks", "plan", "sync", "bucket_mb", "transport", "nodes",
+                   "measured_ms", "predicted_ms", "error"]]
     print(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     print(f"check_prediction.py: {len(table)} rows in {args.csv}; {int((table['error'].abs() <= 0.10).sum())} "
           f"within 10 %" + (f"; {skipped} rows of chunked plans left out" if skipped else ""))

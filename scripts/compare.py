@@ -199,8 +199,8 @@ def also_summarize(args, rounds, runs_dir, mode):
             row = select(frame, mode, contender.selector, ignore_empty=True)
             if len(row) != 1:
                 break
-            times.append({"round": round_index, "contender": contender.name, "time_ms": float(row["time_ms_p50"].iloc[0]),
-                          "compute_ms": math.nan})
+            times.append({"round": round_index, "contender": contender.name,
+                          "time_ms": float(row["time_ms_p50"].iloc[0]), "compute_ms": math.nan})
         else:
             records += times
             holding.append(other)

@@ -105,7 +105,8 @@ class Staging:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(self._lock)
-            raise ob_tool.UsageError(f"--out: '{out}' is invalid: another ob-compare or ob-analyze is writing it") from None
+            raise ob_tool.UsageError(f"--out: '{out}' is invalid: another ob-compare or ob-analyze is writing "
+                                     "it") from None
         if (self.out / marker).exists():
             self.release()
             raise ob_tool.UsageError(f"--out: '{out}' is invalid: it already holds a result ({marker})")

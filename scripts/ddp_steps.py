@@ -57,7 +57,8 @@ class Transformer:
 
         self.module, self.shape, self.blocks = torch_transformer, args.shape, args.blocks
         self.seq, self.micro_batch = args.seq, args.micro_batch
-        self.label = f"{args.model} seq {args.seq} x {args.micro_batch}" + (f", {args.blocks} blocks" if args.blocks else "")
+        self.label = f"{args.model} seq {args.seq} x {args.micro_batch}" + \
+            (f", {args.blocks} blocks" if args.blocks else "")
         self.tag = f"{pathlib.Path(args.model).name.replace('.json', '')}-seq{args.seq}x{args.micro_batch}" + \
             (f"-{args.blocks}blocks" if args.blocks else "")  # in file names
         # As phase 4's rows: layers counts the tensors with a gradient (its backward steps), batch the tokens.

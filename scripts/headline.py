@@ -60,7 +60,8 @@ def load_experiment(path):
                all(isinstance(c, (int, float)) and not isinstance(c, bool) and 0 < c <= 1e6 for c in spec["caps_mb"])),
               ("configs", bool(spec["configs"]) and all(headline_tables.shape(c) for c in spec["configs"])),
               ("strategies", all(isinstance(s, str) and compare.PROCESS_NAME.match(s) for s in spec["strategies"])),
-              ("planned_syncs", all(isinstance(s, str) and compare.PROCESS_NAME.match(s) for s in spec["planned_syncs"])),
+              ("planned_syncs", all(isinstance(s, str) and compare.PROCESS_NAME.match(s)
+                                    for s in spec["planned_syncs"])),
               ("ddp_caps_mb", all(isinstance(c, (int, float)) and 0 < c <= 1e6 for c in spec["ddp_caps_mb"]))]
     for key, ok in checks:
         if not ok:
@@ -90,7 +91,8 @@ def plan(spec, gpus, build, out, python=sys.executable):
     processes = {"p4": f"{p4} --sweep shape={configs} --sweep sync={','.join(spec['strategies'])}{caps} --sweep "
                        f"plan=caps{',auto' if spec['planned_syncs'] else ''} --plan-syncs {syncs} {files} "
                        f"--iters {spec['iters']} --order-seed {{seed}} --csv {{csv}}"}
-    torch = f"{python} -m torch.distributed.run --nproc_per_node {gpus} {pathlib.Path(__file__).with_name('bench_ddp.py')} " \
+    bench_ddp = pathlib.Path(__file__).with_name("bench_ddp.py")
+    torch = f"{python} -m torch.distributed.run --nproc_per_node {gpus} {bench_ddp} " \
             f"--configs {' '.join(c.replace('x', ',') for c in spec['configs'])} --iters {spec['iters']} " \
             f"--no-isolated --order-seed {{seed}}"
     if spec["ddp_caps_mb"]:
@@ -128,7 +130,8 @@ def calibrate(calibrations, timeout):
 def predict(spec, calibrations, ranks, predictor):
     """predictions.csv before the runs that test it: per configuration and calibrated strategy the step
     phase4_predict gives on `ranks` ranks for each cap's plan (the first bucket 1 MiB), and the planner's plan (the
-    least predicted over the planned strategies), from the calibrations in `calibrations` (another machine's, say 2 GPUs for 4)."""
+    least predicted over the planned strategies), from the calibrations in `calibrations` (another machine's, say
+    2 GPUs for 4)."""
     import pandas as pd
 
     rows = []

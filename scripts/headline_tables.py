@@ -99,7 +99,8 @@ def tables(compare_dir, spec, seed):
         vs_floor, floor_lo, floor_hi, _ = compare_stats.bootstrap_ratios(
             {"best": steps[best["contender"]], "floor": floor}, "best", ["floor"], seed)
         row = {"config": config, "best": best["label"], "best_ms": best["median_ms"], "ddp_pick": best["baseline_pick"],
-               "best_vs_ddp": best["ratio"], "best_vs_ddp_lo": best["ratio_ci_lo"], "best_vs_ddp_hi": best["ratio_ci_hi"],
+               "best_vs_ddp": best["ratio"], "best_vs_ddp_lo": best["ratio_ci_lo"],
+               "best_vs_ddp_hi": best["ratio_ci_hi"],
                "verdict": best["verdict"], "compute_ratio": best["compute_ratio"],
                "compute_ci_lo": best["compute_ci_lo"], "compute_ci_hi": best["compute_ci_hi"],
                "overhead_ratio": best["overhead_ratio"], "overhead_ci_lo": best["overhead_ci_lo"],

@@ -260,8 +260,9 @@ def headline_block(base, plain, _keyed):
     return "\n".join(f"- {ob_csv.markdown(headline_tables.sentence(row))}" for _, row in table.iterrows())
 
 
-KINDS = {"json": json_block, "headline": headline_block, "pivot": pivot_block, "modes": modes_block, "overlaps": overlaps_block, "summary": summary_block, "table": table_block, "compare": compare_block, "verdict": verdict_block, "excerpt": excerpt_block,
-         "index": index_block}
+KINDS = {"json": json_block, "headline": headline_block, "pivot": pivot_block, "modes": modes_block,
+         "overlaps": overlaps_block, "summary": summary_block, "table": table_block, "compare": compare_block,
+         "verdict": verdict_block, "excerpt": excerpt_block, "index": index_block}
 
 
 def blocks(markdown_path, lines):

@@ -74,7 +74,8 @@ def main():
                    [x for x in args.lanes.split(",") if x], args.point)
     hardware = ob_csv.hardware_line(ob_csv.timeline_metadata(args.timeline))
     point = frame["point"].iloc[0]
-    plot(frame, args.output, f"{args.timeline}" + (f" ({point})" if point else "") + (f"\n{hardware}" if hardware else ""))
+    title = f"{args.timeline}" + (f" ({point})" if point else "") + (f"\n{hardware}" if hardware else "")
+    plot(frame, args.output, title)
     return 0
 
 

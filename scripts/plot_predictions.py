@@ -31,7 +31,8 @@ def load(path):
         raise ob_tool.UsageError(f"CHECK: '{path}' is invalid: no rows of predicted_ms and measured_ms")
     pairs = frame[["predicted_ms", "measured_ms"]].apply(pd.to_numeric, errors="coerce")
     if not (pairs.gt(0) & pairs.lt(1e9)).all().all():
-        raise ob_tool.UsageError(f"CHECK: '{path}' is invalid: predicted_ms and measured_ms must be times in (0, 1e9) ms")
+        raise ob_tool.UsageError(f"CHECK: '{path}' is invalid: predicted_ms and measured_ms must be times in "
+                                 "(0, 1e9) ms")
     return pairs
 
 

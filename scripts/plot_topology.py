@@ -30,8 +30,9 @@ def points(paths, links):
             raise ob_tool.UsageError(f"{path}: a run on --transport {transport}, and no --links-from sweep on it")
         config = ",".join(str(int(frame[k].iloc[0])) for k in ("hidden", "layers", "batch"))
         overlap = frame.loc["overlap"]
-        lines.setdefault(config, []).append((links[transport], overlap["time_ms_p50"] / frame.loc["compute", "time_ms_p50"],
-                                             overlap.get("overlap_pct", float("nan")), transport))
+        ratio = overlap["time_ms_p50"] / frame.loc["compute", "time_ms_p50"]
+        lines.setdefault(config, []).append((links[transport], ratio, overlap.get("overlap_pct", float("nan")),
+                                             transport))
     return {config: sorted(values) for config, values in sorted(lines.items())}
 
 

@@ -29,8 +29,8 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 COLUMNS = ["link", "ranks", "nodes", "sync", "predicted_ms", "buckets", "first_bucket_mb", "largest_bucket_mb",
            "slowdown", "extrapolated", "ddp_bucket_cap_mb", "ddp_predicted_ms", "calibrated_gpu", "calibrated_ranks",
            "calibration_commit", "model", "compute_estimated"]
-LAYER_COLUMNS = ["step", "name", "grad_mib", "cumulative_grad_mib", "backward_ms", "compute_estimated", "sync", "bucket",
-                 "buckets", "ddp_bucket_cap_mb", "ddp_bucket"]
+LAYER_COLUMNS = ["step", "name", "grad_mib", "cumulative_grad_mib", "backward_ms", "compute_estimated", "sync",
+                 "bucket", "buckets", "ddp_bucket_cap_mb", "ddp_bucket"]
 
 
 def find_predictor(given):
@@ -97,7 +97,8 @@ def plot(frame, calibration, gpus_per_node, output, what, plan="best plan"):
     axes[0].legend(fontsize=8)
     axes[1].set_ylabel(f"buckets in the {plan}")
     axes[1].legend(fontsize=8)
-    fig.suptitle(f"PREDICTION, not a measurement: {what}, calibrated on {calibration['ranks']}x {calibration['gpu']} (commit {calibration['commit']})\n"
+    fig.suptitle(f"PREDICTION, not a measurement: {what}, calibrated on {calibration['ranks']}x "
+                 f"{calibration['gpu']} (commit {calibration['commit']})\n"
                  f"{gpus_per_node} GPUs per node on the calibrated link; circled: buckets outside the calibrated sizes",
                  fontsize=9)
     ob_csv.save_figure(fig, output)
@@ -139,7 +140,8 @@ def recommendations(frame):
     """Per link, the strategy and DDP cap predicted best from 8 GPUs up, in words."""
     lines = []
     for link, part in frame[frame["ranks"] >= 8].groupby("link", sort=False):
-        points = [f"{r.ranks}: {r.sync}, cap {r.ddp_bucket_cap_mb:g} MiB" for r in part.sort_values("ranks").itertuples()]
+        points = [f"{r.ranks}: {r.sync}, cap {r.ddp_bucket_cap_mb:g} MiB"
+                  for r in part.sort_values("ranks").itertuples()]
         lines.append(f"  {link}: " + "; ".join(points))
     return lines
 

@@ -146,7 +146,8 @@ def load_comparison(path):
     known = {"faster", "slower", "not resolved", "baseline"}
     unknown = table.index[~table["verdict"].isin(known)]
     if len(unknown):
-        raise ob_tool.UsageError(f"{path}: column 'verdict', row {unknown[0] + 1}: '{table['verdict'].iloc[unknown[0]]}' "
+        value = table["verdict"].iloc[unknown[0]]
+        raise ob_tool.UsageError(f"{path}: column 'verdict', row {unknown[0] + 1}: '{value}' "
                                 f"is not one of {', '.join(sorted(known))}")
     return table
 
@@ -159,7 +160,8 @@ def comparison_section(path):
 
     table = load_comparison(path)
     lines = [f"## comparison: {ob_csv.markdown(path.parent.name + '/' + path.name)}", ""]
-    lines += [f"- {ob_csv.markdown(compare.sentence(row))}" for _, row in table.iterrows() if row["verdict"] != "baseline"]
+    lines += [f"- {ob_csv.markdown(compare.sentence(row))}" for _, row in table.iterrows()
+              if row["verdict"] != "baseline"]
     for baseline, part in table.groupby("baseline", sort=False):
         factors = [c for c in ("compute_ratio", "overhead_ratio") if c in part and part[c].notna().any()]
         lines += ["", f"**against {ob_csv.markdown(baseline)}**", "", markdown_table(part, COMPARE_COLUMNS + factors)]

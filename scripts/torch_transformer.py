@@ -1,5 +1,6 @@
-"""PyTorch layers of a transformer shape as phase 4 describes it (ob_tool.model_shape: phase4_model --shape-json): the same tensors, in the
-same backward order, with the same work per step, for DDP and FSDP2 on identical shapes (bench_ddp.py --model).
+"""PyTorch layers of a transformer shape as phase 4 describes it (ob_tool.model_shape: phase4_model --shape-json):
+the same tensors, in the same backward order, with the same work per step, for DDP and FSDP2 on identical shapes
+(bench_ddp.py --model).
 
 Each block: norm1, Q, K, V (K and V of kv_heads x head_dim under grouped-query attention), the attention core as
 batched GEMMs (Q Kᵀ / sqrt(head_dim), causal softmax, P V; no parameters, K/V heads repeated to the query heads), O,

@@ -59,18 +59,19 @@ def overlap_sentence(name, row, times):
         parts.append(f"compute ran {abs(slowdown) * 100:.0f} % {'slower' if slowdown >= 0 else 'faster'} beside it")
     bound = times.get("bound", math.nan)
     if not math.isnan(bound) and bound > 0:
-        kind = "schedule model (not a bound for this strategy)" if row.get("bound_kind") == "model" else "schedule bound"
+        model = row.get("bound_kind") == "model"
+        kind = "schedule model (not a bound for this strategy)" if model else "schedule bound"
         parts.append(f"the step took {t_ovl / bound:.2f}x its {kind}")
     speedup = number(row, "speedup")
     if not math.isnan(speedup):
-        hi = number(row, "speedup_ci_hi")
+        hi, within = number(row, "speedup_ci_hi"), interval(row, "speedup", 1, 2)
         if not resolved(row, "speedup"):
-            parts.append(f"no faster than sequential within its interval ({speedup:.2f}x{interval(row, 'speedup', 1, 2)})")
+            parts.append(f"no faster than sequential within its interval ({speedup:.2f}x{within})")
         elif hi < 1 or (math.isnan(hi) and speedup < 1):
             parts.append(f"overlapping made the step slower than sequential ({t_ovl:.3g} against "
-                         f"{times.get('seq', math.nan):.3g} ms: speedup {speedup:.2f}x{interval(row, 'speedup', 1, 2)})")
+                         f"{times.get('seq', math.nan):.3g} ms: speedup {speedup:.2f}x{within})")
         else:
-            parts.append(f"{speedup:.2f}x faster than sequential{interval(row, 'speedup', 1, 2)}")
+            parts.append(f"{speedup:.2f}x faster than sequential{within}")
     return f"{name}: " + "; ".join(parts) + "."
 
 
@@ -114,7 +115,8 @@ def crowding(name, frame, meta, cores):
     team = number(meta, "omp_threads")
     per_rank = (team if not math.isnan(team) else 1) + 1
     # Phase 4 runs on GPUs and writes no device column (its ranks' host threads are not what hides its communication).
-    device = str(frame["device"].iloc[0]) if "device" in frame else ("gpu" if (frame["phase"] == "phase4").all() else "cpu")
+    phase4 = (frame["phase"] == "phase4").all()
+    device = str(frame["device"].iloc[0]) if "device" in frame else ("gpu" if phase4 else "cpu")
     if ranks > 1 and cores and ranks * per_rank > cores and device == "cpu":
         return (f"{name}: {ranks} ranks with {per_rank:.0f} threads each share {cores} cores: communication can only "
                 "hide where a core is free, so little can hide here")

@@ -33,7 +33,8 @@ def main(argv=None):
     variables = nccl_environment(argv[0])
     if shutil.which(argv[1]) is None:
         raise ob_tool.UsageError(f"'{argv[1]}' could not run: no such command")
-    print("with_nccl_env.py: " + " ".join(f"{k}={v}" for k, v in sorted(variables.items())), file=sys.stderr, flush=True)
+    said = " ".join(f"{k}={v}" for k, v in sorted(variables.items()))
+    print(f"with_nccl_env.py: {said}", file=sys.stderr, flush=True)
     try:
         os.execvpe(argv[1], argv[1:], {**os.environ, **variables})
     except OSError as error:

@@ -1,6 +1,6 @@
 """Shared fixtures: where the built binaries are, and running them. Before any test module is imported, the scripts
-are installed from pyproject.toml with pip (into a folder of the session's own in the build directory) and imported from there, as
-a user who ran `pip install .` imports them: a module missing from the package fails the suite."""
+are installed from pyproject.toml with pip (into a folder of the session's own in the build directory) and imported
+from there, as a user who ran `pip install .` imports them: a module missing from the package fails the suite."""
 import atexit
 import os
 import pathlib

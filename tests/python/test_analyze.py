@@ -175,9 +175,10 @@ def test_memory_follows_the_kernels_not_the_file(tmp_path):
                     moved["name"] = f"ProfilerStep#{copy * 10 + int(moved['name'].split('#')[1])}"
                 out.write(("," if copy or index else "") + json.dumps(moved))
         out.write("]}")
-    result = subprocess.run([sys.executable, "-c", "import os, resource, runpy, sys; sys.argv = sys.argv[1:]; sys.path.insert(0, os.path.dirname(sys.argv[0])); "
-                             "code = 0\ntry:\n    runpy.run_path(sys.argv[0], run_name='__main__')\nexcept SystemExit "
-                             "as e:\n    code = e.code\nprint('maxrss', resource.getrusage(resource.RUSAGE_SELF)"
+    result = subprocess.run([sys.executable, "-c", "import os, resource, runpy, sys; sys.argv = sys.argv[1:]; "
+                             "sys.path.insert(0, os.path.dirname(sys.argv[0])); code = 0\ntry:\n    "
+                             "runpy.run_path(sys.argv[0], run_name='__main__')\nexcept SystemExit as e:\n    "
+                             "code = e.code\nprint('maxrss', resource.getrusage(resource.RUSAGE_SELF)"
                              ".ru_maxrss)\nsys.exit(code)", *ANALYZE[1:], path, "--out", tmp_path / "a"],
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr

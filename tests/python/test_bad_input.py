@@ -18,7 +18,8 @@ BINARIES = {
     "phase1_cuda_baseline": [
         (["--batch", "0"], "--batch"), (["--batch", "-5"], "--batch"), (["--in", "abc"], "--in"),
         (["--out", "2G"], "--out"), (["--batch", "1.5"], "--batch"), (["--kernel", "fast"], "--kernel"),
-        (["--kernel", "tiled", "--tf32"], "--tf32"), (["--kernel", "naive", "--tf32"], "--tf32"), (["--memory", "pinned"], "--memory"), (["--lr", "nan"], "--lr"),
+        (["--kernel", "tiled", "--tf32"], "--tf32"), (["--kernel", "naive", "--tf32"], "--tf32"),
+        (["--memory", "pinned"], "--memory"), (["--lr", "nan"], "--lr"),
         (["--lr", "-1"], "--lr"), (["--device", "-1"], "--device"), (["--iters", "0"], "--iters"),
         (["--warmup", "-2"], "--warmup"), (["--batch", "1M", "--in", "1M"], "--batch"),
         (["--csv", f"{NO_DIR}/x.csv"], "--csv"), (["--timeline", f"{NO_DIR}/t.csv"], "--timeline"),
@@ -46,12 +47,14 @@ BINARIES = {
         (["--batch", "-1"], "--batch"), (["--batch", "nan"], "--batch"), (["--in", "0"], "--in"),
         (["--out", "1.5"], "--out"), (["--device", "tpu"], "--device"), (["--kernel", "fast"], "--kernel"),
         (["--device", "cpu", "--cuda-aware"], "--cuda-aware"), (["--lr", "inf"], "--lr"),
-        (["--threads", "-2"], "--threads"), (["--iters", "0"], "--iters"), (["--batch", "16M", "--in", "1M"], "--batch"),
+        (["--threads", "-2"], "--threads"), (["--iters", "0"], "--iters"),
+        (["--batch", "16M", "--in", "1M"], "--batch"),
         (["--in", "1M", "--out", "1M"], "--in"), (["--csv", f"{NO_DIR}/x.csv"], "--csv"),
         (["--timeout-s", "0"], "--timeout-s"), (["--timeout-s", "nan"], "--timeout-s"),
         (["--inject-fault", "1:2"], "--inject-fault"), (["--inject-fault", "0:1:explode"], "--inject-fault"),
         (["--inject-fault", "-1:1:exit"], "--inject-fault"), (["--inject-fault", "1:2:exit"], "--inject-fault"),
-        (["--inject-fault", "0:start-up:corrupt"], "--inject-fault"), (["--inject-fault", "0:startup:exit"], "--inject-fault"),
+        (["--inject-fault", "0:start-up:corrupt"], "--inject-fault"),
+        (["--inject-fault", "0:startup:exit"], "--inject-fault"),
         (["--inject-fault", "1:start-up:hang"], "--inject-fault"),
         (["--chunks", "010"], "--chunks"), (["--seed", "0x5"], "--seed"),
     ],
@@ -64,13 +67,15 @@ BINARIES = {
         (["--interference-mb", "4"], "--interference-mb"), (["--mode", "interference", "--check"], "--mode"),
         (["--mode", "interference", "--interference-mb", "2048"], "--interference-mb"),
         (["--mode", "interference", "--interference-mb", "0"], "--interference-mb"),
-        (["--mode", "interference", "--interference-window-ms", "0"], "--interference-window-ms"), (["--sweep", "chunks=2.5"], "--sweep"),
+        (["--mode", "interference", "--interference-window-ms", "0"], "--interference-window-ms"),
+        (["--sweep", "chunks=2.5"], "--sweep"),
         (["--sweep", "accum-steps=0,2"], "--sweep"), (["--comm-priority", "urgent"], "--comm-priority"),
         (["--plan", "best"], "--plan"), (["--plan", "auto", "--chunks", "4"], "--plan"),
         (["--plan", "auto", "--plan-syncs", "nccl,fancy"], "--plan-syncs"), (["--plan-syncs", "ce"], "--plan-syncs"),
         (["--plan", "auto", "--plan-syncs", "nccl,sharded", "--accum-steps", "2"], "--accum-steps"),
         (["--plan", "auto", "--sync", "sharded", "--graph"], "--graph"), (["--sweep", "plan=auto,0"], "--sweep"),
-        (["--sweep", "plan=auto", "--chunks", "3"], "--sweep"), (["--calibration", f"{NO_DIR}/c.json"], "--calibration"),
+        (["--sweep", "plan=auto", "--chunks", "3"], "--sweep"),
+        (["--calibration", f"{NO_DIR}/c.json"], "--calibration"),
         (["--nccl-max-ctas", "65"], "--nccl-max-ctas"), (["--nccl-min-ctas", "2"], "--nccl-min-ctas"),
         (["--nccl-min-ctas", "8", "--sweep", "nccl-max-ctas=4,16"], "--nccl-min-ctas"),
         (["--comm-dtype", "fp8"], "--comm-dtype"), (["--accum-steps", "0"], "--accum-steps"),
@@ -164,7 +169,8 @@ SPECIFIC = {
                       ("--lanes matching nothing", {}, {"add": ["--lanes", "nothing"]}, "--lanes")],
     "plot_chunks.py": [("--lanes matching nothing", {}, {"add": ["--lanes", "nothing"]}, "per-chunk")],
     "plot_summary.py": [("second summary broken", {}, {"add": ["{input_dir}/missing.csv"]}, "missing.csv"),
-                        ("only unknown modes", {"summary": SUMMARY.replace(",seq,", ",foo,").replace(",overlap,", ",bar,")},
+                        ("only unknown modes",
+                         {"summary": SUMMARY.replace(",seq,", ",foo,").replace(",overlap,", ",bar,")},
                          {}, "no row of a mode")],
     "plot_scaling.py": [("--x unknown", {}, {"replace": ("chunks", "colour")}, "--x"),
                         ("--x absent from the CSV", {}, {"replace": ("chunks", "accum_steps")}, "accum_steps"),
@@ -295,7 +301,10 @@ def test_bad_invocation_of_report(tmp_path, case, files, extra, named):
     elif files != "MISSING":
         results.mkdir()
         for name, content in files.items():
-            (results / name).write_bytes(content) if isinstance(content, bytes) else (results / name).write_text(content)
+            if isinstance(content, bytes):
+                (results / name).write_bytes(content)
+            else:
+                (results / name).write_text(content)
     before = sorted(p.name for p in results.iterdir()) if results.is_dir() else None
     extra = [a.replace("{input_dir}", str(tmp_path)) for a in extra]
     result = run_command([sys.executable, SCRIPTS / "report.py", results, *extra], tmp_path)

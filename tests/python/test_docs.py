@@ -10,14 +10,15 @@ import pytest
 from conftest import REPO
 
 MARKDOWN = [REPO / "README.md", REPO / "METRICS.md", REPO / "DESIGN.md", *sorted((REPO / "docs").glob("*.md")),
-            *sorted(p for p in (REPO / "results").rglob("*.md") if "runs" not in p.relative_to(REPO / "results").parts[:1])]
+            *sorted(p for p in (REPO / "results").rglob("*.md")
+                    if "runs" not in p.relative_to(REPO / "results").parts[:1])]
 
 
 def test_generated_blocks_match_their_data():
     with_blocks = [p for p in MARKDOWN if "<!-- generated:" in p.read_text()]
     assert REPO / "README.md" in with_blocks and REPO / "results" / "README.md" in with_blocks
-    result = subprocess.run([sys.executable, str(REPO / "scripts" / "md_generate.py"), "--check", *map(str, with_blocks)],
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / "md_generate.py"), "--check",
+                             *map(str, with_blocks)], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -50,7 +51,8 @@ def test_a_table_block_is_any_csv_and_names_a_missing_column(tmp_path):
 
 
 def test_a_modes_block_sets_one_runs_modes_side_by_side(tmp_path):
-    header = "system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,time_ms_max,hidden,layers,batch,overlap_pct\n"
+    header = ("system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,time_ms_max,hidden,layers,"
+              "batch,overlap_pct\n")
     for batch, seq, overlap in [(512, 10.5, 9.25), (2048, 17.5, 15.0)]:
         (tmp_path / f"p4-{batch}.csv").write_text(
             header + f"overlap-bench,phase4,seq,2,0,5,{seq},1,1,1,4096,16,{batch},\n"
@@ -65,10 +67,12 @@ def test_a_modes_block_sets_one_runs_modes_side_by_side(tmp_path):
 
 
 def test_a_modes_block_gives_a_sweep_one_row_per_point_named_by_its_columns(tmp_path):
-    header = "system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,time_ms_max,hidden,layers,batch,sync,bucket_mb\n"
+    header = ("system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,time_ms_max,hidden,layers,"
+              "batch,sync,bucket_mb\n")
     (tmp_path / "sweep.csv").write_text(header + "".join(
         f"overlap-bench,phase4,{mode},2,0,5,{ms},1,1,1,4096,16,512,ce,{mb}\n"
-        for mb, seq, overlap in [(25, 10.5, 7.0), (64, 9.5, 6.25)] for mode, ms in [("seq", seq), ("overlap", overlap)]))
+        for mb, seq, overlap in [(25, 10.5, 7.0), (64, 9.5, 6.25)]
+        for mode, ms in [("seq", seq), ("overlap", overlap)]))
     page = tmp_path / "page.md"
     script = [sys.executable, str(REPO / "scripts" / "md_generate.py")]
     page.write_text("<!-- generated: modes sweep.csv by=sync,bucket_mb modes=seq,overlap -->\n<!-- /generated -->\n")
@@ -196,7 +200,8 @@ def test_every_option_the_docs_name_exists_and_every_option_is_in_the_reference(
     docs = (REPO / "README.md").read_text() + (REPO / "docs" / "USAGE.md").read_text()
     taken = ours | OTHER_TOOLS  # and the scripts' own: an argparse name or a case label in their source
     unknown = sorted(o for o in set(OPTION.findall(docs)) - taken
-                     if not any(f"{before}{o}{after}" in scripts for before, after in [('"', ""), ("", ")"), ("", "|"), ("|", "")]))
+                     if not any(f"{before}{o}{after}" in scripts
+                                for before, after in [('"', ""), ("", ")"), ("", "|"), ("|", "")]))
     assert not unknown, f"the docs name options nothing takes: {unknown}"
     reference = set(OPTION.findall((REPO / "docs" / "USAGE.md").read_text()))
     for name, text in texts.items():
@@ -226,7 +231,8 @@ def hand_typed_table_rows(text):
 
 
 def test_no_new_table_of_numbers_is_typed_by_hand():
-    assert hand_typed_table_rows("| a | 1.5 |\n<!-- generated: x -->\n| b | 2.5 |\n<!-- /generated -->\n") == ["| a | 1.5 |"]
+    page = "| a | 1.5 |\n<!-- generated: x -->\n| b | 2.5 |\n<!-- /generated -->\n"
+    assert hand_typed_table_rows(page) == ["| a | 1.5 |"]
     for path in sorted((REPO / "results").rglob("README.md")):
         name = str(path.relative_to(REPO))
         rows = hand_typed_table_rows(path.read_text())

@@ -129,7 +129,8 @@ def test_every_tool_refuses_a_generated_corpus_of_bad_inputs(tmp_path, build_dir
             continue
         err = result.stderr
         if result.returncode != 2:
-            failures.append(f"{name}: exit {result.returncode} ({err.strip().splitlines()[-1:] or result.stdout[-200:]})")
+            said = err.strip().splitlines()[-1:] or result.stdout[-200:]
+            failures.append(f"{name}: exit {result.returncode} ({said})")
         elif "Traceback" in err or "terminate called" in err or result.returncode < 0:
             failures.append(f"{name}: {err.strip().splitlines()[-1]}")
         if any(out.iterdir()):

@@ -71,7 +71,8 @@ def test_same_columns_modes_and_configuration_as_before(today):
         # the derived metrics stand on the same rows as before
         for column in MEASURED:
             if column in before.columns:
-                assert (before[column].notna() == now.set_index("mode").loc[before["mode"], column].notna().values).all()
+                now_set = now.set_index("mode").loc[before["mode"], column].notna().values
+                assert (before[column].notna() == now_set).all()
 
 
 def test_overlap_metrics_are_the_documented_formulas(today):

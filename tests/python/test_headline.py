@@ -66,7 +66,8 @@ def test_several_caps_make_a_contender_each_and_the_planner_s_experiment_reads()
     assert "sharded-ce" in planner["planned_syncs"] and planner["caps_mb"] == [25, 64, 256]
 
 
-@pytest.mark.parametrize("text, key", [("caps_mb = [0]", "caps_mb"), ("rounds = 1", "rounds"), ("configs = ['4096x16']", "configs"),
+@pytest.mark.parametrize("text, key", [("caps_mb = [0]", "caps_mb"), ("rounds = 1", "rounds"),
+                                       ("configs = ['4096x16']", "configs"),
                                        ("fsdp2 = 1", "fsdp2"), ("ddp_caps_mb = [0]", "ddp_caps_mb"),
                                        ("iters = 'many'", "iters"), ("strategies = ['a b']", "strategies")])
 def test_a_bad_experiment_file_is_named(tmp_path, text, key):
@@ -106,7 +107,8 @@ def test_the_tables_from_a_finished_comparison(tmp_path, capsys):
     assert math.isclose(first["compute_ratio"], 0.6 / 0.7, rel_tol=0.03)
     assert math.isclose(first["overhead_ratio"], (0.8 / 0.6) / (1.05 / 0.7), rel_tol=0.03)
     # the floor: max(its compute-only 0.6, the fastest comm-only 0.5) of the base
-    assert math.isclose(first["floor_ms"], 6.0, rel_tol=0.03) and math.isclose(first["best_vs_floor"], 8 / 6, rel_tol=0.03)
+    assert math.isclose(first["floor_ms"], 6.0, rel_tol=0.03)
+    assert math.isclose(first["best_vs_floor"], 8 / 6, rel_tol=0.03)
     assert first["planned_sync"] == "ce" and first["planned_buckets"] == 5
     assert math.isclose(first["planned_vs_best_strategy"], 0.82 / 0.8, rel_tol=0.03)
     assert math.isclose(first["fsdp2_vs_ddp"], 1.2 / 1.05, rel_tol=0.03)
@@ -122,9 +124,9 @@ def test_the_tables_from_a_finished_comparison(tmp_path, capsys):
 
 
 def test_a_bound_is_above_its_step_only_beyond_both_intervals():
-    """The bound is made of the compute-only and comm-only medians: it carries their interval (phase 4's rule). A bound 12 % above the
-    step's median from a compute-only run whose median moves +-12.5 % is not above it; the same bound from steady
-    inputs is; a schedule model (bound_kind model) never counts."""
+    """The bound is made of the compute-only and comm-only medians: it carries their interval (phase 4's rule). A
+    bound 12 % above the step's median from a compute-only run whose median moves +-12.5 % is not above it; the same
+    bound from steady inputs is; a schedule model (bound_kind model) never counts."""
     def point(compute_spread, kind="bound", bound_ms=1.975):
         return pd.DataFrame({"mode": ["compute", "comm", "overlap", "bound"],
                              "time_ms_p50": [1.895, 0.698, 1.766, bound_ms],
@@ -164,7 +166,8 @@ def fake_build(root, ms):
     binary = root / "phase4_chunked_nccl" / "phase4_chunked_nccl"
     binary.parent.mkdir(parents=True)
     binary.write_text(f"#!{sys.executable}\nimport sys\nargs = sys.argv\ncsv = args[args.index('--csv') + 1]\n"
-                      "h = 'system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,time_ms_max,sync'\n"
+                      "h = 'system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,time_ms_max,"
+                      "sync'\n"
                       f"rows = [f'x,phase4,overlap,2,8,5,{{t}},{{t}},{{t}},{{t}},{{s}}' for s, t in "
                       f"(('nccl', {ms}), ('ce', 11.5))]\n"
                       "open(csv, 'w').write('\\n'.join([h] + rows) + '\\n')\n")

@@ -96,7 +96,8 @@ def test_every_repeat_is_its_own_rows_with_its_own_seq_and_comm():
     def modes(seq, comm, ovl):
         return {"seq": fake_stats(seq), "comm": fake_stats(comm), "overlap": fake_stats(ovl)}
     runs = [("ddp", 25.0, modes(10, 4, 8), 5), ("ddp", 64.0, modes(11, 4.5, 9), 3), ("ddp", 25.0, modes(12, 5, 7), 5)]
-    lines = bench_ddp.summary_rows(Args, "pytorch-ddp", 2, bench_ddp.Mlp("4096,16,512"), {"compute": fake_stats(6)}, runs, 0.0)
+    lines = bench_ddp.summary_rows(Args, "pytorch-ddp", 2, bench_ddp.Mlp("4096,16,512"), {"compute": fake_stats(6)},
+                                   runs, 0.0)
     overlap = [line for line in lines if line["mode"] == "overlap"]
     assert [(o["bucket_mb"], o["repeat"]) for o in overlap] == [(25.0, 0), (64.0, 0), (25.0, 1)]
     assert [o["time_ms_p50"] for o in overlap] == [8, 9, 7]

@@ -224,7 +224,8 @@ def test_figures_name_their_hardware_and_keep_colours(tmp_path):
     meta = {"ranks": 2, "commit": "abc123", "gpus": [{"gpu_name": "NVIDIA H200"}, {"gpu_name": "NVIDIA H200"}],
             "hosts": ["a", "b"]}
     assert ob_csv.hardware_line(meta) == "2 x NVIDIA H200, 2 hosts, commit abc123"
-    assert ob_csv.hardware_line({"ranks": 1, "commit": "c", "cpu_model": "AMD EPYC"}) == "1 rank(s) on AMD EPYC, commit c"
+    cpu = {"ranks": 1, "commit": "c", "cpu_model": "AMD EPYC"}
+    assert ob_csv.hardware_line(cpu) == "1 rank(s) on AMD EPYC, commit c"
     assert ob_csv.colour("overlap", ob_csv.MODE_COLOURS) == ob_csv.MODE_COLOURS["overlap"]
     assert ob_csv.colour("some_new_task", ob_csv.TASK_COLOURS) == ob_csv.colour("some_new_task", ob_csv.TASK_COLOURS)
     time_columns = [c for c in ob_csv.SUMMARY_COLUMNS if c.startswith("time_ms")]

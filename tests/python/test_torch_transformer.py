@@ -14,7 +14,8 @@ torch = pytest.importorskip("torch")
 import ob_tool  # noqa: E402
 import torch_transformer  # noqa: E402
 
-MODELS = ["gpt2", "gpt2-xl", "llama3-8b", "qwen2.5-7b", str(REPO / "tests" / "data" / "models" / "llama3-8b.config.json"),
+MODELS = ["gpt2", "gpt2-xl", "llama3-8b", "qwen2.5-7b",
+          str(REPO / "tests" / "data" / "models" / "llama3-8b.config.json"),
           str(REPO / "tests" / "data" / "models" / "gpt2.config.json")]
 
 

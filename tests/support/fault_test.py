@@ -59,7 +59,8 @@ def main():
             failures.append(f"no line names rank {args.rank} as the one that failed")
         if args.kind == "hang" and "no progress for" not in output:
             failures.append("no watchdog message")
-        if args.kind == "hang" and args.step == "start-up" and "in start-up (the ranks' option agreement)" not in output:
+        agreement = "in start-up (the ranks' option agreement)"
+        if args.kind == "hang" and args.step == "start-up" and agreement not in output:
             failures.append("no watchdog names the option agreement as where a rank stalled")
         if left:
             failures.append(f"files left behind: {left}")

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The planner end to end on 2 ranks (GPUs): --calibrate with --sweep plan=auto,layer,2 writes a calibration beside
 the summary (one strategy per --plan-syncs entry, an all-reduce and a sharded one, sizes ascending, the whole gradient
-last, the sharded one's step per layer) and predicted_ms on every overlap row, the auto plan's no worse than the fixed plans' predictions; the calibration read back with
---calibration predicts the same plan; another --batch is refused (exit 2, one line naming batch) before any work; and
-phase4_predict turns it into a what-if CSV. Exit 77 without GPUs.
+last, the sharded one's step per layer) and predicted_ms on every overlap row, the auto plan's no worse than the fixed
+plans' predictions; the calibration read back with --calibration predicts the same plan; another --batch is refused
+(exit 2, one line naming batch) before any work; and phase4_predict turns it into a what-if CSV. Exit 77 without GPUs.
 
   planner_test.py PHASE4 PHASE4_PREDICT MPIEXEC [MPIEXEC_FLAGS...]
 """
@@ -58,7 +58,8 @@ def main():
                     "--csv", work / "again.csv")
         assert again.returncode == 0
         row = pd.read_csv(work / "again.csv").set_index("mode").loc["overlap"]
-        assert row["buckets"] == overlap.loc[0, "buckets"] and abs(row["predicted_ms"] - overlap.loc[0, "predicted_ms"]) < 1e-6
+        assert row["buckets"] == overlap.loc[0, "buckets"]
+        assert abs(row["predicted_ms"] - overlap.loc[0, "predicted_ms"]) < 1e-6
 
         other = [a if a != "256" else "128" for a in MODEL]
         command = [*mpirun[:1], "-np", "2", *mpirun[1:], phase4, *other, "--calibration", work / "p4.calibration.json",

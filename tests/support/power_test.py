@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """phase4_chunked_nccl --power end to end on one GPU: with NVML, a power CSV (rank, gpu, t_us, power_w) whose
 samples come about every 20 ms, energy per iteration and mean power in the summary's compute, seq and overlap
-rows, each plausible for a GPU (and none for a comm-only run too short to measure); without NVML, the line 'power: unavailable' and no power CSV. Exit 77
-without a GPU.
+rows, each plausible for a GPU (and none for a comm-only run too short to measure); without NVML, the line 'power:
+unavailable' and no power CSV. Exit 77 without a GPU.
 
   power_test.py BINARY
 """
