@@ -23,8 +23,7 @@ A block is written between two comments, its arguments relative to the Markdown 
 The markers are parsed strictly: a block opened inside another, a close without an open, or an open never closed
 is a usage error (exit 2) naming the file and line, and nothing is written; so is a block whose arguments its kind
 cannot use. A Markdown file that is a symbolic link is written through (its target replaced, the link kept).
-Usage: md_generate.py [--check] FILE.md [...]
-"""
+Usage: md_generate.py [--check] FILE.md [...]"""
 import json
 import pathlib
 import re

@@ -80,13 +80,29 @@ def script(name, *args, cwd=None):
                           cwd=cwd, timeout=300)
 
 
+def one_error_line(result, prefix):
+    """The one line a usage error prints: exit 2, one stderr line starting with `prefix`; returns it."""
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2, result.stderr
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(prefix), lines[0]
+    return lines[0]
+
+
+def run_command(command, cwd):
+    """`command` in `cwd`, its output captured, no bytecode left behind."""
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    return subprocess.run([str(c) for c in command], capture_output=True, text=True, cwd=cwd, timeout=120, env=env)
+
+
 def run(binary, *args, cwd=None, timeout=120):
     """Runs a binary; returns the CompletedProcess (text output)."""
     return subprocess.run([str(binary), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=timeout)
 
 
 def pytest_terminal_summary(terminalreporter):
-    """The count of bad invocations tried per binary and script (test_bad_input.py), as the robustness issue asks."""
+    """The count of bad invocations tried per binary and script (test_bad_input.py, test_bad_input_scripts.py), as the
+    robustness issue asks."""
     counts = {}
     for outcome in ("passed", "failed", "skipped"):
         for report in terminalreporter.stats.get(outcome, []):
