@@ -2,16 +2,17 @@
 # touching it only when they changed, so every build's metadata names what it was built from without reconfiguring.
 #
 # The digest: SHA-256 over the path and SHA-256 of every file of the binaries' and scripts' sources (common/, the
-# four phase folders, scripts/ less Python's caches, cmake/, CMakeLists.txt, CMakePresets.json), first 16 hex digits.
-# With -DPRINT_DIGEST=ON it is only printed. The scripts (bench_ddp.py, compare.py) record the same commit through it
-# (ob_csv.commit_id()).
+# four phase folders, scripts/ and overlap_bench/ less Python's caches, cmake/, CMakeLists.txt, CMakePresets.json),
+# first 16 hex digits. With -DPRINT_DIGEST=ON it is only printed. The Python tools (bench_ddp.py, compare.py) record
+# the same commit through it (ob_tool.commit_id()).
 #
 # The commit: `git rev-parse` and `-dirty` after it when tracked files changed. A copy of the tree on a remote GPU
 # machine may carry no .git, or a stale one: OVERLAP_GIT_COMMIT then names the commit, and OVERLAP_GIT_DIGEST (both
 # printed by scripts/commit_id.sh from a clean export of that commit) lets the build check the copy against it:
 # `-dirty` when the digests differ. Where neither the digest nor a .git at that commit can check it, `-unverified`.
 set(files CMakeLists.txt CMakePresets.json)
-foreach(dir common phase1_cuda_baseline phase2_omp_overlap phase3_mpi_cuda phase4_chunked_nccl scripts cmake)
+foreach(dir common phase1_cuda_baseline phase2_omp_overlap phase3_mpi_cuda phase4_chunked_nccl scripts overlap_bench
+            cmake)
   file(GLOB_RECURSE found RELATIVE "${SOURCE_DIR}" "${SOURCE_DIR}/${dir}/*")
   list(FILTER found EXCLUDE REGEX "(__pycache__/|\\.pyc$|\\.egg-info/)")
   list(APPEND files ${found})

@@ -27,8 +27,8 @@
 #         on the six configurations), sanitize (compute-sanitizer
 #         memcheck and racecheck on phase 1's kernels and on phase 4 with one rank), headline (issue 49's comparison in one call: the
 #         six configurations, every strategy and the planner's plan against DDP at four caps and FSDP2, one process
-#         per system a round: scripts/headline.py), gate (phase 4 of the build OB_GATE_BASE_BUILD names against
-#         this one, per configuration and strategy: scripts/gate.py), transports (NVLink, host memory and sockets:
+#         per system a round: overlap_bench/headline.py), gate (phase 4 of the build OB_GATE_BASE_BUILD names against
+#         this one, per configuration and strategy: overlap_bench/gate.py), transports (NVLink, host memory and sockets:
 #         comm-only bus bandwidth beside nccl-tests, the six configurations, the planner's slow-link predictions
 #         against them; after planner). Default: all parts.
 #   --config H,L,B  run the steps that loop over the six configurations on this one only (repeatable): a part too
@@ -147,7 +147,7 @@ for part in "${parts[@]}"; do
   done <"$table"
 done
 if [ "$dry" = 1 ] || compgen -G "$out/*.csv" >/dev/null; then  # a test-only run writes no CSV: nothing to report
-  run report python3 "$OB_ROOT/scripts/report.py" "$out"
+  run report python3 -m overlap_bench.report "$out"
 fi
 [ "$dry" = 1 ] && exit 0
 [ "$status" -eq 0 ] && ob_log "all parts passed; results in $out" || ob_log "some parts FAILED; results in $out"

@@ -1,6 +1,7 @@
-"""Shared fixtures: where the built binaries are, and running them. Before any test module is imported, the scripts
-are installed from pyproject.toml with pip (into a folder of the session's own in the build directory) and imported
-from there, as a user who ran `pip install .` imports them: a module missing from the package fails the suite."""
+"""Shared fixtures: where the built binaries are, and running them. Before any test module is imported, the package
+overlap_bench is installed from pyproject.toml with pip (into a folder of the session's own in the build directory)
+and imported from there, as a user who ran `pip install .` imports it: a module missing from the package fails the
+suite. The tools the tests run as commands run in place from the checkout (`python -m overlap_bench.X`)."""
 import atexit
 import os
 import pathlib
@@ -14,31 +15,34 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
-def install_scripts():
-    """pip-installs a copy of scripts/ and pyproject.toml (pip's build writes beside its sources) into a target folder
-    without the network (--no-index, --no-build-isolation: the system's setuptools builds it) and puts that folder
-    first on sys.path. Returns the folder."""
+def install_package():
+    """pip-installs a copy of overlap_bench/ and pyproject.toml (pip's build writes beside its sources) into a target
+    folder without the network (--no-index, --no-build-isolation: the system's setuptools builds it) and puts that
+    folder first on sys.path. Returns the folder."""
     build = pathlib.Path(os.environ.get("OB_BUILD_DIR", REPO / "build" / "default"))
     # A folder of this session's own (CTest runs several test files at once), removed when the session ends.
     work = pathlib.Path(tempfile.mkdtemp(prefix="ob-python-", dir=build if build.is_dir() else None))
     atexit.register(shutil.rmtree, work, ignore_errors=True)
     source, target = work / "source", work / "site"
-    shutil.copytree(REPO / "scripts", source / "scripts", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    shutil.copytree(REPO / "overlap_bench", source / "overlap_bench",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     shutil.copy(REPO / "pyproject.toml", source)
     installed = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
                                 "--no-build-isolation", "--target", str(target), str(source)],
                                capture_output=True, text=True, timeout=300)
     if installed.returncode:
-        pytest.exit(f"pip install of the scripts (pyproject.toml) failed:\n{installed.stderr.strip()}", returncode=1)
+        pytest.exit(f"pip install of overlap_bench (pyproject.toml) failed:\n{installed.stderr.strip()}", returncode=1)
     sys.path.insert(0, str(target))
     return target
 
 
-SCRIPTS_SITE = install_scripts()
+PACKAGE_SITE = install_package()
+# The commands the tests start (tool()) import the checkout's package, wherever they run.
+os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, os.environ.get("PYTHONPATH", "").split(":"))])
 
 
 def pytest_report_header():
-    return f"scripts: pip-installed into {SCRIPTS_SITE}"
+    return f"overlap_bench: pip-installed into {PACKAGE_SITE}"
 
 
 @pytest.fixture(scope="session")
@@ -71,13 +75,17 @@ def phase3(build_dir):
     return str(binary)
 
 
-SCRIPTS = REPO / "scripts"
+SCRIPTS = REPO / "scripts"  # the shell drivers
+
+
+def tool(name):
+    """The command that runs the package's tool `name` (report or report.py) in place with this Python."""
+    return [sys.executable, "-m", f"overlap_bench.{name.removesuffix('.py')}"]
 
 
 def script(name, *args, cwd=None):
-    """scripts/<name> run in place by this Python, its output captured."""
-    return subprocess.run([sys.executable, str(SCRIPTS / name), *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, timeout=300)
+    """The tool `name` run in place (tool()), its output captured."""
+    return subprocess.run([*tool(name), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=300)
 
 
 def one_error_line(result, prefix):

@@ -1,5 +1,5 @@
 """ob-analyze (issue 52) on the traces shipped in tests/data/traces (PyTorch DDP and FSDP2 of phase 4's MLP on 2 and
-4 H200s, made by scripts/trace_job.py) and on synthetic traces whose numbers are known: steps from the profiler's
+4 H200s, made by overlap_bench/trace_job.py) and on synthetic traces whose numbers are known: steps from the profiler's
 markers or from the kernel sequence, the share of communication hidden, the compute slowdown, the buckets, the
 timeline in this suite's schema, the advice, the bad inputs, and memory that follows the kernels, not the file."""
 import gzip
@@ -8,16 +8,16 @@ import math
 import subprocess
 import sys
 
-import ob_csv
+from overlap_bench import ob_csv
 import pandas as pd
 import pytest
-import trace_read
-import trace_stats
+from overlap_bench import trace_read
+from overlap_bench import trace_stats
 
-from conftest import REPO
+from conftest import REPO, tool
 
 DATA = REPO / "tests" / "data" / "traces"
-ANALYZE = [sys.executable, str(REPO / "scripts" / "analyze.py")]
+ANALYZE = tool("analyze.py")
 
 
 def analyze(*args, timeout=300):
@@ -175,11 +175,11 @@ def test_memory_follows_the_kernels_not_the_file(tmp_path):
                     moved["name"] = f"ProfilerStep#{copy * 10 + int(moved['name'].split('#')[1])}"
                 out.write(("," if copy or index else "") + json.dumps(moved))
         out.write("]}")
-    result = subprocess.run([sys.executable, "-c", "import os, resource, runpy, sys; sys.argv = sys.argv[1:]; "
-                             "sys.path.insert(0, os.path.dirname(sys.argv[0])); code = 0\ntry:\n    "
-                             "runpy.run_path(sys.argv[0], run_name='__main__')\nexcept SystemExit as e:\n    "
-                             "code = e.code\nprint('maxrss', resource.getrusage(resource.RUSAGE_SELF)"
-                             ".ru_maxrss)\nsys.exit(code)", *ANALYZE[1:], path, "--out", tmp_path / "a"],
+    result = subprocess.run([sys.executable, "-c", "import resource, runpy, sys; code = 0\ntry:\n    "
+                             "runpy.run_module('overlap_bench.analyze', run_name='__main__', alter_sys=True)\n"
+                             "except SystemExit as e:\n    code = e.code\nprint('maxrss', "
+                             "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\nsys.exit(code)", path, "--out",
+                             tmp_path / "a"],
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
     rss_mb = int(result.stdout.split("maxrss")[-1]) / 1024

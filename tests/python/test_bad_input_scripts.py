@@ -1,13 +1,11 @@
 """Bad invocations of every script, table-driven: each must exit 2 with one line on stderr that names the option (or
 the file at fault), and leave no file behind (the binaries': test_bad_input.py). The counts tried are printed at the
 end of the test log (conftest.py)."""
-import sys
 
 import pytest
 
-from conftest import REPO, built, one_error_line, run_command
+from conftest import built, one_error_line, run_command, tool
 
-SCRIPTS = REPO / "scripts"
 NO_DIR = "/nonexistent/dir"
 
 GOOD = {
@@ -165,7 +163,7 @@ def test_bad_invocation_of_script(tmp_path, script, case, files, edits, named):
     args = [str(fill.get(a, a)).replace("{input_dir}", str(inputs)).replace("{work}", str(work)) for a in args]
     args = [str(fill.get(a, a)) for a in args]
     before = sorted(p.name for p in inputs.iterdir())
-    result = run_command([sys.executable, SCRIPTS / script, *args], work)
+    result = run_command([*tool(script), *args], work)
     line = one_error_line(result, f"{script}: error: ")
     assert named in line
     assert sorted(p.name for p in work.iterdir()) == ["sub.png"], "a bad invocation left files behind"
@@ -186,7 +184,7 @@ def test_bad_invocation_of_report(tmp_path, case, files, extra, named):
                 (results / name).write_text(content)
     before = sorted(p.name for p in results.iterdir()) if results.is_dir() else None
     extra = [a.replace("{input_dir}", str(tmp_path)) for a in extra]
-    result = run_command([sys.executable, SCRIPTS / "report.py", results, *extra], tmp_path)
+    result = run_command([*tool("report.py"), results, *extra], tmp_path)
     line = one_error_line(result, "report.py: error: ")
     assert named in line
     after = sorted(p.name for p in results.iterdir()) if results.is_dir() else None
@@ -198,7 +196,7 @@ def test_bad_invocation_of_bench_ddp(tmp_path, args, named):
     has_csv = "--csv" in args
     args = [a.replace("{work}", str(tmp_path)) for a in args] + ([] if has_csv or not args else
                                                                   ["--csv", str(tmp_path / "x.csv")])
-    result = run_command([sys.executable, SCRIPTS / "bench_ddp.py", *args], tmp_path)
+    result = run_command([*tool("bench_ddp.py"), *args], tmp_path)
     line = one_error_line(result, "bench_ddp.py: error: ")
     assert named in line
     assert list(tmp_path.iterdir()) == []
@@ -213,7 +211,7 @@ def test_bad_model_invocation_of_bench_ddp(build_dir, tmp_path, args, named):
     """bench_ddp.py --model: the shape comes from phase4_model (one parser); a bad one exits 2 before any work."""
     model = built(build_dir, "phase4_chunked_nccl/phase4_model")
     args = [a.replace("{work}", str(tmp_path)) for a in args]
-    result = run_command([sys.executable, SCRIPTS / "bench_ddp.py", *args, "--model-binary", model, "--csv",
+    result = run_command([*tool("bench_ddp.py"), *args, "--model-binary", model, "--csv",
                           tmp_path / "x.csv"], tmp_path)
     line = one_error_line(result, "bench_ddp.py: error: ")
     assert named in line

@@ -1,14 +1,13 @@
-"""The planner's predictions checked against measured steps (scripts/check_prediction.py): per overlapped row the
+"""The planner's predictions checked against measured steps (overlap_bench/check_prediction.py): per overlapped row the
 step phase4_predict gives for its rank count and plan, on the calibrated link or, for a slower transport or emulated
 nodes, over the link fitted from that layout's comm-only sweep; bad inputs exit 2 naming them; and the figure of
-predicted against measured (scripts/plot_predictions.py)."""
+predicted against measured (overlap_bench/plot_predictions.py)."""
 import subprocess
-import sys
 
 import pandas as pd
 import pytest
 
-from conftest import REPO
+from conftest import tool
 from test_predict import calibration, predict
 
 
@@ -26,7 +25,7 @@ def test_check_prediction_compares_measured_steps_with_the_calibrations_predicti
     measured = tmp_path / "run4.csv"
     pd.DataFrame(rows).to_csv(measured, index=False)
     out = tmp_path / "check.csv"
-    command = [sys.executable, str(REPO / "scripts" / "check_prediction.py"), "--calibrations", str(cal),
+    command = [*tool("check_prediction.py"), "--calibrations", str(cal),
                "--measured", str(measured), "--csv", str(out), "--predictor", str(predictor)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -50,7 +49,7 @@ def test_check_prediction_names_text_in_a_numeric_column(predictor, tmp_path):
     measured.write_text("system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,time_ms_max,hidden,"
                         "layers,batch,bucket_mb,first_bucket_mb\n"
                         "overlap-bench,phase4,overlap,4,0,5,9,9,9,9,1024,4,256,lots,1\n")
-    result = subprocess.run([sys.executable, str(REPO / "scripts" / "check_prediction.py"), "--calibrations",
+    result = subprocess.run([*tool("check_prediction.py"), "--calibrations",
                              str(calibration(tmp_path)), "--measured", str(measured), "--csv", str(tmp_path / "c.csv"),
                              "--predictor", str(predictor)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "column 'bucket_mb', row" in result.stderr and "'lots'" in result.stderr
@@ -85,7 +84,7 @@ def test_check_prediction_on_a_slower_link_or_across_nodes_is_given_that_layout_
     measured.write_text(head + f"hidden,layers,batch,bucket_mb,first_bucket_mb,plan,sync,{named}\n"
                         f"overlap-bench,phase4,overlap,{ranks},0,20,30,1,1,1,1024,4,256,4,1,caps,nccl,{columns}\n")
     out = tmp_path / "check.csv"
-    command = [sys.executable, str(REPO / "scripts" / "check_prediction.py"), "--calibrations", str(cal),
+    command = [*tool("check_prediction.py"), "--calibrations", str(cal),
                "--measured", str(measured), "--csv", str(out), "--predictor", str(predictor)]
     result = subprocess.run(command + ["--links-from", str(sweep)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -111,7 +110,7 @@ def test_the_predictions_figure_counts_the_points_in_the_band(tmp_path):
     check.write_text("config,label,predicted_ms,measured_ms\na,x,10,10.5\na,y,10,12\nb,x,5,4.6\n")
     emulated = tmp_path / "emulated.csv"
     emulated.write_text("nodes,predicted_ms,measured_ms\n2,40,39\n")
-    script = [sys.executable, str(REPO / "scripts" / "plot_predictions.py")]
+    script = [*tool("plot_predictions.py")]
     png = tmp_path / "p.png"
     result = subprocess.run(script + [str(check), str(emulated), "--names", "one node", "two nodes", "-o", str(png)],
                             capture_output=True, text=True, timeout=120)

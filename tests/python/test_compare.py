@@ -10,14 +10,14 @@ import subprocess
 import sys
 import time
 
-import compare
+from overlap_bench import compare
 import pandas as pd
 import pytest
 
-from conftest import REPO
+from conftest import REPO, tool
 
 FAKE = REPO / "tests" / "support" / "fake_contender.py"
-COMPARE = [sys.executable, str(REPO / "scripts" / "compare.py")]
+COMPARE = [*tool("compare.py")]
 
 
 def fake(name, ms, jitter=0.0, extra=""):
@@ -226,7 +226,7 @@ def test_phase2_commands_as_contenders(tmp_path, phase2):
 
 
 def test_the_report_says_a_comparison_in_words(tmp_path):
-    import report
+    from overlap_bench import report
 
     out = tmp_path / "cmp"
     result = ob_compare("--out", out, "--rounds", 3, "--seed", 4, "--contender", fake("base", 10.0, 0.01),

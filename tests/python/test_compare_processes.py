@@ -9,8 +9,8 @@ import subprocess
 import sys
 import time
 
-import compare
-import compare_stats
+from overlap_bench import compare
+from overlap_bench import compare_stats
 import numpy as np
 import pandas as pd
 import pytest

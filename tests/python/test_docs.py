@@ -3,11 +3,10 @@ README.md and the results READMEs is what its CSVs and logs give today; README.m
 tracked results stay within 15 MB; every relative link in the Markdown resolves."""
 import re
 import subprocess
-import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, tool
 
 MARKDOWN = [REPO / "README.md", REPO / "METRICS.md", REPO / "DESIGN.md", *sorted((REPO / "docs").glob("*.md")),
             *sorted(p for p in (REPO / "results").rglob("*.md")
@@ -17,7 +16,7 @@ MARKDOWN = [REPO / "README.md", REPO / "METRICS.md", REPO / "DESIGN.md", *sorted
 def test_generated_blocks_match_their_data():
     with_blocks = [p for p in MARKDOWN if "<!-- generated:" in p.read_text()]
     assert REPO / "README.md" in with_blocks and REPO / "results" / "README.md" in with_blocks
-    result = subprocess.run([sys.executable, str(REPO / "scripts" / "md_generate.py"), "--check",
+    result = subprocess.run([*tool("md_generate.py"), "--check",
                              *map(str, with_blocks)], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -29,7 +28,7 @@ def test_a_block_that_drifted_from_its_data_is_found(tmp_path):
     page = tmp_path / "page.md"
     page.write_text("<!-- generated: summary s.csv columns=time_ms_p50 -->\n| mode | time_ms_p50 |\n|---|---|\n"
                     "| seq | 9.9 |\n<!-- /generated -->\n")
-    script = [sys.executable, str(REPO / "scripts" / "md_generate.py")]
+    script = [*tool("md_generate.py")]
     checked = subprocess.run([*script, "--check", str(page)], capture_output=True, text=True, timeout=60)
     assert checked.returncode == 1 and "differs from its data" in checked.stdout
     assert "| seq | 9.9 |" in page.read_text()  # --check writes nothing
@@ -42,7 +41,7 @@ def test_a_table_block_is_any_csv_and_names_a_missing_column(tmp_path):
     (tmp_path / "t.csv").write_text("sync,ratio\nnccl,1.25\n")
     page = tmp_path / "page.md"
     page.write_text("<!-- generated: table t.csv columns=sync,ratio -->\n<!-- /generated -->\n")
-    script = [sys.executable, str(REPO / "scripts" / "md_generate.py")]
+    script = [*tool("md_generate.py")]
     assert subprocess.run([*script, str(page)], capture_output=True, timeout=60).returncode == 0
     assert "| nccl | 1.25 |" in page.read_text()
     page.write_text("<!-- generated: table t.csv columns=speed -->\n<!-- /generated -->\n")
@@ -59,7 +58,7 @@ def test_a_modes_block_sets_one_runs_modes_side_by_side(tmp_path):
             f"overlap-bench,phase4,overlap,2,0,5,{overlap},1,1,1,4096,16,{batch},42.5\n")
     page = tmp_path / "page.md"
     page.write_text("<!-- generated: modes p4-*.csv modes=seq,overlap columns=overlap_pct -->\n<!-- /generated -->\n")
-    script = [sys.executable, str(REPO / "scripts" / "md_generate.py")]
+    script = [*tool("md_generate.py")]
     assert subprocess.run([*script, str(page)], capture_output=True, timeout=60).returncode == 0
     text = page.read_text()
     assert "| configuration | seq_ms | overlap_ms | overlap_pct |" in text
@@ -74,7 +73,7 @@ def test_a_modes_block_gives_a_sweep_one_row_per_point_named_by_its_columns(tmp_
         for mb, seq, overlap in [(25, 10.5, 7.0), (64, 9.5, 6.25)]
         for mode, ms in [("seq", seq), ("overlap", overlap)]))
     page = tmp_path / "page.md"
-    script = [sys.executable, str(REPO / "scripts" / "md_generate.py")]
+    script = [*tool("md_generate.py")]
     page.write_text("<!-- generated: modes sweep.csv by=sync,bucket_mb modes=seq,overlap -->\n<!-- /generated -->\n")
     assert subprocess.run([*script, str(page)], capture_output=True, timeout=60).returncode == 0
     text = page.read_text()
@@ -90,7 +89,7 @@ def test_a_pivot_block_lays_rows_out_by_a_column_and_names_a_missing_one(tmp_pat
                                       "interference,nccl,4,0.5,2.25\ninterference,nccl,1,1.68,4.12\n"
                                       "interference,ce,1,1.04,3.45\nseq,ce,1,9.0,9.0\n")
     page = tmp_path / "page.md"
-    script = [sys.executable, str(REPO / "scripts" / "md_generate.py")]
+    script = [*tool("md_generate.py")]
     page.write_text("<!-- generated: pivot map.csv rows=sync columns=msg_mb values=compute_slowdown,comm_stretch "
                     "where=mode:interference -->\n<!-- /generated -->\n")
     assert subprocess.run([*script, str(page)], capture_output=True, timeout=60).returncode == 0
@@ -195,7 +194,8 @@ def helps(build_dir):
 def test_every_option_the_docs_name_exists_and_every_option_is_in_the_reference(build_dir):
     texts = helps(build_dir)
     ours = set().union(*(set(OPTION.findall(text)) for text in texts.values()))
-    scripts = "".join(p.read_text() for p in (REPO / "scripts").rglob("*") if p.suffix in {".py", ".sh", ".sbatch"})
+    scripts = "".join(p.read_text() for folder in ("scripts", "overlap_bench") for p in (REPO / folder).rglob("*")
+                      if p.suffix in {".py", ".sh", ".sbatch"})
     scripts += (REPO / "common" / "tools" / "trace_main.cpp").read_text()
     docs = (REPO / "README.md").read_text() + (REPO / "docs" / "USAGE.md").read_text()
     taken = ours | OTHER_TOOLS  # and the scripts' own: an argparse name or a case label in their source

@@ -9,26 +9,26 @@ import sys
 
 import pytest
 
-from conftest import REPO, SCRIPTS, script
+from conftest import REPO, script, SCRIPTS, tool
 
 
 def test_every_script_has_help():
     """Each --help runs, and its description is the docstring's first paragraph whole (not cut mid-sentence)."""
-    for tool in ("plot_gantt.py", "plot_summary.py", "plot_scaling.py", "plot_chunks.py", "plot_power.py", "report.py",
+    for name in ("plot_gantt.py", "plot_summary.py", "plot_scaling.py", "plot_chunks.py", "plot_power.py", "report.py",
                  "bench_ddp.py", "plot_interference.py"):
-        result = script(tool, "--help")
-        assert result.returncode == 0 and "usage:" in result.stdout, tool
+        result = script(name, "--help")
+        assert result.returncode == 0 and "usage:" in result.stdout, name
         description = " ".join(result.stdout.split("\n\n")[1].split())
-        assert description.endswith("."), (tool, description)
+        assert description.endswith("."), (name, description)
     # ob_csv.py and ob_tool.py are libraries: asked for help it says what it is instead of printing nothing.
     for library in ("ob_csv.py", "ob_tool.py"):
         result = script(library, "--help")
         assert result.returncode == 0 and "no command line of its own" in result.stdout, library
 
 
-@pytest.mark.parametrize("tool", ["test.sh", "run_all.sh", "bench_gpu.sh", "cuda_aware_mpi.sh"])
-def test_shell_script_help_is_its_header_only(tool):
-    result = subprocess.run([str(SCRIPTS / tool), "--help"], capture_output=True, text=True, timeout=60)
+@pytest.mark.parametrize("name", ["test.sh", "run_all.sh", "bench_gpu.sh", "cuda_aware_mpi.sh"])
+def test_shell_script_help_is_its_header_only(name):
+    result = subprocess.run([str(SCRIPTS / name), "--help"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert "Usage:" in result.stdout and "set -" not in result.stdout and "#" not in result.stdout, result.stdout
 
@@ -49,7 +49,7 @@ def test_bench_gpu_runs_the_steps_its_table_holds(tmp_path):
     assert len(steps) == 159 and not placeholders, placeholders[:1]
     # the headline in one step (its contenders: experiments/headline.toml), the gate against a given base build
     assert steps["headline"].endswith(f"--out {tmp_path}/headline --gpus 2 --build {REPO / 'build/gpu'}")
-    assert "scripts/gate.py --base-build  --build" in steps["gate"]
+    assert "python3 -m overlap_bench.gate --base-build  --build" in steps["gate"]
     assert [n for n in steps if n.startswith("phase4-sync-")][:3] == [
         "phase4-sync-nccl-4096-16-512", "phase4-sync-nccl-sym-4096-16-512", "phase4-sync-ce-4096-16-512"]
     assert steps["phase4-1024-32-4096"].endswith(
@@ -110,14 +110,14 @@ def test_with_nccl_env_runs_a_command_under_a_runs_nccl_variables(tmp_path):
     meta = tmp_path / "run.meta.json"
     meta.write_text(json.dumps({"environment": {"NCCL_P2P_DISABLE": "1", "NCCL_DEBUG": "INFO", "HOME": "/elsewhere"}}))
     shown = "import os; print(os.environ.get('NCCL_P2P_DISABLE'), os.environ.get('NCCL_DEBUG'), os.environ['HOME'])"
-    result = subprocess.run([sys.executable, str(SCRIPTS / "with_nccl_env.py"), str(meta), sys.executable, "-c", shown],
+    result = subprocess.run([*tool("with_nccl_env.py"), str(meta), sys.executable, "-c", shown],
                             capture_output=True, text=True, timeout=60, env={**os.environ, "NCCL_DEBUG": "WARN"})
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["1", "WARN", os.environ["HOME"]], result.stdout
     assert "NCCL_P2P_DISABLE=1" in result.stderr
     for args, words in (([str(tmp_path / "none.json"), "true"], "none.json' is invalid"),
                         ([str(meta), str(tmp_path / "no-such-tool")], "could not run"), ([str(meta)], "usage:")):
-        bad = subprocess.run([sys.executable, str(SCRIPTS / "with_nccl_env.py"), *args], capture_output=True, text=True,
+        bad = subprocess.run([*tool("with_nccl_env.py"), *args], capture_output=True, text=True,
                              timeout=60)
         assert bad.returncode == 2 and words in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
 

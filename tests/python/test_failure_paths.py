@@ -8,12 +8,11 @@ import pathlib
 import shutil
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
-from conftest import REPO
+from conftest import tool
 
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 # With --check, --iters 2, --warmup 0: steps 0-8 are the three strategies' reference checks, 9-10 compute-only,
@@ -92,7 +91,7 @@ def test_scripts_on_a_full_disk_exit_3_naming_the_file_and_leave_no_temporary(sm
     shutil.copytree(small_run, out)
     (out / "report.md").write_text("older report\n")
     before = sorted(p.name for p in out.iterdir())
-    command = [sys.executable, str(REPO / "scripts" / script), *[a.format(out=out) for a in args]]
+    command = [*tool(script), *[a.format(out=out) for a in args]]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=out, preexec_fn=_limit_file_size)
     assert result.returncode == 3, result.stderr
     assert "Traceback" not in result.stderr
@@ -106,7 +105,7 @@ def test_scripts_on_a_full_disk_exit_3_naming_the_file_and_leave_no_temporary(sm
 def test_a_script_interrupted_exits_128_plus_the_signal(small_run, tmp_path):
     out = tmp_path / "out"
     shutil.copytree(small_run, out)
-    process = subprocess.Popen([sys.executable, str(REPO / "scripts" / "report.py"), str(out)],
+    process = subprocess.Popen([*tool("report.py"), str(out)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while not (out / "figures").exists() and process.poll() is None and time.monotonic() < deadline:
@@ -121,7 +120,7 @@ def test_a_script_interrupted_exits_128_plus_the_signal(small_run, tmp_path):
 def test_a_figure_over_a_fifo_is_refused(small_run, tmp_path):
     fifo = tmp_path / "fig.png"
     os.mkfifo(fifo)
-    result = subprocess.run([sys.executable, str(REPO / "scripts" / "plot_summary.py"), str(small_run / "run.csv"),
+    result = subprocess.run([*tool("plot_summary.py"), str(small_run / "run.csv"),
                              "-o", str(fifo)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "a regular file" in result.stderr, result.stderr
     assert fifo.is_fifo()
@@ -141,7 +140,7 @@ def test_report_escapes_what_csv_fields_carry_into_markdown(small_run, tmp_path)
     meta = json.loads((small_run / "run.meta.json").read_text())
     meta["command_line"] = ["phase2", "--csv", "x|y<z>.csv"]
     (out / "odd.meta.json").write_text(json.dumps(meta))
-    result = subprocess.run([sys.executable, str(REPO / "scripts" / "report.py"), str(out)], capture_output=True,
+    result = subprocess.run([*tool("report.py"), str(out)], capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     report = (out / "report.md").read_text()
@@ -154,7 +153,7 @@ def test_report_escapes_what_csv_fields_carry_into_markdown(small_run, tmp_path)
 def test_rows_with_a_trailing_comma_are_read_as_they_are(small_run, tmp_path, script, kind):
     lines = (small_run / f"run.{kind}" if kind != "csv" else small_run / "run.csv").read_text().splitlines()
     (tmp_path / "t.csv").write_text("\n".join([lines[0]] + [line + "," for line in lines[1:]]) + "\n")
-    result = subprocess.run([sys.executable, str(REPO / "scripts" / script), str(tmp_path / "t.csv"), "-o",
+    result = subprocess.run([*tool(script), str(tmp_path / "t.csv"), "-o",
                              str(tmp_path / "t.png")], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "t.png").is_file()

@@ -12,9 +12,9 @@ import sys
 import pytest
 
 from conftest import REPO
+from conftest import tool as module_command
 
 SEED = 53
-SCRIPTS = REPO / "scripts"
 MEMORY = 6 << 30  # bytes of address space a case may map: reading /dev/zero to the end would need far more
 SECONDS = 60
 
@@ -57,7 +57,6 @@ def cases(build, paths, rng):
     """(name, command, the output it must not leave) for every tool: each file of the corpus where the tool reads a
     file, and extreme values of its numeric options."""
     p4 = build / "phase4_chunked_nccl"
-    py = [sys.executable]
     calibration = REPO / "results/2xH200/planner/planner-4096-16-512.calibration.json"
     tools = {  # tool: (command prefix, [options taking a file; "" a positional file], [numeric options], {needed})
         "phase2": ([build / "phase2_omp_overlap" / "phase2_omp_overlap"], [],
@@ -68,14 +67,14 @@ def cases(build, paths, rng):
                            {"--calibration": calibration}),
         "phase4_model": ([p4 / "phase4_model"], ["--model"], ["--seq", "--blocks"], {"--model": "gpt2"}),
         "ob_trace": ([build / "common" / "ob_trace"], [""], [], {}),
-        "verdict": (py + [SCRIPTS / "verdict.py"], [""], ["--cores"], {}),
-        "plot_gantt": (py + [SCRIPTS / "plot_gantt.py"], [""], ["--iter"], {}),
-        "plot_summary": (py + [SCRIPTS / "plot_summary.py"], [""], [], {}),
-        "predict": (py + [SCRIPTS / "predict.py", "--predictor", p4 / "phase4_predict"], [""], ["--bucket-mb"], {}),
-        "headline": (py + [SCRIPTS / "headline.py", "--dry-run"], ["--experiment", "--predictions"], ["--gpus"], {}),
-        "compare": (py + [SCRIPTS / "compare.py"], ["--contenders"], ["--rounds", "--timeout", "--deadline", "--seed"],
+        "verdict": (module_command("verdict.py"), [""], ["--cores"], {}),
+        "plot_gantt": (module_command("plot_gantt.py"), [""], ["--iter"], {}),
+        "plot_summary": (module_command("plot_summary.py"), [""], [], {}),
+        "predict": (module_command("predict.py") + ["--predictor", p4 / "phase4_predict"], [""], ["--bucket-mb"], {}),
+        "headline": (module_command("headline.py") + ["--dry-run"], ["--experiment", "--predictions"], ["--gpus"], {}),
+        "compare": (module_command("compare.py"), ["--contenders"], ["--rounds", "--timeout", "--deadline", "--seed"],
                     {"--contender": ["a=true {csv}", "b=true {csv}"]}),
-        "md_generate": (py + [SCRIPTS / "md_generate.py"], [""], [], {}),
+        "md_generate": (module_command("md_generate.py"), [""], [], {}),
     }
     out = paths["folder"].parent / "out"
     chosen = []

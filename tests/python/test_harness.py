@@ -8,8 +8,8 @@ import os
 import shutil
 import subprocess
 
-import ob_csv
-import ob_metrics
+from overlap_bench import ob_csv
+from overlap_bench import ob_metrics
 import pandas as pd
 import pytest
 

@@ -9,13 +9,13 @@ import stat
 import subprocess
 import sys
 
-import gate
-import headline
-import headline_tables
+from overlap_bench import gate
+from overlap_bench import headline
+from overlap_bench import headline_tables
 import pandas as pd
 import pytest
 
-from conftest import REPO
+from conftest import REPO, tool
 
 FAKE = REPO / "tests" / "support" / "fake_headline.py"
 EXPERIMENT = REPO / "experiments" / "headline.toml"
@@ -74,7 +74,7 @@ def test_a_bad_experiment_file_is_named(tmp_path, text, key):
     lines = [line for line in EXPERIMENT.read_text().splitlines() if not line.startswith(text.split()[0])]
     path = tmp_path / "bad.toml"
     path.write_text("\n".join(lines + [text]) + "\n")
-    result = subprocess.run([sys.executable, REPO / "scripts" / "headline.py", "--experiment", path, "--dry-run",
+    result = subprocess.run([*tool("headline.py"), "--experiment", path, "--dry-run",
                              "--out", tmp_path / "o"], capture_output=True, text=True)
     assert result.returncode == 2 and f"'{key}'" in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "o").exists()
@@ -89,7 +89,7 @@ def fake_compare(tmp_path, rounds=2):
         if arg == "--process":
             name = args[i + 1].split("=", 1)[0]
             args[i + 1] = f"{name}={sys.executable} {FAKE} {fakes[name]} --configs {configs} --csv {{csv}}"
-    import compare
+    from overlap_bench import compare
 
     assert compare.main(args + ["--out", str(tmp_path / "compare"), "--seed", "5"]) == 0
     return tmp_path / "compare"
@@ -146,7 +146,7 @@ def test_a_bound_is_above_its_step_only_beyond_both_intervals():
 
 def test_analyze_remakes_the_tables_without_running(tmp_path):
     fake_compare(tmp_path / "call")
-    result = subprocess.run([sys.executable, REPO / "scripts" / "headline.py", "--analyze", tmp_path / "call",
+    result = subprocess.run([*tool("headline.py"), "--analyze", tmp_path / "call",
                              "--out", tmp_path / "again", "--experiment", write_spec(tmp_path)],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
@@ -177,7 +177,7 @@ def fake_build(root, ms):
 
 def test_the_gate_names_a_regression_and_exits_1(tmp_path):
     before, after = fake_build(tmp_path / "before", 10.0), fake_build(tmp_path / "after", 10.6)
-    command = [sys.executable, REPO / "scripts" / "gate.py", "--base-build", before, "--build", after, "--out",
+    command = [*tool("gate.py"), "--base-build", before, "--build", after, "--out",
                tmp_path / "gate", "--configs", "4096x16x512,1024x32x256", "--syncs", "nccl,ce", "--rounds", "2",
                "--seed", "3", "--command", "{binary} --sweep sync={syncs} --csv {csv}"]
     result = subprocess.run(command, capture_output=True, text=True)
@@ -189,7 +189,8 @@ def test_the_gate_names_a_regression_and_exits_1(tmp_path):
     assert (table[table["sync"] == "ce"]["regressed"] == 0).all()
     assert "regression: nccl on 4096x16x512" in result.stderr
     # the same build on both sides: nothing regresses, exit 0
-    same = command[:5] + [before, "--out", tmp_path / "same"] + command[8:]
+    at = command.index("--build")
+    same = command[:at + 1] + [before, "--out", tmp_path / "same"] + command[at + 4:]
     assert subprocess.run(same, capture_output=True, text=True).returncode == 0
 
 
@@ -211,7 +212,7 @@ def test_the_gate_verdict_is_the_interval_above_the_threshold():
                                          (["--base-build", "y", "--threshold", "0.9"], "--threshold"),
                                          (["--base-build", "y", "--command", "{binary}"], "--command")])
 def test_bad_invocation_of_gate(tmp_path, args, named):
-    result = subprocess.run([sys.executable, REPO / "scripts" / "gate.py", "--out", tmp_path / "g", *args],
+    result = subprocess.run([*tool("gate.py"), "--out", tmp_path / "g", *args],
                             capture_output=True, text=True)
     assert result.returncode == 2 and named in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "g").exists()
@@ -224,7 +225,7 @@ def test_phase3_strategies_as_rows_of_one_process(tmp_path, phase3):
               f"--iters 4 --warmup 1 -q --csv {{csv}}"
     out = tmp_path / "cmp"
     env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
-    args = [sys.executable, REPO / "scripts" / "compare.py", "--out", out, "--rounds", 2, "--seed", 1, "--process",
+    args = [*tool("compare.py"), "--out", out, "--rounds", 2, "--seed", 1, "--process",
             f"p3={command}", "--baseline", "thread", *[a for g in ("1", "2") for m in ("thread", "nonblocking")
                                                         for a in ("--contender", f"{m}@{g}:{m}=@p3[grad_mb={g}]")]]
     result = subprocess.run(list(map(str, args)), capture_output=True, text=True, timeout=600, env=env)

@@ -2,13 +2,12 @@
 is exit 2 naming the line, and no file is touched), every malformed block spec one line and exit 2, a symbolic link
 written through."""
 import subprocess
-import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import tool
 
-MD = [sys.executable, str(REPO / "scripts" / "md_generate.py")]
+MD = [*tool("md_generate.py")]
 CSV = "a,b\n1,2\n"
 
 

@@ -2,12 +2,11 @@
 device, or one of the run's own inputs is refused before any work (exit 2, one line naming the option), and so is one
 file named twice in two spellings; whatever sat at the path is left as it was."""
 import os
-import sys
 
-import ob_tool
+from overlap_bench import ob_tool
 import pytest
 
-from conftest import REPO, built, run
+from conftest import built, REPO, run, tool
 from test_predict import calibration, predict
 
 
@@ -92,7 +91,7 @@ def test_a_models_prediction_never_writes_over_its_inputs_or_one_output_twice(pr
 def test_check_prediction_never_writes_over_a_measured_summary(predictor, tmp_path):
     measured = tmp_path / "m.csv"
     measured.write_text("kept\n")
-    result = run(sys.executable, REPO / "scripts" / "check_prediction.py", "--calibrations", calibration(tmp_path),
+    result = run(*tool("check_prediction.py"), "--calibrations", calibration(tmp_path),
                  "--measured", measured, "--csv", measured, "--predictor", predictor)
     assert "--measured reads" in one_line_naming(result, "--csv") and measured.read_text() == "kept\n"
 

@@ -6,10 +6,11 @@ import shutil
 import subprocess
 import sys
 
-import ob_csv
-import ob_tool
-import plot_gantt
-from conftest import REPO, SCRIPTS_SITE
+import overlap_bench
+from overlap_bench import ob_csv
+from overlap_bench import ob_tool
+from overlap_bench import plot_gantt
+from conftest import REPO, PACKAGE_SITE
 
 COMMANDS = ["ob-report", "ob-plot-gantt", "ob-plot-chunks", "ob-plot-power", "ob-plot-scaling", "ob-plot-summary",
             "ob-bench-ddp", "ob-predict", "ob-rerun"]
@@ -21,7 +22,8 @@ def run(command, cwd, env):
 
 def test_pip_install_gives_modules_and_commands(tmp_path):
     source = tmp_path / "source"  # a copy: pip's build leaves its egg-info beside the sources
-    shutil.copytree(REPO / "scripts", source / "scripts", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    shutil.copytree(REPO / "overlap_bench", source / "overlap_bench",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     shutil.copy(REPO / "pyproject.toml", source)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     venv = tmp_path / "venv"
@@ -31,10 +33,14 @@ def test_pip_install_gives_modules_and_commands(tmp_path):
                      "--no-build-isolation", source], tmp_path, env)
     assert installed.returncode == 0, installed.stderr
 
-    imported = run([bin_dir / "python", "-c", "import ob_csv, ob_metrics, report, plot_gantt, bench_ddp; "
-                    "print(plot_gantt.__file__)"], tmp_path, env)
+    imported = run([bin_dir / "python", "-c", "from overlap_bench import ob_csv, ob_metrics, report, plot_gantt, "
+                    "bench_ddp; print(plot_gantt.__file__)"], tmp_path, env)
     assert imported.returncode == 0, imported.stderr
     assert str(venv) in imported.stdout, "the module came from outside the environment"
+    # One package and nothing else at the top level: no module of the suite in the global namespace.
+    listed = run([bin_dir / "python", "-c", "import importlib.metadata as m; print(sorted({f.parts[0] for f in "
+                  "m.distribution('overlap-bench').files if f.suffix == '.py'}))"], tmp_path, env)
+    assert listed.returncode == 0 and listed.stdout.strip() == "['overlap_bench']", (listed.stdout, listed.stderr)
     for command in COMMANDS:
         helped = run([bin_dir / command, "--help"], tmp_path, env)
         assert helped.returncode == 0, (command, helped.stderr)
@@ -52,11 +58,10 @@ def test_pip_install_gives_modules_and_commands(tmp_path):
 
 
 def test_the_suite_imports_the_installed_modules():
-    """conftest.py pip-installs the scripts before any test module imports them: the modules the tests use are the
-    package's, not the checkout's files."""
-    for module in (ob_csv, plot_gantt):
-        assert pathlib.Path(module.__file__).parent == SCRIPTS_SITE, module.__file__
-    assert not any(pathlib.Path(p) == REPO / "scripts" for p in sys.path)
+    """conftest.py pip-installs overlap_bench before any test module imports it: the modules the tests use are the
+    installed package's, not the checkout's files."""
+    for module in (overlap_bench, ob_csv, plot_gantt):
+        assert pathlib.Path(module.__file__).parent == PACKAGE_SITE / "overlap_bench", module.__file__
 
 
 def test_a_checkout_s_binary_is_the_default_build_s_not_the_sanitized_one(tmp_path, monkeypatch):

@@ -1,15 +1,14 @@
-"""The planner's what-if (scripts/predict.py running phase4_predict) on a hand-made calibration: the prediction at
+"""The planner's what-if (overlap_bench/predict.py running phase4_predict) on a hand-made calibration: the prediction at
 the calibrated ranks does not depend on the network, a slower network predicts slower steps across nodes, sizes
 outside the calibration are marked, the DDP recommendation is one of the caps tried; a bad calibration or option
 exits 2 with one line naming it."""
 import json
 import subprocess
-import sys
 
 import pandas as pd
 import pytest
 
-from conftest import REPO
+from conftest import tool
 
 MIB = 1 << 20
 
@@ -31,7 +30,7 @@ def calibration(tmp_path, **changes):
 
 
 def predict(predictor, *args, cwd=None):
-    return subprocess.run([sys.executable, str(REPO / "scripts" / "predict.py"), *map(str, args), "--predictor",
+    return subprocess.run([*tool("predict.py"), *map(str, args), "--predictor",
                            str(predictor)], capture_output=True, text=True, timeout=120, cwd=cwd)
 
 

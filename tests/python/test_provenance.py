@@ -8,9 +8,9 @@ import os
 import shutil
 import subprocess
 
-import bench_ddp
-import ddp_steps
-import ob_tool
+from overlap_bench import bench_ddp
+from overlap_bench import ddp_steps
+from overlap_bench import ob_tool
 import pytest
 
 from conftest import REPO

@@ -4,14 +4,12 @@ Python tools on malformed but plausible files)."""
 import json
 import os
 import subprocess
-import sys
 import time
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, tool
 
-SCRIPTS = REPO / "scripts"
 CALIBRATION = REPO / "results" / "2xH200" / "planner" / "planner-4096-16-512.calibration.json"
 ENV = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
@@ -41,7 +39,7 @@ def test_a_bucket_cap_beyond_any_gradient_is_refused_up_front(tmp_path, predicto
     measured.write_text("system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,time_ms_max,"
                         "hidden,layers,batch,bucket_mb,first_bucket_mb,plan,sync\n"
                         "x,phase4,overlap,2,1,5,9,9,9,9,4096,16,512,1e15,1,caps,nccl\n")
-    result = run(sys.executable, SCRIPTS / "check_prediction.py", "--calibrations", CALIBRATION, "--measured",
+    result = run(*tool("check_prediction.py"), "--calibrations", CALIBRATION, "--measured",
                  measured, "--predictor", predictor, "--csv", tmp_path / "out.csv")
     refused(result, "bucket_mb")
     assert not (tmp_path / "out.csv").exists()
@@ -57,8 +55,8 @@ def test_dev_zero_is_never_read(build_dir, predictor, option):
         result = run(*args, timeout=30)
         refused(result, "a regular file")
         assert result.seconds < 20
-    scripts = {"--model": [sys.executable, SCRIPTS / "bench_ddp.py", "--model", "/dev/zero", "--csv", "x.csv"],
-               "--calibration": [sys.executable, SCRIPTS / "predict.py", "/dev/zero", "--csv", "x.csv"]}
+    scripts = {"--model": [*tool("bench_ddp.py"), "--model", "/dev/zero", "--csv", "x.csv"],
+               "--calibration": [*tool("predict.py"), "/dev/zero", "--csv", "x.csv"]}
     refused(run(*scripts[option], timeout=60), "a regular file")
 
 
@@ -69,7 +67,7 @@ def test_a_model_type_that_is_a_number_is_a_usage_error(tmp_path, build_dir):
     model = build_dir / "phase4_chunked_nccl" / "phase4_model"
     if model.exists():
         refused(run(model, "--model", tmp_path / "c.json"), "wrong type")
-        refused(run(sys.executable, SCRIPTS / "bench_ddp.py", "--model", tmp_path / "c.json", "--csv",
+        refused(run(*tool("bench_ddp.py"), "--model", tmp_path / "c.json", "--csv",
                     tmp_path / "x.csv", "--model-binary", model), "wrong type")
 
 
@@ -88,7 +86,7 @@ def test_verdict_reads_a_summary_without_seq_and_with_text_in_numbers(tmp_path):
         "system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,time_ms_max,speedup,speedup_ci_lo,"
         "speedup_ci_hi,overlap_efficiency,overlap_pct,overlap_pct_ci_lo,overlap_pct_ci_hi\n"
         "x,phase2,overlap,1,4,5,2,2,2,2,0.5,0.4,0.6,abc,10,zz,5\n")
-    result = run(sys.executable, SCRIPTS / "verdict.py", tmp_path / "a.csv")
+    result = run(*tool("verdict.py"), tmp_path / "a.csv")
     assert result.returncode == 0 and "Traceback" not in result.stderr and "slower than sequential" in result.stdout
 
 
@@ -98,7 +96,7 @@ def test_report_refuses_a_bad_comparison_before_drawing_anything(tmp_path):
                                           "a,b,1,0.1,fast,0.9,1.1,faster,b,3,0\n")
     (tmp_path / "s.csv").write_text("system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,"
                                     "time_ms_max\nx,phase2,seq,1,4,5,2,2,2,2\n")
-    refused(run(sys.executable, SCRIPTS / "report.py", tmp_path), "ratio")
+    refused(run(*tool("report.py"), tmp_path), "ratio")
     assert not (tmp_path / "figures").exists() and not (tmp_path / "report.md").exists()
 
 

@@ -1,23 +1,22 @@
-"""A result repeated from its metadata alone (scripts/rerun.py): the printed command, run by a shell, writes a new
+"""A result repeated from its metadata alone (overlap_bench/rerun.py): the printed command, run by a shell, writes a new
 summary with the same modes and configuration; under mpirun the launcher's command line is the one replayed. Every
 summary ends with its provenance columns; the metadata names the launcher and every rank's argv."""
 import json
 import os
 import shutil
 import subprocess
-import sys
 
-import ob_csv
+from overlap_bench import ob_csv
 import pytest
 
-from conftest import REPO
+from conftest import tool
 
 MPIRUN = shutil.which("mpirun")
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_NUM_THREADS="1")
 
 
 def rerun(summary, *extra):
-    return subprocess.run([sys.executable, str(REPO / "scripts" / "rerun.py"), str(summary), *map(str, extra)],
+    return subprocess.run([*tool("rerun.py"), str(summary), *map(str, extra)],
                           capture_output=True, text=True, timeout=60)
 
 

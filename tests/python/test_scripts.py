@@ -5,11 +5,11 @@ import shutil
 import struct
 import subprocess
 
-import ob_csv
-import plot_gantt
-import plot_interference
-import plot_topology
-import report
+from overlap_bench import ob_csv
+from overlap_bench import plot_gantt
+from overlap_bench import plot_interference
+from overlap_bench import plot_topology
+from overlap_bench import report
 import pandas as pd
 import pytest
 
@@ -200,7 +200,7 @@ def test_power_plot_with_overlapped_spans_shaded(tmp_path):
     result = script("plot_power.py", power, "--timeline", timeline, "-o", output)
     assert result.returncode == 0, result.stderr
     assert png_size(output)[0] >= 600
-    import plot_power
+    from overlap_bench import plot_power
     assert plot_power.mode_spans(ob_csv.load_timeline(timeline), "overlap") == [(0.0, 4.5), (4.0, 8.5)]
     bad = tmp_path / "bad.csv"
     bad.write_text("rank,gpu,t_us\n0,0,1\n")

@@ -51,7 +51,7 @@ def test_the_tree_s_size_rules_see_every_part_of_it():
     """The walk finds every phase's main, the tests, the scripts and the results' code; a long Python function is
     counted whole (decorators and nested definitions included in its span)."""
     names = {str(p.relative_to(REPO)) for p in TREE}
-    assert {"scripts/bench_ddp.py", "tests/phase4/test_phase4_gpu.cpp", "common/tools/trace_main.cpp",
+    assert {"overlap_bench/bench_ddp.py", "tests/phase4/test_phase4_gpu.cpp", "common/tools/trace_main.cpp",
             "scripts/test.sh", "tests/python/test_structure.py"} <= names
     assert len(MAINS) >= 8 and REPO / "phase2_omp_overlap" / "main.cpp" in MAINS
     assert not any("build" in p.relative_to(REPO).parts for p in TREE)
@@ -135,14 +135,14 @@ def ruff(*args, cwd=REPO):
 
 
 def test_the_python_passes_ruff(tmp_path):
-    """pyproject.toml's ruff configuration over scripts/ and tests/ (scripts/test.sh installs ruff as root); and the
-    configuration is live: an unused import and an undefined name in a file of the tree are found."""
+    """pyproject.toml's ruff configuration over overlap_bench/ and tests/ (scripts/test.sh installs ruff as root); and
+    the configuration is live: an unused import and an undefined name in a file of the tree are found."""
     pytest.importorskip("ruff")
-    result = ruff("scripts", "tests")
+    result = ruff("overlap_bench", "tests")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-1000:]
-    bad = tmp_path / "scripts" / "bad.py"
+    bad = tmp_path / "overlap_bench" / "bad.py"
     bad.parent.mkdir()
     bad.write_text("import os\n\n\ndef f():\n    return undefined_name\n")
     (tmp_path / "pyproject.toml").write_text((REPO / "pyproject.toml").read_text())
-    found = ruff("scripts", cwd=tmp_path)
+    found = ruff("overlap_bench", cwd=tmp_path)
     assert found.returncode == 1 and "F401" in found.stdout and "F821" in found.stdout, found.stdout

@@ -1,11 +1,10 @@
 """The main job's verdict in words (issue 34): every overlapped mode's share hidden, slowdown, bound and speedup
 with their intervals; the table's marks (!, n.r., ~) explained where they appear; crowded cores said."""
 import subprocess
-import sys
 
-import verdict
+from overlap_bench import verdict
 
-from conftest import REPO
+from conftest import REPO, tool
 
 HEADER = ("system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,time_ms_max,unstable,device,"
           "speedup,speedup_ci_lo,speedup_ci_hi,overlap_efficiency,overlap_pct,overlap_pct_ci_lo,overlap_pct_ci_hi,"
@@ -86,10 +85,10 @@ def test_phase1_says_when_the_loss_diverged(tmp_path):
 
 
 def test_bad_invocation_of_verdict(tmp_path):
-    result = subprocess.run([sys.executable, str(REPO / "scripts" / "verdict.py"), str(tmp_path / "none")],
+    result = subprocess.run([*tool("verdict.py"), str(tmp_path / "none")],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
-    result = subprocess.run([sys.executable, str(REPO / "scripts" / "verdict.py"), str(tmp_path), "--cores", "0"],
+    result = subprocess.run([*tool("verdict.py"), str(tmp_path), "--cores", "0"],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "--cores" in result.stderr
 
@@ -102,7 +101,7 @@ def test_one_rule_of_not_resolved_in_the_console_the_csv_and_the_verdict(tmp_pat
 
     import pandas as pd
 
-    import verdict
+    from overlap_bench import verdict
 
     result = subprocess.run([str(phase2), "--chunks", "4", "--compute-ms", "1", "--comm-ms", "1", "--jitter", "0.5",
                              "--iters", "4", "--warmup", "1", "--csv", str(tmp_path / "p.csv")],

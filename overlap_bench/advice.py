@@ -1,0 +1,115 @@
+"""ob-analyze's advice for a DDP job: the bucket cap the planner's model expects best, from the trace alone.
+
+The model needs what phase 4's calibration holds (METRICS.md, "The planner"), and a DDP trace has each part of it:
+per gradient (each AccumulateGrad of the backward, its parameter's elements) the GPU time of the backward functions
+that produced it, the forward's and the optimizer's time, the all-reduces' time against their bytes (a least-squares
+line, latency and bandwidth), and the compute slowdown under overlap (trace_stats). They are written as a
+calibration of the traced ranks and given to phase4_predict, whose DDP recommendation (PyTorch's own bucket
+assignment at each candidate cap) is the advice.
+"""
+import json
+import pathlib
+import subprocess
+import tempfile
+
+import numpy as np
+import pandas as pd
+
+from overlap_bench import ob_tool
+from overlap_bench import trace_stats
+
+
+def gradient_steps(trace, step):
+    """(forward ms, [(elements, backward ms) per gradient in the order the backward completes them], update ms) of
+    one step of one rank, from its autograd functions' host ranges and the kernels they launched; None where the
+    trace has no AccumulateGrad (record_shapes off, or not an autograd backward)."""
+    number, start, end = step
+    grads = sorted(g for g in trace.grads if start <= g[0] < end)
+    functions = sorted(f for f in trace.backward if start <= f[0] < end)
+    if not grads or not functions:
+        return None
+    launched = {}
+    for k in trace.kernels:
+        host = trace.launches.get(k.correlation)
+        if host is not None and start <= host < end and not k.comm:
+            launched.setdefault(host, []).append((k.end - k.start) / 1e3)
+    hosts = np.array(sorted(launched))
+    times = [sum(launched[h]) for h in hosts]
+
+    def gpu_ms(a, b):  # kernels launched from host time a to b
+        lo, hi = np.searchsorted(hosts, a), np.searchsorted(hosts, b)
+        return float(sum(times[lo:hi]))
+
+    backward_start = functions[0][0]
+    steps, previous = [], backward_start
+    for when, elements in grads:
+        steps.append((elements, gpu_ms(previous, when)))
+        previous = when
+    update = sum(gpu_ms(a, b) for a, b in trace.optimizer if start <= a < end)
+    return gpu_ms(start, backward_start), steps, update
+
+
+def calibration(trace, stats, world):
+    """A calibration (phase 4's schema) of what the trace shows, or None where it cannot say."""
+    middle = sorted(trace.steps, key=lambda s: s[1])
+    parts = gradient_steps(trace, middle[len(middle) // 2]) if middle else None
+    fit = trace_stats.comm_fit([s for s in stats if s.rank == trace.rank])
+    if parts is None or fit is None:
+        return None, fit
+    forward, steps, update = parts
+    steps = [(e, ms) for e, ms in steps if e > 0]
+    alpha, beta = fit  # ms, bytes per ms
+    total = 4.0 * sum(e for e, _ in steps)
+    sizes = sorted({min(total, float(1 << m)) for m in range(20, 40, 2) if (1 << m) <= 4 * total})
+    slowed = sum(s.slowed_ms for s in stats)
+    slowdown = max(-0.05, sum(s.slowdown_ms for s in stats) / slowed) if slowed > 0 else 0.0
+    iteration = forward + sum(ms for _, ms in steps) + update
+    cal = {"kind": "overlap-bench phase4 calibration", "schema_version": 1, "commit": "trace", "host": "trace",
+           "date_utc": "", "gpu": trace.gpu, "ranks": world,
+           "model": {"hidden": 1, "layers": len(steps), "batch": 1, "tf32": True, "comm_dtype": "fp32",
+                     "accum_steps": 1, "graph": False, "name": "trace",
+                     "step_elements": [int(e) for e, _ in steps]},
+           "compute": {"forward_ms": forward, "update_ms": update, "iteration_ms": iteration,
+                       "step_ms": [max(ms, 1e-6) for _, ms in steps]},
+           "strategies": [{"sync": "nccl", "bytes": sizes, "comm_ms": [alpha + b / beta for b in sizes],
+                           "gap_ms": [0.0] * len(sizes), "stretch": [1.0] * len(sizes),
+                           "slowdown": [slowdown] * len(sizes)}]}
+    return cal, fit
+
+
+def advise(traces, stats, world, predictor=None):
+    """The advice as a dict (cap, predicted step, its basis and a sentence), or None with the reason it cannot be
+    given, for the first rank whose trace has what the model needs."""
+    if world < 2:
+        return None
+    for trace in traces:
+        cal, fit = calibration(trace, stats, world)
+        if cal is None:
+            continue
+        try:
+            binary = ob_tool.find_built("phase4_predict", predictor)
+        except ob_tool.UsageError as error:
+            return {"sentence": f"No bucket advice: {error}"}
+        with tempfile.TemporaryDirectory() as scratch:
+            path = pathlib.Path(scratch) / "trace.calibration.json"
+            path.write_text(json.dumps(cal))
+            done = subprocess.run([binary, "--calibration", str(path), "--ranks", str(world), "--links", "ib400",
+                                   "--csv", str(pathlib.Path(scratch) / "p.csv")], capture_output=True, text=True,
+                                  timeout=600)
+            if done.returncode:
+                return {"sentence": f"No bucket advice: phase4_predict: {done.stderr.strip()[:200]}"}
+            row = pd.read_csv(pathlib.Path(scratch) / "p.csv").iloc[0]
+        alpha, beta = fit
+        traced = float(np.median([s.step_ms for s in stats if s.rank == trace.rank]))
+        cap, predicted = float(row["ddp_bucket_cap_mb"]), float(row["ddp_predicted_ms"])
+        slowdown = cal["strategies"][0]["slowdown"][0]
+        return {"ddp_bucket_cap_mb": cap, "ddp_predicted_ms": predicted, "traced_step_ms": traced,
+                "gradients": cal["model"]["layers"], "alpha_us": alpha * 1e3, "beta_GBps": beta * 1e3 / 1e9,
+                "compute_slowdown": slowdown, "rank": trace.rank,
+                "sentence": (f"For DDP, the planner's model expects bucket_cap_mb={cap:g} best: a predicted step of "
+                             f"{predicted:.3f} ms (traced: {traced:.3f} ms, rank {trace.rank}), from this trace's "
+                             f"backward compute of {cal['model']['layers']} gradients, its all-reduces' fit "
+                             f"t = {alpha * 1e3:.1f} us + bytes / {beta * 1e3 / 1e9:.1f} GB/s and the compute "
+                             f"slowdown beside them ({100 * slowdown:.0f} %)")}
+    return {"sentence": "No bucket advice: no rank's trace holds the backward's AccumulateGrad calls with their "
+                        "shapes (profile with record_shapes=True) and its all-reduces' sizes"}

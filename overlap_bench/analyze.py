@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""ob-analyze: your own data-parallel job, from its profiler trace: per rank and step the communication (NCCL
+kernels, by collective and bytes) and the compute, the share of communication hidden behind compute and the exposed
+rest, the compute slowdown under overlap (the same kernels, by name and launch shape, timed while a collective ran
+against while none did, in the same trace), each collective tied to its bucket, and for DDP the bucket cap the
+planner's model expects best, with the step it predicts and what the prediction rests on (METRICS.md, "Your own
+job").
+
+TRACE... are the PyTorch profiler's Chrome traces (`export_chrome_trace`, one per rank, gzip too; DDP, FSDP/FSDP2 or
+any job), Nsight Systems' SQLite export, or a phase 4 timeline CSV. Steps are the profiler's step markers
+(ProfilerStep#N) or, without them, the repetition of the kernel sequence. Writes into --out: analysis.csv (this
+suite's summary columns: the traced step as `overlap`, its compute and communication as `compute` and `comm`, with
+overlap_pct, exposed_comm_ms, compute_slowdown, added_ms), analysis.ranks.csv (per rank over every step),
+analysis.buckets.csv (every collective: rank, step, its place, bytes, time), analysis.timeline.csv (this suite's
+timeline schema: report.py, ob-plot-gantt and ob_trace read it), analysis.meta.json (the traces and their SHA-256
+digests, the advice) and analysis.png (one step's Gantt).
+A file that is not a trace (HTML, JSON cut short, a trace without GPU kernels, ranks of different jobs) is exit 2
+naming it; a trace is streamed, so memory follows the kernels kept, not the file.
+
+Usage:
+  ob-analyze traces/ddp.rank0.trace.json.gz traces/ddp.rank1.trace.json.gz --out analysis/
+"""
+import hashlib
+import json
+import pathlib
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+
+from overlap_bench import compare_runs
+from overlap_bench import ob_csv
+from overlap_bench import ob_tool
+from overlap_bench import trace_read
+from overlap_bench import trace_stats
+
+
+def parse_args(argv=None):
+    parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
+    parser.add_argument("traces", nargs="+", help="one trace per rank (or a phase 4 timeline CSV)")
+    parser.add_argument("--out", required=True, help="folder to write (created; must not hold an analysis yet)")
+    parser.add_argument("--predictor", help="phase4_predict for the advice (default: on PATH or in build/)")
+    args = parser.parse_args(argv)
+    for path in args.traces:
+        try:
+            ob_tool.require_input(path, "TRACE")
+        except ob_tool.UsageError as error:
+            parser.error(str(error))
+    if (pathlib.Path(args.out) / "analysis.csv").exists():
+        parser.error(f"--out: '{args.out}' is invalid: it already holds an analysis (analysis.csv)")
+    return args
+
+
+def summary(stats, system, world):
+    """The summary rows: per step the slowest rank's, statistics over steps (the first step left out where there
+    are three or more: its kernels warm up)."""
+    frame = pd.DataFrame([{"rank": s.rank, "step": s.step, "step_ms": s.step_ms, "comm_ms": s.comm_ms,
+                           "compute_ms": s.compute_ms, "exposed_ms": s.exposed_ms, "slowdown_ms": s.slowdown_ms,
+                           "slowed_ms": s.slowed_ms, "buckets": len(s.buckets),
+                           "grad_mb": sum(b[1] for b in s.buckets) / (1 << 20)} for s in stats])
+    steps = sorted(frame["step"].unique())
+    if len(steps) >= 3:
+        frame = frame[frame["step"] != steps[0]]
+    # Per step the slowest rank's row (its step the longest): its parts come from one rank, not the worst of each.
+    slowest = frame.loc[frame.groupby("step")["step_ms"].idxmax()].set_index("step")
+    rows = []
+    for mode, column in (("overlap", "step_ms"), ("compute", "compute_ms"), ("comm", "comm_ms")):
+        values = slowest[column].to_numpy()
+        row = {"system": system, "phase": "trace", "mode": mode, "ranks": world,
+               "chunks": int(slowest["buckets"].max()), "iters": len(values), "time_ms_p50": float(np.median(values)),
+               "time_ms_p95": float(np.percentile(values, 95)), "time_ms_min": float(values.min()),
+               "time_ms_max": float(values.max()), "time_ms_mean": float(values.mean()),
+               "buckets": int(slowest["buckets"].max()), "grad_mb": float(slowest["grad_mb"].max())}
+        if mode == "overlap":
+            comm, exposed = slowest["comm_ms"].median(), slowest["exposed_ms"].median()
+            row.update({"comm_ms": comm, "exposed_comm_ms": exposed,
+                        "overlap_pct": 100 * (1 - exposed / comm) if comm > 0 else np.nan,
+                        "slowdown_ms": slowest["slowdown_ms"].median(),
+                        "compute_slowdown": (frame["slowdown_ms"].sum() / frame["slowed_ms"].sum()
+                                             if frame["slowed_ms"].sum() > 0 else np.nan),
+                        "added_ms": exposed + slowest["slowdown_ms"].median()})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def per_rank(stats):
+    """analysis.ranks.csv: per rank over every traced step, its communication, exposed part and share hidden (the
+    figure Holistic Trace Analysis' get_comm_comp_overlap gives per rank, METRICS.md)."""
+    frame = pd.DataFrame([{"rank": s.rank, "comm_ms": s.comm_ms, "exposed_ms": s.exposed_ms,
+                           "slowdown_ms": s.slowdown_ms, "slowed_ms": s.slowed_ms} for s in stats])
+    ranks = frame.groupby("rank").sum()
+    ranks["steps"] = frame.groupby("rank").size()
+    ranks["overlap_pct"] = 100 * (1 - ranks["exposed_ms"] / ranks["comm_ms"])
+    ranks["compute_slowdown"] = ranks["slowdown_ms"] / ranks["slowed_ms"]
+    return ranks.reset_index()[["rank", "steps", "comm_ms", "exposed_ms", "overlap_pct", "slowdown_ms",
+                                "compute_slowdown"]]
+
+
+def timeline(traces, stats):
+    """This suite's timeline rows: every kernel of every step, compute and comm lanes, times from the first step."""
+    origin = min(s.start for s in stats)
+    rows = []
+    for trace in traces:
+        for number, kernels in trace_stats.steps_of(trace):
+            bucket = 0
+            for k in sorted(kernels, key=lambda k: k.start):
+                lane = "trace:comm" if k.comm else "trace:compute"
+                rows.append((trace.rank, lane, (k.collective or "comm") if k.comm else "compute", number,
+                             bucket if k.comm else -1, k.start - origin, k.end - origin))
+                bucket += int(k.comm)
+    return pd.DataFrame(rows, columns=["rank", "lane", "name", "iter", "chunk", "start_us", "end_us"])
+
+
+def digest(path):
+    hasher = hashlib.sha256()
+    with open(path, "rb") as source:
+        for block in iter(lambda: source.read(1 << 20), b""):
+            hasher.update(block)
+    return hasher.hexdigest()
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    started = time.monotonic()
+    traces = [rank for path in args.traces for rank in trace_read.read(path)]
+    trace_stats.check_one_job(traces)
+    stats = [s for trace in traces for s in trace_stats.step_stats(trace)]
+    if not stats:
+        raise ob_tool.UsageError(f"{args.traces[0]}: no step found in it")
+    world = max(t.world for t in traces) or len(traces)
+    collectives = {b[0] for s in stats for b in s.buckets}
+    system = traces[0].system or ("pytorch-fsdp2" if "reduce_scatter" in collectives or "_reduce_scatter_base"
+                                  in collectives else "pytorch-ddp" if "allreduce" in collectives else "trace")
+    table = summary(stats, system, world)
+    from overlap_bench import advice
+
+    advised = advice.advise(traces, stats, world, args.predictor) if system == "pytorch-ddp" else None
+    buckets = pd.DataFrame([{"rank": s.rank, "step": s.step, "bucket": i, "collective": b[0], "bytes": b[1],
+                             "ms": b[2]} for s in stats for i, b in enumerate(s.buckets)])
+    meta = {"suite": "overlap-bench", "tool": "ob-analyze", "commit": ob_tool.commit_id(), "command_line": sys.argv,
+            "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "system": system, "ranks": world,
+            "gpus": [{"gpu_name": t.gpu} for t in traces if t.gpu], "nccl": traces[0].nccl,
+            "traces": [{"path": str(p), "sha256": digest(p)} for p in args.traces],
+            "config_columns": ["system", "phase", "ranks"], "seconds": round(time.monotonic() - started, 1),
+            "advice": advised}
+    staging = compare_runs.Staging(args.out, marker="analysis.csv", runs=False)
+    try:
+        timeline(traces, stats).to_csv(staging.path / "analysis.timeline.csv", index=False)
+        buckets.to_csv(staging.path / "analysis.buckets.csv", index=False)
+        per_rank(stats).to_csv(staging.path / "analysis.ranks.csv", index=False)
+        (staging.path / "analysis.meta.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
+        table.to_csv(staging.path / "analysis.csv", index=False)
+        draw(staging.path)
+        staging.commit(last="analysis.csv")
+    finally:
+        staging.discard()
+    for line in sentences(table, advised):
+        print(line)
+    return 0
+
+
+def draw(folder):
+    """One step's Gantt (the second traced, or the only one) from the timeline, by ob-plot-gantt's own code."""
+    from overlap_bench import plot_gantt
+
+    frame = ob_csv.load_timeline(folder / "analysis.timeline.csv")
+    steps = sorted(frame["iter"].unique())
+    plot_gantt.plot(frame[frame["iter"] == steps[min(1, len(steps) - 1)]], folder / "analysis.png",
+                    "your job, one traced step")
+
+
+def sentences(table, advised):
+    row = table.set_index("mode").loc["overlap"]
+    lines = [f"{row['system']}, {int(row['ranks'])} ranks, {int(row['iters'])} steps: the step took "
+             f"{row['time_ms_p50']:.3f} ms (median, slowest rank); communication {row['comm_ms']:.3f} ms, "
+             f"{row['overlap_pct']:.0f} % of it hidden behind compute, {row['exposed_comm_ms']:.3f} ms exposed; "
+             f"compute ran {100 * row['compute_slowdown']:.0f} % slower beside communication "
+             f"({row['slowdown_ms']:.3f} ms a step): {row['added_ms']:.3f} ms added to the compute by "
+             "communication"]
+    if advised:
+        lines.append(advised["sentence"])
+    return lines
+
+
+def cli():
+    """The console command ob-analyze (pyproject.toml) and `python3 analyze.py`."""
+    raise SystemExit(ob_tool.main_guard(main))
+
+
+if __name__ == "__main__":
+    cli()

@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""ob-analyze-check: ob-analyze held against what the traced job measured without the profiler, and beside
+Holistic Trace Analysis: for every job a trace_job.py folder holds (its trace_job.csv and one trace per rank), the
+analyzer's added time (exposed communication + compute slowdown, median traced step) against the job's own step
+minus its compute-only step (unprofiled, same processes), and per rank its share of communication hidden beside
+HTA's get_comm_comp_overlap (where the HolisticTraceAnalysis package is installed; the column is empty otherwise).
+
+Writes --csv: label, system, ranks, rank, traced_step_ms, step_ms, compute_ms, target_added_ms, added_ms, error
+(added / target - 1), exposed_comm_ms, slowdown_ms, overlap_pct, hta_overlap_pct.
+
+Usage: ob-analyze-check results/runs/traces --csv check.csv
+"""
+import contextlib
+import io
+import json
+import pathlib
+import shutil
+import sys
+import tempfile
+import time
+
+import pandas as pd
+
+from overlap_bench import analyze
+from overlap_bench import ob_csv
+from overlap_bench import ob_tool
+
+
+def hta_overlap(files):
+    """rank -> HTA's comp_comm_overlap_pctg for these trace files, or {} without the package."""
+    try:
+        from hta.trace_analysis import TraceAnalysis
+    except ImportError:
+        return {}
+    with tempfile.TemporaryDirectory() as folder:
+        for path in files:
+            shutil.copy(path, folder)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            table = TraceAnalysis(trace_dir=folder).get_comm_comp_overlap(visualize=False)
+    return dict(zip(table["rank"], table["comp_comm_overlap_pctg"]))
+
+
+def check(folder):
+    folder = pathlib.Path(folder)
+    jobs = pd.read_csv(ob_tool.require_input(folder / "trace_job.csv", "FOLDER"))
+    rows = []
+    for job in jobs.itertuples():
+        files = sorted(folder.glob(f"{job.label}.rank*.trace.json*"))
+        if len(files) != job.ranks:
+            raise ob_tool.UsageError(f"{folder}: {job.label} has {len(files)} rank traces, {job.ranks} expected")
+        with tempfile.TemporaryDirectory() as scratch:
+            out = pathlib.Path(scratch) / "a"
+            with contextlib.redirect_stdout(io.StringIO()):
+                analyze.main([*map(str, files), "--out", str(out)])
+            summary = pd.read_csv(out / "analysis.csv").set_index("mode").loc["overlap"]
+            ranks = pd.read_csv(out / "analysis.ranks.csv")
+        hta = hta_overlap(files)
+        target = job.step_ms - job.compute_ms
+        for rank in ranks.itertuples():
+            rows.append({"label": job.label, "system": job.system, "ranks": job.ranks, "rank": rank.rank,
+                         "traced_step_ms": summary["time_ms_p50"], "step_ms": job.step_ms,
+                         "compute_ms": job.compute_ms, "target_added_ms": target, "added_ms": summary["added_ms"],
+                         "error": summary["added_ms"] / target - 1, "exposed_comm_ms": summary["exposed_comm_ms"],
+                         "slowdown_ms": summary["slowdown_ms"], "overlap_pct": rank.overlap_pct,
+                         "hta_overlap_pct": hta.get(rank.rank, float("nan"))})
+    return pd.DataFrame(rows)
+
+
+def main():
+    parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
+    parser.add_argument("folder", help="a trace_job.py --out folder")
+    parser.add_argument("--csv", required=True, help="the table to write")
+    args = parser.parse_args()
+    ob_tool.require_outputs([("--csv", args.csv), ("--csv (its metadata)", ob_csv.meta_path(args.csv))])
+    table = check(args.folder)
+    try:
+        from importlib.metadata import version
+
+        hta = version("HolisticTraceAnalysis")
+    except Exception:  # noqa: BLE001 - not installed
+        hta = None
+    meta = {"suite": "overlap-bench", "tool": "ob-analyze-check", "commit": ob_tool.commit_id(),
+            "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command_line": sys.argv,
+            "traces": str(args.folder), "hta_version": hta,
+            "trace_job": json.loads((pathlib.Path(args.folder) / "trace_job.meta.json").read_text())
+            if (pathlib.Path(args.folder) / "trace_job.meta.json").is_file() else None}
+    ob_tool.write_text_atomic(ob_csv.meta_path(args.csv), json.dumps(meta, indent=2) + "\n")
+    ob_tool.write_text_atomic(args.csv, table.to_csv(index=False))
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    return 0
+
+
+def cli():
+    """The console command ob-analyze-check (pyproject.toml) and `python3 analyze_check.py`."""
+    raise SystemExit(ob_tool.main_guard(main))
+
+
+if __name__ == "__main__":
+    cli()

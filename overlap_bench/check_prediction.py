@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""The planner's prediction checked against measured steps at another rank count: for every overlapped row of the
+given phase 4 summaries, the step that a calibration of the same model (made on fewer ranks, e.g. 2 GPUs) predicts
+for the row's rank count and plan (phase4_predict: the row's strategy and bucket caps, or the best plan for a
+--plan auto row), beside the measured step, and the error = measured / predicted - 1. Writes the table as CSV and
+prints it; exits 2, naming it, for a row whose model no calibration holds.
+
+On a slower link (a row whose `transport` column is not the calibration's nvlink, or whose ranks span emulated nodes:
+`nodes` above 1): --links-from names phase 4's comm-only sweeps over bucket sizes on that transport and layout
+(`--mode comm --transport T --sweep bucket-mb=...`, or `--emulate-nodes N`), fitted as step = buckets * alpha +
+gradient bytes / beta and turned into a ring's link (bandwidth beta * 2 (n - 1) / n, latency alpha / (n - 1) per
+hop, n the sweep's ranks); the prediction is given that link between the nodes (`--gpus-per-node` ranks / nodes: 1
+on a slower transport) and the calibration's own within them; the table names the fit.
+
+Usage: check_prediction.py --calibrations A.calibration.json [B ...] --measured run.csv [...] [--links-from comm.csv
+       ...] --csv check.csv
+"""
+
+import json
+import math
+import pathlib
+import tempfile
+
+import pandas as pd
+
+from overlap_bench import ob_csv
+
+from overlap_bench import ob_tool
+from overlap_bench import ob_metrics
+from overlap_bench import predict
+
+COLUMNS = ["hidden", "layers", "batch", "graph", "ranks", "plan", "sync", "bucket_mb", "first_bucket_mb", "transport",
+           "nodes", "link", "measured_ms", "predicted_ms", "predicted_sync", "error", "calibrated_ranks", "calibration"]
+CALIBRATED = "nvlink"  # the transport calibrations are made on (phase 4's default)
+
+
+def calibrations_by_model(paths):
+    """(hidden, layers, batch, graph) -> (calibration path, its rank count); a calibration without `graph` was
+    measured eagerly."""
+    found = {}
+    for path in paths:
+        try:
+            data = json.loads(ob_tool.require_input(path, "--calibrations").read_text())
+            model = data["model"]
+            key = (int(model["hidden"]), int(model["layers"]), int(model["batch"]), bool(model.get("graph", False)))
+            found[key] = (pathlib.Path(path), int(data["ranks"]))
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise ob_tool.UsageError(f"--calibrations: '{path}' is invalid: not a phase 4 calibration ({error})")
+    return found
+
+
+def layout_of(frame):
+    """Each row's (transport, nodes): the calibration's own is (nvlink, 1)."""
+    transport = frame["transport"].fillna(CALIBRATED) if "transport" in frame else pd.Series(CALIBRATED, frame.index)
+    nodes = pd.to_numeric(frame["nodes"], errors="coerce").fillna(1) if "nodes" in frame else pd.Series(1, frame.index)
+    return list(zip(transport.astype(str), nodes.astype(int)))
+
+
+def link_fit_of(path):
+    """((transport, nodes), ranks, alpha ms per bucket, beta GB/s) of a phase 4 comm-only sweep over bucket sizes on
+    one transport and layout: step = buckets * alpha + bytes / beta."""
+    comm = ob_csv.load_summary(path)
+    comm = comm[comm["mode"] == "comm"]
+    fit = None
+    layouts = set(layout_of(comm))
+    if len(layouts) == 1 and {"buckets", "grad_mb", "ranks"} <= set(comm.columns):
+        fit = ob_metrics.link_fit(comm["buckets"].astype(float), comm["time_ms_p50"].astype(float),
+                                  float(comm["grad_mb"].iloc[0]) * (1 << 20))
+    if fit is None:
+        raise ob_tool.UsageError(f"--links-from: '{path}' is invalid: a comm-only sweep over bucket sizes on one "
+                                "--transport and --emulate-nodes (two bucket counts at least), fitting buckets * alpha "
+                                "+ bytes / beta")
+    return layouts.pop(), int(comm["ranks"].iloc[0]), fit[0], fit[1]
+
+
+def link_of(path):
+    """((transport, nodes), phase4_predict's link NAME:GBPS:LATENCY_US): the sweep's fit as a ring of its ranks."""
+    (transport, nodes), n, alpha, beta = link_fit_of(path)
+    name = transport if nodes == 1 else f"{transport}-{nodes}nodes"
+    return (transport, nodes), f"{name}:{beta * 2 * (n - 1) / n:.4g}:{alpha * 1e3 / (n - 1):.4g}"
+
+
+def link_fits(paths):
+    """(transport, nodes) -> phase4_predict's link, fitted from comm-only sweeps on it."""
+    return dict(link_of(path) for path in paths)
+
+
+def predicted(predictor, calibration, row, link, nodes=1):
+    """phase4_predict's step for the row's rank count: its plan (strategy and caps), or the best for plan auto; over
+    `link` between its `nodes` nodes (between every two ranks for one node on a slower transport) where one is given."""
+    with tempfile.TemporaryDirectory() as work:
+        csv = pathlib.Path(work) / "p.csv"
+        per_node = int(row["ranks"]) // nodes if nodes > 1 else 1
+        command = [predictor, "--calibration", str(calibration), "--ranks", str(int(row["ranks"])), "--links",
+                   link or "ib400", "--csv", str(csv)] + (["--gpus-per-node", str(per_node)] if link else [])
+        if row["plan"] != "auto":
+            command += ["--sync", row["sync"], "--bucket-mb", str(row["bucket_mb"]),
+                        "--first-bucket-mb", str(row["first_bucket_mb"])]
+        predict.run_predictor(command)
+        first = pd.read_csv(csv).iloc[0]
+        return float(first["predicted_ms"]), first["sync"]
+
+
+def overlap_rows(path):
+    frame = ob_csv.load_summary(path)
+    # Summaries from before --plan and --sync existed ran bucket caps on NCCL's all-reduce.
+    frame = frame.assign(**{c: frame[c] if c in frame else v for c, v in (("plan", "caps"), ("sync", "nccl"))})
+    needed = ["hidden", "layers", "batch", "bucket_mb", "first_bucket_mb"]
+    missing = [c for c in needed if c not in frame.columns]
+    if missing:
+        raise ob_tool.UsageError(f"{path}: not a phase 4 summary (no {', '.join(missing)} column)")
+    rows = frame[frame["mode"] == "overlap"].copy()
+    if rows.empty:
+        raise ob_tool.UsageError(f"{path}: no overlap rows")
+    for column in needed:  # numbers (an empty bucket_mb: a plan cut into chunks, left out below)
+        values = pd.to_numeric(rows[column], errors="coerce")
+        bad = rows.index[values.isna() & rows[column].notna()]
+        if len(bad):
+            raise ob_tool.UsageError(f"{path}: column '{column}', row {bad[0] + 1}: '{rows.loc[bad[0], column]}' is "
+                                    "not a number")
+        rows[column] = values
+    bad = rows.index[~(rows["bucket_mb"].isna() | rows["bucket_mb"].between(1e-6, 1e6))
+                     | ~(rows["first_bucket_mb"].isna() | rows["first_bucket_mb"].between(1e-6, 1e6))
+                     | ~rows["ranks"].between(2, 1 << 20) | (rows["ranks"] != rows["ranks"].round())]
+    if len(bad):
+        raise ob_tool.UsageError(f"{path}: row {bad[0] + 1}: bucket caps in [1e-06, 1e+06] MiB and a whole rank count "
+                                "of at least 2 are predicted; it holds bucket_mb "
+                                f"{rows.loc[bad[0], 'bucket_mb']}, ranks {rows.loc[bad[0], 'ranks']}")
+    rows["graph"] = rows["graph"].astype(bool) if "graph" in rows else False
+    rows["layout"] = layout_of(rows)
+    return rows
+
+
+def check(calibrations, measured, predictor, links=()):
+    """The table, and how many rows were left out: plans cut into equal chunks (--chunks, plan=layer), which
+    phase4_predict does not take."""
+    by_model = calibrations_by_model(calibrations)
+    fits = link_fits(links)
+    table, skipped = [], 0
+    for path in measured:
+        for _, row in overlap_rows(path).iterrows():
+            if row["plan"] != "auto" and not math.isfinite(float(row["bucket_mb"])):
+                skipped += 1
+                continue
+            key = (int(row["hidden"]), int(row["layers"]), int(row["batch"]), bool(row["graph"]))
+            if key not in by_model:
+                raise ob_tool.UsageError(f"{path}: no calibration of H={key[0]} L={key[1]} B={key[2]}"
+                                        f"{' --graph' if key[3] else ''} among --calibrations")
+            calibration, calibrated = by_model[key]
+            transport, nodes = row["layout"]
+            if (transport, nodes) != (CALIBRATED, 1) and (transport, nodes) not in fits:
+                raise ob_tool.UsageError(f"{path}: a run on --transport {transport}"
+                                        f"{f' over {nodes} emulated nodes' if nodes > 1 else ''}, and no --links-from "
+                                        "sweep on it")
+            link = fits.get((transport, nodes), "")
+            ms, sync = predicted(predictor, calibration, row, link, nodes)
+            table.append(dict(zip(COLUMNS, [*key, int(row["ranks"]), row["plan"], row["sync"], row["bucket_mb"],
+                                            row["first_bucket_mb"], transport, nodes, link, row["time_ms_p50"], ms,
+                                            sync, row["time_ms_p50"] / ms - 1, calibrated, calibration.name])))
+    return pd.DataFrame(table, columns=COLUMNS), skipped
+
+
+def main():
+    parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
+    parser.add_argument("--calibrations", nargs="+", required=True, help="calibration JSON files (phase4 --calibrate)")
+    parser.add_argument("--measured", nargs="+", required=True, type=pathlib.Path, help="phase 4 summary CSVs")
+    parser.add_argument("--links-from", nargs="+", default=[], type=pathlib.Path,
+                        help="phase 4 comm-only sweeps over bucket sizes, one per slower --transport the measured "
+                             "runs used")
+    parser.add_argument("--csv", required=True, type=pathlib.Path, help="the table to write")
+    parser.add_argument("--predictor", help="the phase4_predict binary (default: on PATH, or in build/)")
+    args = parser.parse_args()
+    if not args.csv.parent.is_dir():
+        raise ob_tool.UsageError(f"--csv: '{args.csv}' is invalid: its directory must exist")
+    ob_tool.require_outputs([("--csv", args.csv)], [("--calibrations", c) for c in args.calibrations]
+                           + [("--measured", m) for m in args.measured]
+                           + [("--links-from", m) for m in args.links_from])
+    table, skipped = check(args.calibrations, args.measured, predict.find_predictor(args.predictor), args.links_from)
+    ob_tool.write_text_atomic(args.csv, table.to_csv(index=False))
+    shown = table[["hidden", "layers", "batch", "ranks", "plan", "sync", "bucket_mb", "transport", "nodes",
+                   "measured_ms", "predicted_ms", "error"]]
+    print(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print(f"check_prediction.py: {len(table)} rows in {args.csv}; {int((table['error'].abs() <= 0.10).sum())} "
+          f"within 10 %" + (f"; {skipped} rows of chunked plans left out" if skipped else ""))
+    return 0
+
+
+def cli():
+    """The console command (pyproject.toml) and `python3 check_prediction.py`."""
+    raise SystemExit(ob_tool.main_guard(main))
+
+
+if __name__ == "__main__":
+    cli()

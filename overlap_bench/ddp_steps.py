@@ -1,0 +1,271 @@
+"""The steps bench_ddp.py (and trace_job.py) time, on PyTorch: phase 4's MLP and the transformer as work, each
+rank's data, the compute-only step, the manual all-reduce that checks a wrapper's gradients, DDP's bucket assignment
+with gradients held in one flat buffer per bucket, and the wrapped step of DDP or FSDP2; every step timed with CUDA
+events after warm-up, the slowest rank's time per iteration. Every mode steps with the wrapped step's optimizer and
+zero_grad: the same update, the same work."""
+import pathlib
+import sys
+
+try:
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+except ImportError:  # bench_ddp.py still checks its arguments, then says what is missing
+    torch = dist = nn = None
+
+
+def make_model(hidden, layers, device=None):
+    modules = []
+    for index in range(layers):
+        modules.append(nn.Linear(hidden, hidden, bias=False, device=device))
+        if index < layers - 1:
+            modules.append(nn.ReLU())
+    return nn.Sequential(*modules)
+
+
+class Mlp:
+    """Phase 4's model: L bias-free square layers, ReLU between, MSE against a fixed target."""
+
+    def __init__(self, text):
+        self.hidden, self.layers, self.batch = map(int, text.split(","))
+        self.label = text
+        self.tag = text.replace(",", "x")  # in file names
+        self.keys = {"hidden": self.hidden, "layers": self.layers, "batch": self.batch}
+        self.grad_bytes = 4.0 * self.layers * self.hidden * self.hidden
+
+    def build(self, device=None):
+        return make_model(self.hidden, self.layers, device)
+
+    def data(self, generator):
+        x = torch.rand(self.batch, self.hidden, device="cuda", generator=generator) * 2 - 1
+        return x, torch.rand(self.batch, self.hidden, device="cuda", generator=generator) * 2 - 1
+
+    @staticmethod
+    def loss(model, inputs, targets):
+        return nn.functional.mse_loss(model(inputs), targets)
+
+    @staticmethod
+    def shard_units(model):
+        return [module for module in model if isinstance(module, nn.Linear)]
+
+
+class Transformer:
+    """A transformer of --model (torch_transformer.py), --seq x --micro-batch tokens per GPU, cross-entropy."""
+
+    def __init__(self, args):
+        from overlap_bench import torch_transformer  # needs torch
+
+        self.module, self.shape, self.blocks = torch_transformer, args.shape, args.blocks
+        self.seq, self.micro_batch = args.seq, args.micro_batch
+        self.label = f"{args.model} seq {args.seq} x {args.micro_batch}" + \
+            (f", {args.blocks} blocks" if args.blocks else "")
+        self.tag = f"{pathlib.Path(args.model).name.replace('.json', '')}-seq{args.seq}x{args.micro_batch}" + \
+            (f"-{args.blocks}blocks" if args.blocks else "")  # in file names
+        # As phase 4's rows: layers counts the tensors with a gradient (its backward steps), batch the tokens.
+        tensors = torch_transformer.Transformer(self.shape, self.blocks, device="meta").gradient_tensors()
+        self.keys = {"model": args.model, "seq": args.seq, "micro_batch": args.micro_batch,
+                     "blocks": args.blocks or self.shape["layers"], "hidden": self.shape["hidden"],
+                     "layers": len(tensors), "batch": args.seq * args.micro_batch}
+        self.grad_bytes = None  # counted when the model is built
+
+    def build(self, device=None):
+        model = self.module.Transformer(self.shape, self.blocks, device)
+        self.grad_bytes = 4.0 * sum(p.numel() for p in model.parameters())
+        return model
+
+    def data(self, generator):
+        shape = (self.micro_batch, self.seq)
+        return (torch.randint(0, self.shape["vocab"], shape, device="cuda", generator=generator),
+                torch.randint(0, self.shape["vocab"], shape, device="cuda", generator=generator))
+
+    def loss(self, model, inputs, targets):
+        return self.module.next_token_loss(model, inputs, targets)
+
+    @staticmethod
+    def shard_units(model):
+        return model.shard_units()
+
+
+def timed(step, iters, warmup):
+    """Per-iteration milliseconds of `step` with CUDA events, after warm-up, each iteration synchronised."""
+    for _ in range(warmup):
+        step()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        dist.barrier()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        step()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return times
+
+
+def slowest(times):
+    """Element-wise max over ranks: the slowest rank's time of each iteration."""
+    tensor = torch.tensor(times, device="cuda", dtype=torch.float64)
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+    return tensor.tolist()
+
+
+def stats(times):
+    t = torch.tensor(times, dtype=torch.float64)
+    return {"time_ms_p50": t.quantile(0.5).item(), "time_ms_p95": t.quantile(0.95).item(),
+            "time_ms_min": t.min().item(), "time_ms_max": t.max().item(), "time_ms_mean": t.mean().item(),
+            "time_ms_stddev": t.std().item() if len(times) > 1 else 0.0}
+
+
+def ddp_buckets(sizes, first_cap_bytes, cap_bytes):
+    """DDP's bucket assignment (torch's compute_bucket_assignment_by_size, one dtype and device): gradients in
+    backward order (`sizes` in bytes, last layer first) fill a bucket until it holds at least its cap, then the next
+    begins; the first bucket's cap is DDP's first_bucket_bytes (1 MiB), the others' bucket_cap_mb. Returns lists of
+    indices into `sizes`."""
+    buckets, current, filled = [], [], 0
+    for index, size in enumerate(sizes):
+        current.append(index)
+        filled += size
+        if filled >= (first_cap_bytes if not buckets else cap_bytes):
+            buckets.append(current)
+            current, filled = [], 0
+    if current:
+        buckets.append(current)
+    return buckets
+
+
+def optimizer_options(args):
+    """The optimizer settings of every mode of one system, so that compute-only, seq and the wrapped step do the same
+    update: fused SGD for the expert DDP, foreach for FSDP2 (fused SGD takes no DTensor), defaults for --default."""
+    return {"lr": args.lr, **({} if args.default else {"foreach": True} if args.fsdp else {"fused": True})}
+
+
+def fresh_model(args, work):
+    """The configuration's model with the seeded initial weights, the same on every rank: built on the GPU (the
+    seeded CUDA generator), not on the host and copied (a host-built 8-block llama3-8b took tens of seconds)."""
+    torch.manual_seed(args.seed)
+    return work.build("cuda")
+
+
+class Step:
+    """One training step of a configuration on this rank's data: zero_grad, the loss's backward, the update."""
+
+    def __init__(self, work, inputs, targets, set_to_none):
+        self.work, self.inputs, self.targets, self.set_to_none = work, inputs, targets, set_to_none
+
+    def backward(self, model):
+        self.work.loss(model, self.inputs, self.targets).backward()
+
+    def of(self, model, optimizer):
+        def step():
+            optimizer.zero_grad(set_to_none=self.set_to_none)
+            self.backward(model)
+            optimizer.step()
+        return step
+
+
+def compute_rows(args, rank, model, optimizer, step):
+    """{mode: per-iteration times} of the compute-only step (no wrapper), and of the same step replayed from a CUDA
+    graph (compute-graph: forward, backward and update without launch gaps; skipped with a message where it fails)."""
+    rows = {"compute": timed(step.of(model, optimizer), args.iters, args.warmup)}
+    try:
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(3):
+                step.of(model, optimizer)()
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        optimizer.zero_grad(set_to_none=False)  # a graph replays into the same gradient tensors
+        with torch.cuda.graph(graph):
+            optimizer.zero_grad(set_to_none=False)
+            step.backward(model)
+            optimizer.step()
+        rows["compute-graph"] = timed(graph.replay, args.iters, args.warmup)
+        # The graph's private pool holds a whole step's activations (36 GB of llama3-8b's 8 blocks at seq 4096):
+        # given back before the wrapped runs, which need their own.
+        del graph
+        torch.cuda.empty_cache()
+    except RuntimeError as error:  # report, do not fail the comparison
+        if rank == 0:
+            print(f"bench_ddp: compute-graph skipped: {error}", file=sys.stderr)
+    return rows
+
+
+def manual_gradients(args, work, step, world):
+    """One backward's gradients on a model no wrapper has touched (none of their hooks run), all-reduced and averaged
+    by hand: what a wrapper's gradients are checked against."""
+    fresh = fresh_model(args, work)
+    step.backward(fresh)
+    manual = [p.grad for p in fresh.parameters()]
+    del fresh  # its weights; the gradients stay
+    for g in manual:
+        dist.all_reduce(g)
+        g.div_(world)
+    return manual
+
+
+def gradient_error(step, model, gradient, manual):
+    """One backward of the wrapped `model`: the largest relative error of its gradients (`gradient(p)`)."""
+    step.backward(model)
+    return max(((gradient(p) - g).norm() / g.norm().clamp_min(1e-30)).item()
+               for p, g in zip(model.parameters(), manual))
+
+
+def bucket_views(backward_order, kind, setting):
+    """The run's buckets, as flat buffers the gradients are views of (as DDP's gradient_as_bucket_view keeps them:
+    the backward accumulates into the buckets, each all-reduced where it lies, with no copy): DDP's assignment at its
+    cap, FSDP2's one group per layer. Returns (groups of indices into `backward_order`, flat buffers)."""
+    if kind == "ddp":
+        groups = ddp_buckets([p.numel() * p.element_size() for p in backward_order], 1 << 20, setting * (1 << 20))
+    else:
+        groups = [[i] for i in range(len(backward_order))]
+    flats = [torch.zeros(sum(backward_order[i].numel() for i in g), device="cuda") for g in groups]
+    for group, flat in zip(groups, flats):
+        for i, view in zip(group, flat.split([backward_order[i].numel() for i in group])):
+            backward_order[i].grad = view.view_as(backward_order[i])
+    return groups, flats
+
+
+def wrap(work, kind, setting, expert, model):
+    """`model` under DDP at bucket_cap_mb `setting` (expert: gradient_as_bucket_view, static_graph), or FSDP2 with
+    fully_shard on every unit and the model (reshard_after_forward `setting`). Returns (the wrapped model, how to read
+    one parameter's whole gradient)."""
+    if kind == "fsdp":
+        from torch.distributed.fsdp import fully_shard
+
+        for module in work.shard_units(model):
+            fully_shard(module, reshard_after_forward=bool(setting))
+        fully_shard(model, reshard_after_forward=bool(setting))
+        return model, lambda p: p.grad.full_tensor()
+    kwargs = {"bucket_cap_mb": setting, **({"gradient_as_bucket_view": True, "static_graph": True} if expert else {})}
+    return nn.parallel.DistributedDataParallel(model, device_ids=[torch.cuda.current_device()], **kwargs), \
+        lambda p: p.grad
+
+
+def wrapped_run(args, work, model, optimizer, step, manual, world, kind, setting):
+    """One wrapped run: seq (backward into the run's bucket views, then each bucket all-reduced in place and
+    averaged) and comm (those all-reduces alone) on the unwrapped model, unless --no-isolated; then a fresh model
+    wrapped, its gradients checked, its step timed (overlap). Returns ((kind, setting, {mode: stats}, buckets),
+    the gradients' largest relative error)."""
+    groups, flats = bucket_views(list(reversed(list(model.parameters()))), kind, setting)
+
+    def allreduce_buckets():
+        for flat in flats:
+            dist.all_reduce(flat)
+
+    def seq_step():
+        optimizer.zero_grad(set_to_none=False)  # zeroes the bucket views in place (DDP zeroes its buckets)
+        step.backward(model)
+        for flat in flats:
+            dist.all_reduce(flat)
+            flat.div_(world)  # the average, as DDP computes
+        optimizer.step()
+
+    modes = {} if args.no_isolated else {"seq": timed(seq_step, args.iters, args.warmup),
+                                         "comm": timed(allreduce_buckets, args.iters, args.warmup)}
+    wrapped, gradient = wrap(work, kind, setting, not args.default, fresh_model(args, work))
+    error = gradient_error(step, wrapped, gradient, manual)
+    wrapped_optimizer = torch.optim.SGD(wrapped.parameters(), **optimizer_options(args))
+    modes["overlap"] = timed(step.of(wrapped, wrapped_optimizer), args.iters, args.warmup)
+    return (kind, setting, {mode: stats(slowest(times)) for mode, times in modes.items()}, len(groups)), error

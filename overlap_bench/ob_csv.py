@@ -1,0 +1,270 @@
+"""Loading and validating overlap-bench CSVs and their metadata, and the figures every plotting script draws.
+
+A CSV that lacks a required column, has no rows, or holds something other than a finite number where a number
+belongs is a usage error: one line naming the file, the column and the row, exit code 2 (ob_tool's `UsageError`,
+turned into the exit code by its `main_guard`). Unknown columns are ignored. A figure's command line is
+`figure_parser`'s, and a figure is written whole or not at all (`save_figure`).
+"""
+import io
+import json
+import math
+import os
+import pathlib
+
+import matplotlib
+
+matplotlib.use("Agg")  # never needs a display
+
+import matplotlib.pyplot  # noqa: E402
+
+import pandas as pd  # noqa: E402
+import PIL.Image  # noqa: E402  (matplotlib's dependency)
+
+from overlap_bench import ob_tool  # noqa: E402
+
+SUMMARY_COLUMNS = ["system", "phase", "mode", "ranks", "chunks", "iters", "time_ms_p50", "time_ms_p95",
+                   "time_ms_min", "time_ms_max"]
+TIMELINE_COLUMNS = ["rank", "lane", "name", "iter", "chunk", "start_us", "end_us"]
+POWER_COLUMNS = ["rank", "gpu", "t_us", "power_w"]
+# Which columns describe the configuration is not kept here: every summary's metadata sidecar lists them
+# ("config_columns", written by the binary that made the summary and by bench_ddp.py).
+
+
+# Required columns that must hold finite numbers, and those that must hold a non-empty name.
+NUMERIC = {"summary": ["ranks", "chunks", "iters", "time_ms_p50"], "power": POWER_COLUMNS,
+           "timeline": ["rank", "iter", "chunk", "start_us", "end_us"]}
+NAMES = {"summary": ["system", "phase", "mode"], "power": [], "timeline": ["lane", "name"]}
+
+
+def figure_parser(doc, source, source_help, **source_options):
+    """The command line every plotting script starts from: its input CSV(s) and -o/--output."""
+    parser = ob_tool.ArgumentParser(description=ob_tool.describe(doc))
+    parser.add_argument(source, help=source_help, **source_options)
+    parser.add_argument("-o", "--output", required=True, type=ob_tool.output_path,
+                        help="figure to write (.png, .pdf or .svg)")
+    return parser
+
+
+def save_figure(fig, path):
+    """Lays the figure out and saves it under a temporary name, then renames: it is there whole or not at all. A PNG
+    is stored with a palette of 256 colours (Pillow, matplotlib's own image library), which holds a plot's few colours
+    and its anti-aliasing in about 40 % of the bytes: the published figures stay small."""
+    path = pathlib.Path(path)
+    fig.tight_layout()
+    try:
+        with ob_tool.staged(path, f".{path.stem}.{os.getpid()}.tmp{path.suffix}") as temporary:
+            if path.suffix.lower() == ".png":
+                rendered = io.BytesIO()
+                fig.savefig(rendered, dpi=110, format="png")
+                with PIL.Image.open(rendered) as image:
+                    image.convert("RGB").quantize(256).save(temporary, format="png", optimize=True)
+            else:
+                fig.savefig(temporary, dpi=110)
+    finally:
+        matplotlib.pyplot.close(fig)
+
+
+def _check_numeric(path, frame, columns):
+    for column in columns:
+        values = pd.to_numeric(frame[column], errors="coerce")
+        for index, value in enumerate(values):
+            if not math.isfinite(value):
+                raise ob_tool.UsageError(f"{path}: column '{column}', row {index + 1}: "
+                                         f"'{frame[column].iloc[index]}' is not a finite number")
+        frame[column] = values
+
+
+def _load(path, required, kind):
+    path = pathlib.Path(path)
+    try:
+        ob_tool.require_input(path, "a CSV")
+    except ob_tool.UsageError as error:
+        raise ob_tool.UsageError(f"{path}: {str(error).split(' is invalid: ', 1)[-1]}") from None
+    try:
+        frame = pd.read_csv(path, index_col=False)  # a trailing comma on a row is no index column
+    except pd.errors.EmptyDataError:
+        raise ob_tool.UsageError(f"{path}: empty file (no header)") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as error:
+        raise ob_tool.UsageError(f"{path}: not a CSV ({str(error).splitlines()[0]})") from None
+    for column in required:
+        if column not in frame.columns:
+            raise ob_tool.UsageError(f"{path}: missing required column '{column}'")
+    if frame.empty:
+        raise ob_tool.UsageError(f"{path}: no rows")
+    _check_numeric(path, frame, NUMERIC[kind])
+    for column in NAMES[kind]:
+        empty = frame.index[frame[column].isna() | (frame[column].astype(str).str.strip() == "")]
+        if len(empty):
+            raise ob_tool.UsageError(f"{path}: column '{column}', row {empty[0] + 1}: empty (a name is needed)")
+        frame[column] = frame[column].astype(str)
+    return frame
+
+
+def meta_path(path):
+    """The metadata sidecar of a summary CSV: <stem>.meta.json."""
+    path = pathlib.Path(path)
+    return path.with_name((path.name[:-4] if path.name.endswith(".csv") else path.name) + ".meta.json")
+
+
+def _declared_config_columns(path):
+    """The configuration columns the summary's metadata names; none without a readable sidecar."""
+    try:
+        meta = json.loads(meta_path(path).read_text())
+    except (OSError, ValueError):
+        return []
+    columns = meta.get("config_columns", []) if isinstance(meta, dict) else []
+    return [c for c in columns if isinstance(c, str)]
+
+
+def load_summary(path):
+    """A summary CSV with its required columns checked; frame.attrs["config_columns"] holds the configuration
+    columns its metadata declares."""
+    frame = _load(path, SUMMARY_COLUMNS, "summary")
+    frame.attrs["config_columns"] = _declared_config_columns(path)
+    return frame
+
+
+def concat_summaries(frames):
+    """Summaries side by side in one frame, their declared configuration columns united."""
+    declared = []
+    for frame in frames:
+        declared += [c for c in frame.attrs.get("config_columns", []) if c not in declared]
+    joined = pd.concat(frames, ignore_index=True)
+    joined.attrs["config_columns"] = declared
+    return joined
+
+
+def load_timeline(path):
+    """A timeline CSV with its required columns checked; adds duration_us (never negative). `point` names the sweep
+    point of each event ("" outside a sweep, and in files written before sweeps kept their events)."""
+    frame = _load(path, TIMELINE_COLUMNS, "timeline")
+    frame["point"] = frame["point"].fillna("").astype(str) if "point" in frame.columns else ""
+    frame["duration_us"] = frame["end_us"] - frame["start_us"]
+    backwards = frame.index[frame["duration_us"] < 0]
+    if len(backwards):
+        raise ob_tool.UsageError(f"{path}: row {backwards[0] + 1}: end_us is before start_us")
+    return frame
+
+
+def timeline_points(frame):
+    """The sweep points of a timeline in the order they ran ([""] outside a sweep)."""
+    return list(dict.fromkeys(frame.sort_values("start_us")["point"])) if len(frame) else [""]
+
+
+def load_power(path):
+    """A power CSV (phase 4 --power) with its required columns checked."""
+    frame = _load(path, POWER_COLUMNS, "power")
+    negative = frame.index[frame["power_w"] < 0]
+    if len(negative):
+        raise ob_tool.UsageError(f"{path}: row {negative[0] + 1}: power_w is negative")
+    return frame
+
+
+def config_columns(frame):
+    """The declared configuration columns present in `frame` that vary, plus phase. A column some rows lack (one
+    system's own knob when systems are drawn side by side) does not tell configurations apart."""
+    declared = frame.attrs.get("config_columns", [])
+    present = [c for c in declared if c in frame.columns and c != "system" and frame[c].notna().all()]
+    return [c for c in present if c == "phase" or frame[c].nunique() > 1]
+
+
+def config_label(row, columns):
+    """'hidden=4096 layers=16 batch=512' for the columns that identify a configuration."""
+    parts = []
+    for column in columns:
+        if column in ("phase", "system"):
+            continue
+        value = row[column]
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        parts.append(f"{column}={value}")
+    return " ".join(parts) or str(row.get("phase", ""))
+
+
+def kind_of(path):
+    """'summary', 'timeline', 'power' or None from a CSV's header (None for what is not a regular file: a FIFO
+    would block the read)."""
+    try:
+        ob_tool.require_input(path, "a CSV")
+    except ob_tool.UsageError:
+        return None
+    try:
+        header = pd.read_csv(path, nrows=0).columns
+    except Exception:  # noqa: BLE001 - anything unreadable is not one of ours
+        return None
+    if all(c in header for c in TIMELINE_COLUMNS):
+        return "timeline"
+    if all(c in header for c in POWER_COLUMNS):
+        return "power"
+    if all(c in header for c in SUMMARY_COLUMNS):
+        return "summary"
+    return None
+
+
+# One colour per mode and per timeline task, the same in every figure (tab10/tab20 shades).
+MODE_COLOURS = {"seq": "#1f77b4", "overlap": "#ff7f0e", "thread": "#2ca02c", "nonblocking": "#d62728",
+                "progress": "#bcbd22", "ideal": "#9467bd", "bound": "#8c564b", "bound_ref": "#c49c94",
+                "compute": "#e377c2", "comm": "#7f7f7f", "compute-graph": "#f7b6d2"}
+TASK_COLOURS = {"forward": "#aec7e8", "backward": "#1f77b4", "update": "#9467bd", "compute": "#1f77b4",
+                "allreduce": "#ff7f0e", "iallreduce": "#ff7f0e", "reduce_scatter": "#ffbb78", "alltoall": "#ffbb78",
+                "allgather": "#2ca02c", "enqueue": "#c7c7c7", "download": "#17becf", "upload": "#9edae5",
+                "wait": "#d62728", "test": "#ff9896", "comm": "#ff7f0e"}
+
+
+def colour(name, table):
+    """`name`'s fixed colour in `table`, or a stable shade of its own (the same name gets the same one everywhere)."""
+    if name in table:
+        return table[name]
+    shades = matplotlib.pyplot.cm.tab20.colors
+    return shades[sum(name.encode()) % len(shades)]
+
+
+def hardware_line(meta):
+    """'2 x NVIDIA H200, commit 8707c0d3aa48' from a run's metadata ('' without one): what the figure was measured
+    on."""
+    if not meta:
+        return ""
+    gpus = meta.get("gpus") if isinstance(meta.get("gpus"), list) else []
+    names = sorted({g.get("gpu_name") for g in gpus if isinstance(g, dict) and g.get("gpu_name")})
+    ranks = meta.get("ranks", 1)
+    if names:
+        what = f"{ranks} x {' + '.join(names)}"
+    else:
+        what = f"{ranks} rank(s) on {meta.get('cpu_model', 'CPU')}"
+    hosts = meta.get("hosts") if isinstance(meta.get("hosts"), list) else []
+    if len(set(hosts)) > 1:
+        what += f", {len(set(hosts))} hosts"
+    return f"{what}, commit {meta.get('commit', 'unknown')}"
+
+
+def timeline_metadata(timeline_path):
+    """The metadata of the run that wrote `<stem>.timeline.csv` (its summary's sidecar, <stem>.meta.json)."""
+    path = pathlib.Path(timeline_path)
+    name = path.name[: -len(".timeline.csv")] if path.name.endswith(".timeline.csv") else path.stem
+    return read_metadata(path.with_name(name + ".csv"))
+
+
+def read_metadata(summary_path):
+    """The summary's metadata sidecar as a dict ({} when there is none); a sidecar that is not a JSON object is a
+    usage error naming it."""
+    path = meta_path(summary_path)
+    if not path.is_file():
+        return {}
+    try:
+        meta = json.loads(ob_tool.require_input(path, "a metadata sidecar", 64 << 20).read_text())
+    except (OSError, ValueError, UnicodeDecodeError) as error:
+        raise ob_tool.UsageError(f"{path}: unreadable metadata ({str(error).splitlines()[0]})") from None
+    if not isinstance(meta, dict):
+        raise ob_tool.UsageError(f"{path}: metadata must be a JSON object")
+    return meta
+
+
+def markdown(text):
+    """Text safe inside a Markdown table cell or line: pipes escaped, HTML neutralised, one line."""
+    text = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("`", "'")
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return " ".join(text.split())
+
+
+if __name__ == "__main__":  # a library of the other scripts, not a command: say so
+    print(__doc__.strip() + "\n\nA module the plotting and report scripts import; it has no command line of its own.")

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""A data-parallel job traced as a user traces theirs: PyTorch DDP (or FSDP2) on phase 4's model or a transformer
+(--model, as bench_ddp.py's), stepped under
+torch.profiler with its step markers (ProfilerStep#N), one Chrome trace per rank (gzipped), and beside them the same
+job's steps timed without the profiler: the wrapped step and its compute-only step (no DDP, the same optimizer),
+so an analysis of the traces (ob-analyze) can be checked against what the job measured.
+
+Launch with torchrun, one process per GPU:
+  torchrun --nproc_per_node=2 -m overlap_bench.trace_job --configs 4096,16,512 --bucket-mb 25 --out traces/
+Writes per configuration and setting <out>/<label>.rank<R>.trace.json.gz and one <out>/trace_job.csv (label, system,
+model, hidden, layers, batch, bucket_mb, ranks, step_ms, compute_ms: medians of the slowest rank over --iters untimed by
+the profiler) with its metadata.
+"""
+import gzip
+import json
+import os
+import pathlib
+import shutil
+import socket
+import sys
+import time
+
+from overlap_bench import bench_ddp
+from overlap_bench import ob_tool
+from overlap_bench.ddp_steps import Mlp, Step, Transformer, dist, slowest, timed, torch, wrap
+
+
+def parse_args():
+    parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
+    parser.add_argument("--configs", nargs="+", default=["4096,16,512"], help="hidden,layers,batch per rank")
+    parser.add_argument("--model", help="a transformer instead of --configs, as bench_ddp.py's --model (a preset or a "
+                        "config.json)")
+    parser.add_argument("--seq", type=int, default=2048, help="with --model: tokens per sequence (default: 2048)")
+    parser.add_argument("--micro-batch", type=int, default=1, help="with --model: sequences per GPU (default: 1)")
+    parser.add_argument("--blocks", type=int, default=0, help="with --model: its first N blocks (default: all)")
+    parser.add_argument("--bucket-mb", type=float, nargs="+", default=[25.0], help="DDP bucket_cap_mb, one job each")
+    parser.add_argument("--fsdp", action="store_true", help="FSDP2 (fully_shard per layer) instead of DDP")
+    parser.add_argument("--iters", type=int, default=20, help="timed steps without the profiler (default: 20)")
+    parser.add_argument("--steps", type=int, default=4, help="steps the profiler records (default: 4)")
+    parser.add_argument("--out", required=True, help="folder to write (created)")
+    args = parser.parse_args()
+    bench_ddp.check_configs(parser, args.configs)
+    if not 1 <= args.steps <= 50 or not 1 <= args.iters <= 10000:
+        parser.error("--steps: 1 to 50, --iters: 1 to 10000")
+    if not all(0 < mb <= 1e6 for mb in args.bucket_mb):
+        parser.error(f"--bucket-mb: '{args.bucket_mb}' is invalid: numbers in (0, 1e6]")
+    if not 1 <= args.seq <= 1 << 20 or not 1 <= args.micro_batch <= 1 << 16 or not 0 <= args.blocks <= 4096:
+        parser.error("--seq: 1 to 1048576, --micro-batch: 1 to 65536, --blocks: 0 (all) to 4096")
+    if args.model:  # one parser of configs, phase4_model's, as bench_ddp.py's
+        try:
+            args.shape = ob_tool.model_blocks(args.model, args.blocks)
+        except ob_tool.UsageError as error:
+            parser.error(str(error))
+    return args
+
+
+def median_slowest(step, iters):
+    times = slowest(timed(step, iters, 5))
+    return sorted(times)[len(times) // 2]
+
+
+def trace(step, steps, path):
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True,
+                 schedule=schedule(wait=1, warmup=1, active=steps)) as profiler:
+        for _ in range(steps + 2):
+            step()
+            torch.cuda.synchronize()
+            profiler.step()
+    profiler.export_chrome_trace(str(path))
+
+
+def run(args, work, setting, rank, world):
+    torch.manual_seed(1234)
+    model = work.build("cuda")
+    generator = torch.Generator(device="cuda").manual_seed(17 * (rank + 1))
+    x, target = work.data(generator)
+    options = {"lr": 0.01, **({"foreach": True} if args.fsdp else {"fused": True})}
+    steps = Step(work, x, target, set_to_none=True)
+
+    def stepper(model):
+        return steps.of(model, torch.optim.SGD(model.parameters(), **options))
+
+    compute = median_slowest(stepper(model), args.iters)
+    torch.manual_seed(1234)
+    wrapped, _ = wrap(work, "fsdp" if args.fsdp else "ddp", 0 if args.fsdp else setting, True, work.build("cuda"))
+    step = stepper(wrapped)
+    step_ms = median_slowest(step, args.iters)
+    label = f"{'fsdp2' if args.fsdp else 'ddp'}-{work.tag}" + \
+        ("" if args.fsdp else f"-{setting:g}mb")
+    path = pathlib.Path(args.out) / f"{label}.rank{rank}.trace.json"
+    trace(step, args.steps, path)
+    with open(path, "rb") as source, gzip.open(f"{path}.gz", "wb") as target:
+        shutil.copyfileobj(source, target)
+    path.unlink()
+    shape = {key: work.keys.get(key, "") for key in ("model", "hidden", "layers", "batch")}
+    return {"label": label, "system": "pytorch-fsdp2" if args.fsdp else "pytorch-ddp", **shape,
+            "bucket_mb": "" if args.fsdp else setting, "ranks": world,
+            "step_ms": step_ms, "compute_ms": compute, "traced_steps": args.steps}
+
+
+def main():
+    args = parse_args()
+    if torch is None or not torch.cuda.is_available():
+        print("trace_job: needs PyTorch and a CUDA device", file=sys.stderr)
+        return 77
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    torch.cuda.set_device(local_rank)
+    dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.backends.cuda.matmul.allow_tf32 = True
+    pathlib.Path(args.out).mkdir(parents=True, exist_ok=True)
+    rows = []
+    for work in [Transformer(args)] if args.model else [Mlp(text) for text in args.configs]:
+        for setting in ([None] if args.fsdp else args.bucket_mb):
+            rows.append(run(args, work, setting, rank, world))
+    if rank == 0:
+        import pandas as pd
+
+        csv = pathlib.Path(args.out) / "trace_job.csv"
+        existing = [pd.read_csv(csv)] if csv.is_file() else []
+        pd.concat(existing + [pd.DataFrame(rows)]).to_csv(csv, index=False)
+        meta = {"suite": "overlap-bench", "tool": "trace_job", "host": socket.gethostname(), "ranks": world,
+                "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command_line": sys.argv,
+                "torch": torch.__version__, "gpus": [{"gpu_name": torch.cuda.get_device_name(0)}],
+                "commit": ob_tool.commit_id()}
+        (pathlib.Path(args.out) / f"trace_job{'-fsdp2' if args.fsdp else ''}.meta.json").write_text(
+            json.dumps(meta, indent=2) + "\n")
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(ob_tool.main_guard(main))

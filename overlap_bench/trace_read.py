@@ -1,0 +1,190 @@
+"""Reading a job's own profile into what ob-analyze needs, streamed so that memory stays bounded by the events kept,
+not by the file: the PyTorch profiler's Chrome trace (Kineto JSON, one file per rank, gzip too; read with ijson),
+Nsight Systems' exported SQLite (`nsys export --type sqlite`), and this suite's own timeline CSV.
+
+What is kept per rank: every GPU kernel and memset (start, end, name, stream, grid and block, the launching call's
+correlation id, and for a collective its name, element count and type), the launching CUDA runtime calls' host
+times, the profiler's step markers (ProfilerStep#N), and the autograd functions and AccumulateGrad calls of the
+backward (host ranges, each AccumulateGrad with its parameter's shape): what gradient became ready when.
+"""
+import gzip
+import math
+import pathlib
+import sqlite3
+from dataclasses import dataclass, field
+
+from overlap_bench import ob_csv
+
+from overlap_bench import ob_tool
+
+DTYPE_BYTES = {"Float": 4, "float": 4, "Half": 2, "BFloat16": 2, "Double": 8, "Int": 4, "Long": 8, "Byte": 1}
+
+
+@dataclass
+class Kernel:
+    start: float  # microseconds, the trace's own clock
+    end: float
+    name: str
+    stream: int
+    shape: str = ""  # grid x block: kernels of one name and launch shape are "the same kernel"
+    correlation: int = -1
+    collective: str = ""  # NCCL's: allreduce, reduce_scatter, allgather, ...
+    nbytes: float = 0.0
+
+    @property
+    def comm(self):
+        return bool(self.collective) or "nccl" in self.name.lower()
+
+
+@dataclass
+class RankTrace:
+    path: str
+    rank: int = -1
+    world: int = 0
+    gpu: str = ""
+    nccl: str = ""
+    start_ns: int = 0
+    kernels: list = field(default_factory=list)
+    launches: dict = field(default_factory=dict)  # correlation -> host time of the launching call (us)
+    steps: list = field(default_factory=list)  # (number, host start, host end)
+    backward: list = field(default_factory=list)  # (host start, host end, name) of autograd functions
+    grads: list = field(default_factory=list)  # (host time, elements) of each AccumulateGrad
+    optimizer: list = field(default_factory=list)  # (host start, host end) of optimizer steps
+    system: str = ""
+
+
+def _open(path):
+    path = ob_tool.require_input(path, "TRACE")
+    with open(path, "rb") as probe:
+        gzipped = probe.read(2) == b"\x1f\x8b"
+    return gzip.open(path, "rb") if gzipped else open(path, "rb")
+
+
+def _shape(args):
+    grid, block = args.get("grid"), args.get("block")
+    return f"{grid}x{block}" if grid is not None else ""
+
+
+def _keep(trace, event):
+    """One Kineto event into `trace` (the kinds ob-analyze reads; the rest is dropped as it streams by)."""
+    cat, name, args = event.get("cat"), event.get("name", ""), event.get("args") or {}
+    if event.get("ph") != "X":
+        return
+    ts, dur = float(event.get("ts", math.nan)), float(event.get("dur", math.nan))
+    if cat in ("kernel", "gpu_memset", "gpu_memcpy"):
+        collective = str(args.get("Collective name", "")) if cat == "kernel" else ""
+        elements = float(args.get("In msg nelems", 0) or 0)
+        trace.kernels.append(Kernel(ts, ts + dur, name, int(args.get("stream", -1)), _shape(args),
+                                    int(args.get("correlation", -1)), collective,
+                                    elements * DTYPE_BYTES.get(str(args.get("dtype", "Float")), 4)))
+    elif cat in ("cuda_runtime", "cuda_driver") and "correlation" in args:
+        trace.launches[int(args["correlation"])] = ts
+    elif cat == "user_annotation" and name.startswith("ProfilerStep#"):
+        trace.steps.append((int(name.split("#", 1)[1]), ts, ts + dur))
+    elif cat == "user_annotation" and name.startswith("Optimizer.step"):
+        trace.optimizer.append((ts, ts + dur))
+    elif cat == "cpu_op" and name == "torch::autograd::AccumulateGrad":
+        dims = (args.get("Input Dims") or [[]])[0]
+        trace.grads.append((ts, float(math.prod(dims)) if dims else 0.0))
+    elif cat == "cpu_op" and name.startswith("autograd::engine::evaluate_function: ") and "AccumulateGrad" not in name:
+        trace.backward.append((ts, ts + dur, name.split(": ", 1)[1]))
+    elif cat == "user_annotation" and name.startswith("FSDP"):
+        trace.system = "pytorch-fsdp2"
+
+
+def read_kineto(path):
+    """A PyTorch profiler trace (Chrome JSON, optionally gzipped), streamed; a usage error naming the file where it
+    is not one (not JSON, cut short, no traceEvents, no GPU kernel)."""
+    import ijson
+
+    trace = RankTrace(str(path))
+    try:
+        with _open(path) as source:
+            for prefix, event, value in ijson.parse(source, use_float=True):
+                if prefix == "traceEvents.item" and event == "start_map":
+                    break
+                if prefix == "distributedInfo.rank":
+                    trace.rank = int(value)
+                elif prefix == "distributedInfo.world_size":
+                    trace.world = int(value)
+                elif prefix == "distributedInfo.nccl_version":
+                    trace.nccl = str(value)
+                elif prefix == "deviceProperties.item.name" and not trace.gpu:
+                    trace.gpu = str(value)
+                elif prefix == "baseTimeNanoseconds":
+                    trace.start_ns = int(value)
+            else:
+                raise ob_tool.UsageError(f"{path}: not a profiler trace (no traceEvents)")
+        with _open(path) as source:  # again, from the events on (the header keys may follow them)
+            for event in ijson.items(source, "traceEvents.item", use_float=True):
+                _keep(trace, event)
+    except (ijson.JSONError, ijson.IncompleteJSONError, UnicodeDecodeError, EOFError, OSError, ValueError,
+            gzip.BadGzipFile) as error:
+        if isinstance(error, OSError) and not isinstance(error, (EOFError, gzip.BadGzipFile)) and error.filename:
+            raise
+        raise ob_tool.UsageError(f"{path}: not a profiler trace ({type(error).__name__}: "
+                                f"{str(error).splitlines()[0][:120] if str(error) else 'cut short'})") from None
+    return trace
+
+
+def read_nsys(path):
+    """Nsight Systems' SQLite export: its kernels (CUPTI_ACTIVITY_KIND_KERNEL, names from StringIds), the runtime
+    calls that launched them, and NVTX ranges named ProfilerStep#N where the job marked them."""
+    try:
+        db = sqlite3.connect(f"file:{ob_tool.require_input(path, 'TRACE')}?mode=ro", uri=True)
+        names = dict(db.execute("SELECT id, value FROM StringIds"))
+        trace = RankTrace(str(path), rank=0, world=1)
+        rows = db.execute("SELECT start, end, shortName, streamId, gridX, blockX, correlationId, deviceId "
+                          "FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start")
+        for start, end, name, stream, grid, block, correlation, device in rows:
+            trace.kernels.append(Kernel(start / 1e3, end / 1e3, names.get(name, str(name)), stream,
+                                        f"{grid}x{block}", correlation))
+            trace.rank = device
+        for start, correlation in db.execute("SELECT start, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME"):
+            trace.launches[correlation] = start / 1e3
+        try:
+            for start, end, text in db.execute("SELECT start, end, text FROM NVTX_EVENTS WHERE text LIKE "
+                                               "'ProfilerStep#%'"):
+                trace.steps.append((int(text.split("#", 1)[1]), start / 1e3, end / 1e3))
+        except sqlite3.OperationalError:
+            pass
+        db.close()
+    except sqlite3.DatabaseError as error:
+        raise ob_tool.UsageError(f"{path}: not an Nsight Systems SQLite export ({error})") from None
+    return trace
+
+
+def read_timeline(path):
+    """This suite's own timeline CSV (a phase 4 run; of a sweep, its first point): its overlapped mode's lanes,
+    every iteration a step, the compute lane's events as compute and the comm lane's as collectives."""
+    frame = ob_csv.load_timeline(path)
+    frame = frame[frame["lane"].str.startswith("overlap:") & ~frame["lane"].str.endswith(":host")]
+    frame = frame[frame["point"] == ob_csv.timeline_points(frame)[0]]  # a sweep's first point
+    ranks = sorted(frame["rank"].unique())
+    if not ranks:
+        raise ob_tool.UsageError(f"{path}: no overlapped iteration in it")
+    traces = []
+    for rank in ranks:
+        part = frame[frame["rank"] == rank]
+        one = RankTrace(str(path), rank=int(rank), world=len(ranks), system="overlap-bench")
+        for row in part.itertuples():
+            comm = row.lane.endswith(":comm")
+            one.kernels.append(Kernel(row.start_us, row.end_us, row.name, 1 if comm else 0, "",
+                                      -1, row.name if comm else "", 0.0))
+        for iteration, events in part.groupby("iter"):
+            one.steps.append((int(iteration), float(events["start_us"].min()), float(events["end_us"].max())))
+        traces.append(one)
+    return traces
+
+
+def read(path):
+    """Every rank a file holds: a Kineto trace holds one, a timeline CSV every rank of its run."""
+    path = pathlib.Path(path)
+    ob_tool.require_input(path, "TRACE")
+    with open(path, "rb") as probe:
+        head = probe.read(16)
+    if head.startswith(b"SQLite format 3"):
+        return [read_nsys(path)]
+    if path.suffix == ".csv":
+        return read_timeline(path)
+    return [read_kineto(path)]

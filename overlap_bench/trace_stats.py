@@ -1,0 +1,183 @@
+"""What ob-analyze measures in a rank's trace (METRICS.md, "Your own job"): its steps, and per step the
+communication (NCCL kernels: their union in time), the compute (every other kernel and memset), the communication
+hidden behind compute and the exposed rest, and the compute slowdown under overlap: the same compute kernels (name
+and launch shape) timed while a collective ran against while none did, in the same trace.
+"""
+import bisect
+import collections
+from dataclasses import dataclass
+
+import numpy as np
+
+from overlap_bench import ob_tool
+
+
+def union(intervals):
+    """Disjoint, sorted intervals covering `intervals` ((start, end) pairs)."""
+    merged = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return merged
+
+
+def length(intervals):
+    return float(sum(end - start for start, end in intervals))
+
+
+def overlap_with(start, end, cover):
+    """How much of [start, end) the disjoint sorted intervals `cover` hold (found by bisection: a trace's cover holds
+    thousands of intervals)."""
+    ends = cover.ends if isinstance(cover, Cover) else [b for _, b in cover]
+    total = 0.0
+    for i in range(bisect.bisect_right(ends, start), len(cover)):
+        a, b = cover[i]
+        if a >= end:
+            break
+        total += min(b, end) - max(a, start)
+    return total
+
+
+class Cover(list):
+    """A union of intervals with its ends kept for bisection."""
+
+    def __init__(self, intervals):
+        super().__init__(union(intervals))
+        self.ends = [b for _, b in self]
+
+
+def minus(intervals, cover):
+    """|intervals \\ cover| for disjoint sorted lists."""
+    return length(intervals) - sum(overlap_with(a, b, cover) for a, b in intervals)
+
+
+def steps_of(trace):
+    """[(number, [kernels])] of a rank: by the profiler's step markers (a kernel in the step whose host range holds
+    its launching call), or, without markers, by the period of the kernel-name sequence."""
+    kernels = sorted(trace.kernels, key=lambda k: k.start)
+    if trace.steps and trace.launches:
+        launched = sorted((trace.launches.get(k.correlation, -1.0), i) for i, k in enumerate(kernels))
+        hosts = [h for h, _ in launched]
+        found = []
+        for number, start, end in sorted(trace.steps, key=lambda s: s[1]):
+            lo, hi = bisect.bisect_left(hosts, start), bisect.bisect_left(hosts, end)
+            mine = sorted((kernels[i] for _, i in launched[lo:hi]), key=lambda k: k.start)
+            if mine:
+                found.append((number, mine))
+        if found:
+            return found
+    if trace.steps and not trace.launches:  # a timeline CSV: every iteration's events
+        return [(n, [k for k in kernels if start <= k.start < end]) for n, start, end in sorted(trace.steps)]
+    return by_repetition(kernels)
+
+
+def by_repetition(kernels):
+    """Steps as the repetition of the kernel sequence: the shortest period over which at least 90 % of kernel names
+    repeat, cut where the first kernel's name recurs. A trace with fewer than two periods is one step."""
+    names = [k.name for k in kernels]
+    n = len(names)
+    for period in range(1, n // 2 + 1):
+        same = sum(names[i] == names[i + period] for i in range(n - period))
+        if same >= 0.9 * (n - period):
+            starts = [i for i in range(0, n - period + 1, period)]
+            return [(s, kernels[i:i + period]) for s, i in enumerate(starts)]
+    return [(0, kernels)]
+
+
+@dataclass
+class StepStats:
+    rank: int
+    step: int
+    start: float
+    end: float
+    comm_ms: float
+    compute_ms: float
+    exposed_ms: float
+    slowdown_ms: float  # compute kernels' time under overlap beyond their time alone
+    slowed_ms: float  # those kernels' time alone (the denominator of the slowdown)
+    buckets: list  # (collective, bytes, ms, start, end) of each collective in launch order
+
+    @property
+    def step_ms(self):
+        return (self.end - self.start) / 1e3
+
+    @property
+    def hidden_pct(self):
+        return 100.0 * (1 - self.exposed_ms / self.comm_ms) if self.comm_ms > 0 else float("nan")
+
+    @property
+    def added_ms(self):
+        return self.exposed_ms + self.slowdown_ms
+
+
+def alone_medians(trace):
+    """Per compute kernel (name and launch shape), the median duration of its instances that ran with no collective
+    in flight on the same GPU: the baseline of the slowdown."""
+    comm = Cover((k.start, k.end) for k in trace.kernels if k.comm)
+    alone = collections.defaultdict(list)
+    for k in trace.kernels:
+        if not k.comm and overlap_with(k.start, k.end, comm) == 0:
+            alone[(k.name, k.shape)].append(k.end - k.start)
+    return {key: float(np.median(v)) for key, v in alone.items()}, comm
+
+
+def step_stats(trace):
+    """Per step of one rank: its span, communication, compute, exposed communication and slowdown."""
+    medians, comm_all = alone_medians(trace)
+    stats = []
+    for number, kernels in steps_of(trace):
+        comm = Cover((k.start, k.end) for k in kernels if k.comm)
+        compute = Cover((k.start, k.end) for k in kernels if not k.comm)
+        slowdown = slowed = 0.0
+        for k in kernels:
+            if k.comm or (k.name, k.shape) not in medians or overlap_with(k.start, k.end, comm_all) == 0:
+                continue
+            slowdown += (k.end - k.start) - medians[(k.name, k.shape)]
+            slowed += medians[(k.name, k.shape)]
+        buckets = [(k.collective or k.name, k.nbytes, (k.end - k.start) / 1e3, k.start, k.end)
+                   for k in sorted(kernels, key=lambda k: k.start) if k.comm]
+        stats.append(StepStats(trace.rank, number, min(k.start for k in kernels), max(k.end for k in kernels),
+                               length(comm) / 1e3, length(compute) / 1e3, minus(comm, compute) / 1e3,
+                               slowdown / 1e3, slowed / 1e3, buckets))
+    return stats
+
+
+def check_one_job(traces):
+    """The ranks' traces are of one job: each has GPU kernels, one world size, distinct ranks, and their traced
+    windows overlap in time (traces of two jobs were taken apart). A usage error naming the file otherwise."""
+    for trace in traces:
+        if not trace.kernels:
+            raise ob_tool.UsageError(f"{trace.path}: a trace without GPU kernels (profile with "
+                                    "ProfilerActivity.CUDA)")
+    worlds = {t.world for t in traces}
+    if len(worlds) > 1:
+        raise ob_tool.UsageError(f"{traces[-1].path}: ranks from different jobs (world sizes {sorted(worlds)})")
+    ranks = [t.rank for t in traces]
+    duplicate = next((t for t in traces if ranks.count(t.rank) > 1), None)
+    if duplicate is not None:
+        raise ob_tool.UsageError(f"{duplicate.path}: rank {duplicate.rank} is given twice")
+    windows = [(t.start_ns / 1e3 + min(k.start for k in t.kernels), t.start_ns / 1e3 + max(k.end for k in t.kernels))
+               for t in traces]
+    latest_start, earliest_end = max(w[0] for w in windows), min(w[1] for w in windows)
+    if latest_start > earliest_end:
+        late = traces[max(range(len(traces)), key=lambda i: windows[i][0])]
+        raise ob_tool.UsageError(f"{late.path}: ranks from different jobs (its kernels ran "
+                                f"{(latest_start - earliest_end) / 1e6:.3g} s after another rank's ended)")
+
+
+def comm_fit(stats):
+    """(alpha ms, beta bytes per ms) of the collectives' time against their bytes: a least-squares line over two
+    sizes or more; through the origin for one size (as a calibration of one size is read); None without sizes."""
+    points = [(b[1], b[2]) for s in stats for b in s.buckets if b[1] > 0]
+    sizes = {p[0] for p in points}
+    if not sizes:
+        return None
+    x, y = np.array([p[0] for p in points]), np.array([p[1] for p in points])
+    if len(sizes) == 1:
+        return 0.0, float(np.median(x / y))
+    slope, intercept = np.polyfit(x, y, 1)
+    if slope <= 0:
+        return None
+    return max(float(intercept), 0.0), 1.0 / float(slope)
