@@ -6,6 +6,11 @@ that produced it, the forward's and the optimizer's time, the all-reduces' time 
 line, latency and bandwidth), and the compute slowdown under overlap (trace_stats). They are written as a
 calibration of the traced ranks and given to phase4_predict, whose DDP recommendation (PyTorch's own bucket
 assignment at each candidate cap) is the advice.
+
+The model charges GPU time only. Where the host paces the step (its GPU busy, compute or communication, for less than
+HOST_PACED of the traced step), every bucket adds an all-reduce launch on that host which the model does not see:
+there the advice keeps to caps of at least DDP's 25 MB default (gpt2 on 2 x H200, 171 tensors and a GPU busy 19 % of
+its traced step: the model's 1 MB ran 1.27x slower than 25 MB; results/2xH200/trace-models).
 """
 import json
 import pathlib
@@ -17,6 +22,9 @@ import pandas as pd
 
 from overlap_bench import ob_tool
 from overlap_bench import trace_stats
+
+HOST_PACED = 0.5  # the GPU busy for less than this share of the traced step: its host paces it
+DEFAULT_CAP_MB = 25.0  # DDP's bucket_cap_mb default
 
 
 def gradient_steps(trace, step):
@@ -77,6 +85,28 @@ def calibration(trace, stats, world):
     return cal, fit
 
 
+def gpu_busy(stats):
+    """The median over one rank's steps of the share of the step its GPU ran a kernel (compute, or communication not
+    beside compute)."""
+    return float(np.median([(s.compute_ms + s.exposed_ms) / s.step_ms for s in stats if s.step_ms > 0] or [1.0]))
+
+
+def predicted_row(cal, world, least_cap_mb, predictor):
+    """phase4_predict's row for calibration `cal` on `world` ranks, DDP's cap among those of at least least_cap_mb.
+    UsageError where it cannot be run."""
+    binary = ob_tool.find_built("phase4_predict", predictor)
+    with tempfile.TemporaryDirectory() as scratch:
+        path = pathlib.Path(scratch) / "trace.calibration.json"
+        path.write_text(json.dumps(cal))
+        least = ["--ddp-min-cap-mb", f"{least_cap_mb:g}"] if least_cap_mb > 0 else []
+        done = subprocess.run([binary, "--calibration", str(path), "--ranks", str(world), "--links", "ib400", *least,
+                               "--csv", str(pathlib.Path(scratch) / "p.csv")], capture_output=True, text=True,
+                              timeout=600)
+        if done.returncode:
+            raise ob_tool.UsageError(f"phase4_predict: {done.stderr.strip()[:200]}")
+        return pd.read_csv(pathlib.Path(scratch) / "p.csv").iloc[0]
+
+
 def advise(traces, stats, world, predictor=None):
     """The advice as a dict (cap, predicted step, its basis and a sentence), or None with the reason it cannot be
     given, for the first rank whose trace has what the model needs."""
@@ -86,30 +116,27 @@ def advise(traces, stats, world, predictor=None):
         cal, fit = calibration(trace, stats, world)
         if cal is None:
             continue
+        mine = [s for s in stats if s.rank == trace.rank]
+        busy = gpu_busy(mine)
+        least = DEFAULT_CAP_MB if busy < HOST_PACED else 0.0
         try:
-            binary = ob_tool.find_built("phase4_predict", predictor)
+            row = predicted_row(cal, world, least, predictor)
         except ob_tool.UsageError as error:
             return {"sentence": f"No bucket advice: {error}"}
-        with tempfile.TemporaryDirectory() as scratch:
-            path = pathlib.Path(scratch) / "trace.calibration.json"
-            path.write_text(json.dumps(cal))
-            done = subprocess.run([binary, "--calibration", str(path), "--ranks", str(world), "--links", "ib400",
-                                   "--csv", str(pathlib.Path(scratch) / "p.csv")], capture_output=True, text=True,
-                                  timeout=600)
-            if done.returncode:
-                return {"sentence": f"No bucket advice: phase4_predict: {done.stderr.strip()[:200]}"}
-            row = pd.read_csv(pathlib.Path(scratch) / "p.csv").iloc[0]
         alpha, beta = fit
-        traced = float(np.median([s.step_ms for s in stats if s.rank == trace.rank]))
+        traced = float(np.median([s.step_ms for s in mine]))
         cap, predicted = float(row["ddp_bucket_cap_mb"]), float(row["ddp_predicted_ms"])
         slowdown = cal["strategies"][0]["slowdown"][0]
+        paced = (f"; the GPU is busy {100 * busy:.0f} % of the traced step, so its host paces it and the advice keeps "
+                 f"to caps of at least DDP's {DEFAULT_CAP_MB:g} MB default (each smaller bucket adds a launch on that "
+                 "host, which the model does not charge)") if least else ""
         return {"ddp_bucket_cap_mb": cap, "ddp_predicted_ms": predicted, "traced_step_ms": traced,
                 "gradients": cal["model"]["layers"], "alpha_us": alpha * 1e3, "beta_GBps": beta * 1e3 / 1e9,
-                "compute_slowdown": slowdown, "rank": trace.rank,
+                "compute_slowdown": slowdown, "rank": trace.rank, "gpu_busy": busy, "least_cap_mb": least,
                 "sentence": (f"For DDP, the planner's model expects bucket_cap_mb={cap:g} best: a predicted step of "
                              f"{predicted:.3f} ms (traced: {traced:.3f} ms, rank {trace.rank}), from this trace's "
                              f"backward compute of {cal['model']['layers']} gradients, its all-reduces' fit "
                              f"t = {alpha * 1e3:.1f} us + bytes / {beta * 1e3 / 1e9:.1f} GB/s and the compute "
-                             f"slowdown beside them ({100 * slowdown:.0f} %)")}
+                             f"slowdown beside them ({100 * slowdown:.0f} %){paced}")}
     return {"sentence": "No bucket advice: no rank's trace holds the backward's AccumulateGrad calls with their "
                         "shapes (profile with record_shapes=True) and its all-reduces' sizes"}

@@ -272,15 +272,21 @@ const StrategyCalibration* ddp_like(const Calibration& c) {
 // predicted best, and its step (NaN and NaN: no all-reduce strategy calibrated). DDP's default of 25 MiB unless
 // another cap is predicted faster by more than a millionth: caps below the largest tensors often give the same
 // buckets.
-double best_ddp_cap(const Calibration& c, const Target& target, double* best_ms) {
+double best_ddp_cap(const Calibration& c, const Target& target, double* best_ms, double min_cap_mb) {
   const StrategyCalibration* found = ddp_like(c);
   if (!found) return *best_ms = std::nan("");
   const StrategyCalibration& s = *found;
   const GradientLayout layout = c.layout();
   auto step_ms = [&](double cap) { return predict(c, s, plan_like_ddp(layout, cap), target).step_ms; };
-  double best_cap = 25;
+  double best_cap = 25;  // DDP's default, or the least candidate of at least min_cap_mb above it (else the largest)
+  if (min_cap_mb > best_cap) {
+    const auto above = std::find_if(kCandidateCapsMb.begin(), kCandidateCapsMb.end(),
+                                    [&](double cap) { return cap >= min_cap_mb; });
+    best_cap = above == kCandidateCapsMb.end() ? kCandidateCapsMb.back() : *above;
+  }
   *best_ms = step_ms(best_cap);
   for (double cap : kCandidateCapsMb) {
+    if (cap < min_cap_mb) continue;
     const double ms = step_ms(cap);
     if (ms < *best_ms * (1 - 1e-6)) *best_ms = ms, best_cap = cap;
   }

@@ -159,8 +159,9 @@ std::vector<PlanChoice> choose_plans(const Calibration& calibration, const std::
 // strategy's (null: sharded ones only).
 const StrategyCalibration* ddp_like(const Calibration& c);
 
-// DDP's plan for a cap as PyTorch assigns it (plan_like_ddp); the cap of least predicted step, and that step (NaN
-// and NaN without an all-reduce strategy). 25 MiB unless another cap is predicted faster by more than a millionth.
-double best_ddp_cap(const Calibration& c, const Target& target, double* best_ms);
+// DDP's plan for a cap as PyTorch assigns it (plan_like_ddp); the cap of least predicted step among the candidates
+// of at least min_cap_mb, and that step (NaN and NaN without an all-reduce strategy). 25 MiB (or the least candidate
+// above min_cap_mb) unless another cap is predicted faster by more than a millionth.
+double best_ddp_cap(const Calibration& c, const Target& target, double* best_ms, double min_cap_mb = 0);
 
 }  // namespace phase4

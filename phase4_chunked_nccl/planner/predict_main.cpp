@@ -93,7 +93,7 @@ struct Options {
   std::string calibration_path, csv, links_text = "ib400,eth100", ranks_text = "2,4,8,16,32,64,128,256,512,1024";
   std::string sync, model, layers_csv;
   int per_node = 8, seq = 2048, micro_batch = 1, blocks = 0;
-  double bucket_mb = 0, first_bucket_mb = 1.0;
+  double bucket_mb = 0, first_bucket_mb = 1.0, ddp_min_cap_mb = 0;
   CLI::Option* fixed = nullptr;  // --bucket-mb given: predict that plan, not the best one
 };
 
@@ -114,6 +114,11 @@ void add_options(CLI::App& app, Options& o) {
                            "phase 4's --bucket-mb (to compare with a measured run of that plan)");
   app.add_option("--first-bucket-mb", o.first_bucket_mb, "With --bucket-mb: the first bucket's cap, as phase 4's")
       ->needs(o.fixed)
+      ->capture_default_str();
+  app.add_option("--ddp-min-cap-mb", o.ddp_min_cap_mb,
+                 "DDP's best bucket_cap_mb among the candidate caps of at least this many MiB only (ob-analyze: "
+                 "where the host paces the step)")
+      ->check(CLI::Range(0.0, 1024.0))
       ->capture_default_str();
   app.add_option("--csv", o.csv, "Write the prediction here (default: stdout)");
   auto* model = app.add_option("--model", o.model,
@@ -256,7 +261,7 @@ std::vector<std::string> point_row(const Options& o, const phase4::Calibration& 
   double ddp_ms = 0;
   const auto* ddp = phase4::ddp_like(c);
   const double cap = phase4::best_ddp_cap(c, ddp ? phase4::Target(scaled_comm(*ddp, c.ranks, n, o.per_node, link), n)
-                                         : phase4::Target(), &ddp_ms);
+                                         : phase4::Target(), &ddp_ms, o.ddp_min_cap_mb);
   auto mb = [](std::uint64_t elements) { return ob::format_number(elements * 4.0 / (1 << 20), 4); };
   return {link.name, std::to_string(n), std::to_string((n + o.per_node - 1) / o.per_node), best->sync,
           ob::format_number(best->prediction.step_ms, 6), std::to_string(best->plan.buckets.size()),
@@ -267,10 +272,10 @@ std::vector<std::string> point_row(const Options& o, const phase4::Calibration& 
 
 // Every backward step of the best plan on the calibrated ranks and link (no network): its gradient, its compute
 // (measured, or estimated for a model), the bucket of that plan and of DDP's best cap it ends in.
-ob::CsvTable layers_table(const phase4::Calibration& c, const std::vector<std::string>& names, const std::string& sync) {
-  const auto best = phase4::choose_plans(c, sync.empty() ? std::vector<std::string>{} : std::vector{sync}).front();
+ob::CsvTable layers_table(const phase4::Calibration& c, const std::vector<std::string>& names, const Options& o) {
+  const auto best = phase4::choose_plans(c, o.sync.empty() ? std::vector<std::string>{} : std::vector{o.sync}).front();
   double ddp_ms = 0;
-  const double cap = phase4::best_ddp_cap(c, {}, &ddp_ms);
+  const double cap = phase4::best_ddp_cap(c, {}, &ddp_ms, o.ddp_min_cap_mb);
   const phase4::GradientLayout layout = c.layout();
   const auto ddp = phase4::plan_like_ddp(layout, std::isnan(cap) ? 25.0 : cap);
   auto bucket_of = [](const phase4::BucketPlan& plan, std::uint64_t end) {  // the bucket holding element end - 1
@@ -312,7 +317,7 @@ int main(int argc, char** argv) {
       for (int n : in.ranks) table.add_row(point_row(options, in.calibration, link, n));
     }
     if (!options.layers_csv.empty()) {
-      const auto layers = layers_table(in.calibration, in.step_names, options.sync);
+      const auto layers = layers_table(in.calibration, in.step_names, options);
       ob::write_file_atomic(options.layers_csv, layers.to_string());
       std::cerr << program << ": wrote " << options.layers_csv << " (" << layers.rows().size() << " steps)"
                 << std::endl;

@@ -111,6 +111,17 @@ TEST(Planner, ChoosesTheFasterStrategyAndBeatsFixedCaps) {
   EXPECT_EQ(phase4::choose_plans(c, {"slow"}).front().sync, "slow");
 }
 
+TEST(Planner, DdpsBestCapKeepsToTheCandidatesOfAtLeastAMinimum) {
+  const auto c = calibration(16);
+  double free_ms = 0, kept_ms = 0;
+  phase4::best_ddp_cap(c, {}, &free_ms);
+  const double kept = phase4::best_ddp_cap(c, {}, &kept_ms, 30);
+  EXPECT_GE(kept, 50);
+  EXPECT_GE(kept_ms, free_ms - 1e-12);
+  EXPECT_DOUBLE_EQ(kept_ms, phase4::predict(c, c.strategies[0], phase4::plan_like_ddp(c.layout(), kept)).step_ms);
+  EXPECT_EQ(phase4::best_ddp_cap(c, {}, &kept_ms, 5000), 1024);  // none so large: the largest candidate
+}
+
 TEST(Planner, CalibrationFileRoundTripsAndNamesWhatIsWrong) {
   const auto c = calibration(4);
   const auto back = phase4::Calibration::from_json(c.to_json(), "cal.json");

@@ -2,19 +2,19 @@
 4 H200s, made by overlap_bench/trace_job.py) and on synthetic traces whose numbers are known: steps from the profiler's
 markers or from the kernel sequence, the share of communication hidden, the compute slowdown, the buckets, the
 timeline in this suite's schema, the advice, the bad inputs, and memory that follows the kernels, not the file."""
+import dataclasses
 import gzip
 import json
 import math
 import subprocess
 import sys
 
-from overlap_bench import ob_csv
 import pandas as pd
 import pytest
-from overlap_bench import trace_read
-from overlap_bench import trace_stats
 
 from conftest import REPO, tool
+from overlap_bench import advice as advice_module
+from overlap_bench import ob_csv, trace_read, trace_stats
 
 DATA = REPO / "tests" / "data" / "traces"
 ANALYZE = tool("analyze.py")
@@ -117,6 +117,23 @@ def test_the_advice_rests_on_the_planner(tmp_path, build_dir):
     advice = json.loads((tmp_path / "a" / "analysis.meta.json").read_text())["advice"]
     assert advice["ddp_bucket_cap_mb"] > 0 and advice["ddp_predicted_ms"] > 0 and advice["gradients"] == 8
     assert "bucket_cap_mb=" in advice["sentence"] and "GB/s" in advice["sentence"]
+    assert advice["gpu_busy"] >= advice_module.HOST_PACED and advice["least_cap_mb"] == 0, advice
+
+
+def test_where_the_host_paces_the_step_the_advice_keeps_to_ddp_s_default_or_larger(build_dir):
+    """The same traces with each step's span four times its kernels' (a GPU idle, waiting for its host, for most of
+    it): the model's own best may be a small cap, but the advice is among caps of at least 25 MB, and says why."""
+    predictor = build_dir / "phase4_chunked_nccl" / "phase4_predict"
+    if not predictor.exists():
+        pytest.skip("phase4_predict is not built")
+    traces = [rank for path in sorted((DATA / "2gpu").glob("ddp-*.gz")) for rank in trace_read.read(path)]
+    stats = [s for trace in traces for s in trace_stats.step_stats(trace)]
+    free = advice_module.advise(traces, stats, 2, predictor)
+    idle = [dataclasses.replace(s, end=s.start + 4 * (s.end - s.start)) for s in stats]
+    paced = advice_module.advise(traces, idle, 2, predictor)
+    assert advice_module.gpu_busy([s for s in idle if s.rank == paced["rank"]]) < advice_module.HOST_PACED
+    assert paced["least_cap_mb"] == 25 and paced["ddp_bucket_cap_mb"] >= 25, paced
+    assert "its host paces it" in paced["sentence"] and "its host paces it" not in free["sentence"]
 
 
 @pytest.mark.parametrize("case", ["html", "truncated", "no-kernels", "other-job", "folder", "dev-zero", "same-rank"])
