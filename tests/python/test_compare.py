@@ -10,11 +10,11 @@ import subprocess
 import sys
 import time
 
-from overlap_bench import compare
 import pandas as pd
 import pytest
 
 from conftest import REPO, tool
+from overlap_bench import compare
 
 FAKE = REPO / "tests" / "support" / "fake_contender.py"
 COMPARE = [*tool("compare.py")]

@@ -9,13 +9,13 @@ import subprocess
 import sys
 import time
 
-from overlap_bench import compare
-from overlap_bench import compare_stats
 import numpy as np
 import pandas as pd
 import pytest
 
 from conftest import REPO
+from overlap_bench import compare
+from overlap_bench import compare_stats
 from test_compare import COMPARE, FAKE, alive, fake, ob_compare
 
 

@@ -8,12 +8,12 @@ import os
 import shutil
 import subprocess
 
-from overlap_bench import ob_csv
-from overlap_bench import ob_metrics
 import pandas as pd
 import pytest
 
 from conftest import REPO, run
+from overlap_bench import ob_csv
+from overlap_bench import ob_metrics
 
 GOLDEN = REPO / "tests" / "data" / "golden"
 PROVENANCE = ["commit", "hardware", "host_count"]

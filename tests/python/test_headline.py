@@ -9,13 +9,13 @@ import stat
 import subprocess
 import sys
 
-from overlap_bench import gate
-from overlap_bench import headline
-from overlap_bench import headline_tables
 import pandas as pd
 import pytest
 
 from conftest import REPO, tool
+from overlap_bench import gate
+from overlap_bench import headline
+from overlap_bench import headline_tables
 
 FAKE = REPO / "tests" / "support" / "fake_headline.py"
 EXPERIMENT = REPO / "experiments" / "headline.toml"

@@ -3,10 +3,10 @@ device, or one of the run's own inputs is refused before any work (exit 2, one l
 file named twice in two spellings; whatever sat at the path is left as it was."""
 import os
 
-from overlap_bench import ob_tool
 import pytest
 
 from conftest import built, REPO, run, tool
+from overlap_bench import ob_tool
 from test_predict import calibration, predict
 
 

@@ -8,12 +8,12 @@ import os
 import shutil
 import subprocess
 
-from overlap_bench import bench_ddp
-from overlap_bench import ddp_steps
-from overlap_bench import ob_tool
 import pytest
 
 from conftest import REPO
+from overlap_bench import bench_ddp
+from overlap_bench import ddp_steps
+from overlap_bench import ob_tool
 
 HAS_GIT = shutil.which("git") is not None and (REPO / ".git").exists()
 

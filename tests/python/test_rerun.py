@@ -6,10 +6,10 @@ import os
 import shutil
 import subprocess
 
-from overlap_bench import ob_csv
 import pytest
 
 from conftest import tool
+from overlap_bench import ob_csv
 
 MPIRUN = shutil.which("mpirun")
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_NUM_THREADS="1")

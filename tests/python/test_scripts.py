@@ -5,15 +5,15 @@ import shutil
 import struct
 import subprocess
 
+import pandas as pd
+import pytest
+
+from conftest import run, script
 from overlap_bench import ob_csv
 from overlap_bench import plot_gantt
 from overlap_bench import plot_interference
 from overlap_bench import plot_topology
 from overlap_bench import report
-import pandas as pd
-import pytest
-
-from conftest import run, script
 
 def png_size(path):
     """(width, height) of a PNG, asserting its signature."""
