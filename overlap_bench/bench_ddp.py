@@ -234,7 +234,7 @@ def main():
         import pandas as pd  # only rank 0 writes
 
         columns = ["system", "phase", "mode", "ranks", "chunks", "iters", "time_ms_p50", "time_ms_p95",
-                   "time_ms_min", "time_ms_max", "time_ms_mean", "time_ms_stddev"]
+                   "time_ms_min", "time_ms_max", "time_ms_mean", "time_ms_stddev", "time_ms_p50_ci_rel", "unstable"]
         frame = pd.DataFrame(lines)
         frame = frame[columns + [c for c in frame.columns if c not in columns]]
         path = pathlib.Path(args.csv)

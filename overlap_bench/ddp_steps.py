@@ -6,6 +6,10 @@ zero_grad: the same update, the same work."""
 import pathlib
 import sys
 
+import numpy as np
+
+from overlap_bench import ob_metrics
+
 try:
     import torch
     import torch.distributed as dist
@@ -111,10 +115,14 @@ def slowest(times):
 
 
 def stats(times):
-    t = torch.tensor(times, dtype=torch.float64)
-    return {"time_ms_p50": t.quantile(0.5).item(), "time_ms_p95": t.quantile(0.95).item(),
-            "time_ms_min": t.min().item(), "time_ms_max": t.max().item(), "time_ms_mean": t.mean().item(),
-            "time_ms_stddev": t.std().item() if len(times) > 1 else 0.0}
+    """A row's statistics over its iterations, as the binaries' summary writes them (common/summary.cpp): the
+    median's 95 % interval over the iterations (relative half-width) and `unstable` above ob_metrics' threshold."""
+    t = np.asarray(times, dtype=float)
+    rel = ob_metrics.median_ci_rel(t)
+    return {"time_ms_p50": float(np.percentile(t, 50)), "time_ms_p95": float(np.percentile(t, 95)),
+            "time_ms_min": float(t.min()), "time_ms_max": float(t.max()), "time_ms_mean": float(t.mean()),
+            "time_ms_stddev": float(t.std(ddof=1)) if len(t) > 1 else 0.0, "time_ms_p50_ci_rel": rel,
+            "unstable": int(rel > ob_metrics.UNSTABLE_CI_REL)}
 
 
 def ddp_buckets(sizes, first_cap_bytes, cap_bytes):

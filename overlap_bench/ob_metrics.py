@@ -6,6 +6,10 @@ check them (the tests): the same formulas as common/metrics.cpp, tested against 
 """
 import math
 
+import numpy as np
+
+UNSTABLE_CI_REL = 0.05  # common/metrics.hpp's kUnstableCiRel (a test holds them equal)
+
 
 def ideal_ms(t_comp, t_comm):
     """T_ideal = max(T_comp, T_comm)."""
@@ -66,3 +70,15 @@ def link_fit(buckets, step_ms, gradient_bytes):
     if not (slope > 0 and intercept > 0):
         return None
     return slope, gradient_bytes / 1e9 / (intercept / 1e3)
+
+
+def median_ci_rel(samples, resamples=1000, seed=1234):
+    """common/metrics.cpp's median_ci_rel: the half-width of the 95 % bootstrap interval of the median of `samples`
+    over that median (percentiles linear, as numpy's and common/stats.cpp's); NaN for fewer than 2 samples. A row is
+    unstable above UNSTABLE_CI_REL."""
+    x = np.asarray(samples, dtype=float)
+    if len(x) < 2:
+        return math.nan
+    medians = np.median(np.random.default_rng(seed).choice(x, size=(resamples, len(x))), axis=1)
+    lo, hi = np.percentile(medians, [2.5, 97.5])
+    return float((hi - lo) / 2 / np.median(x))

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -136,3 +137,21 @@ def test_python_formulas_edge_cases():
     assert ob_metrics.overlap_pct(9, 10, 5) == 100.0
     assert ob_metrics.allreduce_busbw_GBps(100, 1) == 0
     assert math.isclose(ob_metrics.algbw_GBps(1e9, 1000), 1.0)
+
+
+def test_the_python_rows_carry_the_binaries_spread_and_unstable_flag():
+    """bench_ddp's rows (ddp_steps.stats) carry the summary's time_ms_p50_ci_rel and unstable as the binaries compute
+    them (common/metrics.cpp): the median's 95 % bootstrap interval over the iterations, its relative half-width,
+    unstable above the one threshold (common/metrics.hpp's kUnstableCiRel, read from the header here)."""
+    from overlap_bench import ddp_steps
+
+    header = (REPO / "common" / "metrics.hpp").read_text()
+    assert f"kUnstableCiRel = {ob_metrics.UNSTABLE_CI_REL};" in header
+    samples = 100 + np.random.default_rng(7).normal(0, 1, 400)
+    steady = ddp_steps.stats(list(samples))
+    # the median of n normal samples spreads as 1.2533 sigma / sqrt(n): the interval's half-width is 1.96 of that
+    assert steady["time_ms_p50_ci_rel"] == pytest.approx(1.96 * 1.2533 / 20 / 100, rel=0.35)
+    assert steady["unstable"] == 0 and steady["time_ms_p50"] == np.median(samples)
+    noisy = ddp_steps.stats([10, 30, 12, 28, 11, 29, 10.5])
+    assert noisy["unstable"] == 1 and noisy["time_ms_p50_ci_rel"] > ob_metrics.UNSTABLE_CI_REL
+    assert math.isnan(ddp_steps.stats([5.0])["time_ms_p50_ci_rel"])
