@@ -5,14 +5,13 @@
 #include <limits>
 
 #include "common/console_table.hpp"
+#include "common/csv_schema.hpp"
 #include "common/metrics.hpp"
 
 namespace ob {
 
-const std::vector<std::string> kSummaryColumns = {
-    "system",     "phase",       "mode",        "ranks",       "chunks",        "iters",          "time_ms_p50",
-    "time_ms_p95", "time_ms_min", "time_ms_max", "time_ms_mean", "time_ms_stddev", "time_ms_p50_ci_rel", "unstable"};
-const std::vector<std::string> kSummaryConfigColumns = {"system", "phase", "ranks", "chunks", "iters"};
+const std::vector<std::string> kSummaryColumns = csv_schema_columns("summary", "leading");
+const std::vector<std::string> kSummaryConfigColumns = csv_schema_columns("summary", "config");
 
 std::string SummaryField::text() const {
   if (const auto* number = std::get_if<double>(&value)) return format_number(*number);

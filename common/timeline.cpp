@@ -8,13 +8,13 @@
 #include <tuple>
 #include <utility>
 
+#include "common/csv_schema.hpp"
 #include "common/mpi_session.hpp"
 #include "common/options.hpp"
 
 namespace ob {
 
-const std::vector<std::string> kTimelineColumns = {"rank",  "lane",     "name",   "iter",
-                                                   "chunk", "start_us", "end_us", "point"};
+const std::vector<std::string> kTimelineColumns = csv_schema_columns("timeline", "columns");
 
 CsvTable timeline_csv(const std::vector<TimelineEvent>& events) {
   CsvTable table(kTimelineColumns);

@@ -22,18 +22,15 @@ import PIL.Image  # noqa: E402  (matplotlib's dependency)
 
 from overlap_bench import ob_tool  # noqa: E402
 
-SUMMARY_COLUMNS = ["system", "phase", "mode", "ranks", "chunks", "iters", "time_ms_p50", "time_ms_p95",
-                   "time_ms_min", "time_ms_max"]
-TIMELINE_COLUMNS = ["rank", "lane", "name", "iter", "chunk", "start_us", "end_us"]
-POWER_COLUMNS = ["rank", "gpu", "t_us", "power_w"]
-# Which columns describe the configuration is not kept here: every summary's metadata sidecar lists them
-# ("config_columns", written by the binary that made the summary and by bench_ddp.py).
-
-
-# Required columns that must hold finite numbers, and those that must hold a non-empty name.
-NUMERIC = {"summary": ["ranks", "chunks", "iters", "time_ms_p50"], "power": POWER_COLUMNS,
-           "timeline": ["rank", "iter", "chunk", "start_us", "end_us"]}
-NAMES = {"summary": ["system", "phase", "mode"], "power": [], "timeline": ["lane", "name"]}
+# The files' columns, declared once in schema.json (the binaries embed the same file when they are built): what a
+# reader requires of each kind, which of those hold finite numbers and which a non-empty name. Which columns describe
+# the configuration is not kept here: every summary's metadata sidecar lists them ("config_columns").
+SCHEMA = json.loads(pathlib.Path(__file__).with_name("schema.json").read_text())
+SUMMARY_COLUMNS = SCHEMA["summary"]["required"]
+TIMELINE_COLUMNS = SCHEMA["timeline"]["required"]
+POWER_COLUMNS = SCHEMA["power"]["required"]
+NUMERIC = {kind: SCHEMA[kind]["numeric"] for kind in ("summary", "timeline", "power")}
+NAMES = {kind: SCHEMA[kind]["names"] for kind in ("summary", "timeline", "power")}
 
 
 def figure_parser(doc, source, source_help, **source_options):

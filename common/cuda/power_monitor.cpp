@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/csv_schema.hpp"
 #include "common/cuda/cuda_check.hpp"
 #include "common/mpi_session.hpp"
 
@@ -117,7 +118,7 @@ std::vector<PowerSample> gather_power(const std::vector<PowerSample>& local, MPI
 }
 
 CsvTable power_csv(const std::vector<PowerSample>& samples) {
-  CsvTable table({"rank", "gpu", "t_us", "power_w"});
+  CsvTable table(csv_schema_columns("power", "columns"));
   for (const auto& s : samples) {
     table.add_row({std::to_string(s.rank), std::to_string(s.gpu), format_number(s.t_us), format_number(s.power_w)});
   }

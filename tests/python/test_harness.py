@@ -155,3 +155,23 @@ def test_the_python_rows_carry_the_binaries_spread_and_unstable_flag():
     noisy = ddp_steps.stats([10, 30, 12, 28, 11, 29, 10.5])
     assert noisy["unstable"] == 1 and noisy["time_ms_p50_ci_rel"] > ob_metrics.UNSTABLE_CI_REL
     assert math.isnan(ddp_steps.stats([5.0])["time_ms_p50_ci_rel"])
+
+
+def test_the_files_columns_are_declared_once_in_the_schema(tmp_path, phase2):
+    """overlap_bench/schema.json is the one declaration of the CSV files' columns: a binary's summary starts with its
+    summary.leading and its timeline is its timeline.columns (embedded when the binary was built), and the Python
+    readers require what it says."""
+    schema = json.loads((REPO / "overlap_bench" / "schema.json").read_text())
+    result = run(phase2, "--chunks", "3", "--compute-ms", "1", "--comm-ms", "1", "--iters", "3", "--warmup", "1",
+                 "--csv", tmp_path / "p.csv", "--timeline", tmp_path / "p.timeline.csv")
+    assert result.returncode == 0, result.stderr
+    header = (tmp_path / "p.csv").read_text().splitlines()[0].split(",")
+    assert header[:len(schema["summary"]["leading"])] == schema["summary"]["leading"]
+    assert (tmp_path / "p.timeline.csv").read_text().splitlines()[0].split(",") == schema["timeline"]["columns"]
+    meta = json.loads((tmp_path / "p.meta.json").read_text())
+    assert schema["summary"]["config"] == [c for c in meta["config_columns"] if c in schema["summary"]["config"]]
+    assert ob_csv.SUMMARY_COLUMNS == schema["summary"]["required"] and ob_csv.NUMERIC["timeline"] == \
+        schema["timeline"]["numeric"]
+    for kind in ("summary", "timeline", "power"):
+        listed = schema[kind].get("columns", schema[kind].get("leading"))
+        assert set(schema[kind]["required"]) <= set(listed) and set(schema[kind]["numeric"]) <= set(listed)

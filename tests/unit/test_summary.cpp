@@ -3,9 +3,11 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "common/csv_schema.hpp"
 #include "common/modes.hpp"
 #include "common/overlap_rows.hpp"
 #include "common/summary.hpp"
+#include "common/timeline.hpp"
 
 namespace {
 
@@ -197,4 +199,17 @@ TEST(CheckLog, KeepsTheFirstFailure) {
   log.mode_checks(ob::Mode::kComm, true, 3, "index 7");
   log.mode_checks(ob::Mode::kOverlap, false, 0, "");
   EXPECT_EQ(log.first(), "comm: 3 elements of the all-reduced pattern are wrong (index 7)");
+}
+
+TEST(CsvSchema, TheColumnsAreTheSchemaFilesAndAMissingListIsNamed) {
+  EXPECT_EQ(ob::kSummaryColumns, ob::csv_schema_columns("summary", "leading"));
+  EXPECT_EQ(ob::kSummaryConfigColumns, ob::csv_schema_columns("summary", "config"));
+  EXPECT_EQ(ob::kTimelineColumns, ob::csv_schema_columns("timeline", "columns"));
+  EXPECT_EQ(ob::kSummaryColumns.front(), "system");
+  try {
+    ob::csv_schema_columns("summary", "nothing");
+    FAIL() << "no throw";
+  } catch (const std::logic_error& error) {
+    EXPECT_STREQ(error.what(), "overlap_bench/schema.json has no 'summary.nothing'");
+  }
 }
