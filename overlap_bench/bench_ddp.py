@@ -237,6 +237,7 @@ def main():
                    "time_ms_min", "time_ms_max", "time_ms_mean", "time_ms_stddev", "time_ms_p50_ci_rel", "unstable"]
         frame = pd.DataFrame(lines)
         frame = frame[columns + [c for c in frame.columns if c not in columns]]
+        frame["unstable"] = frame["unstable"].fillna(0).astype(int)  # a derived row has no iterations: 0, as phase 4's
         path = pathlib.Path(args.csv)
         temporary = path.with_name(path.name + ".tmp")
         frame.to_csv(temporary, index=False)
