@@ -48,14 +48,27 @@ CONFIG_KEYS = ["hidden", "layers", "batch", "model", "seq", "micro_batch", "bloc
                "grad_mb", "tf32", "clock", "reshard_after_forward", "repeat"]
 
 
-def parse_args():
-    parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
+def add_work_arguments(parser):
+    """The work, as bench_ddp.py and trace_job.py take it: --configs, or --model with --seq, --micro-batch, --blocks
+    (checked by work_checks)."""
     parser.add_argument("--configs", nargs="+", default=["4096,16,512"], help="hidden,layers,batch per rank")
     parser.add_argument("--model", help="a transformer instead of --configs: a preset (gpt2, gpt2-xl, llama3-8b, "
                         "qwen2.5-7b) or a config.json, as phase4_model reads it")
     parser.add_argument("--seq", type=int, default=2048, help="with --model: tokens per sequence (default: 2048)")
     parser.add_argument("--micro-batch", type=int, default=1, help="with --model: sequences per GPU (default: 1)")
     parser.add_argument("--blocks", type=int, default=0, help="with --model: its first N blocks (default: all)")
+
+
+def work_checks(args):
+    """(option, value, whether it is allowed, what is) of add_work_arguments' sizes."""
+    return [("--seq", args.seq, 1 <= args.seq <= 1 << 20, "from 1 to 1048576"),
+            ("--micro-batch", args.micro_batch, 1 <= args.micro_batch <= 1 << 16, "from 1 to 65536"),
+            ("--blocks", args.blocks, 0 <= args.blocks <= 4096, "from 0 (all) to 4096")]
+
+
+def parse_args():
+    parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
+    add_work_arguments(parser)
     parser.add_argument("--model-binary", help="phase4_model (default: on PATH, or in this checkout's build/)")
     parser.add_argument("--bucket-mb", type=float, nargs="+", default=[25.0],
                         help="DDP bucket_cap_mb; several values: one overlap row each")
@@ -93,10 +106,7 @@ def parse_args():
                "0 to 2^32-1"),
               ("--emulate-nodes", args.emulate_nodes,
                1 <= args.emulate_nodes <= 1024 and int(os.environ.get("WORLD_SIZE", 1)) % args.emulate_nodes == 0,
-               "1 to 1024, a divisor of the ranks (WORLD_SIZE)"),
-              ("--seq", args.seq, 1 <= args.seq <= 1 << 20, "from 1 to 1048576"),
-              ("--micro-batch", args.micro_batch, 1 <= args.micro_batch <= 1 << 16, "from 1 to 65536"),
-              ("--blocks", args.blocks, 0 <= args.blocks <= 4096, "from 0 (all) to 4096")]
+               "1 to 1024, a divisor of the ranks (WORLD_SIZE)"), *work_checks(args)]
     if not args.model:
         checks += [(option, value, value == default, "with --model only")
                    for option, value, default in (("--seq", args.seq, 2048), ("--micro-batch", args.micro_batch, 1),

@@ -27,12 +27,7 @@ from overlap_bench.ddp_steps import Mlp, Step, Transformer, dist, slowest, timed
 
 def parse_args():
     parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
-    parser.add_argument("--configs", nargs="+", default=["4096,16,512"], help="hidden,layers,batch per rank")
-    parser.add_argument("--model", help="a transformer instead of --configs, as bench_ddp.py's --model (a preset or a "
-                        "config.json)")
-    parser.add_argument("--seq", type=int, default=2048, help="with --model: tokens per sequence (default: 2048)")
-    parser.add_argument("--micro-batch", type=int, default=1, help="with --model: sequences per GPU (default: 1)")
-    parser.add_argument("--blocks", type=int, default=0, help="with --model: its first N blocks (default: all)")
+    bench_ddp.add_work_arguments(parser)
     parser.add_argument("--bucket-mb", type=float, nargs="+", default=[25.0], help="DDP bucket_cap_mb, one job each")
     parser.add_argument("--fsdp", action="store_true", help="FSDP2 (fully_shard per layer) instead of DDP")
     parser.add_argument("--iters", type=int, default=20, help="timed steps without the profiler (default: 20)")
@@ -44,8 +39,9 @@ def parse_args():
         parser.error("--steps: 1 to 50, --iters: 1 to 10000")
     if not all(0 < mb <= 1e6 for mb in args.bucket_mb):
         parser.error(f"--bucket-mb: '{args.bucket_mb}' is invalid: numbers in (0, 1e6]")
-    if not 1 <= args.seq <= 1 << 20 or not 1 <= args.micro_batch <= 1 << 16 or not 0 <= args.blocks <= 4096:
-        parser.error("--seq: 1 to 1048576, --micro-batch: 1 to 65536, --blocks: 0 (all) to 4096")
+    for option, value, ok, allowed in bench_ddp.work_checks(args):
+        if not ok:
+            parser.error(f"{option}: '{value}' is invalid: {allowed}")
     if args.model:  # one parser of configs, phase4_model's, as bench_ddp.py's
         try:
             args.shape = ob_tool.model_blocks(args.model, args.blocks)
