@@ -56,7 +56,8 @@ def summary(stats, system, world):
     """The summary rows: per step the slowest rank's, statistics over steps (the first step left out where there
     are three or more: its kernels warm up)."""
     frame = pd.DataFrame([{"rank": s.rank, "step": s.step, "step_ms": s.step_ms, "comm_ms": s.comm_ms,
-                           "compute_ms": s.compute_ms, "exposed_ms": s.exposed_ms, "slowdown_ms": s.slowdown_ms,
+                           "compute_ms": s.compute_ms, "exposed_ms": s.exposed_ms, "wait_ms": s.wait_ms,
+                           "slowdown_ms": s.slowdown_ms,
                            "slowed_ms": s.slowed_ms, "buckets": len(s.buckets),
                            "grad_mb": sum(b[1] for b in s.buckets) / (1 << 20)} for s in stats])
     steps = sorted(frame["step"].unique())
@@ -79,7 +80,8 @@ def summary(stats, system, world):
                         "slowdown_ms": slowest["slowdown_ms"].median(),
                         "compute_slowdown": (frame["slowdown_ms"].sum() / frame["slowed_ms"].sum()
                                              if frame["slowed_ms"].sum() > 0 else np.nan),
-                        "added_ms": exposed + slowest["slowdown_ms"].median()})
+                        "added_ms": exposed + slowest["slowdown_ms"].median(),
+                        "peer_wait_ms": slowest["wait_ms"].median()})
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -128,6 +130,7 @@ def main(argv=None):
     stats = [s for trace in traces for s in trace_stats.step_stats(trace)]
     if not stats:
         raise ob_tool.UsageError(f"{args.traces[0]}: no step found in it")
+    trace_stats.peer_waits(traces, stats)
     world = max(t.world for t in traces) or len(traces)
     collectives = {b[0] for s in stats for b in s.buckets}
     system = traces[0].system or ("pytorch-fsdp2" if "reduce_scatter" in collectives or "_reduce_scatter_base"

@@ -6,7 +6,8 @@ minus its compute-only step (unprofiled, same processes), and per rank its share
 HTA's get_comm_comp_overlap (where the HolisticTraceAnalysis package is installed; the column is empty otherwise).
 
 Writes --csv: label, system, ranks, rank, traced_step_ms, step_ms, compute_ms, target_added_ms, added_ms, error
-(added / target - 1), exposed_comm_ms, slowdown_ms, overlap_pct, hta_overlap_pct.
+(added / target - 1), exposed_comm_ms, slowdown_ms, peer_wait_ms (of the exposed communication, the wait for a later
+rank), error_without_wait ((added - peer_wait) / target - 1), overlap_pct, hta_overlap_pct.
 
 Usage: ob-analyze-check results/runs/traces --csv check.csv
 """
@@ -61,7 +62,9 @@ def check(folder):
                          "traced_step_ms": summary["time_ms_p50"], "step_ms": job.step_ms,
                          "compute_ms": job.compute_ms, "target_added_ms": target, "added_ms": summary["added_ms"],
                          "error": summary["added_ms"] / target - 1, "exposed_comm_ms": summary["exposed_comm_ms"],
-                         "slowdown_ms": summary["slowdown_ms"], "overlap_pct": rank.overlap_pct,
+                         "slowdown_ms": summary["slowdown_ms"], "peer_wait_ms": summary["peer_wait_ms"],
+                         "error_without_wait": (summary["added_ms"] - summary["peer_wait_ms"]) / target - 1,
+                         "overlap_pct": rank.overlap_pct,
                          "hta_overlap_pct": hta.get(rank.rank, float("nan"))})
     return pd.DataFrame(rows)
 

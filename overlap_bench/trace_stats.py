@@ -98,6 +98,7 @@ class StepStats:
     slowdown_ms: float  # compute kernels' time under overlap beyond their time alone
     slowed_ms: float  # those kernels' time alone (the denominator of the slowdown)
     buckets: list  # (collective, bytes, ms, start, end) of each collective in launch order
+    wait_ms: float = 0.0  # of the exposed communication, the wait for a later rank's collective (peer_waits)
 
     @property
     def step_ms(self):
@@ -142,6 +143,33 @@ def step_stats(trace):
                                length(comm) / 1e3, length(compute) / 1e3, minus(comm, compute) / 1e3,
                                slowdown / 1e3, slowed / 1e3, buckets))
     return stats
+
+
+def peer_waits(traces, stats):
+    """Sets each step's wait_ms: the exposed time its rank's collectives spent waiting for the last rank to reach
+    them (a collective moves no data before every rank has launched it). The k-th collective of a step is the same
+    on every rank; the ranks' clocks are aligned by the collectives' ends (a collective ends on every rank at once),
+    the median offset per rank. Ranks whose steps launched other counts of collectives, and a single rank, wait 0."""
+    steps = {t.rank: {n: (sorted((k for k in ks if k.comm), key=lambda k: k.start),
+                          Cover((k.start, k.end) for k in ks if not k.comm)) for n, ks in steps_of(t)}
+             for t in traces}
+    numbers = set.intersection(*(set(s) for s in steps.values())) if len(steps) > 1 else set()
+    numbers = {n for n in numbers if len({len(steps[r][n][0]) for r in steps}) == 1}
+    if not numbers:
+        return
+    first = min(steps)
+    offset = {r: float(np.median([a.end - b.end for n in numbers for a, b in zip(steps[r][n][0], steps[first][n][0])]
+                                 or [0.0])) for r in steps}
+    for s in stats:
+        if s.step not in numbers:
+            continue
+        comm, compute = steps[s.rank][s.step]
+        waits = []
+        for i, k in enumerate(comm):
+            latest = max(steps[r][s.step][0][i].start - offset[r] for r in steps) + offset[s.rank]
+            if latest > k.start:
+                waits.append((k.start, min(latest, k.end)))
+        s.wait_ms = minus(union(waits), compute) / 1e3
 
 
 def check_one_job(traces):

@@ -66,6 +66,30 @@ def test_the_shares_are_exact_on_a_trace_whose_numbers_are_known(tmp_path):
     assert first.buckets[0][:2] == ("allreduce", 4 << 20) and math.isclose(first.step_ms, 0.040)
 
 
+def test_the_wait_for_a_later_rank_is_measured_across_clocks(tmp_path):
+    """Rank 0 launches each step's all-reduce 30 us before rank 1 (nothing beside it), on a clock 5 ms behind rank
+    1's: both end together, so rank 0 waited 30 us of its exposed 70 and rank 1 none; the clocks are aligned by the
+    collectives' ends."""
+    def job(rank, launch):
+        kernels = [(s + launch, 70 - launch, "ncclDevKernel_AllReduce", "allreduce", 4 << 20) for s in (0.0, 1000.0)]
+        kernels += [(s + 80, 10, "gemm", "", 0) for s in (0.0, 1000.0)]
+        steps = [(0.0, 200.0), (1000.0, 1200.0)]
+        return trace_read.read(kineto(tmp_path / f"r{rank}.json", kernels, steps, rank=rank))[0]
+
+    traces = [job(0, 0.0), job(1, 30.0)]
+    for trace in traces[1:]:  # rank 1's clock: 5 ms ahead
+        for k in trace.kernels:
+            k.start, k.end = k.start + 5000, k.end + 5000
+    stats = [s for trace in traces for s in trace_stats.step_stats(trace)]
+    trace_stats.peer_waits(traces, stats)
+    waits = {(s.rank, s.step): (s.wait_ms, s.exposed_ms) for s in stats}
+    assert all(math.isclose(waits[(0, n)][0], 0.030) and math.isclose(waits[(0, n)][1], 0.070)
+               and waits[(1, n)][0] == 0 for n in (0, 1)), waits
+    alone = trace_stats.step_stats(traces[0])
+    trace_stats.peer_waits(traces[:1], alone)  # one rank: nothing to wait for
+    assert all(s.wait_ms == 0 for s in alone)
+
+
 def test_without_step_markers_the_kernel_sequence_gives_the_steps(tmp_path):
     kernels = [(s + o, 5, name, "", 0) for s in (0, 100, 200, 300) for o, name in ((0, "a"), (10, "b"), (20, "c"))]
     trace = trace_read.read(kineto(tmp_path / "t.json", kernels, [(0.0, 1000.0)]))[0]
