@@ -196,8 +196,12 @@ def module_command(name):
 
 
 def export_package_path():
-    """Puts the folder holding this package first on PYTHONPATH, so that the processes this one starts import the same
-    package (`python -m overlap_bench.X`, `torchrun -m overlap_bench.bench_ddp`) wherever they run."""
+    """In a checkout, puts its root first on PYTHONPATH, so that the processes this one starts import the same package
+    (`python -m overlap_bench.X`, `torchrun -m overlap_bench.bench_ddp`) wherever they run. An installed package is
+    left as it is: its interpreter finds it, and another interpreter (a contender's own environment) must not be
+    handed this one's site-packages."""
+    if not (REPO / "pyproject.toml").is_file():
+        return
     paths = [str(REPO), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
 

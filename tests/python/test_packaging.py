@@ -84,3 +84,17 @@ def test_a_checkout_s_binary_is_the_default_build_s_not_the_sanitized_one(tmp_pa
     default = make("default")
     assert ob_tool.find_built("phase4_predict", root=tmp_path) == default
     assert ob_tool.find_built("phase4_predict", "/given/path", root=tmp_path) == "/given/path"
+
+
+def test_a_checkout_hands_its_package_to_the_processes_it_starts_an_installation_does_not(tmp_path, monkeypatch):
+    """main_guard's export_package_path: from a checkout (its pyproject.toml beside the package) the checkout's root
+    goes first on PYTHONPATH, once; from an installation nothing is added (a contender of another environment must not
+    be handed this one's site-packages)."""
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    monkeypatch.setattr(ob_tool, "REPO", PACKAGE_SITE)  # an installation: no pyproject.toml there
+    ob_tool.export_package_path()
+    assert os.environ["PYTHONPATH"] == "/elsewhere"
+    monkeypatch.setattr(ob_tool, "REPO", REPO)
+    ob_tool.export_package_path()
+    ob_tool.export_package_path()
+    assert os.environ["PYTHONPATH"] == f"{REPO}{os.pathsep}/elsewhere"
