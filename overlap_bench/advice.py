@@ -9,8 +9,8 @@ assignment at each candidate cap) is the advice.
 
 The model charges GPU time only. Where the host paces the step (its GPU busy, compute or communication, for less than
 HOST_PACED of the traced step), every bucket adds an all-reduce launch on that host which the model does not see:
-there the advice keeps to caps of at least DDP's 25 MB default (gpt2 on 2 x H200, 171 tensors and a GPU busy 19 % of
-its traced step: the model's 1 MB ran 1.27x slower than 25 MB; results/2xH200/trace-models).
+there the advice keeps to caps of at least DDP's 25 MB default (gpt2 on 2 x H200: the model's GPU-time best, a
+smaller cap, ran slower than 25 MB; results/2xH200/trace-models).
 """
 import json
 import pathlib
