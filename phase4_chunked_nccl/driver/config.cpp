@@ -44,11 +44,35 @@ void Config::use_model(const std::string& name, const TransformerShape& s) {
   batch = seq * micro_batch;
 }
 
-GradientLayout Config::layout() const {
-  if (!transformer()) return GradientLayout::equal(layers, hidden);
-  std::vector<std::uint64_t> sizes;
-  for (const auto& tensor : parameter_tensors(shape, blocks)) sizes.push_back(static_cast<std::uint64_t>(tensor.elements()));
-  return GradientLayout::of_sizes(sizes);
+ModelSpec Config::model_spec() const {
+  ModelSpec spec;
+  spec.family = transformer() ? kTransformerFamily : kMlpFamily;
+  spec.hidden = hidden;
+  spec.layers = layers;
+  spec.batch = batch;
+  spec.shape = shape;
+  spec.seq = seq;
+  spec.micro_batch = micro_batch;
+  spec.blocks = blocks;
+  spec.accum_steps = accum_steps;
+  spec.tf32 = tf32;
+  spec.seed = common.seed;
+  return spec;
+}
+
+SyncSpec Config::sync_spec() const { return {sync, comm_dtype, prefetch}; }
+
+StepSpec Config::step_spec() const {
+  StepSpec spec;
+  spec.model = model_spec();
+  spec.sync = sync_spec();
+  spec.lr = lr;
+  spec.comm_priority = comm_priority;
+  spec.gemm_sm_margin = gemm_sm_margin;
+  spec.graph = graph;
+  spec.warmup = common.warmup;
+  spec.iters = common.iters;
+  return spec;
 }
 
 BucketPlan Config::plan() const {
@@ -59,8 +83,6 @@ BucketPlan Config::plan() const {
   // of llama3-8b's 4 blocks hid 2.5 % of their communication, and the step was 1.14x DDP's at 25 MB on 4 x H200.
   return transformer() ? plan_like_ddp(steps, bucket_mb, first_bucket_mb) : plan_by_size(steps, bucket_mb, first_bucket_mb);
 }
-
-double Config::grad_mb() const { return 4.0 * static_cast<double>(layout().elements()) / (1 << 20); }
 
 double Config::device_bytes() const {
   const double w = static_cast<double>(layout().elements()), act = 1.0 * batch * hidden;
@@ -110,7 +132,7 @@ std::string Config::comm_reference() const {
   return row.reference.empty() ? row.name : row.reference;
 }
 
-bool Config::sharded() const { return sync_row(sync).schedule == ScheduleKind::kSharded; }
+bool Config::sharded() const { return sync_row(sync).schedule == kShardedSchedule; }
 
 std::vector<std::string> Config::planned_syncs() const {
   return plan_syncs.empty() ? std::vector<std::string>{sync} : ob::split_list(plan_syncs);

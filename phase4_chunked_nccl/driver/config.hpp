@@ -8,9 +8,7 @@
 #include "common/modes.hpp"
 #include "common/options.hpp"
 #include "common/watchdog.hpp"
-#include "phase4_chunked_nccl/driver/choices.hpp"
-#include "phase4_chunked_nccl/model/transformer.hpp"
-#include "phase4_chunked_nccl/schedule/bucket_plan.hpp"
+#include "phase4_chunked_nccl/core/spec.hpp"
 #include "phase4_chunked_nccl/sync/registry.hpp"
 
 namespace phase4 {
@@ -71,9 +69,13 @@ struct Config {
   bool transformer() const { return !model.empty(); }
   // Train `s` (named `name`): shape, model, and hidden, layers and batch from it and seq, micro_batch, blocks.
   void use_model(const std::string& name, const TransformerShape& s);
-  GradientLayout layout() const;  // the backward steps' gradient ranges: the model's tensors, or L equal layers
+  // The specs the rooms below the driver take (core/spec.hpp), resolved from these options.
+  ModelSpec model_spec() const;
+  SyncSpec sync_spec() const;
+  StepSpec step_spec() const;
+  GradientLayout layout() const { return model_spec().layout(); }
   BucketPlan plan() const;
-  double grad_mb() const;
+  double grad_mb() const { return model_spec().grad_mb(); }
   double device_bytes() const;  // weights, gradients, activations and work buffers on one GPU
   // This configuration once per combination of the sweeps' values (itself when no sweep), in table order.
   std::vector<Config> sweep_points() const;

@@ -79,7 +79,7 @@ std::string check_point(const Config& config, Trainer& trainer, const BucketPlan
   if (config.sync != "nccl" && !bf16) {
     ob::progress_note("the strategy check");
     const Config nccl = config.strategy_reference();
-    Trainer reference(nccl, rank, ranks, trainer.comm(), comm);
+    Trainer reference(nccl.step_spec(), rank, ranks, trainer.comm(), comm);
     const auto want = weights_after(reference, ob::Mode::kSeq, plan, origin, true, &agree);
     note(compare_weights(seq, want, kStrategyTolerance, "--sync " + config.sync + " differs from --sync nccl",
                          "sync_vs_nccl", comm, row));
@@ -87,7 +87,7 @@ std::string check_point(const Config& config, Trainer& trainer, const BucketPlan
   if (config.accum_steps > 1) {
     ob::progress_note("the accumulation check");
     const Config big = config.accumulation_reference();
-    Trainer reference(big, rank, ranks, trainer.comm(), comm);
+    Trainer reference(big.step_spec(), rank, ranks, trainer.comm(), comm);
     const auto want = weights_after(reference, ob::Mode::kSeq, plan, origin, true, &agree);
     note(compare_weights(seq, want, 1e-5,
                          std::to_string(config.accum_steps) + " micro-steps differ from one step on the " +

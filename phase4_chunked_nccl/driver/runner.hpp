@@ -8,6 +8,7 @@
 
 #include "common/summary.hpp"
 #include "common/timeline.hpp"
+#include "phase4_chunked_nccl/driver/config.hpp"
 #include "phase4_chunked_nccl/planner/planner.hpp"
 #include "phase4_chunked_nccl/schedule/trainer.hpp"
 

@@ -119,8 +119,8 @@ void add_size(StrategyCalibration& strategy, const BucketPlan& plan, const ModeR
 // one's (a sharded strategy's whole tensors) is not run again.
 Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, int ranks, MPI_Comm comm,
                       ob::SteadyClock::time_point origin, CommCache& comms, std::ostream* progress) {
-  Calibration calibration = describe_run(base, ranks, gpu);
-  const auto sizes = calibration_sizes(base);
+  Calibration calibration = describe_run(base.step_spec(), ranks, gpu);
+  const auto sizes = calibration_sizes(base.model_spec());
   double best_iteration = 0;
   bool warm = false;
   for (const auto& sync : base.planned_syncs()) {
@@ -131,8 +131,8 @@ Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, 
     config.plan_ends.clear();
     config.common.check = false;
     config.common.iters = std::max(config.common.iters, 20);
-    const bool sharded = sync_row(sync).schedule == ScheduleKind::kSharded;
-    Trainer trainer(config, rank, ranks, comms.get(config.nccl_settings()), comm);
+    const bool sharded = sync_row(sync).schedule == kShardedSchedule;
+    Trainer trainer(config.step_spec(), rank, ranks, comms.get(config.nccl_settings()), comm);
     if (!warm) {  // the trainer reads its config when it runs: one compute-only run of kCalibrationWarmupMs
       const ModeRun probe = trainer.run(ob::Mode::kCompute, trainer.adapt(base.plan()), false, origin);
       const double step = std::max(1e-3, ob::summarize(ob::max_across_ranks(probe.iter_ms, comm)).p50);
@@ -220,7 +220,7 @@ std::vector<Calibration> load_calibrations(const Config& config, int ranks, cons
     std::string differs;  // from the first point's model: the difference named when no point is of its model
     bool used = false;
     for (const auto& point : points) {
-      const std::string here = calibration.mismatch(describe_run(point, ranks, gpu));
+      const std::string here = calibration.mismatch(describe_run(point.step_spec(), ranks, gpu));
       used = used || here.empty();
       if (differs.empty()) differs = here;
     }
@@ -242,7 +242,7 @@ std::vector<Calibration> load_calibrations(const Config& config, int ranks, cons
 
 const Calibration* calibration_of(const std::vector<Calibration>& calibrations, const Config& point, int ranks,
                                   const std::string& gpu) {
-  const Calibration run = describe_run(point, ranks, gpu);
+  const Calibration run = describe_run(point.step_spec(), ranks, gpu);
   for (const auto& calibration : calibrations) {
     if (calibration.mismatch(run).empty()) return &calibration;
   }
@@ -271,7 +271,7 @@ SweepResult run_sweep(const std::vector<Config>& points, int rank, int ranks, MP
     const Config point = calibration ? resolve_plan(points[p], *calibration, progress) : points[p];
     // A trainer per point: an accum-steps sweep changes how many micro-batches the model holds, a sync sweep the
     // strategy's buffers.
-    Trainer trainer(point, rank, ranks, comms.get(point.nccl_settings()), comm, power);
+    Trainer trainer(point.step_spec(), rank, ranks, comms.get(point.nccl_settings()), comm, power);
     if (progress) {
       *progress << "phase4: [" << p + 1 << "/" << points.size() << "] " << point.point_label() << ", "
                 << trainer.adapt(point.plan()).describe() << std::endl;

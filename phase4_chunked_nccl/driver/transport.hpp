@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "phase4_chunked_nccl/driver/choices.hpp"
+#include "phase4_chunked_nccl/core/choices.hpp"
 
 namespace phase4 {
 

@@ -1,4 +1,8 @@
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -6,19 +10,46 @@
 #include "common/nvtx.hpp"
 #include "phase4_chunked_nccl/model/kernels.cuh"
 #include "phase4_chunked_nccl/model/model.hpp"
-#include "phase4_chunked_nccl/model/transformer_model.hpp"
 
 namespace phase4 {
 
-std::unique_ptr<Model> make_model(const Config& config, int rank, cublasHandle_t cublas, float* grads, float* weights) {
-  if (config.transformer()) return std::make_unique<TransformerModel>(config, rank, cublas, grads, weights);
-  return std::make_unique<Mlp>(config, rank, cublas, grads, weights);
+namespace {
+
+std::map<std::string, ModelFactory>& families() {
+  static std::map<std::string, ModelFactory> table;  // made on first use: registrations run at static initialisation
+  return table;
 }
 
-Mlp::Mlp(const Config& config, int rank, cublasHandle_t cublas, float* grads, float* weights)
-    : Model(static_cast<std::size_t>(config.layers) * config.hidden * config.hidden, grads, weights), config_(config),
-      hidden_(config.hidden), layers_(config.layers), batch_(config.batch), micro_steps_(config.accum_steps),
-      cublas_(cublas), weight_seed_(config.common.seed) {
+}  // namespace
+
+RegisterModel::RegisterModel(const std::string& family, ModelFactory make) {
+  if (!families().emplace(family, make).second) {
+    std::fprintf(stderr, "phase4: two model families are called '%s'\n", family.c_str());
+    std::abort();
+  }
+}
+
+std::vector<std::string> model_families() {
+  std::vector<std::string> names;
+  for (const auto& family : families()) names.push_back(family.first);
+  return names;
+}
+
+std::unique_ptr<Model> make_model(const ModelSpec& spec, int rank, cublasHandle_t cublas, float* grads,
+                                  float* weights) {
+  const auto found = families().find(spec.family);
+  if (found == families().end()) throw std::invalid_argument("no model family '" + spec.family + "' in this build");
+  return found->second(spec, rank, cublas, grads, weights);
+}
+
+namespace {
+const RegisterModel kMlp(kMlpFamily, made_model<Mlp>);
+}  // namespace
+
+Mlp::Mlp(const ModelSpec& spec, int rank, cublasHandle_t cublas, float* grads, float* weights)
+    : Model(static_cast<std::size_t>(spec.layers) * spec.hidden * spec.hidden, grads, weights), tf32_(spec.tf32),
+      hidden_(spec.hidden), layers_(spec.layers), batch_(spec.batch), micro_steps_(spec.accum_steps),
+      cublas_(cublas), weight_seed_(spec.seed) {
   const std::size_t w = elements();
   const std::size_t act = batch_elements(), data = act * micro_steps_;
   inputs_ = ob::DeviceBuffer<float>(data);
@@ -29,7 +60,7 @@ Mlp::Mlp(const Config& config, int rank, cublasHandle_t cublas, float* grads, fl
   loss_ = ob::DeviceBuffer<double>(1);
   // Each rank's data differs (seeded by rank); the target is a fixed random matrix. Micro-batch k is element range
   // [k * act, (k + 1) * act) of the seeded sequence: the same numbers as rows [kB, (k+1)B) of a K*B-row batch.
-  const std::uint64_t data_seed = config.common.seed * 1000003u + 17u * static_cast<std::uint64_t>(rank + 1);
+  const std::uint64_t data_seed = spec.seed * 1000003u + 17u * static_cast<std::uint64_t>(rank + 1);
   fill_uniform(inputs_.get(), data, data_seed, 1.0f, nullptr);
   fill_uniform(targets_.get(), data, data_seed + 1, 1.0f, nullptr);
   CUDA_CHECK(cudaMemset(this->grads(), 0, w * sizeof(float)));
@@ -48,7 +79,7 @@ void Mlp::forward(int micro, cudaStream_t stream, const LayerHook& before, const
   for (int l = 1; l <= layers_; ++l) {
     ob::NvtxRange range("forward layer " + std::to_string(l));
     if (before) before(l);
-    ob::cublas_gemm(cublas_, config_.tf32, {batch_, hidden_, hidden_}, activation(l - 1), slot(weights(), layers_ - l),
+    ob::cublas_gemm(cublas_, tf32_, {batch_, hidden_, hidden_}, activation(l - 1), slot(weights(), layers_ - l),
                     activation(l), stream);
     if (l < layers_) relu_inplace(activation(l), act, stream);
     if (after) after(l);
@@ -61,10 +92,10 @@ void Mlp::forward(int micro, cudaStream_t stream, const LayerHook& before, const
 void Mlp::backward_step(int step, bool accumulate, cudaStream_t stream) {
   const int l = layers_ - step;
   ob::NvtxRange range("backward layer " + std::to_string(l));
-  ob::cublas_gemm(cublas_, config_.tf32, {hidden_, hidden_, batch_, true, false}, activation(l - 1), dz_.get(),
+  ob::cublas_gemm(cublas_, tf32_, {hidden_, hidden_, batch_, true, false}, activation(l - 1), dz_.get(),
                   slot(grads(), step), stream, accumulate ? 1.0f : 0.0f);
   if (l == 1) return;
-  ob::cublas_gemm(cublas_, config_.tf32, {batch_, hidden_, hidden_, false, true}, dz_.get(), slot(weights(), step),
+  ob::cublas_gemm(cublas_, tf32_, {batch_, hidden_, hidden_, false, true}, dz_.get(), slot(weights(), step),
                   da_.get(), stream);
   relu_backward(da_.get(), activation(l - 1), batch_elements(), stream);
   std::swap(dz_, da_);

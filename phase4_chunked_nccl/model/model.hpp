@@ -10,15 +10,17 @@
 
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "common/cuda/device_buffer.hpp"
-#include "phase4_chunked_nccl/driver/config.hpp"
+#include "phase4_chunked_nccl/core/spec.hpp"
 
 namespace phase4 {
 
-// What the schedules drive: a model whose config.layers backward steps each write one range of the gradient buffer
-// (Config::layout(), in backward order), and whose forward runs as config.layers forward layers, forward layer l
-// being the forward work of the tensor that backward step config.layers - l completes.
+// What the schedules drive: a model whose spec.layers backward steps each write one range of the gradient buffer
+// (ModelSpec::layout(), in backward order), and whose forward runs as spec.layers forward layers, forward layer l
+// being the forward work of the tensor that backward step spec.layers - l completes.
 class Model {
  public:
   virtual ~Model() = default;
@@ -53,12 +55,27 @@ class Model {
   float* weights_;
 };
 
-// The model a configuration names: a transformer (--model), else the square-layer MLP.
-std::unique_ptr<Model> make_model(const Config& config, int rank, cublasHandle_t cublas, float* grads, float* weights);
+// A model family is one file under model/ that registers its factory at start-up (a RegisterModel object), as a
+// strategy does (sync/registry.hpp): the MLP below, the transformer (transformer_model.cu). Two families of one name
+// stop the program.
+using ModelFactory = std::unique_ptr<Model> (*)(const ModelSpec& spec, int rank, cublasHandle_t cublas, float* grads,
+                                                float* weights);
+struct RegisterModel {
+  RegisterModel(const std::string& family, ModelFactory make);
+};
+// The factory of a model class constructed from the factory's arguments: RegisterModel k("mine", made_model<Mine>).
+template <class M>
+std::unique_ptr<Model> made_model(const ModelSpec& spec, int rank, cublasHandle_t cublas, float* grads,
+                                  float* weights) {
+  return std::make_unique<M>(spec, rank, cublas, grads, weights);
+}
+std::vector<std::string> model_families();  // every registered family, by name
+// The model `spec` describes, made by its family's factory; throws std::invalid_argument for an unknown family.
+std::unique_ptr<Model> make_model(const ModelSpec& spec, int rank, cublasHandle_t cublas, float* grads, float* weights);
 
 class Mlp : public Model {
  public:
-  Mlp(const Config& config, int rank, cublasHandle_t cublas, float* grads, float* weights);
+  Mlp(const ModelSpec& spec, int rank, cublasHandle_t cublas, float* grads, float* weights);
 
   void reset_weights(cudaStream_t stream) override;
   // On micro-batch `micro`: A_l = ReLU(A_{l-1} · W_l) (no ReLU on the last layer), then
@@ -76,7 +93,7 @@ class Mlp : public Model {
   }
   float* slot(float* buffer, int step) const { return buffer + static_cast<std::size_t>(step) * hidden_ * hidden_; }
 
-  const Config& config_;
+  bool tf32_;
   int hidden_, layers_, batch_, micro_steps_;
   std::size_t micro_ = 0;
   cublasHandle_t cublas_;

@@ -47,19 +47,21 @@ std::uint64_t mix(std::uint64_t z) {
   return z ^ (z >> 31);
 }
 
+const RegisterModel kTransformer(kTransformerFamily, made_model<TransformerModel>);
+
 }  // namespace
 
-TransformerModel::TransformerModel(const Config& config, int rank, cublasHandle_t cublas, float* grads, float* weights)
-    : Model(config.layout().elements(), grads, weights), config_(config), shape_(config.shape),
-      tensors_(parameter_tensors(config.shape, config.blocks)), layout_(config.layout()), cublas_(cublas),
-      tf32_(config.tf32), rms_(config.shape.norm == NormKind::kRmsNorm), swiglu_(config.shape.mlp == MlpKind::kSwiGlu),
-      seq_(config.seq), micro_batch_(config.micro_batch), micro_steps_(config.accum_steps),
-      tokens_(config.seq * config.micro_batch), h_(config.shape.hidden),
-      qd_(config.shape.heads * config.shape.head_dim), kvd_(config.shape.kv_heads * config.shape.head_dim),
-      inter_(config.shape.intermediate), heads_(config.shape.heads), kv_heads_(config.shape.kv_heads),
-      d_(config.shape.head_dim), vocab_(static_cast<int>(config.shape.vocab)),
-      kept_(config.blocks > 0 && config.blocks < config.shape.layers ? config.blocks : config.shape.layers),
-      seed_(config.common.seed) {
+TransformerModel::TransformerModel(const ModelSpec& spec, int rank, cublasHandle_t cublas, float* grads, float* weights)
+    : Model(spec.layout().elements(), grads, weights), shape_(spec.shape),
+      tensors_(parameter_tensors(spec.shape, spec.blocks)), layout_(spec.layout()), cublas_(cublas),
+      tf32_(spec.tf32), rms_(spec.shape.norm == NormKind::kRmsNorm), swiglu_(spec.shape.mlp == MlpKind::kSwiGlu),
+      seq_(spec.seq), micro_batch_(spec.micro_batch), micro_steps_(spec.accum_steps),
+      tokens_(spec.seq * spec.micro_batch), h_(spec.shape.hidden),
+      qd_(spec.shape.heads * spec.shape.head_dim), kvd_(spec.shape.kv_heads * spec.shape.head_dim),
+      inter_(spec.shape.intermediate), heads_(spec.shape.heads), kv_heads_(spec.shape.kv_heads),
+      d_(spec.shape.head_dim), vocab_(static_cast<int>(spec.shape.vocab)),
+      kept_(spec.blocks > 0 && spec.blocks < spec.shape.layers ? spec.blocks : spec.shape.layers),
+      seed_(spec.seed) {
   index_tensors();
   allocate();
   make_tokens(rank);

@@ -20,13 +20,13 @@
 
 #include "common/cuda/device_buffer.hpp"
 #include "phase4_chunked_nccl/model/model.hpp"
-#include "phase4_chunked_nccl/model/transformer.hpp"
+#include "phase4_chunked_nccl/core/transformer.hpp"
 
 namespace phase4 {
 
 class TransformerModel : public Model {
  public:
-  TransformerModel(const Config& config, int rank, cublasHandle_t cublas, float* grads, float* weights);
+  TransformerModel(const ModelSpec& spec, int rank, cublasHandle_t cublas, float* grads, float* weights);
 
   void reset_weights(cudaStream_t stream) override;
   void forward(int micro, cudaStream_t stream, const LayerHook& before = {}, const LayerHook& after = {}) override;
@@ -76,7 +76,6 @@ class TransformerModel : public Model {
   void attention_backward(int block, cudaStream_t stream);
   void backward_block(const Step& step, int tensor, bool accumulate, cudaStream_t stream);
 
-  const Config& config_;
   TransformerShape shape_;
   std::vector<ParamTensor> tensors_;
   GradientLayout layout_;

@@ -9,6 +9,7 @@
 #include "common/errors.hpp"
 #include "common/metadata.hpp"
 #include "phase4_chunked_nccl/planner/planner.hpp"
+#include "phase4_chunked_nccl/sync/registry.hpp"
 
 namespace phase4 {
 namespace {
@@ -105,7 +106,7 @@ StrategyCalibration strategy_from_json(const nlohmann::json& entry, const std::s
       throw ob::UsageError("--calibration: '" + source + "' is invalid: " + where + "slowdown must be > -1");
     }
   }
-  if (row->schedule == ScheduleKind::kSharded) {
+  if (row->schedule == kShardedSchedule) {
     s.sharded = sharded_from_json(field<nlohmann::json>(entry, "sharded", where, source), where + "sharded.", source);
   }
   return s;
@@ -261,21 +262,22 @@ std::string Calibration::negative_slowdown() const {
   return "";
 }
 
-Calibration describe_run(const Config& config, int ranks, const std::string& gpu) {
+Calibration describe_run(const StepSpec& step, int ranks, const std::string& gpu) {
+  const ModelSpec& model = step.model;
   Calibration c;
-  c.hidden = config.hidden;
-  c.layers = config.layers;
-  c.batch = config.batch;
-  c.accum_steps = config.accum_steps;
-  if (config.transformer()) {
-    c.model = config.shape.name;
-    c.step_elements = config.layout().ends;
+  c.hidden = model.hidden;
+  c.layers = model.layers;
+  c.batch = model.batch;
+  c.accum_steps = model.accum_steps;
+  if (model.transformer()) {
+    c.model = model.shape.name;
+    c.step_elements = model.layout().ends;
     for (std::size_t s = c.step_elements.size(); s-- > 1;) c.step_elements[s] -= c.step_elements[s - 1];
   }
   c.ranks = ranks;
-  c.tf32 = config.tf32;
-  c.graph = config.graph;
-  c.comm_dtype = name(config.comm_dtype);
+  c.tf32 = model.tf32;
+  c.graph = step.graph;
+  c.comm_dtype = name(step.sync.wire);
   c.gpu = gpu;
   c.commit = ob::build_commit();
   char host[256] = {0};
@@ -285,8 +287,8 @@ Calibration describe_run(const Config& config, int ranks, const std::string& gpu
   return c;
 }
 
-std::vector<double> calibration_sizes(const Config& config) {
-  const double gradient = config.grad_mb() * (1 << 20);
+std::vector<double> calibration_sizes(const ModelSpec& model) {
+  const double gradient = model.grad_mb() * (1 << 20);
   std::vector<double> sizes;
   const double smallest = std::max(std::min<double>(1 << 20, gradient / 8), gradient / kMostCalibratedBuckets);
   for (double m = smallest; m < gradient * (1 - 1e-9); m *= 4) sizes.push_back(m);

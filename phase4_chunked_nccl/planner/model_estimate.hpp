@@ -10,7 +10,7 @@
 // (`compute_estimated`).
 #pragma once
 
-#include "phase4_chunked_nccl/model/transformer.hpp"
+#include "phase4_chunked_nccl/core/transformer.hpp"
 #include "phase4_chunked_nccl/planner/planner.hpp"
 
 namespace phase4 {

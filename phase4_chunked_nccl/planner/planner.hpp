@@ -33,8 +33,8 @@
 #include <utility>
 #include <vector>
 
-#include "phase4_chunked_nccl/schedule/bucket_plan.hpp"
-#include "phase4_chunked_nccl/driver/config.hpp"
+#include "phase4_chunked_nccl/core/bucket_plan.hpp"
+#include "phase4_chunked_nccl/core/spec.hpp"
 
 namespace phase4 {
 
@@ -105,13 +105,13 @@ constexpr std::uintmax_t kMostCalibrationBytes = 64ull << 20;
 // Run-to-run variation of a calibration's slowdown: calibrations since 2e5ca33 go down to -0.031.
 constexpr double kSlowdownNoise = 0.05;
 
-// A calibration's description of the run `config` makes on `ranks` ranks of `gpu` with this build (no measurements):
+// A calibration's description of the run of `step` on `ranks` ranks of `gpu` with this build (no measurements):
 // what mismatch() compares and what a measured calibration starts from.
-Calibration describe_run(const Config& config, int ranks, const std::string& gpu);
+Calibration describe_run(const StepSpec& step, int ranks, const std::string& gpu);
 
 // The sizes a calibration measures (bytes of fp32 gradient per bucket): from min(1 MiB, gradient / 8), or
 // gradient / kMostCalibratedBuckets where that is larger, by factors of 4, and the whole gradient last.
-std::vector<double> calibration_sizes(const Config& config);
+std::vector<double> calibration_sizes(const ModelSpec& model);
 
 // The most buckets of one calibrated size: llama3-8b's 8 blocks in 1 MiB buckets are 10,665 all-reduces a step, a
 // calibration that had not finished in 240 s over NCCL's host-memory transport; smaller sizes are extrapolated.

@@ -22,10 +22,8 @@ class AllReduceSchedule final : public Schedule {
   }
 };
 
-}  // namespace
+const RegisterSchedule kAllReduce(kAllReduceSchedule, made_schedule<AllReduceSchedule>);
 
-std::unique_ptr<Schedule> make_all_reduce_schedule(const StepResources& resources, GradientSync& sync) {
-  return std::make_unique<AllReduceSchedule>(resources, sync);
-}
+}  // namespace
 
 }  // namespace phase4

@@ -29,15 +29,15 @@ Interference Trainer::interference(std::uint64_t elements, double window_ms, int
   result.elements = bucket.size();
   // The GEMM's operands (uniform values, never zeros) and the bucket's data (the comm mode's rank pattern; summed in
   // place pass after pass its values grow, which does not change what a sum costs).
-  const int h = config_.hidden, b = config_.batch;
+  const int h = spec_.model.hidden, b = spec_.model.batch;
   ob::DeviceBuffer<float> a(static_cast<std::size_t>(b) * h), dz(a.size()), dw(static_cast<std::size_t>(h) * h);
-  fill_uniform(a.get(), a.size(), config_.common.seed + 11u, 1.0f, compute_);
-  fill_uniform(dz.get(), dz.size(), config_.common.seed + 12u, 1.0f, compute_);
-  fill_rank_pattern(sync_->gradient(), model_->elements(), config_.common.seed, rank_, comm_stream_);
+  fill_uniform(a.get(), a.size(), spec_.model.seed + 11u, 1.0f, compute_);
+  fill_uniform(dz.get(), dz.size(), spec_.model.seed + 12u, 1.0f, compute_);
+  fill_rank_pattern(sync_->gradient(), model_->elements(), spec_.model.seed, rank_, comm_stream_);
   sync_->bucket_ready(bucket, comm_stream_);
   CUDA_CHECK(cudaDeviceSynchronize());
   const auto gemm = [&] {
-    ob::cublas_gemm(cublas_, config_.tf32, {h, h, b, true, false}, a.get(), dz.get(), dw.get(), compute_);
+    ob::cublas_gemm(cublas_, spec_.model.tf32, {h, h, b, true, false}, a.get(), dz.get(), dw.get(), compute_);
   };
   const auto collective = [&] { sync_->synchronise(bucket, comm_stream_); };
   // One pass: `gemms` GEMMs and `comms` collectives released together by a gate (2 ms of GPU sleep on the compute

@@ -1,5 +1,9 @@
 #include "phase4_chunked_nccl/schedule/schedule.hpp"
 
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <stdexcept>
 #include <string>
 
 #include "common/cuda/cuda_check.hpp"
@@ -8,15 +12,32 @@
 
 namespace phase4 {
 
-std::unique_ptr<Schedule> make_all_reduce_schedule(const StepResources& resources, GradientSync& sync);
-std::unique_ptr<Schedule> make_sharded_schedule(const StepResources& resources, GradientSync& sync);
+namespace {
 
-std::unique_ptr<Schedule> make_schedule(ScheduleKind kind, const StepResources& resources, GradientSync& sync) {
-  switch (kind) {
-    case ScheduleKind::kAllReduce: return make_all_reduce_schedule(resources, sync);
-    case ScheduleKind::kSharded: return make_sharded_schedule(resources, sync);
+std::map<std::string, ScheduleFactory>& schedules() {
+  static std::map<std::string, ScheduleFactory> table;  // made on first use: registrations run at static initialisation
+  return table;
+}
+
+}  // namespace
+
+RegisterSchedule::RegisterSchedule(const std::string& name, ScheduleFactory make) {
+  if (!schedules().emplace(name, make).second) {
+    std::fprintf(stderr, "phase4: two schedules are called '%s'\n", name.c_str());
+    std::abort();
   }
-  throw std::logic_error("make_schedule: no such schedule");
+}
+
+std::vector<std::string> schedule_names() {
+  std::vector<std::string> names;
+  for (const auto& schedule : schedules()) names.push_back(schedule.first);
+  return names;
+}
+
+std::unique_ptr<Schedule> make_schedule(const std::string& name, const StepResources& resources, GradientSync& sync) {
+  const auto found = schedules().find(name);
+  if (found == schedules().end()) throw std::invalid_argument("no schedule '" + name + "' in this build");
+  return found->second(resources, sync);
 }
 
 StepMarks::StepMarks(ob::EventLog* event_log, int layers, const BucketPlan& plan)
@@ -47,7 +68,7 @@ void Schedule::train(ob::Mode mode, const BucketPlan& plan, StepMarks& m,
     int& begun = m.layer_begin[layer - 1];
     if (begun < 0) begun = layer == 1 ? m.mark(r_.compute) : m.layer_end[layer - 2];
   };
-  r_.model.forward(r_.config.accum_steps - 1, r_.compute, begin,
+  r_.model.forward(r_.spec.model.accum_steps - 1, r_.compute, begin,
                    [&](int layer) { m.layer_end[layer - 1] = m.mark(r_.compute); });
   m.forward_end = m.mark(r_.compute);
   backward(mode, plan, m);
@@ -70,9 +91,9 @@ void Schedule::communicate_only(const BucketPlan& plan, StepMarks& m, const std:
 }
 
 void Schedule::accumulate() {
-  for (int k = 0; k + 1 < r_.config.accum_steps; ++k) {
+  for (int k = 0; k + 1 < r_.spec.model.accum_steps; ++k) {
     r_.model.forward(k, r_.compute);
-    for (int s = 0; s < r_.config.layers; ++s) r_.model.backward_step(s, k > 0, r_.compute);
+    for (int s = 0; s < r_.spec.model.layers; ++s) r_.model.backward_step(s, k > 0, r_.compute);
   }
 }
 
@@ -86,7 +107,7 @@ void Schedule::hand_over(cudaStream_t from, cudaEvent_t event, cudaStream_t to) 
 // buckets: 125 GB/s with two, 135 with one).
 void Schedule::communicate(const BucketPlan& plan, std::size_t from, std::size_t to, bool whole, StepMarks& m) {
   for (std::size_t b = from; b < to; ++b) {
-    ob::NvtxRange range("bucket " + std::to_string(b) + " " + r_.config.sync);
+    ob::NvtxRange range("bucket " + std::to_string(b) + " " + r_.spec.sync.strategy);
     m.bucket_begin[b] = whole && b > from ? m.bucket_end[b - 1] : m.mark(r_.comm);
     if (m.log) m.enqueue_begin[b] = ob::SteadyClock::now();
     if (whole) {
@@ -103,9 +124,9 @@ void Schedule::backward(ob::Mode mode, const BucketPlan& plan, StepMarks& m) {
   const auto& buckets = plan.buckets;
   const bool overlap = mode == ob::Mode::kOverlap;
   std::size_t next = 0;
-  for (int s = 0; s < r_.config.layers; ++s) {
+  for (int s = 0; s < r_.spec.model.layers; ++s) {
     m.step_begin[s] = s == 0 ? m.forward_end : m.step_end[s - 1];
-    r_.model.backward_step(s, r_.config.accum_steps > 1, r_.compute);
+    r_.model.backward_step(s, r_.spec.model.accum_steps > 1, r_.compute);
     const std::size_t ready = next;
     for (; next < buckets.size() && buckets[next].ready_after == s; ++next) {
       sync_.bucket_ready(buckets[next], r_.compute);  // part of making the gradient, in every mode

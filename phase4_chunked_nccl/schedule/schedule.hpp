@@ -19,9 +19,8 @@
 
 #include "common/modes.hpp"
 #include "common/timer.hpp"
-#include "phase4_chunked_nccl/driver/config.hpp"
 #include "phase4_chunked_nccl/model/model.hpp"
-#include "phase4_chunked_nccl/schedule/bucket_plan.hpp"
+#include "phase4_chunked_nccl/core/spec.hpp"
 #include "phase4_chunked_nccl/sync/gradient_sync.hpp"
 
 namespace ob {
@@ -51,7 +50,7 @@ struct StepMarks {
 
 // What a step runs on; the trainer owns it all.
 struct StepResources {
-  const Config& config;
+  const StepSpec& spec;
   Model& model;
   cudaStream_t compute, comm;
   cudaEvent_t handoff, comm_done;
@@ -114,7 +113,19 @@ class Schedule {
   GradientSync& sync_;
 };
 
-// The schedule `kind` (the strategy's row says which) driving `sync`.
-std::unique_ptr<Schedule> make_schedule(ScheduleKind kind, const StepResources& resources, GradientSync& sync);
+// A schedule is one file under schedule/ that registers its factory under the name strategies' rows give
+// (SyncRow::schedule) at start-up, as a strategy registers its row. Two schedules of one name stop the program.
+using ScheduleFactory = std::unique_ptr<Schedule> (*)(const StepResources& resources, GradientSync& sync);
+struct RegisterSchedule {
+  RegisterSchedule(const std::string& name, ScheduleFactory make);
+};
+// The factory of a schedule class constructed from (resources, sync): RegisterSchedule k("mine", made_schedule<Mine>).
+template <class S>
+std::unique_ptr<Schedule> made_schedule(const StepResources& resources, GradientSync& sync) {
+  return std::make_unique<S>(resources, sync);
+}
+std::vector<std::string> schedule_names();  // every registered schedule, by name
+// The schedule `name` (the strategy's row says which) driving `sync`; throws std::invalid_argument when unknown.
+std::unique_ptr<Schedule> make_schedule(const std::string& name, const StepResources& resources, GradientSync& sync);
 
 }  // namespace phase4

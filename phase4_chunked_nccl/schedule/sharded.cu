@@ -32,7 +32,7 @@ class ShardedSchedule final : public Schedule {
   void step(ob::Mode mode, const BucketPlan& plan, StepMarks& m) override {
     if (mode == ob::Mode::kComm) {
       return communicate_only(plan, m, [&] {
-        for (int layer = 1; layer <= r_.config.layers; ++layer) gather(layer, m);
+        for (int layer = 1; layer <= r_.spec.model.layers; ++layer) gather(layer, m);
       });
     }
     train(mode, plan, m, [&] { return gathers_before_forward(mode, m); }, [&] {
@@ -51,7 +51,7 @@ class ShardedSchedule final : public Schedule {
     step.layer_ms = p.layer_ms;
     step.gather_ms = p.gather_ms;
     step.update_ms = p.layer_update_ms;
-    step.prefetch = r_.config.prefetch;
+    step.prefetch = r_.spec.sync.prefetch;
     step.forward_rest_ms = std::max(0.0, p.forward_ms - ob::sum_ms(p.layer_ms) - ob::sum_ms(p.layer_update_ms));
     step.backward_ms = p.backward_ms;
     step.bucket_ms = p.bucket_ms;
@@ -60,7 +60,7 @@ class ShardedSchedule final : public Schedule {
   }
 
   void settle() override {
-    const int layers = r_.config.layers;
+    const int layers = r_.spec.model.layers;
     for (int layer = 1; layer <= layers; ++layer) shards_.apply_deferred(layer, r_.model.weights(), r_.compute);
     CUDA_CHECK(cudaStreamSynchronize(r_.compute));
     for (int layer = 1; layer <= layers; ++layer) shards_.gather(layer, r_.model.weights(), r_.comm);
@@ -83,14 +83,14 @@ class ShardedSchedule final : public Schedule {
   // (overlap: `ahead` layers updated and gathered first, one more as each layer starts); the hook run before each
   // forward layer.
   Model::LayerHook gathers_before_forward(ob::Mode mode, StepMarks& m) {
-    const int layers = r_.config.layers;
+    const int layers = r_.spec.model.layers;
     hand_over(r_.compute, r_.handoff, r_.comm);  // the previous update is done
     if (mode == ob::Mode::kSeq) {
       for (int layer = 1; layer <= layers; ++layer) gather(layer, m);
       hand_over(r_.comm, r_.comm_done, r_.compute);
       return {};
     }
-    const int ahead = r_.config.prefetch > 0 ? std::min(r_.config.prefetch, layers) : layers;
+    const int ahead = r_.spec.sync.prefetch > 0 ? std::min(r_.spec.sync.prefetch, layers) : layers;
     // Layer `layer`'s deferred update follows `previous`, the compute stream's last mark (an update's or a forward
     // layer's end; none: mark one), with nothing between, so that mark begins it; its end mark is the event its
     // gather waits for. One event per update and none per forward layer's start beyond the step's own: each one
@@ -131,10 +131,8 @@ class ShardedSchedule final : public Schedule {
   std::vector<ob::CudaEvent> gathered_, reached_;  // per forward layer: its gather done; the forward reached it
 };
 
-}  // namespace
+const RegisterSchedule kSharded(kShardedSchedule, made_schedule<ShardedSchedule>);
 
-std::unique_ptr<Schedule> make_sharded_schedule(const StepResources& resources, GradientSync& sync) {
-  return std::make_unique<ShardedSchedule>(resources, sync);
-}
+}  // namespace
 
 }  // namespace phase4

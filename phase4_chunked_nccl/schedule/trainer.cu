@@ -140,13 +140,13 @@ struct Replay {
   CapturedStep step;
 };
 
-Trainer::Trainer(const Config& config, int rank, int ranks, ncclComm_t nccl, MPI_Comm comm,
+Trainer::Trainer(const StepSpec& spec, int rank, int ranks, ncclComm_t nccl, MPI_Comm comm,
                  const ob::PowerMonitor* power)
-    : config_(config), rank_(rank), ranks_(ranks), nccl_(nccl), comm_(comm), power_(power), scratch_(2) {
+    : spec_(spec), rank_(rank), ranks_(ranks), nccl_(nccl), comm_(comm), power_(power), scratch_(2) {
   int least = 0, greatest = 0;
   CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   compute_ = ob::make_stream();
-  comm_stream_ = ob::make_stream(config.comm_priority == StreamPriority::kHigh ? greatest : least);
+  comm_stream_ = ob::make_stream(spec.comm_priority == StreamPriority::kHigh ? greatest : least);
   ob::name_stream(compute_, "phase4 compute");
   ob::name_stream(comm_stream_, "phase4 comm");
   handoff_ = ob::make_sync_event();
@@ -157,20 +157,20 @@ Trainer::Trainer(const Config& config, int rank, int ranks, ncclComm_t nccl, MPI
   cublas_workspace_ = ob::DeviceBuffer<char>(kCublasWorkspaceBytes);
   CUBLAS_CHECK(cublasSetStream(cublas_, compute_));
   CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_.get(), cublas_workspace_.bytes()));
-  if (config.gemm_sm_margin > 0) {  // the runner checked that the margin leaves SMs to compute on
+  if (spec.gemm_sm_margin > 0) {  // the runner checked that the margin leaves SMs to compute on
     int device = 0, sms = 0;
     CUDA_CHECK(cudaGetDevice(&device));
     CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    CUBLAS_CHECK(cublasSetSmCountTarget(cublas_, sms - config.gemm_sm_margin));
+    CUBLAS_CHECK(cublasSetSmCountTarget(cublas_, sms - spec.gemm_sm_margin));
   }
-  sync_ = make_sync(config.sync, {config, rank, ranks, nccl, config.layout()});
-  model_ = make_model(config, rank, cublas_, sync_->gradient(), sync_->weights());
-  schedule_ = make_schedule(sync_row(config.sync).schedule, resources(), *sync_);
+  sync_ = make_sync(spec.sync.strategy, {spec.sync, rank, ranks, nccl, spec.model.layout()});
+  model_ = make_model(spec.model, rank, cublas_, sync_->gradient(), sync_->weights());
+  schedule_ = make_schedule(sync_row(spec.sync.strategy).schedule, resources(), *sync_);
 }
 
 StepResources Trainer::resources() {
   // The update averages the summed gradient over the ranks.
-  return {config_, *model_, compute_, comm_stream_, handoff_, comm_done_, config_.lr / static_cast<float>(ranks_)};
+  return {spec_, *model_, compute_, comm_stream_, handoff_, comm_done_, spec_.lr / static_cast<float>(ranks_)};
 }
 
 Trainer::~Trainer() = default;
@@ -199,7 +199,7 @@ std::uint64_t Trainer::weight_fingerprint() {
 }
 
 double Trainer::comm_gradient_error(const BucketPlan& plan) {
-  StepMarks none(nullptr, config_.layers, plan);
+  StepMarks none(nullptr, spec_.model.layers, plan);
   schedule_->run(ob::Mode::kCompute, plan, none);  // leaves this rank's gradient, and the strategy's wire copy of it
   const std::size_t n = model_->elements();
   ob::DeviceBuffer<float> reference(n);
@@ -217,7 +217,9 @@ double Trainer::comm_gradient_error(const BucketPlan& plan) {
 }
 
 ModeRun Trainer::run_comm_with(const std::string& sync, const BucketPlan& plan, ob::SteadyClock::time_point origin) {
-  std::unique_ptr<GradientSync> other = make_sync(sync, {config_, rank_, ranks_, nccl_, config_.layout()});
+  SyncSpec its_spec = spec_.sync;
+  its_spec.strategy = sync;
+  std::unique_ptr<GradientSync> other = make_sync(sync, {its_spec, rank_, ranks_, nccl_, spec_.model.layout()});
   std::unique_ptr<Schedule> its = make_schedule(sync_row(sync).schedule, resources(), *other);
   std::swap(sync_, other);
   std::swap(schedule_, its);
@@ -237,8 +239,8 @@ ModeRun Trainer::run_comm_with(const std::string& sync, const BucketPlan& plan, 
 // again by every replay.
 std::unique_ptr<Replay> Trainer::capture(ob::Mode mode, const BucketPlan& plan, cudaStream_t origin_stream) {
   auto replay = std::make_unique<Replay>();
-  replay->marks = StepMarks(&replay->log, config_.layers, plan);
-  replay->log.reserve(4 + 8 * config_.layers + 2 * plan.buckets.size());
+  replay->marks = StepMarks(&replay->log, spec_.model.layers, plan);
+  replay->log.reserve(4 + 8 * spec_.model.layers + 2 * plan.buckets.size());
   if (mode != ob::Mode::kCompute) {
     for (const auto& bucket : plan.buckets) sync_->synchronise(bucket, comm_stream_);
     CUDA_CHECK(cudaDeviceSynchronize());
@@ -253,11 +255,11 @@ ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::Stea
   ob::SteadyClock::time_point timed_start;
   ModeRun run;
   run.mode = mode;
-  const int layers = config_.layers, nb = static_cast<int>(plan.buckets.size());
+  const int layers = spec_.model.layers, nb = static_cast<int>(plan.buckets.size());
   run.step_ms.assign(layers, {});
   run.bucket_ms.assign(nb, {});
   run.layer_ms.assign(layers, {});
-  const bool timing = steps <= 0, graph = config_.graph && !eager, comm_only = mode == ob::Mode::kComm;
+  const bool timing = steps <= 0, graph = spec_.graph && !eager, comm_only = mode == ob::Mode::kComm;
   const std::size_t n = model_->elements();
   cudaStream_t first_stream = comm_only ? comm_stream_.get() : compute_.get();
 
@@ -266,11 +268,11 @@ ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::Stea
 
   std::vector<StepTimes> timed;
   StepMarks marks;
-  const ob::LoopPlan loop{mode, config_.common.warmup, config_.common.iters, steps, comm_};
+  const ob::LoopPlan loop{mode, spec_.warmup, spec_.iters, steps, comm_};
   ob::LoopHooks hooks;
   hooks.prepare = [&](const ob::Iteration&) {
     if (comm_only) {  // the pattern (and the strategy's wire copy): the comm mode times the communication alone
-      fill_rank_pattern(sync_->gradient(), n, config_.common.seed, rank_, comm_stream_);
+      fill_rank_pattern(sync_->gradient(), n, spec_.model.seed, rank_, comm_stream_);
       for (const auto& bucket : plan.buckets) sync_->bucket_ready(bucket, comm_stream_);
     }
     CUDA_CHECK(cudaDeviceSynchronize());
@@ -304,7 +306,7 @@ ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::Stea
   // last step (ranks that differ once differ from then on): checked between timed steps, the GPU would idle between
   // them where the compute-only run does not, and the sharded schedule's deferred update would be settled outside
   // the step that owns it.
-  const int last = timing ? config_.common.iters - 1 : steps - 1;
+  const int last = timing ? spec_.iters - 1 : steps - 1;
   hooks.check = [&](const ob::Iteration& it) {
     if (check && (comm_only || it.iter == last)) check_step(mode, it.iter, run);
   };
@@ -327,7 +329,8 @@ void Trainer::check_step(ob::Mode mode, int iter, ModeRun& run) {
     CUDA_CHECK(cudaStreamSynchronize(comm_stream_));
     CUDA_CHECK(cudaMemset(scratch_.get(), 0, sizeof(unsigned long long)));
     CUDA_CHECK(cudaMemset(scratch_.get() + 1, 0xff, sizeof(unsigned long long)));
-    count_pattern_wrong(reduced, model_->elements(), config_.common.seed, ranks_, scratch_.get(), scratch_.get() + 1, nullptr);
+    count_pattern_wrong(reduced, model_->elements(), spec_.model.seed, ranks_, scratch_.get(), scratch_.get() + 1,
+                        nullptr);
     const auto counts = scratch_.download();
     if (counts[0] > 0 && run.wrong == 0) {
       run.first_wrong = "iteration " + std::to_string(iter) + ", first wrong index " + std::to_string(counts[1]);

@@ -20,8 +20,8 @@
 #include "common/modes.hpp"
 #include "common/timeline.hpp"
 #include "common/timer.hpp"
-#include "phase4_chunked_nccl/schedule/bucket_plan.hpp"
-#include "phase4_chunked_nccl/driver/config.hpp"
+#include "phase4_chunked_nccl/core/bucket_plan.hpp"
+#include "phase4_chunked_nccl/core/spec.hpp"
 #include "phase4_chunked_nccl/sync/gradient_sync.hpp"
 #include "phase4_chunked_nccl/model/model.hpp"
 #include "phase4_chunked_nccl/schedule/schedule.hpp"
@@ -74,7 +74,7 @@ struct Replay;  // a captured step (--graph)
 class Trainer {
  public:
   // `power` (may be null) gives the energy of each mode's timed iterations.
-  Trainer(const Config& config, int rank, int ranks, ncclComm_t nccl, MPI_Comm comm,
+  Trainer(const StepSpec& spec, int rank, int ranks, ncclComm_t nccl, MPI_Comm comm,
           const ob::PowerMonitor* power = nullptr);
   ~Trainer();
   Trainer(const Trainer&) = delete;
@@ -116,7 +116,7 @@ class Trainer {
   void check_step(ob::Mode mode, int iter, ModeRun& run);
   std::unique_ptr<Replay> capture(ob::Mode mode, const BucketPlan& plan, cudaStream_t origin_stream);
 
-  const Config& config_;
+  const StepSpec spec_;
   int rank_, ranks_;
   ncclComm_t nccl_;
   MPI_Comm comm_;

@@ -16,15 +16,14 @@
 #include <cstdint>
 #include <memory>
 
-#include "phase4_chunked_nccl/driver/config.hpp"
-#include "phase4_chunked_nccl/schedule/bucket_plan.hpp"
+#include "phase4_chunked_nccl/core/spec.hpp"
 #include "phase4_chunked_nccl/sync/collectives.hpp"
 #include "phase4_chunked_nccl/sync/registry.hpp"
 
 namespace phase4 {
 
 struct SyncContext {
-  const Config& config;
+  SyncSpec spec;
   int rank = 0, ranks = 1;
   ncclComm_t nccl = nullptr;
   GradientLayout layout;  // the gradient's backward steps (bucket_plan.hpp)

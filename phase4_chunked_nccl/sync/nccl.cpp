@@ -18,8 +18,8 @@ namespace {
 class NcclAllReduce final : public GradientSync {
  public:
   NcclAllReduce(const SyncContext& context, bool symmetric)
-      : GradientSync(context.nccl, "allreduce", context.config.comm_dtype == WireType::kBf16 ? 2 : 4),
-        bf16_(context.config.comm_dtype == WireType::kBf16),
+      : GradientSync(context.nccl, "allreduce", context.spec.wire == WireType::kBf16 ? 2 : 4),
+        bf16_(context.spec.wire == WireType::kBf16),
         grads_(context.elements(), symmetric && !bf16_ ? context.nccl : nullptr),
         wire_(bf16_ ? context.elements() : 0, symmetric ? context.nccl : nullptr) {}
 

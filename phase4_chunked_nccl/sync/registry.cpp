@@ -40,10 +40,10 @@ const SyncRow& sync_row(const std::string& name) {
   throw std::invalid_argument("--sync: no strategy '" + name + "' in this build");
 }
 
-std::vector<std::string> sync_names(ScheduleKind kind) {
+std::vector<std::string> sync_names(const std::string& schedule) {
   std::vector<std::string> names;
   for (const auto& row : rows()) {
-    if (row.schedule == kind) names.push_back(row.name);
+    if (row.schedule == schedule) names.push_back(row.name);
   }
   return names;
 }
@@ -62,7 +62,7 @@ std::string joined(const std::vector<std::string>& names) {
 }
 }  // namespace
 
-std::string sync_list(ScheduleKind kind) { return joined(sync_names(kind)); }
+std::string sync_list(const std::string& schedule) { return joined(sync_names(schedule)); }
 std::string sync_list() { return joined(sync_names()); }
 
 }  // namespace phase4

@@ -9,20 +9,22 @@
 #include <string>
 #include <vector>
 
-#include "phase4_chunked_nccl/driver/choices.hpp"
+#include "phase4_chunked_nccl/core/choices.hpp"
 
 namespace phase4 {
 
 class GradientSync;
 struct SyncContext;
 
-// Which schedule drives a strategy (schedule/): buckets all-reduced in the backward and the update after them, or
-// buckets reduce-scattered, each rank updating its slices and the forward gathering the weights (sharded).
-enum class ScheduleKind { kAllReduce, kSharded };
+// Which schedule drives a strategy: a name a schedule of schedule/ registers itself under (RegisterSchedule). Two
+// are built in: buckets all-reduced in the backward and the update after them, or buckets reduce-scattered, each
+// rank updating its slices and the forward gathering the weights (sharded).
+inline constexpr const char* kAllReduceSchedule = "all-reduce";
+inline constexpr const char* kShardedSchedule = "sharded";
 
 struct SyncRow {
   std::string name, help;
-  ScheduleKind schedule = ScheduleKind::kAllReduce;
+  std::string schedule = kAllReduceSchedule;
   CtaPolicy cta_policy = CtaPolicy::kDefault;  // the CTA policy its communicator needs (kDefault: any)
   bool bf16 = false;        // runs with --comm-dtype bf16
   bool graph = true;        // runs under --graph
@@ -46,9 +48,9 @@ struct RegisterSync {
 const std::vector<SyncRow>& sync_rows();        // every registered strategy, by name
 const SyncRow* find_sync(const std::string& name);  // null when no such strategy is built in
 const SyncRow& sync_row(const std::string& name);   // throws std::invalid_argument naming --sync when unknown
-std::vector<std::string> sync_names(ScheduleKind kind);  // the strategies one schedule drives, by name
+std::vector<std::string> sync_names(const std::string& schedule);  // the strategies one schedule drives, by name
 std::vector<std::string> sync_names();                   // all of them
-std::string sync_list(ScheduleKind kind);                // "ce, nccl, nccl-sym": for messages
+std::string sync_list(const std::string& schedule);               // "ce, nccl, nccl-sym": for messages
 std::string sync_list();                                 // all of them, likewise
 
 }  // namespace phase4

@@ -201,7 +201,7 @@ SyncRow sharded_row() {
   row.name = "sharded";
   row.help = "ZeRO-1 style: ncclReduceScatter per bucket in the backward, each rank updates its slices, "
              "ncclAllGather per layer during the next forward (buckets rounded to whole layers or tensors; fp32)";
-  row.schedule = ScheduleKind::kSharded;
+  row.schedule = kShardedSchedule;
   row.graph = row.accumulation = false;
   row.reference = "sharded";
   row.buffers = 2.5;  // the gradient, this rank's reduced slices (at most half), the gathered gradient of the checks

@@ -47,7 +47,7 @@ class Phase4Gpu : public ::testing::Test {
     if (!(config.nccl_settings() == nccl_->settings())) {
       own = std::make_unique<phase4::NcclComm>(rank_, ranks_, MPI_COMM_WORLD, config.nccl_settings());
     }
-    phase4::Trainer trainer(config, rank_, ranks_, own ? own->get() : nccl_->get(), MPI_COMM_WORLD);
+    phase4::Trainer trainer(config.step_spec(), rank_, ranks_, own ? own->get() : nccl_->get(), MPI_COMM_WORLD);
     return phase4::run_point(config, trainer, MPI_COMM_WORLD, ob::SteadyClock::now(), nullptr);
   }
   int rank_ = 0, ranks_ = 1;

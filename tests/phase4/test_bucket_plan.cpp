@@ -1,7 +1,7 @@
 // The bucket planner covers every gradient element exactly once, in backward order, with correct ready steps.
 #include <gtest/gtest.h>
 
-#include "phase4_chunked_nccl/schedule/bucket_plan.hpp"
+#include "phase4_chunked_nccl/core/bucket_plan.hpp"
 
 namespace {
 constexpr double kElemMb = 4.0 / (1 << 20);  // one fp32 element in MiB

@@ -40,7 +40,7 @@ double p50(const std::vector<ob::SummaryRow>& rows, const std::string& mode) {
 
 TEST_F(Phase4Gpu, EveryModeChecksOutWithSizeCappedBuckets) {
   const auto config = small();
-  phase4::Trainer trainer(config, rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
+  phase4::Trainer trainer(config.step_spec(), rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
   const auto result = phase4::run_point(config, trainer, MPI_COMM_WORLD, ob::SteadyClock::now(), nullptr);
   EXPECT_EQ(result.failure, "");
   std::vector<std::string> modes;
@@ -79,7 +79,7 @@ TEST_F(Phase4Gpu, EveryModeChecksOutWithSizeCappedBuckets) {
 TEST_F(Phase4Gpu, ChunkSweepPointsAllCheckOut) {
   auto config = small();
   config.sweeps = {"chunks=1,7,50"};
-  phase4::Trainer trainer(config, rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
+  phase4::Trainer trainer(config.step_spec(), rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
   for (const auto& point : config.sweep_points()) {
     const auto result = phase4::run_point(point, trainer, MPI_COMM_WORLD, ob::SteadyClock::now(), nullptr);
     EXPECT_EQ(result.failure, "") << point.point_label();
@@ -90,7 +90,7 @@ TEST_F(Phase4Gpu, ChunkSweepPointsAllCheckOut) {
 TEST_F(Phase4Gpu, WeightsAgreeAcrossRanksOnlyWithCommunication) {
   auto config = small();
   config.common.iters = 2;
-  phase4::Trainer trainer(config, rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
+  phase4::Trainer trainer(config.step_spec(), rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
   const auto plan = config.plan();
   trainer.reset_weights();
   trainer.run(ob::Mode::kOverlap, plan, true, ob::SteadyClock::now(), 2);
@@ -109,7 +109,7 @@ TEST_F(Phase4Gpu, WeightsAgreeAcrossRanksOnlyWithCommunication) {
 TEST_F(Phase4Gpu, Bf16CommunicationReportsItsErrorAndKeepsRanksInStep) {
   auto config = small();
   config.comm_dtype = phase4::WireType::kBf16;
-  phase4::Trainer trainer(config, rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
+  phase4::Trainer trainer(config.step_spec(), rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
   const auto result = phase4::run_point(config, trainer, MPI_COMM_WORLD, ob::SteadyClock::now(), nullptr);
   EXPECT_EQ(result.failure, "");  // ranks agree bitwise after every step; the comm pattern is exact in bf16
   const auto& overlap = row_of(result, "overlap");
@@ -121,7 +121,7 @@ TEST_F(Phase4Gpu, Bf16CommunicationReportsItsErrorAndKeepsRanksInStep) {
   EXPECT_EQ(overlap.get("comm_dtype"), "bf16");
   // The update reads the bf16 gradient: one seq step lands near the fp32 step, but not on it.
   auto fp32 = small();
-  phase4::Trainer reference(fp32, rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
+  phase4::Trainer reference(fp32.step_spec(), rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
   reference.reset_weights();
   reference.run(ob::Mode::kSeq, fp32.plan(), false, ob::SteadyClock::now(), 1);
   trainer.reset_weights();
@@ -141,7 +141,7 @@ TEST_F(Phase4Gpu, AccumulatedMicroStepsEqualOneStepOnTheLargerBatch) {
   auto config = small();
   config.tf32 = false;  // fp32 GEMMs: only the order of additions differs
   config.accum_steps = 3;
-  phase4::Trainer trainer(config, rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
+  phase4::Trainer trainer(config.step_spec(), rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
   const auto result = phase4::run_point(config, trainer, MPI_COMM_WORLD, ob::SteadyClock::now(), nullptr);
   EXPECT_EQ(result.failure, "");
   const auto& overlap = row_of(result, "overlap");
@@ -150,7 +150,7 @@ TEST_F(Phase4Gpu, AccumulatedMicroStepsEqualOneStepOnTheLargerBatch) {
   // One micro-batch alone is a different step: the check can tell them apart.
   auto one = small();
   one.tf32 = false;
-  phase4::Trainer single(one, rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
+  phase4::Trainer single(one.step_spec(), rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
   single.reset_weights();
   single.run(ob::Mode::kSeq, one.plan(), false, ob::SteadyClock::now(), phase4::kEquivalenceSteps);
   trainer.reset_weights();
@@ -188,7 +188,7 @@ TEST_F(Phase4Gpu, EveryKnobAtOnceChecksOut) {
   config.comm_dtype = phase4::WireType::kBf16;
   config.accum_steps = 2;
   config.comm_priority = phase4::StreamPriority::kHigh;
-  phase4::Trainer trainer(config, rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
+  phase4::Trainer trainer(config.step_spec(), rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
   const auto result = phase4::run_point(config, trainer, MPI_COMM_WORLD, ob::SteadyClock::now(), nullptr);
   EXPECT_EQ(result.failure, "");
 }
@@ -228,7 +228,7 @@ TEST_F(Phase4Gpu, ShardedStrategiesTakeUnevenSlicesAndGatherInsideTheForward) {
     if (!(config.nccl_settings() == nccl_->settings())) {
       own = std::make_unique<phase4::NcclComm>(rank_, ranks_, MPI_COMM_WORLD, config.nccl_settings());
     }
-    phase4::Trainer trainer(config, rank_, ranks_, own ? own->get() : nccl_->get(), MPI_COMM_WORLD);
+    phase4::Trainer trainer(config.step_spec(), rank_, ranks_, own ? own->get() : nccl_->get(), MPI_COMM_WORLD);
     ASSERT_TRUE(config.sharded());
     EXPECT_EQ(trainer.adapt(config.plan()).buckets.size(), 2u) << name;
     const auto result = phase4::run_point(config, trainer, MPI_COMM_WORLD, ob::SteadyClock::now(), nullptr);
@@ -311,7 +311,7 @@ TEST_F(Phase4Gpu, OverlapNeverBeatsItsComputeOnlyStepAndNoBoundExceedsIt) {
 TEST_F(Phase4Gpu, GemmSmMarginChecksOutAndRefusesAMarginOfEverySm) {
   auto config = small();
   config.gemm_sm_margin = 16;
-  phase4::Trainer trainer(config, rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
+  phase4::Trainer trainer(config.step_spec(), rank_, ranks_, nccl_->get(), MPI_COMM_WORLD);
   EXPECT_EQ(phase4::run_point(config, trainer, MPI_COMM_WORLD, ob::SteadyClock::now(), nullptr).failure, "");
   int sms = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, rank_ % ob::probe_cuda().devices));

@@ -229,7 +229,7 @@ TEST(Planner, AModelsEstimateKeepsItsTensorsAndTheCalibratedGemmRates) {
 }
 
 TEST(Planner, CalibratedSizesGrowByFourFromOneMibAndNeverHoldMoreThan1024Buckets) {
-  phase4::Config config;
+  phase4::ModelSpec config;
   config.hidden = 4096, config.layers = 16;  // 64 MiB a layer, 1 GiB in all: 1 MiB is 1024 buckets
   const double mib = 1 << 20;
   EXPECT_EQ(phase4::calibration_sizes(config),

@@ -34,9 +34,9 @@ int exit_code_of(std::vector<std::string> args, phase4::Config* out = nullptr) {
 
 TEST(SyncRegistry, AStrategyInItsOwnFileIsKnownEverywhere) {
   EXPECT_EQ(phase4::sync_row("test-only").help, "a strategy only the tests register");
-  const auto all = phase4::sync_names(phase4::ScheduleKind::kAllReduce);
+  const auto all = phase4::sync_names(phase4::kAllReduceSchedule);
   EXPECT_NE(std::find(all.begin(), all.end(), "test-only"), all.end());
-  EXPECT_NE(phase4::sync_list(phase4::ScheduleKind::kAllReduce).find("test-only"), std::string::npos);
+  EXPECT_NE(phase4::sync_list(phase4::kAllReduceSchedule).find("test-only"), std::string::npos);
   phase4::Config config;
   ASSERT_EQ(exit_code_of({"--sync", "test-only"}, &config), -1);
   EXPECT_EQ(config.comm_reference(), "nccl");
@@ -61,7 +61,7 @@ TEST(SyncRegistry, TheHelpListsEveryStrategyWithItsHelp) {
 
 TEST(SyncRegistry, RowsSayWhatTheRestOfPhase4NeedsToKnow) {
   EXPECT_EQ(phase4::sync_row("ce").cta_policy, phase4::CtaPolicy::kZero);
-  EXPECT_EQ(phase4::sync_row("sharded-ce").schedule, phase4::ScheduleKind::kSharded);
+  EXPECT_EQ(phase4::sync_row("sharded-ce").schedule, phase4::kShardedSchedule);
   EXPECT_EQ(phase4::sync_row("sharded-ce").reference, "sharded");
   EXPECT_FALSE(phase4::sync_row("sharded").graph);
   EXPECT_TRUE(phase4::sync_row("nccl-sym").bf16);

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "common/errors.hpp"
-#include "phase4_chunked_nccl/model/transformer.hpp"
+#include "phase4_chunked_nccl/core/transformer.hpp"
 
 namespace {
 

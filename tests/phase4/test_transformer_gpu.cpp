@@ -60,7 +60,7 @@ TEST(TransformerGpu, GradientsMatchCentralDifferencesOfTheLoss) {
     const auto cublas = ob::make_cublas();
     const auto layout = config.layout();
     ob::DeviceBuffer<float> grads(layout.elements());
-    phase4::TransformerModel model(config, 0, cublas, grads.get(), nullptr);
+    phase4::TransformerModel model(config.model_spec(), 0, cublas, grads.get(), nullptr);
     model.forward(0, nullptr);
     for (int s = 0; s < config.layers; ++s) model.backward_step(s, false, nullptr);
     const double loss = model.loss(nullptr);
@@ -115,7 +115,7 @@ TEST_F(Phase4Gpu, TransformersCheckOutWithEveryStrategyAccumulationAndGraphs) {
     for (const auto& row : phase4::sync_rows()) {
       auto config = model_config(json, "tiny");
       config.sync = row.name;
-      config.prefetch = row.schedule == phase4::ScheduleKind::kSharded ? 2 : 0;
+      config.prefetch = row.schedule == phase4::kShardedSchedule ? 2 : 0;
       const auto result = run_on_own_trainer(config);
       EXPECT_EQ(result.failure, "") << row.name;
       EXPECT_EQ(row_of(result, "comm").get("wrong"), "0") << row.name;

@@ -14,7 +14,9 @@ sys.path.insert(0, str(REPO / "tests" / "support"))
 import cxx_shape  # noqa: E402
 
 PHASE4 = REPO / "phase4_chunked_nccl"
-ROOMS = ["model", "sync", "schedule", "planner", "driver"]
+# Phase 4's rooms from the bottom up: a room includes its own and those below it, never one above (DESIGN.md,
+# "Phase 4 in rooms"); tools/ (phase4_predict, phase4_model) take any room but the driver's.
+ROOMS = ["core", "model", "sync", "schedule", "planner", "driver"]
 CXX = {".cpp", ".cu", ".hpp", ".cuh"}
 SOURCES = sorted(p for p in PHASE4.rglob("*") if p.suffix in CXX)
 # Every source of the tree a person maintains: C++/CUDA, Python and shell, wherever it lives (not the build
@@ -30,6 +32,48 @@ def test_phase4_stands_in_its_rooms():
         assert any((PHASE4 / room).glob("*.c*")), room
     loose = [p.name for p in PHASE4.iterdir() if p.is_file() and p.suffix in {".cpp", ".cu", ".hpp", ".cuh"}]
     assert loose == ["main.cpp"], loose
+
+
+def room_includes(path):
+    return re.findall(r'#include "phase4_chunked_nccl/(\w+)/', path.read_text())
+
+
+def test_phase4_s_rooms_only_point_down():
+    upward = []
+    for path in SOURCES:
+        room = path.relative_to(PHASE4).parts[0]
+        allowed = ROOMS[:ROOMS.index(room) + 1] if room in ROOMS else ROOMS[:-1] + ["tools"]
+        if room == "main.cpp":
+            allowed = ROOMS
+        upward += [f"{path.relative_to(PHASE4)} includes {r}/" for r in room_includes(path) if r not in allowed]
+    assert upward == []
+    # core/ is plain C++ for every build: no CUDA, NCCL or MPI; no room but the driver's names Config.
+    for path in (PHASE4 / "core").iterdir():
+        assert not re.search(r"#include <(cuda|cublas|nccl|mpi)", path.read_text()), path.name
+    for room in ["core", "model", "sync", "schedule", "planner", "tools"]:
+        for path in (PHASE4 / room).iterdir():
+            assert not re.search(r"\bConfig\b", cxx_shape.strip(path.read_text())), path
+
+
+def test_the_structure_test_sees_an_upward_include(tmp_path):
+    probe = tmp_path / "probe.hpp"
+    probe.write_text('#include "phase4_chunked_nccl/driver/config.hpp"\n#include "phase4_chunked_nccl/core/spec.hpp"\n')
+    assert room_includes(probe) == ["driver", "core"]
+
+
+def test_a_schedule_and_a_model_family_are_one_file_that_registers_itself():
+    """No enum, switch or list names them: each file of schedule/ that defines a schedule, and of model/ a model
+    family, registers it; the test build adds one of each (tests/phase4/test_rooms_gpu.cpp)."""
+    for room, base, door in [("schedule", "Schedule", "RegisterSchedule"), ("model", "Model", "RegisterModel")]:
+        for path in (PHASE4 / room).glob("*.cu"):
+            text = cxx_shape.strip(path.read_text())
+            defined = re.findall(rf"class (\w+) (?:final )?: public {base}\b", text)
+            for name in defined:
+                assert re.search(rf"{door} \w+\([^;]*\b{name}\b", text), (path.name, name)
+    for path in SOURCES:
+        assert "ScheduleKind" not in path.read_text(), path.name
+    test = (REPO / "tests" / "phase4" / "test_rooms_gpu.cpp").read_text()
+    assert all(door in test for door in ["RegisterSchedule", "RegisterModel", "RegisterSync"])
 
 
 def python_functions(path):

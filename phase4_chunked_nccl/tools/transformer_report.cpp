@@ -1,9 +1,9 @@
-#include "phase4_chunked_nccl/model/transformer_report.hpp"
+#include "phase4_chunked_nccl/tools/transformer_report.hpp"
 
 #include <sstream>
 
 #include "common/errors.hpp"
-#include "phase4_chunked_nccl/model/transformer.hpp"
+#include "phase4_chunked_nccl/core/transformer.hpp"
 #include "phase4_chunked_nccl/sync/registry.hpp"
 
 namespace phase4 {

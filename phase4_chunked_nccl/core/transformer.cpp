@@ -1,6 +1,6 @@
 // Transformer shapes from presets and config.json files (transformer.hpp). The presets hold the fields of the
 // models' published config.json files; their parameter counts are the published ones (tests/phase4/test_transformer.cpp).
-#include "phase4_chunked_nccl/model/transformer.hpp"
+#include "phase4_chunked_nccl/core/transformer.hpp"
 
 #include <algorithm>
 #include <filesystem>

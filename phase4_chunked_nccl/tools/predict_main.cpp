@@ -21,7 +21,7 @@
 #include "common/options.hpp"
 #include "phase4_chunked_nccl/planner/model_estimate.hpp"
 #include "phase4_chunked_nccl/planner/planner.hpp"
-#include "phase4_chunked_nccl/schedule/bucket_plan.hpp"
+#include "phase4_chunked_nccl/core/bucket_plan.hpp"
 #include "phase4_chunked_nccl/sync/registry.hpp"
 
 namespace {

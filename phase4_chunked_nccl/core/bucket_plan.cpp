@@ -1,4 +1,4 @@
-#include "phase4_chunked_nccl/schedule/bucket_plan.hpp"
+#include "phase4_chunked_nccl/core/bucket_plan.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -11,8 +11,8 @@
 #include "common/main_guard.hpp"
 #include "common/metadata.hpp"
 #include "common/options.hpp"
-#include "phase4_chunked_nccl/model/transformer.hpp"
-#include "phase4_chunked_nccl/model/transformer_report.hpp"
+#include "phase4_chunked_nccl/core/transformer.hpp"
+#include "phase4_chunked_nccl/tools/transformer_report.hpp"
 #include "phase4_chunked_nccl/sync/registry.hpp"
 
 int main(int argc, char** argv) {

@@ -1,0 +1,53 @@
+// Phase 4's plain specs (DESIGN.md, "Phase 4 in rooms"): what the rooms below the driver are given. The driver
+// alone owns Config (the options); it resolves a configuration into these (Config::model_spec(), sync_spec(),
+// step_spec()), and model/, sync/, schedule/ and planner/ see nothing else of it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "phase4_chunked_nccl/core/bucket_plan.hpp"
+#include "phase4_chunked_nccl/core/choices.hpp"
+#include "phase4_chunked_nccl/core/transformer.hpp"
+
+namespace phase4 {
+
+// The model names its family's registered factory (model/model.hpp): phase 4's MLP of `layers` square layers of
+// width `hidden` on `batch` rows, or a transformer of `shape` (its first `blocks` blocks, 0: all) on `seq` x
+// `micro_batch` tokens, whose `layers` are its backward steps (one per tensor with a gradient).
+inline constexpr const char* kMlpFamily = "mlp";
+inline constexpr const char* kTransformerFamily = "transformer";
+
+struct ModelSpec {
+  std::string family = kMlpFamily;
+  int hidden = 4096, layers = 16, batch = 512;  // batch: rows (tokens) per rank and micro-step
+  TransformerShape shape;                       // the transformer family's
+  int seq = 2048, micro_batch = 1, blocks = 0;
+  int accum_steps = 1;  // micro-steps per step, gradients accumulating
+  bool tf32 = true;
+  std::uint64_t seed = 0;  // weights and data (the same weights on every rank)
+
+  bool transformer() const { return family == kTransformerFamily; }
+  GradientLayout layout() const;  // the backward steps' gradient ranges: the model's tensors, or L equal layers
+  double grad_mb() const;         // the fp32 gradient in MiB
+};
+
+// How buckets are synchronised: a registered strategy (sync/registry.hpp) and what it is asked to do.
+struct SyncSpec {
+  std::string strategy = "nccl";
+  WireType wire = WireType::kFp32;  // the type the gradient travels in
+  int prefetch = 0;                 // the sharded schedule: layers gathered ahead of the forward (0: all)
+};
+
+// One training step as the trainer runs it.
+struct StepSpec {
+  ModelSpec model;
+  SyncSpec sync;
+  float lr = 0.01f;
+  StreamPriority comm_priority = StreamPriority::kNormal;  // the comm stream's
+  int gemm_sm_margin = 0;  // SMs the GEMMs leave to communication
+  bool graph = false;      // each step replayed as one captured CUDA graph
+  int warmup = 0, iters = 0;  // timed runs: untimed steps first, then timed ones
+};
+
+}  // namespace phase4
