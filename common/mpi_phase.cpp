@@ -10,27 +10,6 @@
 #include "common/rank_agreement.hpp"
 
 namespace ob {
-namespace {
-
-// Rank 0: the metadata, the outputs (when every check passed) and the console.
-void report(int argc, char** argv, const MpiPhase& phase, const OutputPaths& paths, PhaseResult& result,
-            const nlohmann::json& gathered) {
-  auto meta = base_metadata(phase.name, argc, argv);
-  for (const auto& [key, value] : gathered.items()) meta[key] = value;
-  for (const auto& [key, value] : result.meta.items()) meta[key] = value;
-  const bool passed = result.failure.empty();
-  if (passed) {
-    write_run_outputs(paths, phase.name, result.rows, meta, result.events, result.power ? &*result.power : nullptr,
-                      result.extra_files);
-  }
-  std::cout << "# " << result.header << "\n"
-            << render_summary(result.rows, result.columns) << outputs_line(paths, passed) << "\n";
-  for (const auto& note : result.notes) {
-    if (passed) std::cout << note << "\n";
-  }
-}
-
-}  // namespace
 
 int run_mpi_phase(int argc, char** argv, const MpiPhase& phase) {
   std::unique_ptr<MpiSession> mpi;  // outlives guarded_main, so a failure can still MPI_Abort the job
@@ -56,7 +35,7 @@ int run_mpi_phase(int argc, char** argv, const MpiPhase& phase) {
     }
     progress_note("set-up");
     const bool root = mpi->rank() == 0;
-    const PhaseContext context{*mpi, mpi->rank(), mpi->size(), root, paths,
+    const PhaseContext context{mpi.get(), mpi->rank(), mpi->size(), root, paths,
                                root && !phase.common->quiet ? &std::cerr : nullptr};
     auto outcome = phase.run(context);
     if (const int* code = std::get_if<int>(&outcome)) return *code;
@@ -67,7 +46,7 @@ int run_mpi_phase(int argc, char** argv, const MpiPhase& phase) {
                                {"rank_command_lines", rank_command_lines(argc, argv, MPI_COMM_WORLD)}};
     const nlohmann::json devices = gather_json(result.device, MPI_COMM_WORLD);
     if (!result.device.is_null()) gathered["gpus"] = devices;  // every rank's GPU, in rank order
-    if (root) report(argc, argv, phase, paths, result, gathered);
+    if (root) report_phase(argc, argv, phase, paths, result, gathered);
     if (!result.failure.empty()) {
       if (root) throw CheckFailure(result.failure);
       return kExitCheckFailed;

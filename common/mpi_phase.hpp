@@ -7,65 +7,15 @@
 
 #include <mpi.h>
 
-#include <functional>
-#include <iosfwd>
-#include <optional>
-#include <string>
-#include <utility>
-#include <variant>
-#include <vector>
-
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-
-#include "common/console_table.hpp"
-#include "common/csv_writer.hpp"
-#include "common/options.hpp"
-#include "common/run_output.hpp"
-#include "common/summary.hpp"
-#include "common/timeline.hpp"
-#include "common/watchdog.hpp"
+#include "common/phase_runner.hpp"
 
 namespace ob {
 
-class MpiSession;
-
-// What the run is given.
-struct PhaseContext {
-  MpiSession& mpi;
-  int rank = 0, ranks = 1;
-  bool root = false;
-  const OutputPaths& paths;
-  std::ostream* progress = nullptr;  // rank 0's progress lines (null with --quiet and on the other ranks)
-};
-
-// What the run hands back (the same on every rank, but for `device`).
-struct PhaseResult {
-  std::vector<SummaryRow> rows;
-  std::vector<TimelineEvent> events;          // merged on rank 0
-  std::string failure;                        // the first failed check ("" when all passed)
-  nlohmann::json meta = nlohmann::json::object();  // the phase's own metadata fields (rank 0's count)
-  nlohmann::json device;                      // this rank's device (null: none); gathered into meta "gpus"
-  std::optional<CsvTable> power;              // the power samples' table (--power)
-  std::vector<std::pair<std::string, std::string>> extra_files;  // (path, content), written with the set
-  std::string header;                         // the console's first line, without "# "
-  std::vector<ConsoleColumn> columns;         // the console table's columns beyond the times
-  std::vector<std::string> notes;             // console lines after the outputs line, when every check passed
-};
-
-struct MpiPhase {
-  std::string name;         // "phase3": the outputs' stem and the metadata's phase
-  std::string program;      // the executable's name
-  std::string description;  // the --help title
+// An MPI phase: the one flow of phase_runner.hpp on every rank, with MPI up at `thread_level`, the options agreed
+// by every rank, the watchdog's stall ending the whole job, and every rank's host, command line and device gathered
+// into the metadata.
+struct MpiPhase : Phase {
   int thread_level = MPI_THREAD_SINGLE;
-  CommonOptions* common = nullptr;  // where add_options puts --csv, --iters, ...
-  FaultOptions* fault = nullptr;    // and --timeout-s, --inject-fault
-  std::function<void(CLI::App&)> add_options;
-  std::function<void(const CLI::App&)> validate;  // throws UsageError
-  std::function<std::vector<NamedPath>()> inputs;  // the files the run reads, once validated (no output may be one)
-  std::function<void()> on_stall;  // the watchdog's act before it aborts the job (may be empty)
-  // The work, on every rank: the result, or an exit code to stop with (e.g. kExitSkipped: no device).
-  std::function<std::variant<int, PhaseResult>(const PhaseContext&)> run;
 };
 
 // The phase's main: its exit code (DESIGN.md, "Exit codes").

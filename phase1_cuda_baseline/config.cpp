@@ -8,6 +8,7 @@ namespace phase1 {
 
 void add_options(CLI::App& app, Config& config) {
   ob::add_common_options(app, config.common);
+  ob::add_fault_options(app, config.fault);
   app.add_option("--batch", config.batch, "Rows of x (samples per step)")
       ->transform(ob::size_suffix())
       ->check(CLI::Range(1, 1 << 20))

@@ -6,12 +6,14 @@
 #include <vector>
 
 #include "common/options.hpp"
+#include "common/watchdog.hpp"
 #include "phase1_cuda_baseline/gemm.cuh"
 
 namespace phase1 {
 
 struct Config {
   ob::CommonOptions common;
+  ob::FaultOptions fault;
   int batch = 1024;
   int in = 512;
   int out = 512;

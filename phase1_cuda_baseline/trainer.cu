@@ -6,6 +6,7 @@
 #include "common/cuda/event_timer.hpp"
 #include "common/nvtx.hpp"
 #include "common/iteration.hpp"
+#include "common/watchdog.hpp"
 #include "phase1_cuda_baseline/cpu_gemm.hpp"
 #include "phase1_cuda_baseline/elementwise.cuh"
 #include "phase1_cuda_baseline/trainer.hpp"
@@ -83,6 +84,7 @@ void Trainer::step(GemmKernel kernel, bool tf32, ob::EventLog* log, std::vector<
 void Trainer::check_first_step(VariantResult& result) {
   // The first step's forward output and dW against the CPU double reference (on sampled rows for large sizes),
   // on poisoned outputs so an element no thread writes cannot pass.
+  ob::progress_note("the first step's check");
   Buffers& d = *buffers_;
   const std::size_t n_out = static_cast<std::size_t>(config_.batch) * config_.out;
   const std::size_t n_w = static_cast<std::size_t>(config_.in) * config_.out;

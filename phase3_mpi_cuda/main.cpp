@@ -109,7 +109,7 @@ std::variant<int, ob::PhaseResult> run(const phase3::Config& config, const ob::P
 #ifdef OVERLAP_HAVE_CUDA
   if (gpu >= 0) result.device = ob::cuda_metadata(gpu);
 #endif
-  result.meta = {{"clock", "std::chrono::steady_clock"}, {"mpi_thread_level", context.mpi.provided()},
+  result.meta = {{"clock", "std::chrono::steady_clock"}, {"mpi_thread_level", context.mpi->provided()},
                  {"device", description}};
   result.header = "phase3_mpi_cuda: " + std::to_string(context.ranks) + " ranks, " + config.compute + " compute, " +
                   describe_shape(config) + " in " + std::to_string(config.chunks) + " chunks on " + device +

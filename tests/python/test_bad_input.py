@@ -20,6 +20,8 @@ BINARIES = {
         (["--csv", f"{NO_DIR}/x.csv"], "--csv"), (["--timeline", f"{NO_DIR}/t.csv"], "--timeline"),
         (["--csv", "."], "--csv"), (["--no-such-option"], "--no-such-option"),
         (["--batch", "0x40"], "--batch"), (["--device", "00"], "--device"),
+        (["--timeout-s", "0"], "--timeout-s"), (["--inject-fault", "1:0:exit"], "--inject-fault"),
+        (["--inject-fault", "0:1:explode"], "--inject-fault"),
     ],
     "phase2_omp_overlap": [
         (["--chunks", "0"], "--chunks"), (["--chunks", "-3"], "--chunks"), (["--chunks", "many"], "--chunks"),
