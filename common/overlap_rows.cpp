@@ -3,8 +3,26 @@
 #include <cmath>
 
 #include "common/metrics.hpp"
+#include "common/mpi_check.hpp"
+#include "common/stats.hpp"
 
 namespace ob {
+
+SummaryRow mode_row(const SummaryRow& base, const ModeSamples& samples, const std::function<void(SummaryRow&)>& own) {
+  SummaryRow row = base;
+  row.mode = samples.mode;
+  const bool mpi = samples.comm != MPI_COMM_NULL;
+  row.set_times(mpi ? max_across_ranks(samples.iter_ms, samples.comm) : samples.iter_ms);
+  if (own) own(row);
+  if (samples.mode == Mode::kComm && samples.allreduce_bytes > 0) {
+    int ranks = 1;
+    if (mpi) MPI_CHECK(MPI_Comm_size(samples.comm, &ranks));
+    const double algbw = algbw_GBps(samples.allreduce_bytes, row.time_ms.p50);
+    row.set("algbw_GBps", algbw).set("busbw_GBps", allreduce_busbw_GBps(algbw, ranks));
+  }
+  if (samples.wrong) row.set("wrong", *samples.wrong);
+  return row;
+}
 
 void derive_overlap_rows(std::vector<SummaryRow>& rows, const SummaryRow& base, const OverlapInputs& inputs) {
   const SummaryRow* compute = find_row(rows, Mode::kCompute);

@@ -1,10 +1,15 @@
 // The one derivation of the overlap rows (METRICS.md): from the measured rows of a run (one per mode, times are
 // the slowest rank's per-iteration samples) to speedup, overlap_efficiency, overlap_pct and compute_slowdown on every
 // overlapped row, then the derived rows ideal, bound and bound_ref. Every phase calls it; none derives on its own.
-// The check results of a run are gathered the same way: CheckLog keeps the first failure.
+// Each mode's row is made the same way too (mode_row), and the check results of a run gathered the same way:
+// CheckLog keeps the first failure.
 #pragma once
 
+#include <mpi.h>
+
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -12,6 +17,21 @@
 #include "common/summary.hpp"
 
 namespace ob {
+
+// One measured mode of a run, as its summary row needs it.
+struct ModeSamples {
+  Mode mode = Mode::kSeq;
+  std::vector<double> iter_ms;      // this rank's (this process's) timed iterations
+  MPI_Comm comm = MPI_COMM_NULL;    // the run's ranks (MPI_COMM_NULL: one process)
+  double allreduce_bytes = 0;       // > 0: the comm-only row's all-reduce of this many bytes (algbw, busbw)
+  std::optional<std::uint64_t> wrong;  // the exact check's wrong elements (over every rank), where one was made
+};
+
+// One mode's summary row, made by every phase this way: `base` with the mode and the step times of the slowest rank
+// (per iteration, the maximum over the ranks), then the phase's own columns (`own`), then on the comm-only row the
+// all-reduce's algorithm and bus bandwidth, and the check's count where one was made.
+SummaryRow mode_row(const SummaryRow& base, const ModeSamples& samples,
+                    const std::function<void(SummaryRow&)>& own = {});
 
 struct OverlapInputs {
   // The row field holding each mode's compute time per iteration (its median): compute_slowdown compares an

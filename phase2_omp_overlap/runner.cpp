@@ -65,14 +65,13 @@ Result run(const Config& config, std::ostream* progress) {
 
   const ob::SummaryRow base = base_row(config);
   for (const auto& run : result.runs) {
-    ob::SummaryRow row = base;
-    row.mode = run.mode;
-    row.set_times(run.iter_ms);
-    row.set("chunk_compute_ms_p50", median_or_nan(run.compute_task_ms))
-        .set("chunk_comm_ms_p50", median_or_nan(run.comm_task_ms))
-        .set("compute_total_ms_p50", median_or_nan(run.compute_total_ms));
-    if (config.workload == "real") row.set("wrong", run.wrong);
-    result.rows.push_back(row);
+    ob::ModeSamples samples{run.mode, run.iter_ms};
+    if (config.workload == "real") samples.wrong = run.wrong;
+    result.rows.push_back(ob::mode_row(base, samples, [&](ob::SummaryRow& row) {
+      row.set("chunk_compute_ms_p50", median_or_nan(run.compute_task_ms))
+          .set("chunk_comm_ms_p50", median_or_nan(run.comm_task_ms))
+          .set("compute_total_ms_p50", median_or_nan(run.compute_total_ms));
+    }));
   }
 
   // The bound: the pipeline model. Synthetic: the nominal durations (the model the issue states); real: the

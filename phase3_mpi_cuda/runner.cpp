@@ -92,26 +92,19 @@ ob::SummaryRow base_row(const Config& config, const std::string& device_name, in
 // check's count.
 ob::SummaryRow mode_row(const ob::SummaryRow& base, const ModeRun& run, ob::Mode mode, const Config& config,
                         const Backend& backend, std::uint64_t wrong, MPI_Comm comm) {
-  int ranks = 1;
-  MPI_CHECK(MPI_Comm_size(comm, &ranks));
-  ob::SummaryRow row = base;
-  row.mode = mode;
-  row.set_times(ob::max_across_ranks(run.iter_ms, comm));
   std::vector<double> compute_tasks, comm_tasks;
   for (int k = 0; k < config.chunks; ++k) {
     compute_tasks.insert(compute_tasks.end(), run.chunk_compute_ms[k].begin(), run.chunk_compute_ms[k].end());
     comm_tasks.insert(comm_tasks.end(), run.chunk_comm_ms[k].begin(), run.chunk_comm_ms[k].end());
   }
-  if (mode != ob::Mode::kComm) row.set("chunk_compute_ms_p50", ob::slowest_median(compute_tasks, comm));
-  if (mode != ob::Mode::kCompute) row.set("chunk_comm_ms_p50", ob::slowest_median(comm_tasks, comm));
-  row.set("compute_total_ms_p50", ob::slowest_median(run.compute_total_ms, comm));
-  if (mode == ob::Mode::kComm) {
-    const double algbw = ob::algbw_GBps(4.0 * config.in * config.out, row.time_ms.p50);
-    row.set("algbw_GBps", algbw).set("busbw_GBps", ob::allreduce_busbw_GBps(algbw, ranks));
-  }
+  ob::ModeSamples samples{mode, run.iter_ms, comm, 4.0 * config.in * config.out};
   const bool exact = (mode == ob::Mode::kComm || !backend.trains()) && mode != ob::Mode::kCompute;
-  if (config.common.check && exact) row.set("wrong", wrong);
-  return row;
+  if (config.common.check && exact) samples.wrong = wrong;
+  return ob::mode_row(base, samples, [&](ob::SummaryRow& row) {
+    if (mode != ob::Mode::kComm) row.set("chunk_compute_ms_p50", ob::slowest_median(compute_tasks, comm));
+    if (mode != ob::Mode::kCompute) row.set("chunk_comm_ms_p50", ob::slowest_median(comm_tasks, comm));
+    row.set("compute_total_ms_p50", ob::slowest_median(run.compute_total_ms, comm));
+  });
 }
 
 }  // namespace

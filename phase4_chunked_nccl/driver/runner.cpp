@@ -192,25 +192,20 @@ ob::SummaryRow base_row(const Config& config, const BucketPlan& plan, int ranks)
 // One mode's row from its run (slowest rank's times), with the bandwidth, energy and check columns where they apply.
 ob::SummaryRow mode_row(const Config& config, const ob::SummaryRow& base, const ModeRun& run, double wire_bytes,
                         std::uint64_t wrong, MPI_Comm comm) {
-  ob::SummaryRow row = base;
-  row.mode = run.mode;
-  row.set_times(ob::max_across_ranks(run.iter_ms, comm));
-  if (run.mode != ob::Mode::kComm) row.set("backward_ms_p50", ob::slowest_median(run.backward_total_ms, comm));
-  if (run.mode != ob::Mode::kCompute) {
-    row.set("enqueue_ms_p50", ob::slowest_median(run.enqueue_ms, comm))
-        .set("enqueue_span_ms_p50", ob::slowest_median(run.enqueue_span_ms, comm));
-  }
-  if (config.power) {  // the job's energy (every GPU) per timed iteration, and the mean power of one GPU
-    const double joules = ob::sum_across_ranks({run.energy_j}, comm)[0];
-    const double seconds = ob::max_across_ranks({run.timed_s}, comm)[0];
-    row.set("energy_j_per_iter", joules / config.common.iters).set("power_w_avg", joules / seconds / base.ranks);
-  }
-  if (run.mode == ob::Mode::kComm) {
-    const double algbw = ob::algbw_GBps(wire_bytes, row.time_ms.p50);
-    row.set("algbw_GBps", algbw).set("busbw_GBps", ob::allreduce_busbw_GBps(algbw, base.ranks));
-    if (config.common.check) row.set("wrong", wrong);
-  }
-  return row;
+  ob::ModeSamples samples{run.mode, run.iter_ms, comm, wire_bytes};
+  if (run.mode == ob::Mode::kComm && config.common.check) samples.wrong = wrong;
+  return ob::mode_row(base, samples, [&](ob::SummaryRow& row) {
+    if (run.mode != ob::Mode::kComm) row.set("backward_ms_p50", ob::slowest_median(run.backward_total_ms, comm));
+    if (run.mode != ob::Mode::kCompute) {
+      row.set("enqueue_ms_p50", ob::slowest_median(run.enqueue_ms, comm))
+          .set("enqueue_span_ms_p50", ob::slowest_median(run.enqueue_span_ms, comm));
+    }
+    if (config.power) {  // the job's energy (every GPU) per timed iteration, and the mean power of one GPU
+      const double joules = ob::sum_across_ranks({run.energy_j}, comm)[0];
+      const double seconds = ob::max_across_ranks({run.timed_s}, comm)[0];
+      row.set("energy_j_per_iter", joules / config.common.iters).set("power_w_avg", joules / seconds / base.ranks);
+    }
+  });
 }
 
 // bound and bound_ref from the compute-only and comm-only runs (neither when one of them did not run). bound_ref:

@@ -191,6 +191,26 @@ TEST(Modes, NamesRoundTripAndRunOrderIsFixed) {
   EXPECT_TRUE(ob::is_derived(ob::Mode::kBoundRef));
 }
 
+TEST(ModeRow, TimesThenThePhasesColumnsThenBandwidthAndTheCheck) {
+  ob::SummaryRow base;
+  base.config("hidden", 8);
+  ob::ModeSamples comm{ob::Mode::kComm, {4.0, 2.0, 3.0}};  // one process: its own times
+  comm.allreduce_bytes = 3e6;
+  comm.wrong = 0;
+  const auto row = ob::mode_row(base, comm, [](ob::SummaryRow& r) { r.set("chunk_comm_ms_p50", 1.5); });
+  EXPECT_EQ(row.mode, ob::Mode::kComm);
+  EXPECT_DOUBLE_EQ(row.time_ms.p50, 3.0);
+  EXPECT_DOUBLE_EQ(row.number("algbw_GBps"), 1.0);  // 3 MB in 3 ms
+  EXPECT_DOUBLE_EQ(row.number("busbw_GBps"), 0.0);  // one rank moves nothing
+  std::vector<std::string> keys;
+  for (const auto& field : row.fields) keys.push_back(field.key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"hidden", "chunk_comm_ms_p50", "algbw_GBps", "busbw_GBps", "wrong"}));
+  // Not the comm-only row: no bandwidth; no check made: no count.
+  const auto seq = ob::mode_row(base, ob::ModeSamples{ob::Mode::kSeq, {5.0}, MPI_COMM_NULL, 3e6});
+  EXPECT_FALSE(seq.has("algbw_GBps") || seq.has("wrong"));
+  EXPECT_DOUBLE_EQ(seq.time_ms.p50, 5.0);
+}
+
 TEST(CheckLog, KeepsTheFirstFailure) {
   ob::CheckLog log;
   EXPECT_TRUE(log.ok());
