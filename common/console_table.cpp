@@ -24,7 +24,8 @@ std::string ConsoleTable::render() const {
   std::ostringstream out;
   auto line = [&](auto cell_of) {
     out << "#";
-    for (std::size_t c = 0; c < columns_.size(); ++c) out << "  " << std::setw(static_cast<int>(widths[c])) << cell_of(c);
+    for (std::size_t c = 0; c < columns_.size(); ++c)
+      out << "  " << std::setw(static_cast<int>(widths[c])) << cell_of(c);
     out << "\n";
   };
   line([&](std::size_t c) { return columns_[c].first; });

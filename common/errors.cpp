@@ -20,13 +20,8 @@ std::string describe(const std::string& library, const std::string& call, const 
 
 CallFailure::CallFailure(std::string library, std::string call, std::string file, int line, int rank,
                          std::string message)
-    : std::runtime_error(describe(library, call, file, line, rank, message)),
-      library_(std::move(library)),
-      call_(std::move(call)),
-      file_(std::move(file)),
-      line_(line),
-      rank_(rank),
-      message_(std::move(message)) {}
+    : std::runtime_error(describe(library, call, file, line, rank, message)), library_(std::move(library)),
+      call_(std::move(call)), file_(std::move(file)), line_(line), rank_(rank), message_(std::move(message)) {}
 
 int current_rank() {
   int initialized = 0, finalized = 0;
@@ -38,8 +33,7 @@ int current_rank() {
   return rank;
 }
 
-void throw_call_failure(const char* library, const char* call, const char* file, int line,
-                        const std::string& message) {
+void throw_call_failure(const char* library, const char* call, const char* file, int line, const std::string& message) {
   throw CallFailure(library, call, file, line, current_rank(), message);
 }
 

@@ -10,9 +10,9 @@ namespace ob {
 enum ExitCode : int {
   kExitOk = 0,
   kExitCheckFailed = 1,  // a correctness check failed
-  kExitUsage = 2,        // bad options; nothing was written
-  kExitRuntime = 3,      // CUDA, NCCL, MPI or I/O failure
-  kExitSkipped = 77,     // the hardware this binary needs is absent
+  kExitUsage = 2,  // bad options; nothing was written
+  kExitRuntime = 3,  // CUDA, NCCL, MPI or I/O failure
+  kExitSkipped = 77,  // the hardware this binary needs is absent
 };
 
 // Bad usage: an option's value is invalid or contradicts another. The message is one line naming the option.

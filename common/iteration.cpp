@@ -43,7 +43,7 @@ std::vector<double> run_iterations(const LoopPlan& plan, const LoopHooks& hooks)
     const Iteration it{i, i - warmup, timing && i >= warmup};
     if (hooks.prepare) hooks.prepare(it);
     if (plan.comm != MPI_COMM_NULL) MPI_CHECK(MPI_Barrier(plan.comm));  // every iteration starts together
-    step_started(iteration_name(mode_name(plan.mode), i, warmup));   // a fault injected here stops this rank
+    step_started(iteration_name(mode_name(plan.mode), i, warmup));  // a fault injected here stops this rank
     const SteadyTimer timer;
     hooks.step(it);
     const double host_ms = timer.elapsed_ms();

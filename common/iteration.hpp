@@ -22,25 +22,25 @@
 namespace ob {
 
 struct Iteration {
-  int index = 0;       // 0 .. warmup + iters - 1 (or steps - 1)
-  int iter = 0;        // index - warmup: negative during warm-up, the timed iteration's number after
+  int index = 0;  // 0 .. warmup + iters - 1 (or steps - 1)
+  int iter = 0;  // index - warmup: negative during warm-up, the timed iteration's number after
   bool timed = false;  // this iteration's sample is kept
 };
 
 struct LoopPlan {
-  Mode mode = Mode::kSeq;          // named in the watchdog's progress ("seq warm-up 2", "overlap iteration 4")
-  int warmup = 0, iters = 0;       // warm-up, then timed iterations
-  int steps = 0;                   // > 0: that many untimed steps instead (the checks' fixed step counts)
-  MPI_Comm comm = MPI_COMM_NULL;   // barrier before each iteration; MPI_COMM_NULL: a single process, no barrier
+  Mode mode = Mode::kSeq;  // named in the watchdog's progress ("seq warm-up 2", "overlap iteration 4")
+  int warmup = 0, iters = 0;  // warm-up, then timed iterations
+  int steps = 0;  // > 0: that many untimed steps instead (the checks' fixed step counts)
+  MPI_Comm comm = MPI_COMM_NULL;  // barrier before each iteration; MPI_COMM_NULL: a single process, no barrier
 };
 
 struct LoopHooks {
   std::function<void(const Iteration&)> prepare;  // before the barrier, untimed (may be empty)
-  std::function<void(const Iteration&)> step;     // the work of one iteration
+  std::function<void(const Iteration&)> step;  // the work of one iteration
   // The phase's clock: the step's time in ms, read after it (CUDA events, synchronised). Empty: the protocol times
   // step() with std::chrono::steady_clock (host, OpenMP and MPI work).
   std::function<double(const Iteration&)> elapsed_ms;
-  std::function<void(const Iteration&)> check;    // after the step, untimed (may be empty)
+  std::function<void(const Iteration&)> check;  // after the step, untimed (may be empty)
 };
 
 inline constexpr int kSteadyWindow = 3;

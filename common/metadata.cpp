@@ -30,7 +30,8 @@ std::string build_commit() { return kGitCommit; }
 std::string source_digest() { return kSourceDigest; }
 
 nlohmann::json build_info() {
-  return {{"type", OVERLAP_BUILD_TYPE}, {"compiler", OVERLAP_CXX_COMPILER},
+  return {{"type", OVERLAP_BUILD_TYPE},
+          {"compiler", OVERLAP_CXX_COMPILER},
           {"cuda_architectures", OVERLAP_CUDA_ARCHITECTURES}};
 }
 
@@ -52,7 +53,7 @@ nlohmann::json run_environment() {
 std::string version_text(const std::string& program) {
   const auto build = build_info();
   std::string text = program + " (overlap-bench " OVERLAP_VERSION ") commit " + build_commit() + ", " +
-                     build["type"].get<std::string>() + " build, " + build["compiler"].get<std::string>();
+      build["type"].get<std::string>() + " build, " + build["compiler"].get<std::string>();
   const std::string cuda = build["cuda_architectures"];
   if (!cuda.empty()) text += ", CUDA architectures " + cuda;
   return text;
@@ -80,8 +81,8 @@ nlohmann::json launcher_info(pid_t parent) {
     for (const char* launcher : launchers) {
       if (word == launcher || (word == "torch.distributed.run" && std::string(launcher) == "torchrun")) {
         name = launcher;
-        command = nlohmann::json(std::vector<nlohmann::json>(parent_command.begin() + static_cast<long>(i),
-                                                              parent_command.end()));
+        command = nlohmann::json(
+            std::vector<nlohmann::json>(parent_command.begin() + static_cast<long>(i), parent_command.end()));
       }
     }
   }
@@ -114,12 +115,17 @@ nlohmann::json base_metadata(const std::string& phase, int argc, char** argv) {
   nlohmann::json command = nlohmann::json::array();
   for (int i = 0; i < argc; ++i) command.push_back(argv[i]);
   nlohmann::json meta = {
-      {"suite", "overlap-bench"}, {"schema_version", kMetadataSchemaVersion},
-      {"phase", phase},           {"commit", build_commit()},
+      {"suite", "overlap-bench"},
+      {"schema_version", kMetadataSchemaVersion},
+      {"phase", phase},
+      {"commit", build_commit()},
       {"source_digest", source_digest()},
-      {"host", host},             {"date_utc", utc_timestamp()},
-      {"command_line", command},  {"omp_threads", omp_get_max_threads()},
-      {"build", build_info()},    {"environment", run_environment()},
+      {"host", host},
+      {"date_utc", utc_timestamp()},
+      {"command_line", command},
+      {"omp_threads", omp_get_max_threads()},
+      {"build", build_info()},
+      {"environment", run_environment()},
       {"launcher", launcher_info(getppid())},
       {"working_directory", std::filesystem::current_path().string()},
       {"cpu_model", cpu_model()},

@@ -35,9 +35,7 @@ double compute_slowdown(double overlapped_total, double isolated_total) {
 
 double algbw_GBps(double bytes, double time_ms) { return time_ms > 0 ? bytes / (time_ms * 1e-3) / 1e9 : kNaN; }
 
-double allreduce_busbw_GBps(double algbw, int ranks) {
-  return ranks > 0 ? algbw * 2.0 * (ranks - 1) / ranks : kNaN;
-}
+double allreduce_busbw_GBps(double algbw, int ranks) { return ranks > 0 ? algbw * 2.0 * (ranks - 1) / ranks : kNaN; }
 
 void run_pipeline(const std::vector<double>& compute_ms, const std::vector<double>& comm_ms,
                   const std::vector<int>& ready_after, double& compute_end, double& comm_end) {

@@ -12,9 +12,9 @@ struct Entry {
 };
 
 std::vector<Entry>& table() {
-  static std::vector<Entry> modes = {{"compute", ModeKind::kIsolated},  {"comm", ModeKind::kIsolated},
-                                     {"seq", ModeKind::kSequential},    {"overlap", ModeKind::kOverlapped},
-                                     {"ideal", ModeKind::kDerived},     {"bound", ModeKind::kDerived},
+  static std::vector<Entry> modes = {{"compute", ModeKind::kIsolated}, {"comm", ModeKind::kIsolated},
+                                     {"seq", ModeKind::kSequential},   {"overlap", ModeKind::kOverlapped},
+                                     {"ideal", ModeKind::kDerived},    {"bound", ModeKind::kDerived},
                                      {"bound_ref", ModeKind::kDerived}};
   return modes;
 }

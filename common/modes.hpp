@@ -12,11 +12,11 @@ namespace ob {
 
 // How a mode's rows are treated: its place in the one run order and whether it gets the overlap metrics.
 enum class ModeKind {
-  kIsolated,    // compute, comm: the inputs of every derived row, run first
+  kIsolated,  // compute, comm: the inputs of every derived row, run first
   kSequential,  // seq
   kOverlapped,  // overlap and a phase's overlapped strategies: speedup, efficiency, overlap %, slowdown
-  kDerived,     // ideal, bound, bound_ref: computed from other rows
-  kOther,       // a phase's own measurement (phase 4's interference map)
+  kDerived,  // ideal, bound, bound_ref: computed from other rows
+  kOther,  // a phase's own measurement (phase 4's interference map)
 };
 
 class Mode {

@@ -13,46 +13,49 @@ namespace ob {
 
 int run_mpi_phase(int argc, char** argv, const MpiPhase& phase) {
   std::unique_ptr<MpiSession> mpi;  // outlives guarded_main, so a failure can still MPI_Abort the job
-  return guarded_main(phase.program, [&]() -> int {
-    mpi = std::make_unique<MpiSession>(argc, argv, phase.thread_level);
-    CLI::App app(phase.description, phase.program);
-    phase.add_options(app);
-    OutputPaths paths;
-    std::unique_ptr<Watchdog> watchdog;
-    const auto on_stall = phase.on_stall;
-    if (auto code = parse_on_every_rank(app, argc, argv, MPI_COMM_WORLD, [&] {
-          phase.validate(app);
-          paths = resolve_output_paths(phase.name, *phase.common,
-                                       phase.inputs ? phase.inputs() : std::vector<NamedPath>{});
-          // Started on this rank's own options, before the ranks agree on theirs: a rank lost at start-up must not
-          // hold the others in that agreement's collectives for ever.
-          watchdog = std::make_unique<Watchdog>(phase.program, mpi->rank(), mpi->size(), *phase.fault, [on_stall] {
-            if (on_stall) on_stall();
-            MPI_Abort(MPI_COMM_WORLD, kExitRuntime);
-          });
-        })) {
-      return *code;
-    }
-    progress_note("set-up");
-    const bool root = mpi->rank() == 0;
-    const PhaseContext context{mpi.get(), mpi->rank(), mpi->size(), root, paths,
-                               root && !phase.common->quiet ? &std::cerr : nullptr};
-    auto outcome = phase.run(context);
-    if (const int* code = std::get_if<int>(&outcome)) return *code;
-    PhaseResult& result = std::get<PhaseResult>(outcome);
-    // A fault injected at a step that never came proved nothing: a usage error, and nothing is written.
-    if (auto code = stop_on_any_rank(phase.program, watchdog->unfired_fault(), MPI_COMM_WORLD)) return *code;
-    nlohmann::json gathered = {{"hosts", rank_hosts(MPI_COMM_WORLD)},
-                               {"rank_command_lines", rank_command_lines(argc, argv, MPI_COMM_WORLD)}};
-    const nlohmann::json devices = gather_json(result.device, MPI_COMM_WORLD);
-    if (!result.device.is_null()) gathered["gpus"] = devices;  // every rank's GPU, in rank order
-    if (root) report_phase(argc, argv, phase, paths, result, gathered);
-    if (!result.failure.empty()) {
-      if (root) throw CheckFailure(result.failure);
-      return kExitCheckFailed;
-    }
-    return kExitOk;
-  }, true);
+  return guarded_main(
+      phase.program,
+      [&]() -> int {
+        mpi = std::make_unique<MpiSession>(argc, argv, phase.thread_level);
+        CLI::App app(phase.description, phase.program);
+        phase.add_options(app);
+        OutputPaths paths;
+        std::unique_ptr<Watchdog> watchdog;
+        const auto on_stall = phase.on_stall;
+        if (auto code = parse_on_every_rank(app, argc, argv, MPI_COMM_WORLD, [&] {
+              phase.validate(app);
+              paths = resolve_output_paths(phase.name, *phase.common,
+                                           phase.inputs ? phase.inputs() : std::vector<NamedPath>{});
+              // Started on this rank's own options, before the ranks agree on theirs: a rank lost at start-up must not
+              // hold the others in that agreement's collectives for ever.
+              watchdog = std::make_unique<Watchdog>(phase.program, mpi->rank(), mpi->size(), *phase.fault, [on_stall] {
+                if (on_stall) on_stall();
+                MPI_Abort(MPI_COMM_WORLD, kExitRuntime);
+              });
+            })) {
+          return *code;
+        }
+        progress_note("set-up");
+        const bool root = mpi->rank() == 0;
+        const PhaseContext context{mpi.get(), mpi->rank(), mpi->size(),
+                                   root,      paths,       root && !phase.common->quiet ? &std::cerr : nullptr};
+        auto outcome = phase.run(context);
+        if (const int* code = std::get_if<int>(&outcome)) return *code;
+        PhaseResult& result = std::get<PhaseResult>(outcome);
+        // A fault injected at a step that never came proved nothing: a usage error, and nothing is written.
+        if (auto code = stop_on_any_rank(phase.program, watchdog->unfired_fault(), MPI_COMM_WORLD)) return *code;
+        nlohmann::json gathered = {{"hosts", rank_hosts(MPI_COMM_WORLD)},
+                                   {"rank_command_lines", rank_command_lines(argc, argv, MPI_COMM_WORLD)}};
+        const nlohmann::json devices = gather_json(result.device, MPI_COMM_WORLD);
+        if (!result.device.is_null()) gathered["gpus"] = devices;  // every rank's GPU, in rank order
+        if (root) report_phase(argc, argv, phase, paths, result, gathered);
+        if (!result.failure.empty()) {
+          if (root) throw CheckFailure(result.failure);
+          return kExitCheckFailed;
+        }
+        return kExitOk;
+      },
+      true);
 }
 
 }  // namespace ob

@@ -15,9 +15,9 @@ MpiSession::MpiSession(int& argc, char**& argv, int required) {
   MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
   MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
   if (provided_ < required) {
-    throw_call_failure("MPI", "MPI_Init_thread", __FILE__, __LINE__,
-                       "thread level " + std::to_string(required) + " needed, library provides " +
-                           std::to_string(provided_));
+    throw_call_failure(
+        "MPI", "MPI_Init_thread", __FILE__, __LINE__,
+        "thread level " + std::to_string(required) + " needed, library provides " + std::to_string(provided_));
   }
 }
 
@@ -93,8 +93,8 @@ std::vector<std::string> gather_strings(const std::string& text, MPI_Comm comm, 
     }
     all.resize(static_cast<std::size_t>(total));
   }
-  MPI_CHECK(MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, root,
-                        comm));
+  MPI_CHECK(
+      MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, root, comm));
   std::vector<std::string> texts;
   for (std::size_t r = 0; r < lengths.size(); ++r) texts.push_back(all.substr(offsets[r], lengths[r]));
   return texts;

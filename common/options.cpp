@@ -51,11 +51,12 @@ std::string whole_number_error(const CLI::Option& option, const std::string& giv
     value.pop_back();  // a K/M/G(B) suffix, read by parse_size
   }
   bool digits = value.size() > start;
-  for (std::size_t k = start; k < value.size(); ++k) digits = digits && std::isdigit(static_cast<unsigned char>(value[k]));
+  for (std::size_t k = start; k < value.size(); ++k)
+    digits = digits && std::isdigit(static_cast<unsigned char>(value[k]));
   const std::string name = "--" + option.get_lnames().front() + ": '" + given + "' ";
   if (!digits || (value.size() > start + 1 && value[start] == '0')) {
     return name + "is not a decimal whole number" + (is_signed ? "" : " >= 0") +
-           " (digits only: no leading zeros, spaces or hex)";
+        " (digits only: no leading zeros, spaces or hex)";
   }
   errno = 0;
   if (is_signed) {
@@ -64,8 +65,9 @@ std::string whole_number_error(const CLI::Option& option, const std::string& giv
     (void)std::strtoull(value.c_str(), nullptr, 10);
   }
   return errno == ERANGE ? name + "is out of range (at most " +
-                               (is_signed ? std::to_string(std::numeric_limits<long long>::max())
-                                          : std::to_string(std::numeric_limits<unsigned long long>::max())) + ")"
+          (is_signed ? std::to_string(std::numeric_limits<long long>::max())
+                     : std::to_string(std::numeric_limits<unsigned long long>::max())) +
+          ")"
                          : "";
 }
 
@@ -93,7 +95,7 @@ std::string decimal_error(const CLI::App& app, int argc, char** argv) {
       for (const auto& item : split_list(given, ',')) {
         if (!parse_number(item)) {
           return "--" + option->get_lnames().front() + ": '" + given +
-                 "' is not a finite decimal number (no hex, inf or nan)";
+              "' is not a finite decimal number (no hex, inf or nan)";
         }
       }
       continue;
@@ -216,8 +218,7 @@ void require_fits_in_host_memory(const std::string& option, const std::string& v
 void require_thread_count(int threads) {
   const int cores = std::max(1u, std::thread::hardware_concurrency());
   const int wanted = threads > 0 ? threads : omp_get_max_threads();
-  require(wanted <= kMostThreadsPerCore * cores, threads > 0 ? "--threads" : "OMP_NUM_THREADS",
-          std::to_string(wanted),
+  require(wanted <= kMostThreadsPerCore * cores, threads > 0 ? "--threads" : "OMP_NUM_THREADS", std::to_string(wanted),
           "at most " + std::to_string(kMostThreadsPerCore) + " x this machine's " + std::to_string(cores) +
               " hardware threads");
 }
@@ -279,7 +280,11 @@ std::filesystem::path identity(const std::string& path) {
 bool valid_utf8(const std::string& text) {
   for (std::size_t i = 0; i < text.size();) {
     const auto byte = static_cast<unsigned char>(text[i]);
-    const std::size_t length = byte < 0x80 ? 1 : (byte >> 5) == 0x6 ? 2 : (byte >> 4) == 0xE ? 3 : (byte >> 3) == 0x1E ? 4 : 0;
+    const std::size_t length = byte < 0x80 ? 1
+        : (byte >> 5) == 0x6               ? 2
+        : (byte >> 4) == 0xE               ? 3
+        : (byte >> 3) == 0x1E              ? 4
+                                           : 0;
     if (length == 0 || i + length > text.size()) return false;
     for (std::size_t k = 1; k < length; ++k) {
       if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) return false;
@@ -317,7 +322,7 @@ void require_output_policy(const std::vector<NamedPath>& outputs, const std::vec
     }
     for (const auto& input : inputs) {
       const bool same = identity(path) == identity(input.path) ||
-                        (fs::exists(path, error) && fs::exists(input.path, error) && fs::equivalent(path, input.path, error));
+          (fs::exists(path, error) && fs::exists(input.path, error) && fs::equivalent(path, input.path, error));
       require(!same, name, path, "not the file " + input.option + " reads (it would be destroyed before it is read)");
     }
   }

@@ -17,7 +17,7 @@ namespace ob {
 struct CommonOptions {
   int iters = 20;
   int warmup = 3;
-  std::string csv;       // summary CSV; empty: results/runs/<phase>-<time>.csv
+  std::string csv;  // summary CSV; empty: results/runs/<phase>-<time>.csv
   std::string timeline;  // timeline CSV (+ .trace.json); empty: beside the summary
   std::uint64_t seed = 1234;
   bool check = false;
@@ -87,8 +87,7 @@ inline constexpr std::uintmax_t kMostInputBytes = std::uintmax_t{1} << 30;
 // The one input policy: `path` is a regular file (a link to one is followed), readable and of at most `most` bytes,
 // checked before a byte is read (a device such as /dev/zero would be read until memory ran out); its whole text.
 // Throws UsageError naming `option` and the path otherwise.
-std::string read_input_file(const std::string& option, const std::string& path,
-                            std::uintmax_t most = kMostInputBytes);
+std::string read_input_file(const std::string& option, const std::string& path, std::uintmax_t most = kMostInputBytes);
 
 // The one output policy of every binary and tool (DESIGN.md, "Where things live"), checked before any work. An output is an
 // option and the path it names (its directory checked by the caller: require_writable_parent for a path the user

@@ -43,21 +43,21 @@ void derive_overlap_rows(std::vector<SummaryRow>& rows, const SummaryRow& base, 
       // compute, comm, overlapped and (speedup) seq, in that order.
       if (!compute->samples.empty() && !comm->samples.empty() && !row.samples.empty()) {
         const std::vector<std::vector<double>> three = {compute->samples, comm->samples, row.samples};
-        const auto efficiency = bootstrap_interval(three, [](const std::vector<double>& m) {
-          return overlap_efficiency(m[0], m[1], m[2]);
-        });
-        const auto hidden = bootstrap_interval(three, [](const std::vector<double>& m) {
-          return overlap_pct(m[2], m[0], m[1]);
-        });
-        row.set("overlap_efficiency_ci_lo", efficiency.lo).set("overlap_efficiency_ci_hi", efficiency.hi)
+        const auto efficiency = bootstrap_interval(
+            three, [](const std::vector<double>& m) { return overlap_efficiency(m[0], m[1], m[2]); });
+        const auto hidden =
+            bootstrap_interval(three, [](const std::vector<double>& m) { return overlap_pct(m[2], m[0], m[1]); });
+        row.set("overlap_efficiency_ci_lo", efficiency.lo)
+            .set("overlap_efficiency_ci_hi", efficiency.hi)
             .set("overlap_efficiency_resolved", resolved("overlap_efficiency", efficiency.lo, efficiency.hi));
-        row.set("overlap_pct_ci_lo", hidden.lo).set("overlap_pct_ci_hi", hidden.hi)
+        row.set("overlap_pct_ci_lo", hidden.lo)
+            .set("overlap_pct_ci_hi", hidden.hi)
             .set("overlap_pct_resolved", resolved("overlap_pct", hidden.lo, hidden.hi));
         if (seq && !seq->samples.empty()) {
-          const auto faster = bootstrap_interval({seq->samples, row.samples}, [](const std::vector<double>& m) {
-            return speedup(m[0], m[1]);
-          });
-          row.set("speedup_ci_lo", faster.lo).set("speedup_ci_hi", faster.hi)
+          const auto faster = bootstrap_interval({seq->samples, row.samples},
+                                                 [](const std::vector<double>& m) { return speedup(m[0], m[1]); });
+          row.set("speedup_ci_lo", faster.lo)
+              .set("speedup_ci_hi", faster.hi)
               .set("speedup_resolved", resolved("speedup", faster.lo, faster.hi));
         }
       }

@@ -21,9 +21,9 @@ namespace ob {
 // One measured mode of a run, as its summary row needs it.
 struct ModeSamples {
   Mode mode = Mode::kSeq;
-  std::vector<double> iter_ms;      // this rank's (this process's) timed iterations
-  MPI_Comm comm = MPI_COMM_NULL;    // the run's ranks (MPI_COMM_NULL: one process)
-  double allreduce_bytes = 0;       // > 0: the comm-only row's all-reduce of this many bytes (algbw, busbw)
+  std::vector<double> iter_ms;  // this rank's (this process's) timed iterations
+  MPI_Comm comm = MPI_COMM_NULL;  // the run's ranks (MPI_COMM_NULL: one process)
+  double allreduce_bytes = 0;  // > 0: the comm-only row's all-reduce of this many bytes (algbw, busbw)
   std::optional<std::uint64_t> wrong;  // the exact check's wrong elements (over every rank), where one was made
 };
 

@@ -41,24 +41,24 @@ struct PhaseContext {
 // What the run hands back (the same on every rank, but for `device`).
 struct PhaseResult {
   std::vector<SummaryRow> rows;
-  std::vector<TimelineEvent> events;          // merged on rank 0
-  std::string failure;                        // the first failed check ("" when all passed)
+  std::vector<TimelineEvent> events;  // merged on rank 0
+  std::string failure;  // the first failed check ("" when all passed)
   nlohmann::json meta = nlohmann::json::object();  // the phase's own metadata fields (rank 0's count)
-  nlohmann::json device;                      // this rank's device (null: none); gathered into meta "gpus"
-  std::optional<CsvTable> power;              // the power samples' table (--power)
+  nlohmann::json device;  // this rank's device (null: none); gathered into meta "gpus"
+  std::optional<CsvTable> power;  // the power samples' table (--power)
   std::vector<std::pair<std::string, std::string>> extra_files;  // (path, content), written with the set
-  std::string header;                         // the console's first line, without "# "
-  std::vector<ConsoleColumn> columns;         // the console table's columns beyond the times
-  std::string table;                          // the console table where the phase renders its own ("": columns')
-  std::vector<std::string> notes;             // console lines after the outputs line, when every check passed
+  std::string header;  // the console's first line, without "# "
+  std::vector<ConsoleColumn> columns;  // the console table's columns beyond the times
+  std::string table;  // the console table where the phase renders its own ("": columns')
+  std::vector<std::string> notes;  // console lines after the outputs line, when every check passed
 };
 
 struct Phase {
-  std::string name;         // "phase3": the outputs' stem and the metadata's phase
-  std::string program;      // the executable's name
+  std::string name;  // "phase3": the outputs' stem and the metadata's phase
+  std::string program;  // the executable's name
   std::string description;  // the --help title
   CommonOptions* common = nullptr;  // where add_options puts --csv, --iters, ...
-  FaultOptions* fault = nullptr;    // and --timeout-s, --inject-fault
+  FaultOptions* fault = nullptr;  // and --timeout-s, --inject-fault
   std::function<void(CLI::App&)> add_options;
   std::function<void(const CLI::App&)> validate;  // throws UsageError
   std::function<std::vector<NamedPath>()> inputs;  // the files the run reads, once validated (no output may be one)

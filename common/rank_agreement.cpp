@@ -62,7 +62,7 @@ std::string first_difference(const std::string& a, int rank_a, const std::string
     };
     const std::string name = key == "commit" ? "the binary's commit" : "--" + key;
     return name + ": rank " + std::to_string(rank_a) + " has " + value(l) + ", rank " + std::to_string(rank_b) +
-           " has " + value(r);
+        " has " + value(r);
   }
   return "";
 }

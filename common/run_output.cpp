@@ -48,8 +48,10 @@ OutputPaths resolve_output_paths(const std::string& phase, const CommonOptions& 
   paths.power_csv = stem_of(paths.summary_csv) + ".power.csv";
   paths.calibration_json = stem_of(paths.summary_csv) + ".calibration.json";
   // Each output a regular file or none yet (never a link), on a path of its own, its name in UTF-8.
-  require_output_policy({{"--csv", paths.summary_csv}, {"--csv (its metadata)", paths.meta_json},
-                         {"--timeline", paths.timeline_csv}, {"--timeline (its trace)", paths.trace_json},
+  require_output_policy({{"--csv", paths.summary_csv},
+                         {"--csv (its metadata)", paths.meta_json},
+                         {"--timeline", paths.timeline_csv},
+                         {"--timeline (its trace)", paths.trace_json},
                          {"--csv (its power CSV)", paths.power_csv},
                          {"--csv (its calibration)", paths.calibration_json}},
                         inputs);

@@ -14,11 +14,11 @@
 namespace ob {
 
 struct OutputPaths {
-  std::string summary_csv;   // --csv, or results/runs/<phase>-<date>.csv
-  std::string meta_json;     // beside the summary: <stem>.meta.json
+  std::string summary_csv;  // --csv, or results/runs/<phase>-<date>.csv
+  std::string meta_json;  // beside the summary: <stem>.meta.json
   std::string timeline_csv;  // --timeline, or <stem>.timeline.csv
-  std::string trace_json;    // beside the timeline: <timeline stem>.trace.json
-  std::string power_csv;     // beside the summary: <stem>.power.csv (phase 4 --power)
+  std::string trace_json;  // beside the timeline: <timeline stem>.trace.json
+  std::string power_csv;  // beside the summary: <stem>.power.csv (phase 4 --power)
   std::string calibration_json;  // beside the summary: <stem>.calibration.json (phase 4 --calibrate)
 };
 
@@ -41,8 +41,7 @@ CsvTable with_provenance(const CsvTable& summary, const nlohmann::json& meta);
 // configuration), the timeline CSV and Chrome trace (and the power CSV when given, and `extra`: path and content),
 // each atomically and the summary last; creates the default directory.
 void write_run_outputs(const OutputPaths& paths, const std::string& phase, const std::vector<SummaryRow>& rows,
-                       nlohmann::json meta, const std::vector<TimelineEvent>& timeline,
-                       const CsvTable* power = nullptr,
+                       nlohmann::json meta, const std::vector<TimelineEvent>& timeline, const CsvTable* power = nullptr,
                        const std::vector<std::pair<std::string, std::string>>& extra = {});
 
 // The console's last line about files: "# summary: <csv>" (with the timeline beside it), or, after a failed check,

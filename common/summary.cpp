@@ -161,7 +161,7 @@ std::string render_summary(const std::vector<SummaryRow>& rows, const std::vecto
   if (unresolved) text += "# n.r.: not resolved, its 95 % interval over the iterations holds \"no effect\"\n";
   if (unsteady) {
     text += "# ~: unstable: the median's 95 % interval over the iterations is wider than +-" +
-            format_number(100 * kUnstableCiRel) + " % (a busy machine or too few --iters)\n";
+        format_number(100 * kUnstableCiRel) + " % (a busy machine or too few --iters)\n";
   }
   if (out_of_range) text += "# !: outside the metric's meaningful range (overlap_efficiency: 0 to 1)\n";
   return text + "# the metrics and the ideal and bound rows: METRICS.md\n";

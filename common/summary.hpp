@@ -43,7 +43,7 @@ struct SummaryRow {
   int iters = 0;
   Stats time_ms;
   double time_ci_rel = std::numeric_limits<double>::quiet_NaN();  // the median's spread (NaN for derived rows)
-  std::vector<double> samples;       // the per-iteration times time_ms summarises (slowest rank; empty if derived)
+  std::vector<double> samples;  // the per-iteration times time_ms summarises (slowest rank; empty if derived)
   std::vector<SummaryField> fields;  // configuration, then metrics
 
   // time_ms, time_ci_rel and samples from the per-iteration times.

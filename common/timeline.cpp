@@ -43,8 +43,8 @@ class ColumnReader {
   double number(std::size_t row, int column) const {
     const auto value = parse_number(table_.rows()[row][column]);
     if (!value) {
-      throw std::invalid_argument("row " + std::to_string(row + 2) + ", column '" + table_.header()[column] +
-                                  "': '" + table_.rows()[row][column] + "' is not a number");
+      throw std::invalid_argument("row " + std::to_string(row + 2) + ", column '" + table_.header()[column] + "': '" +
+                                  table_.rows()[row][column] + "' is not a number");
     }
     return *value;
   }
@@ -92,8 +92,8 @@ std::vector<PowerPoint> power_from_csv(const CsvTable& table) {
   const int rank = read.index("rank"), gpu = read.index("gpu"), t = read.index("t_us"), watts = read.index("power_w");
   std::vector<PowerPoint> samples;
   for (std::size_t r = 0; r < table.rows().size(); ++r) {
-    samples.push_back({static_cast<int>(read.number(r, rank)), static_cast<int>(read.number(r, gpu)),
-                       read.number(r, t), read.number(r, watts)});
+    samples.push_back({static_cast<int>(read.number(r, rank)), static_cast<int>(read.number(r, gpu)), read.number(r, t),
+                       read.number(r, watts)});
   }
   return samples;
 }
@@ -115,7 +115,8 @@ void add_flow_arrows(const std::vector<TimelineEvent>& events, const std::vector
                      const std::vector<int>& tid_of, nlohmann::json& trace_events) {
   using IterKey = std::tuple<std::string, int, std::string, int>;
   std::map<IterKey, std::vector<std::size_t>> ends;
-  for (std::size_t k = 0; k < events.size(); ++k) ends[{events[k].point, events[k].rank, events[k].lane, events[k].iter}].push_back(k);
+  for (std::size_t k = 0; k < events.size(); ++k)
+    ends[{events[k].point, events[k].rank, events[k].lane, events[k].iter}].push_back(k);
   for (auto& [key, indices] : ends) {
     std::stable_sort(indices.begin(), indices.end(),
                      [&](std::size_t a, std::size_t b) { return events[a].end_us < events[b].end_us; });
@@ -134,10 +135,21 @@ void add_flow_arrows(const std::vector<TimelineEvent>& events, const std::vector
     const std::size_t from = *std::prev(after);
     const auto& ready = events[from];
     const double inside = ready.end_us - std::min(0.001, (ready.end_us - ready.start_us) / 2);  // within the slice
-    trace_events.push_back({{"name", "ready"}, {"cat", "ready"}, {"ph", "s"}, {"id", flow}, {"pid", pid_of_event[from]},
-                            {"tid", tid_of[from]}, {"ts", inside}});
-    trace_events.push_back({{"name", "ready"}, {"cat", "ready"}, {"ph", "f"}, {"bp", "e"}, {"id", flow},
-                            {"pid", pid_of_event[c]}, {"tid", tid_of[c]}, {"ts", comm.start_us}});
+    trace_events.push_back({{"name", "ready"},
+                            {"cat", "ready"},
+                            {"ph", "s"},
+                            {"id", flow},
+                            {"pid", pid_of_event[from]},
+                            {"tid", tid_of[from]},
+                            {"ts", inside}});
+    trace_events.push_back({{"name", "ready"},
+                            {"cat", "ready"},
+                            {"ph", "f"},
+                            {"bp", "e"},
+                            {"id", flow},
+                            {"pid", pid_of_event[c]},
+                            {"tid", tid_of[c]},
+                            {"ts", comm.start_us}});
     ++flow;
   }
 }
@@ -157,14 +169,16 @@ nlohmann::json chrome_trace(const std::vector<TimelineEvent>& events, const std:
     pids[{point, rank}] = pid;
     const std::string name = point.empty() ? "rank " + std::to_string(rank) : point + " · rank " + std::to_string(rank);
     trace_events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", name}}}});
-    trace_events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"args", {{"sort_index", pid}}}});
+    trace_events.push_back(
+        {{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"args", {{"sort_index", pid}}}});
     return pid;
   };
   // Events of one lane in start order; each goes on the lane's first track whose last event has ended (a track
   // of its own for work in flight at once, such as non-blocking requests: slices on one track must nest).
   using LaneKey = std::tuple<std::string, int, std::string>;  // point, rank, lane
   std::map<LaneKey, std::vector<std::size_t>> by_lane;
-  for (std::size_t i = 0; i < events.size(); ++i) by_lane[{events[i].point, events[i].rank, events[i].lane}].push_back(i);
+  for (std::size_t i = 0; i < events.size(); ++i)
+    by_lane[{events[i].point, events[i].rank, events[i].lane}].push_back(i);
   std::vector<int> tid_of(events.size(), 0), pid_of_event(events.size(), 0);
   int next_tid = 0;
   for (auto& [key, indices] : by_lane) {
@@ -173,14 +187,14 @@ nlohmann::json chrome_trace(const std::vector<TimelineEvent>& events, const std:
                      [&](std::size_t a, std::size_t b) { return events[a].start_us < events[b].start_us; });
     std::vector<std::pair<int, double>> tracks;  // tid, end of its last event
     for (const std::size_t i : indices) {
-      auto track = std::find_if(tracks.begin(), tracks.end(),
-                                [&](const auto& t) { return t.second <= events[i].start_us; });
+      auto track =
+          std::find_if(tracks.begin(), tracks.end(), [&](const auto& t) { return t.second <= events[i].start_us; });
       if (track == tracks.end()) {
         const int tid = next_tid++;
         const std::string& lane = std::get<2>(key);
         const std::string name = tracks.empty() ? lane : lane + " #" + std::to_string(tracks.size() + 1);
-        trace_events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", tid},
-                                {"args", {{"name", name}}}});
+        trace_events.push_back(
+            {{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", {{"name", name}}}});
         tracks.emplace_back(tid, 0.0);
         track = tracks.end() - 1;
       }
@@ -191,8 +205,12 @@ nlohmann::json chrome_trace(const std::vector<TimelineEvent>& events, const std:
   }
   for (std::size_t i = 0; i < events.size(); ++i) {
     const auto& e = events[i];
-    trace_events.push_back({{"name", e.name}, {"ph", "X"}, {"pid", pid_of_event[i]}, {"tid", tid_of[i]},
-                            {"ts", e.start_us}, {"dur", e.end_us - e.start_us},
+    trace_events.push_back({{"name", e.name},
+                            {"ph", "X"},
+                            {"pid", pid_of_event[i]},
+                            {"tid", tid_of[i]},
+                            {"ts", e.start_us},
+                            {"dur", e.end_us - e.start_us},
                             {"args", {{"iter", e.iter}, {"chunk", e.chunk}}}});
   }
   add_flow_arrows(events, pid_of_event, tid_of, trace_events);
@@ -200,7 +218,10 @@ nlohmann::json chrome_trace(const std::vector<TimelineEvent>& events, const std:
   // process of its own per rank: samples run across every point).
   for (const auto& point : power) {
     const int pid = pid_of(sweep ? "power" : "", point.rank);
-    trace_events.push_back({{"name", "power (W)"}, {"ph", "C"}, {"pid", pid}, {"ts", point.t_us},
+    trace_events.push_back({{"name", "power (W)"},
+                            {"ph", "C"},
+                            {"pid", pid},
+                            {"ts", point.t_us},
                             {"args", {{"gpu " + std::to_string(point.gpu), point.watts}}}});
   }
   return json{{"traceEvents", trace_events}, {"displayTimeUnit", "ms"}};
@@ -218,9 +239,8 @@ std::vector<TimelineEvent> gather_timeline(const std::vector<TimelineEvent>& loc
   std::vector<TimelineEvent> merged;
   for (const auto& text : gather_strings(mine.dump(), comm, root)) {
     for (const auto& item : nlohmann::json::parse(text)) {
-      merged.push_back({item[0].get<int>(), item[1].get<std::string>(), item[2].get<std::string>(),
-                        item[3].get<int>(), item[4].get<int>(), item[5].get<double>(), item[6].get<double>(),
-                        item[7].get<std::string>()});
+      merged.push_back({item[0].get<int>(), item[1].get<std::string>(), item[2].get<std::string>(), item[3].get<int>(),
+                        item[4].get<int>(), item[5].get<double>(), item[6].get<double>(), item[7].get<std::string>()});
     }
   }
   return merged;

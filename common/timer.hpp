@@ -17,9 +17,7 @@ class SteadyTimer {
  public:
   SteadyTimer() : start_(SteadyClock::now()) {}
   void reset() { start_ = SteadyClock::now(); }
-  double elapsed_ms() const {
-    return std::chrono::duration<double, std::milli>(SteadyClock::now() - start_).count();
-  }
+  double elapsed_ms() const { return std::chrono::duration<double, std::milli>(SteadyClock::now() - start_).count(); }
 
  private:
   SteadyClock::time_point start_;

@@ -13,7 +13,7 @@ ExactCheck compare_exact(const float* got, const float* expected, std::size_t n)
     if (std::memcmp(&got[i], &expected[i], sizeof(float)) != 0) {
       if (result.wrong == 0) {
         result.first = "index " + std::to_string(i) + ": got " + format_number(got[i]) + ", expected " +
-                       format_number(expected[i]);
+            format_number(expected[i]);
       }
       ++result.wrong;
     }
@@ -49,8 +49,8 @@ std::vector<float> uniform_values(std::size_t n, std::uint64_t seed, float scale
 
 std::string RelativeCheck::describe(double tolerance) const {
   return "rel error " + format_number(rel_error, 3) + (passes(tolerance) ? " <= " : " > ") +
-         format_number(tolerance, 3) + "; worst at index " + std::to_string(worst_index) + ": got " +
-         format_number(worst_got) + ", expected " + format_number(worst_expected);
+      format_number(tolerance, 3) + "; worst at index " + std::to_string(worst_index) + ": got " +
+      format_number(worst_got) + ", expected " + format_number(worst_expected);
 }
 
 }  // namespace ob

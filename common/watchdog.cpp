@@ -111,11 +111,11 @@ std::string Watchdog::unfired_fault() {
   if (fault_.rank != rank_ || fault_.at_start_up) return "";
   if (fault_.kind == "corrupt" && fault_.step < step_ && !corrupted_) {
     return "--inject-fault: no exact check read a result after step " + std::to_string(fault_.step) +
-           " to corrupt (phase 3's comm-only steps are checked with --check)";
+        " to corrupt (phase 3's comm-only steps are checked with --check)";
   }
   if (fault_.step < step_) return "";
   return "--inject-fault: step " + std::to_string(fault_.step) + " never came: the run's steps were 0 to " +
-         std::to_string(step_ - 1) + " (warm-up, timed and check iterations of every mode)";
+      std::to_string(step_ - 1) + " (warm-up, timed and check iterations of every mode)";
 }
 
 void Watchdog::watch() {
@@ -135,7 +135,8 @@ void Watchdog::watch() {
     std::thread([] {  // should the abort itself hang
       std::this_thread::sleep_for(std::chrono::seconds(20));
       std::_Exit(kExitRuntime);
-    }).detach();
+    })
+        .detach();
     if (on_stall_) on_stall_();
     std::_Exit(kExitRuntime);
   }

@@ -20,7 +20,7 @@
 namespace ob {
 
 struct FaultOptions {
-  double timeout_s = 300;    // no progress for this long aborts the job
+  double timeout_s = 300;  // no progress for this long aborts the job
   std::string inject_fault;  // "RANK:STEP:KIND" (KIND exit, hang or corrupt); empty: none
 };
 
@@ -29,9 +29,9 @@ void add_fault_options(CLI::App& app, FaultOptions& options);
 
 struct FaultInjection {
   int rank = -1;
-  long step = -1;            // -1 with at_start_up
+  long step = -1;  // -1 with at_start_up
   bool at_start_up = false;  // STEP "start-up": as the watchdog starts, before the ranks agree on their options
-  std::string kind;          // exit | hang | corrupt
+  std::string kind;  // exit | hang | corrupt
 };
 
 // Parses --inject-fault's value; an empty text is no fault. Throws UsageError naming the option.
@@ -79,7 +79,7 @@ class Watchdog {
 };
 
 // Progress reports for the active watchdog (nothing happens without one, as in tests).
-void step_started(const std::string& where);   // a training iteration begins
+void step_started(const std::string& where);  // a training iteration begins
 void progress_note(const std::string& where);  // anything else long enough to matter (set-up, checks)
 // True once after a corrupt fault fired on this rank (false without a watchdog): the caller corrupts what it checks.
 bool take_injected_corruption();

@@ -38,8 +38,8 @@ void validate(const Config& config) {
   ob::require(!config.tf32 || config.kernel == "cublas" || config.kernel == "all", "--tf32", config.kernel,
               "--tf32 needs --kernel cublas (or all, where it applies to cublas only)");
   // Elements are indexed with 64-bit sizes, but each dimension's product must fit a GEMM's int arguments.
-  const double largest = std::max({1.0 * config.batch * config.in, 1.0 * config.in * config.out,
-                                   1.0 * config.batch * config.out});
+  const double largest =
+      std::max({1.0 * config.batch * config.in, 1.0 * config.in * config.out, 1.0 * config.batch * config.out});
   ob::require(largest < 2147483647.0, "--batch", std::to_string(config.batch),
               "each matrix must have fewer than 2^31 elements");
 }

@@ -21,7 +21,7 @@ struct Config {
   // that converges at one size diverges at another (100 at 1000 x 333 -> 17 reached a loss of 3e38).
   float lr = 0.0f;
   std::string kernel = "all";  // naive | tiled | cublas | all
-  bool tf32 = false;           // cuBLAS only
+  bool tf32 = false;  // cuBLAS only
   std::string memory = "device";
   int device = 0;
 

@@ -28,8 +28,8 @@ constexpr int kBM = 128, kBN = 128, kBK = 16, kTM = 8, kTN = 8, kThreads = (kBM 
 constexpr int kPad = 4;  // keeps float4 alignment while spreading transposed stores over banks
 
 template <bool kTransA, bool kTransB>
-__global__ void __launch_bounds__(kThreads) tiled_gemm(const float* __restrict__ a, const float* __restrict__ b,
-                                                       float* __restrict__ c, int m, int n, int k) {
+__global__ void __launch_bounds__(kThreads)
+    tiled_gemm(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, int m, int n, int k) {
   __shared__ __align__(16) float as[kBK][kBM + kPad];  // as[kk][row]: op(A) tile, transposed
   __shared__ __align__(16) float bs[kBK][kBN + kPad];  // bs[kk][col]
   const int tid = threadIdx.x;
@@ -62,8 +62,22 @@ __global__ void __launch_bounds__(kThreads) tiled_gemm(const float* __restrict__
       const float4 a1 = *reinterpret_cast<const float4*>(&as[kk][ty * kTM + 4]);
       const float4 b0 = *reinterpret_cast<const float4*>(&bs[kk][tx * kTN]);
       const float4 b1 = *reinterpret_cast<const float4*>(&bs[kk][tx * kTN + 4]);
-      ra[0] = a0.x; ra[1] = a0.y; ra[2] = a0.z; ra[3] = a0.w; ra[4] = a1.x; ra[5] = a1.y; ra[6] = a1.z; ra[7] = a1.w;
-      rb[0] = b0.x; rb[1] = b0.y; rb[2] = b0.z; rb[3] = b0.w; rb[4] = b1.x; rb[5] = b1.y; rb[6] = b1.z; rb[7] = b1.w;
+      ra[0] = a0.x;
+      ra[1] = a0.y;
+      ra[2] = a0.z;
+      ra[3] = a0.w;
+      ra[4] = a1.x;
+      ra[5] = a1.y;
+      ra[6] = a1.z;
+      ra[7] = a1.w;
+      rb[0] = b0.x;
+      rb[1] = b0.y;
+      rb[2] = b0.z;
+      rb[3] = b0.w;
+      rb[4] = b1.x;
+      rb[5] = b1.y;
+      rb[6] = b1.z;
+      rb[7] = b1.w;
 #pragma unroll
       for (int i = 0; i < kTM; ++i) {
 #pragma unroll
@@ -83,7 +97,6 @@ __global__ void __launch_bounds__(kThreads) tiled_gemm(const float* __restrict__
     }
   }
 }
-
 
 template <bool kTransA, bool kTransB>
 void launch_naive(const GemmShape& s, const float* a, const float* b, float* c, cudaStream_t stream) {

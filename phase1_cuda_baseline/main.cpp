@@ -28,7 +28,8 @@ std::variant<int, ob::PhaseResult> run(const phase1::Config& config, const ob::P
   phase1::Trainer trainer(config);
   std::vector<phase1::VariantResult> results;
   for (auto kernel : config.kernels()) {
-    if (context.progress) *context.progress << "phase1: training with " << phase1::gemm_kernel_name(kernel) << std::endl;
+    if (context.progress)
+      *context.progress << "phase1: training with " << phase1::gemm_kernel_name(kernel) << std::endl;
     results.push_back(trainer.run(kernel));
   }
   ob::PhaseResult result;
@@ -38,9 +39,9 @@ std::variant<int, ob::PhaseResult> run(const phase1::Config& config, const ob::P
   result.device = ob::cuda_metadata(config.device);
   result.meta["clock"] = "cuda_event";
   result.header = "phase1_cuda_baseline: y = x·W with x " + std::to_string(config.batch) + "x" +
-                  std::to_string(config.in) + ", W " + std::to_string(config.in) + "x" + std::to_string(config.out) +
-                  " on " + result.device["gpu_name"].get<std::string>() + ", median of " +
-                  std::to_string(config.common.iters) + " steps (CUDA events)";
+      std::to_string(config.in) + ", W " + std::to_string(config.in) + "x" + std::to_string(config.out) + " on " +
+      result.device["gpu_name"].get<std::string>() + ", median of " + std::to_string(config.common.iters) +
+      " steps (CUDA events)";
   result.table = phase1::console_table(result.rows);
   return result;
 }

@@ -48,26 +48,30 @@ std::vector<ob::SummaryRow> summary_rows(const Config& config, const std::vector
 }
 
 std::string console_table(const std::vector<ob::SummaryRow>& rows) {
-  ob::ConsoleTable table({{"variant", ""}, {"kernel", ""}, {"time_p50", "us"}, {"time_p95", "us"},
-                          {"rate", "GFLOP/s"}, {"final_loss", ""}, {"rel_error", "fwd/bwd"}});
+  ob::ConsoleTable table({{"variant", ""},
+                          {"kernel", ""},
+                          {"time_p50", "us"},
+                          {"time_p95", "us"},
+                          {"rate", "GFLOP/s"},
+                          {"final_loss", ""},
+                          {"rel_error", "fwd/bwd"}});
   for (const auto& row : rows) {
     const std::string variant = row.get("variant") + (row.get("tf32") == "1" ? "-tf32" : "");
-    const std::string error = !row.has("forward_rel_error")
-                                  ? "-"
-                                  : ob::format_number(row.number("forward_rel_error"), 2) + "/" +
-                                        ob::format_number(row.number("backward_rel_error"), 2);
+    const std::string error = !row.has("forward_rel_error") ? "-"
+                                                            : ob::format_number(row.number("forward_rel_error"), 2) +
+            "/" + ob::format_number(row.number("backward_rel_error"), 2);
     const double rate = row.number("gflops");
     const std::string gflops = std::isnan(rate) ? "-" : ob::format_number(rate, 5);
     table.add_row({variant, row.get("kernel"), ob::format_number(row.time_ms.p50 * 1e3, 5),
-                   ob::format_number(row.time_ms.p95 * 1e3, 5), gflops,
-                   ob::format_number(row.number("final_loss"), 4), error});
+                   ob::format_number(row.time_ms.p95 * 1e3, 5), gflops, ob::format_number(row.number("final_loss"), 4),
+                   error});
   }
   std::string text = table.render();
   for (const auto& row : rows) {
     if (row.get("kernel") == "iteration" && row.number("diverged") == 1) {
       text += "# " + row.get("variant") + ": the loss diverged (" + ob::format_number(row.number("first_loss"), 4) +
-              " -> " + ob::format_number(row.number("final_loss"), 4) + ") at learning rate " +
-              ob::format_number(row.number("lr"), 4) + ": the timings stand, the training does not; lower --lr\n";
+          " -> " + ob::format_number(row.number("final_loss"), 4) + ") at learning rate " +
+          ob::format_number(row.number("lr"), 4) + ": the timings stand, the training does not; lower --lr\n";
     }
   }
   return text;
@@ -78,8 +82,10 @@ std::string first_check_failure(const std::vector<VariantResult>& results, const
     if (!result.checked) continue;
     const double tolerance = trainer.tolerance(result.kernel);
     const std::string name = std::string(gemm_kernel_name(result.kernel)) + (result.tf32 ? "-tf32" : "");
-    if (!result.forward_check.passes(tolerance)) return name + " forward y = x·W: " + result.forward_check.describe(tolerance);
-    if (!result.backward_check.passes(tolerance)) return name + " backward dW = xᵀ·dY: " + result.backward_check.describe(tolerance);
+    if (!result.forward_check.passes(tolerance))
+      return name + " forward y = x·W: " + result.forward_check.describe(tolerance);
+    if (!result.backward_check.passes(tolerance))
+      return name + " backward dW = xᵀ·dY: " + result.backward_check.describe(tolerance);
   }
   return "";
 }

@@ -20,7 +20,6 @@ struct Trainer::Buffers {
   ob::DeviceBuffer<double> loss;
 };
 
-
 Trainer::Trainer(const Config& config) : config_(config) {
   const std::size_t b = config.batch, i = config.in, o = config.out;
   const bool managed = config.memory == "managed";
@@ -28,9 +27,9 @@ Trainer::Trainer(const Config& config) : config_(config) {
   ob::name_stream(stream_, "phase1 stream");
   cublas_ = ob::make_cublas();
   buffers_.reset(new Buffers{ob::DeviceBuffer<float>(b * i, managed), ob::DeviceBuffer<float>(i * o, managed),
-                         ob::DeviceBuffer<float>(i * o, managed), ob::DeviceBuffer<float>(i * o, managed),
-                         ob::DeviceBuffer<float>(b * o, managed), ob::DeviceBuffer<float>(b * o, managed),
-                         ob::DeviceBuffer<float>(b * o, managed), ob::DeviceBuffer<double>(1, managed)});
+                             ob::DeviceBuffer<float>(i * o, managed), ob::DeviceBuffer<float>(i * o, managed),
+                             ob::DeviceBuffer<float>(b * o, managed), ob::DeviceBuffer<float>(b * o, managed),
+                             ob::DeviceBuffer<float>(b * o, managed), ob::DeviceBuffer<double>(1, managed)});
   const float w_scale = 1.0f / std::sqrt(static_cast<float>(config.in));
   x_ = ob::uniform_values(b * i, config.common.seed, 1.0f);
   w0_ = ob::uniform_values(i * o, config.common.seed + 1, w_scale);
@@ -96,13 +95,15 @@ void Trainer::check_first_step(VariantResult& result) {
   const auto rows_y = rows_to_check(config_.batch, config_.out, config_.in);
   const auto ref_y = reference_gemm_rows({config_.batch, config_.out, config_.in}, x_.data(), w0_.data(), rows_y);
   std::vector<float> got_y;
-  for (int r : rows_y) got_y.insert(got_y.end(), y.begin() + std::size_t(r) * config_.out, y.begin() + std::size_t(r + 1) * config_.out);
+  for (int r : rows_y)
+    got_y.insert(got_y.end(), y.begin() + std::size_t(r) * config_.out, y.begin() + std::size_t(r + 1) * config_.out);
   result.forward_check = ob::compare_relative(got_y.data(), ref_y.data(), ref_y.size());
   const auto rows_w = rows_to_check(config_.in, config_.out, config_.batch);
-  const auto ref_w = reference_gemm_rows({config_.in, config_.out, config_.batch, true, false}, x_.data(),
-                                         dy.data(), rows_w);
+  const auto ref_w =
+      reference_gemm_rows({config_.in, config_.out, config_.batch, true, false}, x_.data(), dy.data(), rows_w);
   std::vector<float> got_w;
-  for (int r : rows_w) got_w.insert(got_w.end(), dw.begin() + std::size_t(r) * config_.out, dw.begin() + std::size_t(r + 1) * config_.out);
+  for (int r : rows_w)
+    got_w.insert(got_w.end(), dw.begin() + std::size_t(r) * config_.out, dw.begin() + std::size_t(r + 1) * config_.out);
   result.backward_check = ob::compare_relative(got_w.data(), ref_w.data(), ref_w.size());
   result.checked = true;
   d.w.upload(w0_);  // the check's SGD step is undone: every variant trains from the same weights

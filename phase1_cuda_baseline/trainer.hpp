@@ -24,8 +24,8 @@ struct VariantResult {
   GemmKernel kernel;
   bool tf32 = false;
   std::vector<std::vector<double>> kernel_ms;  // [step kernel][timed iteration]
-  std::vector<double> iter_ms;                 // first event to last event of each timed iteration
-  std::vector<double> loss;                    // loss of every iteration, warm-up included
+  std::vector<double> iter_ms;  // first event to last event of each timed iteration
+  std::vector<double> loss;  // loss of every iteration, warm-up included
   bool checked = false;
   ob::RelativeCheck forward_check, backward_check;  // first step against the CPU double reference
   std::vector<ob::TimelineEvent> events;

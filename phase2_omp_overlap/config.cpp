@@ -60,7 +60,8 @@ void validate(const Config& config) {
   ob::require(!overlaps || omp_get_thread_limit() >= 2, "OMP_THREAD_LIMIT", std::to_string(omp_get_thread_limit()),
               "the overlapped mode needs 2 OpenMP threads (a compute and a communication thread)");
   if (config.workload == "synthetic") {  // every mode's warm-up (at most 4 x max(--warmup, 6)) and timed steps
-    const double steps = (config.common.iters + 4.0 * std::max(config.common.warmup, 6)) * static_cast<double>(modes.size());
+    const double steps =
+        (config.common.iters + 4.0 * std::max(config.common.warmup, 6)) * static_cast<double>(modes.size());
     ob::require_stated_length("--compute-ms", ob::format_number(config.compute_ms),
                               steps * config.chunks * (config.compute_ms + config.comm_ms) / 1000);
   }

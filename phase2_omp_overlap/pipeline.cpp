@@ -137,7 +137,8 @@ ModeRun run_mode(ob::Mode mode, Workload& workload, const Config& config, ob::St
     }
     if ((check && it.timed) || it.iter == config.common.iters - 1) {
       const auto result = workload.check(ob::mode_name(mode));
-      if (result.wrong > 0 && run.wrong == 0) run.first_wrong = "iteration " + std::to_string(it.iter) + ", " + result.first;
+      if (result.wrong > 0 && run.wrong == 0)
+        run.first_wrong = "iteration " + std::to_string(it.iter) + ", " + result.first;
       run.wrong = std::max(run.wrong, result.wrong);
     }
   };

@@ -24,12 +24,12 @@ namespace phase2 {
 
 struct ModeRun {
   ob::Mode mode = ob::Mode::kSeq;
-  std::vector<double> iter_ms;           // wall time of each timed iteration
+  std::vector<double> iter_ms;  // wall time of each timed iteration
   std::vector<double> compute_total_ms;  // per timed iteration: the sum of its compute tasks' durations
-  std::vector<double> compute_task_ms;   // every timed compute task
-  std::vector<double> comm_task_ms;      // every timed communication task
+  std::vector<double> compute_task_ms;  // every timed compute task
+  std::vector<double> comm_task_ms;  // every timed communication task
   std::vector<ob::TimelineEvent> events;  // lane "<mode>:thread <omp thread>", name "compute" or "comm"
-  std::uint64_t wrong = 0;               // elements wrong after the last checked iteration
+  std::uint64_t wrong = 0;  // elements wrong after the last checked iteration
   std::string first_wrong;
 };
 

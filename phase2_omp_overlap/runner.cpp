@@ -28,7 +28,8 @@ ob::SummaryRow base_row(const Config& config) {
   if (config.workload == "synthetic") {
     row.config("compute_ms", config.compute_ms).config("comm_ms", config.comm_ms).config("jitter", config.jitter);
   } else {
-    row.config("chunk_rows", config.chunk_rows).config("hidden", config.hidden)
+    row.config("chunk_rows", config.chunk_rows)
+        .config("hidden", config.hidden)
         .config("virtual_ranks", config.virtual_ranks);
   }
   row.config("clock", "steady_clock");
@@ -42,9 +43,12 @@ double median_or_nan(const std::vector<double>& samples) {
 }  // namespace
 
 std::vector<ob::ConsoleColumn> console_columns() {
-  return {{"chunk_compute", "ms", "chunk_compute_ms_p50"}, {"chunk_comm", "ms", "chunk_comm_ms_p50"},
-          {"speedup", "x", "speedup"},                     {"efficiency", "", "overlap_efficiency"},
-          {"overlap", "%", "overlap_pct"},                 {"slowdown", "", "compute_slowdown"},
+  return {{"chunk_compute", "ms", "chunk_compute_ms_p50"},
+          {"chunk_comm", "ms", "chunk_comm_ms_p50"},
+          {"speedup", "x", "speedup"},
+          {"efficiency", "", "overlap_efficiency"},
+          {"overlap", "%", "overlap_pct"},
+          {"slowdown", "", "compute_slowdown"},
           {"#wrong", "", "wrong"}};
 }
 
@@ -54,12 +58,14 @@ Result run(const Config& config, std::ostream* progress) {
   auto workload = make_workload(config);
   const auto origin = ob::SteadyClock::now();
   for (const auto mode : config.modes()) {
-    if (progress) *progress << "phase2: running " << ob::mode_name(mode) << " (" << config.common.warmup
-                            << " warm-up + " << config.common.iters << " iterations)" << std::endl;
+    if (progress)
+      *progress << "phase2: running " << ob::mode_name(mode) << " (" << config.common.warmup << " warm-up + "
+                << config.common.iters << " iterations)" << std::endl;
     result.runs.push_back(run_mode(mode, *workload, config, origin, config.common.check));
     const auto& run = result.runs.back();
     result.events.insert(result.events.end(), run.events.begin(), run.events.end());
-    if (run.wrong > 0 && result.wrong == 0) result.first_wrong = std::string(ob::mode_name(mode)) + ": " + run.first_wrong;
+    if (run.wrong > 0 && result.wrong == 0)
+      result.first_wrong = std::string(ob::mode_name(mode)) + ": " + run.first_wrong;
     result.wrong += run.wrong;
   }
 

@@ -12,7 +12,7 @@ double SyntheticWorkload::duration_ms(int kind, int iter, int chunk) const {
   const double nominal = kind == 0 ? compute_ms_ : comm_ms_;
   if (jitter_ == 0.0) return nominal;
   const std::uint64_t index = (static_cast<std::uint64_t>(iter) << 32) ^ (static_cast<std::uint64_t>(chunk) << 1) ^
-                              static_cast<std::uint64_t>(kind);
+      static_cast<std::uint64_t>(kind);
   // exact_pattern with range 1000 gives an integer in [-1000, 1000]: u in [-1, 1].
   const double u = ob::exact_pattern(seed_, index, 1000) / 1000.0;
   return nominal * (1.0 + jitter_ * u);
@@ -31,10 +31,7 @@ void SyntheticWorkload::compute(int iter, int chunk, int part, int) {
 void SyntheticWorkload::communicate(int iter, int chunk) { wait_ms(duration_ms(1, iter, chunk)); }
 
 RealWorkload::RealWorkload(const Config& config)
-    : chunks_(config.chunks),
-      rows_(config.chunk_rows),
-      hidden_(config.hidden),
-      ranks_(config.virtual_ranks),
+    : chunks_(config.chunks), rows_(config.chunk_rows), hidden_(config.hidden), ranks_(config.virtual_ranks),
       threads_(config.compute_threads()) {
   const std::size_t total_rows = static_cast<std::size_t>(chunks_) * rows_;
   const std::size_t h = static_cast<std::size_t>(hidden_);

@@ -62,8 +62,8 @@ class RealWorkload : public Workload {
 
  private:
   int chunks_, rows_, hidden_, ranks_, threads_;
-  std::vector<float> a_, b_;                // A: (chunks * rows) x hidden, B: hidden x hidden
-  std::vector<float> reference_;            // A * B, computed once exactly
+  std::vector<float> a_, b_;  // A: (chunks * rows) x hidden, B: hidden x hidden
+  std::vector<float> reference_;  // A * B, computed once exactly
   std::vector<std::vector<float>> copies_;  // one gradient per virtual rank
 };
 

@@ -15,10 +15,10 @@ namespace phase3 {
 
 // This rank's data, identical to the matching rows of one global data set drawn from the seed.
 struct ShardData {
-  Range rows;                 // rows of the global batch this rank holds (may be empty)
-  std::vector<float> x;       // rows.size() x in
-  std::vector<float> xt;      // in x rows.size(): xᵀ, so a chunk of dW = xᵀ·dY reads a contiguous row block
-  std::vector<float> w0;      // in x out: initial weights, identical on every rank
+  Range rows;  // rows of the global batch this rank holds (may be empty)
+  std::vector<float> x;  // rows.size() x in
+  std::vector<float> xt;  // in x rows.size(): xᵀ, so a chunk of dW = xᵀ·dY reads a contiguous row block
+  std::vector<float> w0;  // in x out: initial weights, identical on every rank
   std::vector<float> w_star;  // in x out: the target's weights, t = x·W*
 };
 

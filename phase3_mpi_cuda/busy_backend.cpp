@@ -12,8 +12,7 @@ namespace phase3 {
 namespace {
 
 void spin_until(ob::SteadyClock::time_point t) {
-  while (ob::SteadyClock::now() < t) {
-  }
+  while (ob::SteadyClock::now() < t) {}
 }
 
 class BusyBackend : public Backend {

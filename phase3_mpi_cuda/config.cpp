@@ -92,8 +92,9 @@ void validate(const Config& config) {
                 "--compute busy runs on the host (its busy loop computes nothing): use cpu or auto");
     ob::require(config.batch != 0, "--batch", "auto", "--compute busy has no GEMM to size: leave --batch out");
     ob::require(config.busy_us == 0 || config.busy_us / 1000 >= clock_resolution_ms(), "--busy-us",
-                ob::format_number(config.busy_us), "below steady_clock's resolution on this machine (" +
-                ob::format_number(clock_resolution_ms() * 1000, 3) + " us)");
+                ob::format_number(config.busy_us),
+                "below steady_clock's resolution on this machine (" +
+                    ob::format_number(clock_resolution_ms() * 1000, 3) + " us)");
     // A step busy for longer than the watchdog waits would be called a stall: refused before it is started.
     const double step_s = config.busy_us * 1e-6 * config.chunks;
     ob::require(step_s < config.fault.timeout_s / 2, "--busy-us", ob::format_number(config.busy_us),
@@ -110,23 +111,25 @@ void validate(const Config& config) {
               "--cuda-aware needs GPU compute (--device gpu or auto)");
   for (const double mb : config.grad_mb) {
     const double floats = mb * (1 << 20) / 4;
-    ob::require(floats == std::floor(floats) && std::fmod(floats, config.in) == 0, "--grad-mb", ob::format_number(mb),
-                "a gradient of whole rows: MiB * 2^20 / 4 must be a multiple of --in (" + std::to_string(config.in) +
-                    ")");
+    ob::require(
+        floats == std::floor(floats) && std::fmod(floats, config.in) == 0, "--grad-mb", ob::format_number(mb),
+        "a gradient of whole rows: MiB * 2^20 / 4 must be a multiple of --in (" + std::to_string(config.in) + ")");
   }
   for (const auto& point : config.points()) {
     if (config.batch == 0 && !config.busy()) {  // --batch auto: its search times the all-reduce and compute trials
       const double gradient_mb = 4.0 * point.in * point.out / (1 << 20);
       ob::require(gradient_mb <= kMostAutoGradientMb, point.grad_mb.empty() ? "--out" : "--grad-mb",
-                  ob::format_number(gradient_mb), "--batch auto sizes gradients of at most " +
-                      ob::format_number(kMostAutoGradientMb) + " MiB (its search runs the all-reduce and several "
+                  ob::format_number(gradient_mb),
+                  "--batch auto sizes gradients of at most " + ob::format_number(kMostAutoGradientMb) +
+                      " MiB (its search runs the all-reduce and several "
                       "compute trials before the run); give --batch ROWS");
       Config trial = point;
       trial.batch = kAutoTrialRows;
       ob::require_fits_in_host_memory("--batch", "auto", trial.host_bytes());
     }
     ob::require(1.0 * point.in * point.out < 2147483647.0, point.grad_mb.empty() ? "--in" : "--grad-mb",
-                std::to_string(point.in) + "x" + std::to_string(point.out), "in * out must stay below 2^31 (MPI counts)");
+                std::to_string(point.in) + "x" + std::to_string(point.out),
+                "in * out must stay below 2^31 (MPI counts)");
     ob::require_fits_in_host_memory("--batch", std::to_string(point.batch), point.host_bytes());
   }
 }

@@ -27,14 +27,14 @@ struct Config {
   int in = 512;
   int out = 512;
   float lr = 100.0f;  // the loss is a mean over batch * out elements (as phase 1)
-  int chunks = 8;     // row blocks of dW, each all-reduced on its own
+  int chunks = 8;  // row blocks of dW, each all-reduced on its own
   std::string strategy = "all";  // seq | thread | nonblocking | progress | all
   std::string compute = "gemm";  // gemm: the model's real GEMMs | busy: OSU's wall-clock busy loop
-  int probes = 0;                // busy + nonblocking: MPI_Test calls during each chunk's busy loop (OSU's -t)
-  double busy_us = 0;            // busy: each chunk's target; 0: the chunk's measured pure all-reduce time
-  double backoff_us = 50;        // progress: the longest sleep between MPI_Test rounds that moved nothing
-  std::vector<double> grad_mb;   // gradient sizes to sweep (MiB): out = grad_mb * 2^20 / (4 * in)
-  std::string device = "auto";   // cpu | gpu | auto
+  int probes = 0;  // busy + nonblocking: MPI_Test calls during each chunk's busy loop (OSU's -t)
+  double busy_us = 0;  // busy: each chunk's target; 0: the chunk's measured pure all-reduce time
+  double backoff_us = 50;  // progress: the longest sleep between MPI_Test rounds that moved nothing
+  std::vector<double> grad_mb;  // gradient sizes to sweep (MiB): out = grad_mb * 2^20 / (4 * in)
+  std::string device = "auto";  // cpu | gpu | auto
   std::string kernel = "cublas";  // GPU GEMM: naive | tiled | cublas (phase 1's kernels)
   bool cuda_aware = false;
   int threads = 0;  // OpenMP threads per rank (compute team + comm thread); 0: omp_get_max_threads()
@@ -43,7 +43,8 @@ struct Config {
   int compute_threads() const;
   bool busy() const { return compute == "busy"; }
   std::vector<Config> points() const;
-  double host_bytes() const;  // this rank's arrays at most (the whole batch on one rank)  // one per --grad-mb (out set from it), or this one
+  double host_bytes()
+      const;  // this rank's arrays at most (the whole batch on one rank)  // one per --grad-mb (out set from it), or this one
 };
 
 void add_options(CLI::App& app, Config& config);

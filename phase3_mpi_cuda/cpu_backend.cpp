@@ -9,7 +9,6 @@
 
 namespace phase3 {
 
-
 ShardData make_shard(const Config& config, Range rows) {
   ShardData data;
   data.rows = rows;
@@ -32,9 +31,9 @@ class CpuBackend : public Backend {
  public:
   CpuBackend(const Config& config, const ShardData& data)
       : in_(config.in), out_(config.out), rows_(data.rows.size()), lr_(config.lr),
-        scale_(2.0f / (static_cast<float>(config.batch) * config.out)), threads_(config.compute_threads()),
-        x_(data.x), xt_(data.xt), w_(data.w0), t_(static_cast<std::size_t>(rows_) * out_), y_(t_.size()),
-        dy_(t_.size()), grad_(static_cast<std::size_t>(in_) * out_) {
+        scale_(2.0f / (static_cast<float>(config.batch) * config.out)), threads_(config.compute_threads()), x_(data.x),
+        xt_(data.xt), w_(data.w0), t_(static_cast<std::size_t>(rows_) * out_), y_(t_.size()), dy_(t_.size()),
+        grad_(static_cast<std::size_t>(in_) * out_) {
     if (rows_ > 0) phase1::cpu_gemm({rows_, out_, in_}, x_.data(), data.w_star.data(), t_.data());
   }
 
@@ -55,7 +54,8 @@ class CpuBackend : public Backend {
       return;
     }
     omp_set_num_threads(threads_);
-    phase1::cpu_gemm({rows.size(), out_, rows_}, xt_.data() + static_cast<std::size_t>(rows.begin) * rows_, dy_.data(), dst);
+    phase1::cpu_gemm({rows.size(), out_, rows_}, xt_.data() + static_cast<std::size_t>(rows.begin) * rows_, dy_.data(),
+                     dst);
   }
   void wait_chunk(int, const std::function<void()>&) override {}  // launch_chunk computed it
 

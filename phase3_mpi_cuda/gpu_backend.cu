@@ -17,8 +17,8 @@ namespace {
 class GpuBackend : public Backend {
  public:
   GpuBackend(const Config& config, const ShardData& data, int device)
-      : in_(config.in), out_(config.out), rows_(data.rows.size()), lr_(config.lr),
-        cuda_aware_(config.cuda_aware), kernel_(phase1::parse_gemm_kernel(config.kernel)), device_(device) {
+      : in_(config.in), out_(config.out), rows_(data.rows.size()), lr_(config.lr), cuda_aware_(config.cuda_aware),
+        kernel_(phase1::parse_gemm_kernel(config.kernel)), device_(device) {
     CUDA_CHECK(cudaSetDevice(device));
     stream_ = ob::make_stream();
     down_ = ob::make_stream();
@@ -49,7 +49,8 @@ class GpuBackend : public Backend {
       xt_.upload(data.xt);
       ob::DeviceBuffer<float> w_star(ws);
       w_star.upload(data.w_star);
-      phase1::gemm(phase1::GemmKernel::kCublas, cublas_, false, {rows_, out_, in_}, x_.get(), w_star.get(), t_.get(), stream_);
+      phase1::gemm(phase1::GemmKernel::kCublas, cublas_, false, {rows_, out_, in_}, x_.get(), w_star.get(), t_.get(),
+                   stream_);
       CUDA_CHECK(cudaStreamSynchronize(stream_));
     }
     global_elements_ = static_cast<std::size_t>(config.batch) * config.out;
@@ -58,8 +59,8 @@ class GpuBackend : public Backend {
   std::string description() const override {
     cudaDeviceProp prop{};
     cudaGetDeviceProperties(&prop, device_);
-    return std::string("gpu ") + std::to_string(device_) + " (" + prop.name + ", " +
-           phase1::gemm_kernel_name(kernel_) + (cuda_aware_ ? ", CUDA-aware MPI)" : ", host staging)");
+    return std::string("gpu ") + std::to_string(device_) + " (" + prop.name + ", " + phase1::gemm_kernel_name(kernel_) +
+        (cuda_aware_ ? ", CUDA-aware MPI)" : ", host staging)");
   }
 
   void forward() override {
@@ -80,8 +81,8 @@ class GpuBackend : public Backend {
     if (rows_ == 0) {
       CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, stream_));
     } else if (rows.size() > 0) {
-      phase1::gemm(kernel_, cublas_, false, {rows.size(), out_, rows_}, xt_.get() + static_cast<std::size_t>(rows.begin) * rows_,
-                   dy_.get(), dst, stream_);
+      phase1::gemm(kernel_, cublas_, false, {rows.size(), out_, rows_},
+                   xt_.get() + static_cast<std::size_t>(rows.begin) * rows_, dy_.get(), dst, stream_);
     }
     CUDA_CHECK(cudaEventRecord(computed_[k], stream_));
     if (cuda_aware_) {
@@ -119,7 +120,8 @@ class GpuBackend : public Backend {
     bind();
     const std::size_t offset = static_cast<std::size_t>(rows.begin) * out_;
     CUDA_CHECK(cudaMemcpyAsync(grad_.get() + offset, host_grad_.get() + offset,
-                               static_cast<std::size_t>(rows.size()) * out_ * sizeof(float), cudaMemcpyHostToDevice, up_));
+                               static_cast<std::size_t>(rows.size()) * out_ * sizeof(float), cudaMemcpyHostToDevice,
+                               up_));
   }
 
   float* comm_buffer() override { return cuda_aware_ ? grad_.get() : host_grad_.get(); }

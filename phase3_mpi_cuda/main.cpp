@@ -34,11 +34,11 @@ bool mpi_supports_device_buffers() {
 #endif
 }
 
-
 // "global batch 1024, W 512x512", or what the sweep and --batch auto leave open.
 std::string describe_shape(const phase3::Config& config) {
-  std::string text = config.busy() ? "" : "global batch " + (config.batch == 0 ? std::string("auto (compute ~ comm)")
-                                                                                : std::to_string(config.batch)) + ", ";
+  std::string text = config.busy() ? ""
+                                   : "global batch " +
+          (config.batch == 0 ? std::string("auto (compute ~ comm)") : std::to_string(config.batch)) + ", ";
   if (config.grad_mb.empty()) return text + "W " + std::to_string(config.in) + "x" + std::to_string(config.out);
   std::string sizes;
   for (const double mb : config.grad_mb) sizes += (sizes.empty() ? "" : ",") + ob::format_number(mb);
@@ -48,7 +48,7 @@ std::string describe_shape(const phase3::Config& config) {
 // Where rank `context.rank` computes: "cpu" or "gpu" (--device auto: a GPU where there is one), and which GPU;
 // or the exit code when --device gpu finds none.
 std::variant<int, std::pair<std::string, int>> choose_device(const phase3::Config& config,
-                                                            const ob::PhaseContext& context) {
+                                                             const ob::PhaseContext& context) {
   std::string device = config.busy() ? "cpu" : config.device;  // the busy loop runs on the host
 #ifdef OVERLAP_HAVE_CUDA
   const auto probe = ob::probe_cuda();
@@ -109,11 +109,11 @@ std::variant<int, ob::PhaseResult> run(const phase3::Config& config, const ob::P
 #ifdef OVERLAP_HAVE_CUDA
   if (gpu >= 0) result.device = ob::cuda_metadata(gpu);
 #endif
-  result.meta = {{"clock", "std::chrono::steady_clock"}, {"mpi_thread_level", context.mpi->provided()},
-                 {"device", description}};
+  result.meta = {
+      {"clock", "std::chrono::steady_clock"}, {"mpi_thread_level", context.mpi->provided()}, {"device", description}};
   result.header = "phase3_mpi_cuda: " + std::to_string(context.ranks) + " ranks, " + config.compute + " compute, " +
-                  describe_shape(config) + " in " + std::to_string(config.chunks) + " chunks on " + device +
-                  ", median of " + std::to_string(config.common.iters) + " steps, slowest rank (steady_clock)";
+      describe_shape(config) + " in " + std::to_string(config.chunks) + " chunks on " + device + ", median of " +
+      std::to_string(config.common.iters) + " steps, slowest rank (steady_clock)";
   result.columns = phase3::console_columns();
   return result;
 }

@@ -34,7 +34,7 @@ class YieldCore {
     if (!on_) return;
     sched_param idle{};
     on_ = pthread_getschedparam(pthread_self(), &policy_, &param_) == 0 &&
-          pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle) == 0;
+        pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle) == 0;
   }
   ~YieldCore() {
     if (on_) pthread_setschedparam(pthread_self(), policy_, &param_);

@@ -25,8 +25,8 @@ bool compute_can_yield() {
       int policy = SCHED_OTHER;
       sched_param param{}, idle{};
       back = pthread_getschedparam(pthread_self(), &policy, &param) == 0 &&
-             pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle) == 0 &&
-             pthread_setschedparam(pthread_self(), policy, &param) == 0;
+          pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle) == 0 &&
+          pthread_setschedparam(pthread_self(), policy, &param) == 0;
     });
     probe.join();
     return back;
@@ -61,7 +61,8 @@ bool same_on_every_rank(std::uint64_t value, MPI_Comm comm) {
 
 std::vector<float> comm_pattern(const Config& config, int rank) {
   std::vector<float> values(static_cast<std::size_t>(config.in) * config.out);
-  for (std::size_t i = 0; i < values.size(); ++i) values[i] = ob::exact_pattern(config.common.seed + 7919u * (rank + 1), i);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = ob::exact_pattern(config.common.seed + 7919u * (rank + 1), i);
   return values;
 }
 

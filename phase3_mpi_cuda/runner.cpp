@@ -54,7 +54,6 @@ std::string check_against_reference(const Config& config, Backend& backend, MPI_
   return checks.first();
 }
 
-
 // With `batch` rows: the comm-only step's median (slowest rank), or the compute-only run's backward chunks, the part
 // of the step that communication can hide behind (sum of the chunks' medians, slowest rank).
 double measured_ms(const Config& config, int batch, ob::Mode mode, const BackendFactory& make, MPI_Comm comm) {
@@ -76,15 +75,25 @@ ob::SummaryRow base_row(const Config& config, const std::string& device_name, in
   base.ranks = ranks;
   base.chunks = config.chunks;
   base.iters = config.common.iters;
-  base.config("batch", config.batch).config("in", config.in).config("out", config.out).config("device", device_name)
+  base.config("batch", config.batch)
+      .config("in", config.in)
+      .config("out", config.out)
+      .config("device", device_name)
       .config("compute", config.compute)
-      .config("kernel", config.busy() ? "busy_loop" : device_name == "cpu" ? "cpu_gemm" : config.kernel)
-      .config("cuda_aware", config.cuda_aware).config("compute_threads", config.compute_threads())
-      .config("probes", config.probes).config("backoff_us", config.backoff_us)
-      .config("progress_core", config.compute_threads() < rank_cores() ? "own"
-                               : compute_can_yield()                 ? "shared-first"
-                                                                     : "shared")
-      .config("grad_mb", 4.0 * config.in * config.out / (1 << 20)).config("clock", "steady_clock");
+      .config("kernel",
+              config.busy()              ? "busy_loop"
+                  : device_name == "cpu" ? "cpu_gemm"
+                                         : config.kernel)
+      .config("cuda_aware", config.cuda_aware)
+      .config("compute_threads", config.compute_threads())
+      .config("probes", config.probes)
+      .config("backoff_us", config.backoff_us)
+      .config("progress_core",
+              config.compute_threads() < rank_cores() ? "own"
+                  : compute_can_yield()               ? "shared-first"
+                                                      : "shared")
+      .config("grad_mb", 4.0 * config.in * config.out / (1 << 20))
+      .config("clock", "steady_clock");
   return base;
 }
 
@@ -121,7 +130,8 @@ int batch_for_comm(const Config& config, const BackendFactory& make, MPI_Comm co
   const double comm_ms = measured_ms(config, ranks, ob::Mode::kComm, make, comm);
   // Secant steps on (rows, backward time) from two small batches, until it is within 10 % of the comm.
   int b0 = 64 * ranks, b1 = 512 * ranks;
-  double t0 = measured_ms(config, b0, ob::Mode::kCompute, make, comm), t1 = measured_ms(config, b1, ob::Mode::kCompute, make, comm);
+  double t0 = measured_ms(config, b0, ob::Mode::kCompute, make, comm),
+         t1 = measured_ms(config, b1, ob::Mode::kCompute, make, comm);
   for (int attempt = 0; attempt < 4 && std::abs(t1 - comm_ms) > 0.1 * comm_ms; ++attempt) {
     // Rounded up to whole rows per rank in 64 bits: rows_for_time may answer INT_MAX.
     const long long wanted = rows_for_time(comm_ms, b0, t0, b1, t1);
@@ -153,8 +163,8 @@ int batch_for_comm(const Config& config, const BackendFactory& make, MPI_Comm co
                   " rows at the end of its search, short of the all-reduce's " + ob::format_number(comm_ms, 3) +
                   " ms; give --batch ROWS");
   if (progress) {
-    *progress << "phase3: --batch auto: " << b1 << " rows: backward chunks " << ob::format_number(t1, 3) << " ms, all-reduce "
-              << ob::format_number(comm_ms, 3) << " ms" << std::endl;
+    *progress << "phase3: --batch auto: " << b1 << " rows: backward chunks " << ob::format_number(t1, 3)
+              << " ms, all-reduce " << ob::format_number(comm_ms, 3) << " ms" << std::endl;
   }
   return b1;
 }
@@ -162,10 +172,14 @@ int batch_for_comm(const Config& config, const BackendFactory& make, MPI_Comm co
 std::vector<ob::ConsoleColumn> console_columns() {
   return {{"grad", "MiB", "grad_mb"},
           {"batch", "", "batch"},
-          {"chunk_compute", "ms", "chunk_compute_ms_p50"}, {"chunk_comm", "ms", "chunk_comm_ms_p50"},
-          {"speedup", "x", "speedup"},                     {"efficiency", "", "overlap_efficiency"},
-          {"overlap", "%", "overlap_pct"},                 {"slowdown", "", "compute_slowdown"},
-          {"busbw", "GB/s", "busbw_GBps"},                 {"#wrong", "", "wrong"}};
+          {"chunk_compute", "ms", "chunk_compute_ms_p50"},
+          {"chunk_comm", "ms", "chunk_comm_ms_p50"},
+          {"speedup", "x", "speedup"},
+          {"efficiency", "", "overlap_efficiency"},
+          {"overlap", "%", "overlap_pct"},
+          {"slowdown", "", "compute_slowdown"},
+          {"busbw", "GB/s", "busbw_GBps"},
+          {"#wrong", "", "wrong"}};
 }
 
 Result run(const Config& config, Backend& backend, const std::string& device_name, MPI_Comm comm,
@@ -202,9 +216,10 @@ Result run(const Config& config, Backend& backend, const std::string& device_nam
     runs.push_back(run_mode(mode, backend, config, comm, origin, config.common.check));
     const auto& run = runs.back();
     const std::uint64_t wrong = ob::total_across_ranks(run.wrong, comm);
-    checks.mode_checks(mode, run.ranks_agree, wrong,
-                       ob::first_nonempty(run.first_wrong.empty() ? "" : "rank " + std::to_string(rank) + ": " +
-                                                                             run.first_wrong, comm));
+    checks.mode_checks(
+        mode, run.ranks_agree, wrong,
+        ob::first_nonempty(run.first_wrong.empty() ? "" : "rank " + std::to_string(rank) + ": " + run.first_wrong,
+                           comm));
     if (mode == ob::Mode::kCompute) compute_run = &run;
     if (mode == ob::Mode::kComm) {
       comm_run = &run;

@@ -20,9 +20,9 @@
 namespace phase3 {
 
 struct Result {
-  std::vector<ob::SummaryRow> rows;       // on every rank (identical)
+  std::vector<ob::SummaryRow> rows;  // on every rank (identical)
   std::vector<ob::TimelineEvent> events;  // merged on rank 0
-  std::string failure;                    // first failed check, identical on every rank; "" when all passed
+  std::string failure;  // first failed check, identical on every rank; "" when all passed
 };
 
 // The number of steps each strategy runs before its weights are compared with the single-process reference.

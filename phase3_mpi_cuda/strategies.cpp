@@ -29,10 +29,10 @@ namespace {
 // One step of one mode: runs the tasks and logs each one's duration and timeline event.
 class Step {
  public:
-  Step(ob::Mode mode, Backend& backend, const Config& config, MPI_Comm comm,
-       ob::SteadyClock::time_point origin, int iter, int rank, ProgressWorker* progress)
-      : progress_(progress), mode_(mode), lane_prefix_(std::string(ob::mode_name(mode)) + ":"), backend_(backend), config_(config),
-        comm_(comm), origin_(origin), iter_(iter), rank_(rank), compute_ms_(config.chunks, 0.0),
+  Step(ob::Mode mode, Backend& backend, const Config& config, MPI_Comm comm, ob::SteadyClock::time_point origin,
+       int iter, int rank, ProgressWorker* progress)
+      : progress_(progress), mode_(mode), lane_prefix_(std::string(ob::mode_name(mode)) + ":"), backend_(backend),
+        config_(config), comm_(comm), origin_(origin), iter_(iter), rank_(rank), compute_ms_(config.chunks, 0.0),
         comm_ms_(config.chunks, 0.0), requests_(config.chunks, MPI_REQUEST_NULL), issued_(config.chunks),
         done_(config.chunks, false) {}
 
@@ -41,7 +41,8 @@ class Step {
       for (int k = 0; k < config_.chunks; ++k) allreduce(k);
       return;
     }
-    timed("compute", "forward", -1, [&] { backend_.forward(); }, &forward_ms_);
+    timed(
+        "compute", "forward", -1, [&] { backend_.forward(); }, &forward_ms_);
     if (mode_ == ob::Mode::kSeq) {
       produce({}, [](int) {});
       for (int k = 0; k < config_.chunks; ++k) {
@@ -58,17 +59,19 @@ class Step {
         }
       });
     } else if (mode_ == kNonblocking) {
-      produce([&] { test_all(); }, [&](int k) {
-        issue(k);
-        test_all();
-      });
+      produce([&] { test_all(); },
+              [&](int k) {
+                issue(k);
+                test_all();
+              });
       while (completed_ < config_.chunks) test_all();
     } else if (mode_ == kProgress) {
       with_progress_worker();
     } else {  // compute
       produce({}, [](int) {});
     }
-    timed("compute", "update", -1, [&] { backend_.update(); }, &update_ms_);
+    timed(
+        "compute", "update", -1, [&] { backend_.update(); }, &update_ms_);
   }
 
   double forward_ms() const { return forward_ms_; }
@@ -128,9 +131,10 @@ class Step {
   }
 
   void allreduce(int k) {
-    timed("comm", "allreduce", k, [&] {
-      MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, chunk_data(k), chunk_count(k), MPI_FLOAT, MPI_SUM, comm_));
-    }, &comm_ms_[k]);
+    timed(
+        "comm", "allreduce", k,
+        [&] { MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, chunk_data(k), chunk_count(k), MPI_FLOAT, MPI_SUM, comm_)); },
+        &comm_ms_[k]);
   }
 
   void issue(int k) {
@@ -283,7 +287,8 @@ ModeRun run_mode(ob::Mode mode, Backend& backend, const Config& config, MPI_Comm
       auto got = backend.read_comm();
       if (ob::take_injected_corruption() && !got.empty()) got[got.size() / 2] += 1.0f;  // --inject-fault R:S:corrupt
       const auto result = ob::compare_exact(got.data(), expected.data(), got.size());
-      if (result.wrong > 0 && run.wrong == 0) run.first_wrong = "iteration " + std::to_string(it.iter) + ", " + result.first;
+      if (result.wrong > 0 && run.wrong == 0)
+        run.first_wrong = "iteration " + std::to_string(it.iter) + ", " + result.first;
       run.wrong = std::max(run.wrong, result.wrong);
     } else if (check && mode != ob::Mode::kCompute && backend.trains()) {
       run.ranks_agree = same_on_every_rank(weights_hash(backend.weights()), comm) && run.ranks_agree;

@@ -34,10 +34,10 @@ namespace phase3 {
 
 struct ModeRun {
   ob::Mode mode = ob::Mode::kSeq;
-  std::vector<double> iter_ms;                         // this rank, every timed iteration
-  std::vector<double> compute_total_ms;                // per iteration: forward + chunk computes (+ update)
+  std::vector<double> iter_ms;  // this rank, every timed iteration
+  std::vector<double> compute_total_ms;  // per iteration: forward + chunk computes (+ update)
   std::vector<std::vector<double>> chunk_compute_ms;  // [chunk][iteration]
-  std::vector<std::vector<double>> chunk_comm_ms;     // [chunk][iteration]
+  std::vector<std::vector<double>> chunk_comm_ms;  // [chunk][iteration]
   std::vector<double> forward_ms, update_ms;
   std::vector<ob::TimelineEvent> events;
   std::uint64_t wrong = 0;  // comm mode: elements of the all-reduced pattern that differ from the exact sum

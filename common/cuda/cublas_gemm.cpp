@@ -19,7 +19,13 @@ struct Strides {
   int a, b, c;
 };
 Strides strides(const RowMajorGemm& s) {
-  return {s.lda > 0 ? s.lda : s.trans_a ? s.m : s.k, s.ldb > 0 ? s.ldb : s.trans_b ? s.k : s.n, s.ldc > 0 ? s.ldc : s.n};
+  return {s.lda > 0       ? s.lda
+              : s.trans_a ? s.m
+                          : s.k,
+          s.ldb > 0       ? s.ldb
+              : s.trans_b ? s.k
+                          : s.n,
+          s.ldc > 0 ? s.ldc : s.n};
 }
 
 cublasComputeType_t compute_type(bool tf32) { return tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F; }
@@ -41,9 +47,9 @@ void cublas_gemm_batched(cublasHandle_t handle, bool tf32, const RowMajorGemm& s
   use_stream(handle, stream);
   const Strides ld = strides(s);
   CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-      handle, s.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, s.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, s.n, s.m, s.k,
-      &batch.alpha, b, CUDA_R_32F, ld.b, batch.stride_b, a, CUDA_R_32F, ld.a, batch.stride_a, &batch.beta, c,
-      CUDA_R_32F, ld.c, batch.stride_c, batch.count, compute_type(tf32), CUBLAS_GEMM_DEFAULT));
+      handle, s.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, s.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, s.n, s.m, s.k, &batch.alpha,
+      b, CUDA_R_32F, ld.b, batch.stride_b, a, CUDA_R_32F, ld.a, batch.stride_a, &batch.beta, c, CUDA_R_32F, ld.c,
+      batch.stride_c, batch.count, compute_type(tf32), CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace ob

@@ -14,8 +14,8 @@ struct RowMajorGemm {
   int lda = 0, ldb = 0, ldc = 0;  // row strides of A, B, C as stored (0: packed, the stored row's length)
 };
 
-void cublas_gemm(cublasHandle_t handle, bool tf32, const RowMajorGemm& shape, const float* a, const float* b,
-                 float* c, cudaStream_t stream, float beta = 0.0f);
+void cublas_gemm(cublasHandle_t handle, bool tf32, const RowMajorGemm& shape, const float* a, const float* b, float* c,
+                 cudaStream_t stream, float beta = 0.0f);
 
 // `batch` such GEMMs at once, the i-th on a + i * stride_a, b + i * stride_b, c + i * stride_c (elements; 0 reuses
 // one matrix), C = alpha · op(A) · op(B) + beta · C: the attention core's per-head GEMMs.

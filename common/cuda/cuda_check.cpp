@@ -8,8 +8,7 @@ namespace ob {
 
 void check_cuda(cudaError_t code, const char* call, const char* file, int line) {
   if (code == cudaSuccess) return;
-  throw_call_failure("CUDA", call, file, line,
-                     std::string(cudaGetErrorName(code)) + ": " + cudaGetErrorString(code));
+  throw_call_failure("CUDA", call, file, line, std::string(cudaGetErrorName(code)) + ": " + cudaGetErrorString(code));
 }
 
 void check_cublas(cublasStatus_t code, const char* call, const char* file, int line) {

@@ -27,10 +27,10 @@ CudaProbe probe_cuda() {
     // Without an NVIDIA driver the runtime answers "CUDA driver version is insufficient", which reads like a broken
     // driver: say what is missing instead (the kernel module publishes /proc/driver/nvidia when it is loaded).
     const bool no_driver = (code == cudaErrorInsufficientDriver || code == cudaErrorNoDevice) &&
-                           access("/proc/driver/nvidia/version", F_OK) != 0;
-    probe.error = no_driver ? std::string("no NVIDIA driver or GPU found on this machine; CUDA said ") +
-                                  cudaGetErrorName(code)
-                            : std::string(cudaGetErrorName(code)) + ": " + cudaGetErrorString(code);
+        access("/proc/driver/nvidia/version", F_OK) != 0;
+    probe.error = no_driver
+        ? std::string("no NVIDIA driver or GPU found on this machine; CUDA said ") + cudaGetErrorName(code)
+        : std::string(cudaGetErrorName(code)) + ": " + cudaGetErrorString(code);
     cudaGetLastError();  // clear the sticky-free error so later calls start clean
   } else if (probe.devices == 0) {
     probe.error = "cudaGetDeviceCount returned 0 devices";
@@ -101,13 +101,13 @@ nlohmann::json cuda_metadata(int device) {
       {"driver_version", driver_version()},
       {"cuda_driver", version(driver)},
       {"cuda_runtime", version(runtime)},
-      {"cublas", std::to_string(CUBLAS_VER_MAJOR) + "." + std::to_string(CUBLAS_VER_MINOR) + "." +
-                     std::to_string(CUBLAS_VER_PATCH)},
-      {"nccl", std::to_string(nccl / 10000) + "." + std::to_string((nccl / 100) % 100) + "." +
-                   std::to_string(nccl % 100)},
+      {"cublas",
+       std::to_string(CUBLAS_VER_MAJOR) + "." + std::to_string(CUBLAS_VER_MINOR) + "." +
+           std::to_string(CUBLAS_VER_PATCH)},
+      {"nccl",
+       std::to_string(nccl / 10000) + "." + std::to_string((nccl / 100) % 100) + "." + std::to_string(nccl % 100)},
   };
 }
-
 
 void require_fits_on_device(const std::string& option, const std::string& value, double bytes) {
   std::size_t free_bytes = 0, total_bytes = 0;

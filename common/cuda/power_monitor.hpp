@@ -34,8 +34,8 @@ class PowerMonitor {
 
   bool available() const { return available_; }
   const std::string& why() const { return why_; }
-  double energy_j() const;                 // the GPU's energy counter in joules (NaN when unavailable)
-  std::vector<PowerSample> samples();      // stops sampling and returns every sample
+  double energy_j() const;  // the GPU's energy counter in joules (NaN when unavailable)
+  std::vector<PowerSample> samples();  // stops sampling and returns every sample
 
  private:
   void sample_until_stopped(std::chrono::milliseconds period);

@@ -51,8 +51,8 @@ int main(int argc, char** argv) {
     if (!power_path.empty()) inputs.push_back({"--power", power_path});
     ob::require_output_policy({{"--output", output}}, inputs);
     const auto events = read_csv("timeline", timeline_path, ob::timeline_from_csv);
-    const auto power = power_path.empty() ? std::vector<ob::PowerPoint>()
-                                          : read_csv("--power", power_path, ob::power_from_csv);
+    const auto power =
+        power_path.empty() ? std::vector<ob::PowerPoint>() : read_csv("--power", power_path, ob::power_from_csv);
     ob::write_file_atomic(output, ob::trace_text(events, power));
     std::cerr << program << ": wrote " << output << " (" << events.size() << " events)" << std::endl;
     return ob::kExitOk;

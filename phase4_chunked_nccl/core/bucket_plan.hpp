@@ -17,7 +17,7 @@ constexpr double kLeastBucketMb = 1e-6, kMostBucketMb = 1e6;
 
 struct Bucket {
   std::uint64_t begin = 0, end = 0;  // elements [begin, end) of the gradient buffer
-  int ready_after = 0;               // backward step (0 = layer L) after which every element is written
+  int ready_after = 0;  // backward step (0 = layer L) after which every element is written
   std::uint64_t size() const { return end - begin; }
 };
 

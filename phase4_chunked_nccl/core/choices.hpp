@@ -11,11 +11,11 @@ namespace phase4 {
 inline const ob::Mode kInterferenceMode = ob::register_mode("interference", ob::ModeKind::kOther);
 
 enum class RunMode { kAll, kSeq, kOverlap, kCompute, kComm, kInterference };  // --mode
-enum class PlanMode { kCaps, kAuto };                                           // --plan
-enum class WireType { kFp32, kBf16 };                                           // --comm-dtype
-enum class StreamPriority { kNormal, kHigh };                                   // --comm-priority
-enum class CtaPolicy { kDefault, kEfficiency, kZero };                          // --nccl-cta-policy
-enum class Transport { kNvlink, kShm, kSocket };                                // --transport
+enum class PlanMode { kCaps, kAuto };  // --plan
+enum class WireType { kFp32, kBf16 };  // --comm-dtype
+enum class StreamPriority { kNormal, kHigh };  // --comm-priority
+enum class CtaPolicy { kDefault, kEfficiency, kZero };  // --nccl-cta-policy
+enum class Transport { kNvlink, kShm, kSocket };  // --transport
 
 inline const ob::Names<RunMode>& run_mode_names() {
   static const ob::Names<RunMode> names = {{"seq", RunMode::kSeq},         {"overlap", RunMode::kOverlap},

@@ -7,7 +7,8 @@ namespace phase4 {
 GradientLayout ModelSpec::layout() const {
   if (!transformer()) return GradientLayout::equal(layers, hidden);
   std::vector<std::uint64_t> sizes;
-  for (const auto& tensor : parameter_tensors(shape, blocks)) sizes.push_back(static_cast<std::uint64_t>(tensor.elements()));
+  for (const auto& tensor : parameter_tensors(shape, blocks))
+    sizes.push_back(static_cast<std::uint64_t>(tensor.elements()));
   return GradientLayout::of_sizes(sizes);
 }
 

@@ -21,7 +21,7 @@ inline constexpr const char* kTransformerFamily = "transformer";
 struct ModelSpec {
   std::string family = kMlpFamily;
   int hidden = 4096, layers = 16, batch = 512;  // batch: rows (tokens) per rank and micro-step
-  TransformerShape shape;                       // the transformer family's
+  TransformerShape shape;  // the transformer family's
   int seq = 2048, micro_batch = 1, blocks = 0;
   int accum_steps = 1;  // micro-steps per step, gradients accumulating
   bool tf32 = true;
@@ -29,14 +29,14 @@ struct ModelSpec {
 
   bool transformer() const { return family == kTransformerFamily; }
   GradientLayout layout() const;  // the backward steps' gradient ranges: the model's tensors, or L equal layers
-  double grad_mb() const;         // the fp32 gradient in MiB
+  double grad_mb() const;  // the fp32 gradient in MiB
 };
 
 // How buckets are synchronised: a registered strategy (sync/registry.hpp) and what it is asked to do.
 struct SyncSpec {
   std::string strategy = "nccl";
   WireType wire = WireType::kFp32;  // the type the gradient travels in
-  int prefetch = 0;                 // the sharded schedule: layers gathered ahead of the forward (0: all)
+  int prefetch = 0;  // the sharded schedule: layers gathered ahead of the forward (0: all)
 };
 
 // One training step as the trainer runs it.
@@ -46,7 +46,7 @@ struct StepSpec {
   float lr = 0.01f;
   StreamPriority comm_priority = StreamPriority::kNormal;  // the comm stream's
   int gemm_sm_margin = 0;  // SMs the GEMMs leave to communication
-  bool graph = false;      // each step replayed as one captured CUDA graph
+  bool graph = false;  // each step replayed as one captured CUDA graph
   int warmup = 0, iters = 0;  // timed runs: untimed steps first, then timed ones
 };
 

@@ -50,15 +50,16 @@ const std::vector<TransformerShape>& presets() {
 }
 
 // config[key] as a whole number in [1, largest]; `fallback` when absent (or null) and given, else a missing key.
-std::int64_t whole(const nlohmann::json& config, const std::string& key, std::int64_t largest, const std::string& source,
-                   const std::string& option, std::int64_t fallback = 0) {
+std::int64_t whole(const nlohmann::json& config, const std::string& key, std::int64_t largest,
+                   const std::string& source, const std::string& option, std::int64_t fallback = 0) {
   if (!config.contains(key) || config.at(key).is_null()) {
     if (fallback > 0) return fallback;
     bad(option, source, "missing key '" + key + "'");
   }
   const auto& value = config.at(key);
   if (!value.is_number_integer() || value.get<std::int64_t>() < 1 || value.get<std::int64_t>() > largest) {
-    bad(option, source, "key '" + key + "' is " + value.dump() + ": a whole number from 1 to " + std::to_string(largest));
+    bad(option, source,
+        "key '" + key + "' is " + value.dump() + ": a whole number from 1 to " + std::to_string(largest));
   }
   return value.get<std::int64_t>();
 }
@@ -66,7 +67,8 @@ std::int64_t whole(const nlohmann::json& config, const std::string& key, std::in
 bool flag(const nlohmann::json& config, const std::string& key, bool fallback, const std::string& source,
           const std::string& option) {
   if (!config.contains(key) || config.at(key).is_null()) return fallback;
-  if (!config.at(key).is_boolean()) bad(option, source, "key '" + key + "' is " + config.at(key).dump() + ": true or false");
+  if (!config.at(key).is_boolean())
+    bad(option, source, "key '" + key + "' is " + config.at(key).dump() + ": true or false");
   return config.at(key).get<bool>();
 }
 
@@ -74,12 +76,14 @@ bool flag(const nlohmann::json& config, const std::string& key, bool fallback, c
 void check_heads(const TransformerShape& s, bool head_dim_given, const std::string& heads_key,
                  const std::string& kv_key, const std::string& source, const std::string& option) {
   if (!head_dim_given && s.hidden % s.heads != 0) {
-    bad(option, source, "key '" + heads_key + "' (" + std::to_string(s.heads) + ") does not divide the hidden size (" +
-                            std::to_string(s.hidden) + ")");
+    bad(option, source,
+        "key '" + heads_key + "' (" + std::to_string(s.heads) + ") does not divide the hidden size (" +
+            std::to_string(s.hidden) + ")");
   }
   if (s.heads % s.kv_heads != 0) {
-    bad(option, source, "key '" + kv_key + "' (" + std::to_string(s.kv_heads) + ") does not divide '" + heads_key +
-                            "' (" + std::to_string(s.heads) + ")");
+    bad(option, source,
+        "key '" + kv_key + "' (" + std::to_string(s.kv_heads) + ") does not divide '" + heads_key + "' (" +
+            std::to_string(s.heads) + ")");
   }
 }
 
@@ -153,11 +157,21 @@ TransformerShape load_transformer(const std::string& name_or_file, const std::st
 }
 
 nlohmann::json shape_json(const TransformerShape& s) {
-  return {{"name", s.name}, {"hidden", s.hidden}, {"intermediate", s.intermediate}, {"layers", s.layers},
-          {"heads", s.heads}, {"kv_heads", s.kv_heads}, {"head_dim", s.head_dim}, {"vocab", s.vocab},
-          {"positions", s.positions}, {"tied", s.tied}, {"mlp", s.mlp == MlpKind::kSwiGlu ? "swiglu" : "gelu"},
-          {"norm", s.norm == NormKind::kRmsNorm ? "rmsnorm" : "layernorm"}, {"qkv_bias", s.qkv_bias},
-          {"o_bias", s.o_bias}, {"mlp_bias", s.mlp_bias}};
+  return {{"name", s.name},
+          {"hidden", s.hidden},
+          {"intermediate", s.intermediate},
+          {"layers", s.layers},
+          {"heads", s.heads},
+          {"kv_heads", s.kv_heads},
+          {"head_dim", s.head_dim},
+          {"vocab", s.vocab},
+          {"positions", s.positions},
+          {"tied", s.tied},
+          {"mlp", s.mlp == MlpKind::kSwiGlu ? "swiglu" : "gelu"},
+          {"norm", s.norm == NormKind::kRmsNorm ? "rmsnorm" : "layernorm"},
+          {"qkv_bias", s.qkv_bias},
+          {"o_bias", s.o_bias},
+          {"mlp_bias", s.mlp_bias}};
 }
 
 std::vector<ParamTensor> parameter_tensors(const TransformerShape& s, int blocks) {
@@ -211,7 +225,8 @@ double attention_flops_per_token(const TransformerShape& s, int seq) {
 
 StepMemory step_memory(const TransformerShape& s, int blocks, int seq, int micro_batch, double gradient_buffers) {
   const int kept = blocks > 0 && blocks < s.layers ? blocks : s.layers;
-  const double h = s.hidden, q = static_cast<double>(s.heads) * s.head_dim, kv = static_cast<double>(s.kv_heads) * s.head_dim;
+  const double h = s.hidden, q = static_cast<double>(s.heads) * s.head_dim,
+               kv = static_cast<double>(s.kv_heads) * s.head_dim;
   const double mlp = (s.mlp == MlpKind::kSwiGlu ? 3.0 : 2.0) * s.intermediate;
   const double repeated = s.kv_heads < s.heads ? 2 * q : 0;  // K and V repeated to the query heads (GQA)
   // Per token and block: the block's input and first norm, q, k, v (and their repeats), the attention

@@ -12,27 +12,27 @@
 
 namespace phase4 {
 
-enum class MlpKind { kGelu, kSwiGlu };      // fc + proj (GPT-2), or gate + up + down (Llama, Qwen2)
+enum class MlpKind { kGelu, kSwiGlu };  // fc + proj (GPT-2), or gate + up + down (Llama, Qwen2)
 enum class NormKind { kLayerNorm, kRmsNorm };  // weight and bias (GPT-2), or weight only
 
 struct TransformerShape {
-  std::string name;          // the preset's name, or the config file's path
+  std::string name;  // the preset's name, or the config file's path
   int hidden = 0, intermediate = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0;
   std::int64_t vocab = 0;
-  int positions = 0;         // learned position embeddings (GPT-2's n_positions); 0: rotary, none
-  bool tied = false;         // the LM head is the token embedding
+  int positions = 0;  // learned position embeddings (GPT-2's n_positions); 0: rotary, none
+  bool tied = false;  // the LM head is the token embedding
   MlpKind mlp = MlpKind::kSwiGlu;
   NormKind norm = NormKind::kRmsNorm;
-  bool qkv_bias = false;     // q, k and v carry a bias (Qwen2; attention_bias; GPT-2)
-  bool o_bias = false;       // the attention's output projection does (attention_bias; GPT-2)
-  bool mlp_bias = false;     // the MLP's projections do (mlp_bias; GPT-2)
+  bool qkv_bias = false;  // q, k and v carry a bias (Qwen2; attention_bias; GPT-2)
+  bool o_bias = false;  // the attention's output projection does (attention_bias; GPT-2)
+  bool mlp_bias = false;  // the MLP's projections do (mlp_bias; GPT-2)
 };
 
 // One tensor that gets a gradient: a matrix of `rows` x `cols` used as a GEMM (rows in, cols out), or a vector
 // (`cols` 1: a bias or a norm's weight), or an embedding table read by lookup.
 struct ParamTensor {
   std::string name;  // "lm_head", "block 31 mlp.down", "embed_tokens"
-  int block = -1;    // the block it belongs to, -1 outside them
+  int block = -1;  // the block it belongs to, -1 outside them
   std::int64_t rows = 0, cols = 0;
   bool gemm = false;  // forward work is a GEMM on every token (not a lookup, not elementwise)
 

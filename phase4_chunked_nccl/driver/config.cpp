@@ -10,7 +10,6 @@
 
 namespace phase4 {
 
-
 std::vector<double> Config::interference_sizes() const {
   if (!interference_mb.empty()) return interference_mb;
   std::vector<double> sizes;
@@ -81,7 +80,8 @@ BucketPlan Config::plan() const {
   if (chunks > 0) return plan_by_chunks(steps, chunks);
   // A transformer's caps are DDP's (whole tensors, as bucket_cap_mb assigns them): cut at the caps, its 295 slices
   // of llama3-8b's 4 blocks hid 2.5 % of their communication, and the step was 1.14x DDP's at 25 MB on 4 x H200.
-  return transformer() ? plan_like_ddp(steps, bucket_mb, first_bucket_mb) : plan_by_size(steps, bucket_mb, first_bucket_mb);
+  return transformer() ? plan_like_ddp(steps, bucket_mb, first_bucket_mb)
+                       : plan_by_size(steps, bucket_mb, first_bucket_mb);
 }
 
 double Config::device_bytes() const {
@@ -97,14 +97,14 @@ double Config::device_bytes() const {
   } else {
     floats += layers * act + 2.0 * accum_steps * act + 2.0 * act;
   }
-  if (comm_dtype == WireType::kBf16) floats += 0.5 * w + (common.check ? w : 0.0);  // --check: an fp32-reduced reference
+  if (comm_dtype == WireType::kBf16)
+    floats += 0.5 * w + (common.check ? w : 0.0);  // --check: an fp32-reduced reference
   if (comm_reference() != sync) floats += sync_row(comm_reference()).buffers * w;  // bound_ref's comm-only run
   double bytes = 4.0 * floats + (64 << 20);
   if (common.check && accum_steps > 1) bytes += accumulation_reference().device_bytes();
   if (common.check && sync != "nccl") bytes += strategy_reference().device_bytes();
   return bytes;
 }
-
 
 std::string Config::shape_label() const {
   return std::to_string(hidden) + "x" + std::to_string(layers) + "x" + std::to_string(batch);
@@ -113,8 +113,8 @@ std::string Config::shape_label() const {
 std::string Config::point_label() const {
   std::string label = shape_swept ? "shape=" + shape_label() + ", " : std::string();
   label += plan_mode == PlanMode::kAuto ? std::string("plan=auto")
-                      : chunks > 0    ? "chunks=" + std::to_string(chunks)
-                                      : "bucket-mb=" + ob::format_number(bucket_mb);
+      : chunks > 0                      ? "chunks=" + std::to_string(chunks)
+                                        : "bucket-mb=" + ob::format_number(bucket_mb);
   if (nccl_max_ctas > 0) label += ", nccl-max-ctas=" + std::to_string(nccl_max_ctas);
   if (nccl_min_ctas > 0) label += ", nccl-min-ctas=" + std::to_string(nccl_min_ctas);
   if (nccl_cta_policy != CtaPolicy::kDefault) label += ", nccl-cta-policy=" + name(nccl_cta_policy);

@@ -15,7 +15,7 @@ namespace phase4 {
 
 // What the NCCL communicator is made with (ncclConfig_t): a sweep point with other settings needs a new one.
 struct NcclSettings {
-  int max_ctas = 0, min_ctas = 0;      // maxCTAs, minCTAs (0: NCCL's default)
+  int max_ctas = 0, min_ctas = 0;  // maxCTAs, minCTAs (0: NCCL's default)
   CtaPolicy cta_policy = CtaPolicy::kDefault;  // CTAPolicy
   bool operator==(const NcclSettings& other) const {
     return max_ctas == other.max_ctas && min_ctas == other.min_ctas && cta_policy == other.cta_policy;
@@ -32,7 +32,7 @@ struct Config {
   // steps (one per tensor with a gradient) and batch its tokens per rank and micro-step (seq x micro_batch).
   std::string model;
   int seq = 2048, micro_batch = 1, blocks = 0;  // tokens per sequence, sequences per rank, the first N blocks (0: all)
-  TransformerShape shape;                      // --model's, once read
+  TransformerShape shape;  // --model's, once read
   double bucket_mb = 25.0;
   double first_bucket_mb = 1.0;
   int chunks = 0;  // > 0: that many equal buckets instead of size-capped ones
@@ -48,22 +48,23 @@ struct Config {
   bool nccl_path = false;  // read the path NCCL took from its INFO log into the metadata (nccl_path.hpp)
   WireType comm_dtype = WireType::kFp32;  // the type the gradient travels in
   int accum_steps = 1;  // micro-steps per step: gradients accumulate, communication only after the last
-  bool power = false;   // sample every GPU's power (NVML) and measure energy per iteration
-  bool graph = false;   // replay each step as one captured CUDA graph
+  bool power = false;  // sample every GPU's power (NVML) and measure energy per iteration
+  bool graph = false;  // replay each step as one captured CUDA graph
   std::string sync = "nccl";  // how buckets are synchronised: a strategy's name (sync/registry.hpp)
-  int gemm_sm_margin = 0;     // SMs the GEMMs leave to communication (cublasSetSmCountTarget)
-  int prefetch = 0;           // sharded strategies: layers gathered ahead of the forward (0: all at the step's start)
+  int gemm_sm_margin = 0;  // SMs the GEMMs leave to communication (cublasSetSmCountTarget)
+  int prefetch = 0;  // sharded strategies: layers gathered ahead of the forward (0: all at the step's start)
   PlanMode plan_mode = PlanMode::kCaps;  // caps: --bucket-mb/--first-bucket-mb or --chunks; auto: the planner's
-  std::string plan_syncs;     // strategies --plan auto chooses among (comma-separated; empty: --sync alone)
+  std::string plan_syncs;  // strategies --plan auto chooses among (comma-separated; empty: --sync alone)
   std::vector<std::string> calibrations;  // calibration files to predict with (planner.hpp): each point its model's
-  bool calibrate = false;     // measure the calibration first (written beside the summary)
+  bool calibrate = false;  // measure the calibration first (written beside the summary)
   std::vector<std::uint64_t> plan_ends;  // --plan auto, once chosen: the buckets' end elements
   std::vector<std::string> sweeps;  // NAME=V1,V2,...: one of sweep_names(); several: every combination, first outermost
-  bool shuffle = false;             // --order-seed given: the points run in an order shuffled from order_seed
+  bool shuffle = false;  // --order-seed given: the points run in an order shuffled from order_seed
   std::uint64_t order_seed = 0;
-  bool shape_swept = false;         // this point's hidden, layers and batch come from a shape sweep (in its label)
-  std::vector<double> interference_mb;  // --mode interference: the message sizes (MiB; empty: 1, 2, 4, ... to the gradient)
-  double interference_window_ms = 20;   // --mode interference: each loop's length alone
+  bool shape_swept = false;  // this point's hidden, layers and batch come from a shape sweep (in its label)
+  std::vector<double>
+      interference_mb;  // --mode interference: the message sizes (MiB; empty: 1, 2, 4, ... to the gradient)
+  double interference_window_ms = 20;  // --mode interference: each loop's length alone
 
   std::vector<ob::Mode> modes() const;  // in the one run order (ob::in_run_order)
   bool transformer() const { return !model.empty(); }
@@ -83,8 +84,8 @@ struct Config {
   std::vector<Config> run_order() const;
   std::string point_label() const;  // "chunks=20", "bucket-mb=25", with the other swept options when set
   std::string shape_label() const;  // "4096x16x512": hidden x layers x batch
-  Config accumulation_reference() const;     // one step on the K-times batch that K micro-steps must equal
-  Config strategy_reference() const;         // the same with --sync nccl, whose weights every strategy must equal
+  Config accumulation_reference() const;  // one step on the K-times batch that K micro-steps must equal
+  Config strategy_reference() const;  // the same with --sync nccl, whose weights every strategy must equal
   // The strategy whose isolated communication bound_ref also takes (where faster): the row's reference (nccl, or
   // for a sharded strategy sharded: the same collectives on NCCL's ring kernels).
   std::string comm_reference() const;
@@ -97,7 +98,6 @@ struct Config {
 
 // The options --sweep takes (phase 4's communication options).
 const std::vector<std::string>& sweep_names();
-
 
 void add_options(CLI::App& app, Config& config);
 // Throws ob::UsageError. With --model it reads the shape first and sets hidden, layers and batch from it.

@@ -41,8 +41,8 @@ int choose_gpu(const ob::PhaseContext& context) {
   CUDA_CHECK(cudaSetDevice(device));
   char bus_id[32] = {};
   CUDA_CHECK(cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, device));
-  const std::string shared = ob::first_nonempty(ob::shared_gpu(ob::gather_on_node(bus_id, MPI_COMM_WORLD)),
-                                                MPI_COMM_WORLD);
+  const std::string shared =
+      ob::first_nonempty(ob::shared_gpu(ob::gather_on_node(bus_id, MPI_COMM_WORLD)), MPI_COMM_WORLD);
   if (!shared.empty()) {
     if (context.root) std::cerr << kProgram << ": needs one GPU per rank: " << shared << std::endl;
     return -1;
@@ -53,13 +53,16 @@ int choose_gpu(const ob::PhaseContext& context) {
 // Every point, with every strategy it may plan among, fits on the GPU (exit 2 naming the estimate otherwise).
 void require_fit(const Config& config, const std::vector<Config>& points) {
   for (const auto& point : points) {
-    for (const auto& sync : point.plan_mode == PlanMode::kAuto || config.calibrate ? point.planned_syncs()
-                                                                           : std::vector<std::string>{point.sync}) {
+    for (const auto& sync : point.plan_mode == PlanMode::kAuto || config.calibrate
+             ? point.planned_syncs()
+             : std::vector<std::string>{point.sync}) {
       auto planned = point;
       planned.sync = sync;
       if (point.transformer()) {
-        ob::require_fits_on_device("--model", point.model + " (--seq " + std::to_string(point.seq) + " --micro-batch " +
-                                       std::to_string(point.micro_batch) + " --blocks " + std::to_string(point.blocks) + ")",
+        ob::require_fits_on_device("--model",
+                                   point.model + " (--seq " + std::to_string(point.seq) + " --micro-batch " +
+                                       std::to_string(point.micro_batch) + " --blocks " + std::to_string(point.blocks) +
+                                       ")",
                                    planned.device_bytes());
       } else {
         ob::require_fits_on_device("--batch", std::to_string(point.batch), planned.device_bytes());
@@ -87,8 +90,12 @@ std::unique_ptr<ob::PowerMonitor> power_monitor(const Config& config, int device
 void describe(const Config& config, const SweepResult& sweep, const ob::PowerMonitor* power, bool asked_for_power,
               const ob::PhaseContext& context, ob::PhaseResult& result) {
   const char* nvls = std::getenv("NCCL_NVLS_ENABLE");
-  result.meta = {{"clock", "cuda_event"}, {"nccl_nvls_enable", nvls ? nvls : "unset"},
-                 {"power", power ? "nvml, every 20 ms" : asked_for_power ? "unavailable" : "off"}};
+  result.meta = {{"clock", "cuda_event"},
+                 {"nccl_nvls_enable", nvls ? nvls : "unset"},
+                 {"power",
+                  power                 ? "nvml, every 20 ms"
+                      : asked_for_power ? "unavailable"
+                                        : "off"}};
   if (sweep.measured) {
     result.meta["calibration"] = context.paths.calibration_json;
     result.extra_files.emplace_back(context.paths.calibration_json, sweep.measured->to_json().dump(2) + "\n");
@@ -102,17 +109,14 @@ void describe(const Config& config, const SweepResult& sweep, const ob::PowerMon
   if (config.emulate_nodes > 1) result.meta["emulated_nodes"] = config.emulate_nodes;
   if (sweep.order.size() > 1) result.meta["point_order"] = sweep.order;
   const int blocks = config.blocks > 0 ? config.blocks : config.shape.layers;
-  const std::string model =
-      config.transformer()
-          ? config.shape.name + " (" + std::to_string(blocks) + " of " + std::to_string(config.shape.layers) +
-                " blocks, " + std::to_string(config.layers) + " tensors), " + std::to_string(config.micro_batch) +
-                " x " + std::to_string(config.seq) + " tokens per rank"
-          : "MLP H=" + std::to_string(config.hidden) + " L=" + std::to_string(config.layers) + " B=" +
-                std::to_string(config.batch) + " per rank";
+  const std::string model = config.transformer() ? config.shape.name + " (" + std::to_string(blocks) + " of " +
+          std::to_string(config.shape.layers) + " blocks, " + std::to_string(config.layers) + " tensors), " +
+          std::to_string(config.micro_batch) + " x " + std::to_string(config.seq) + " tokens per rank"
+                                                 : "MLP H=" + std::to_string(config.hidden) +
+          " L=" + std::to_string(config.layers) + " B=" + std::to_string(config.batch) + " per rank";
   result.header = std::string(kProgram) + ": " + std::to_string(context.ranks) + " rank(s), " + model + ", " +
-                  (config.tf32 ? "TF32" : "fp32") +
-                  " GEMMs, median of " + std::to_string(config.common.iters) +
-                  (config.mode == RunMode::kInterference ? " passes" : " steps") + ", slowest rank (CUDA events)";
+      (config.tf32 ? "TF32" : "fp32") + " GEMMs, median of " + std::to_string(config.common.iters) +
+      (config.mode == RunMode::kInterference ? " passes" : " steps") + ", slowest rank (CUDA events)";
   result.columns = console_columns(config);
 }
 

@@ -7,8 +7,13 @@
 namespace phase4 {
 
 nlohmann::json NcclPath::to_json() const {
-  return {{"version", version}, {"network", network}, {"transports", transports}, {"coll_channels", coll_channels},
-          {"p2p_channels", p2p_channels}, {"copy_engine", copy_engine}, {"registrations", registrations}};
+  return {{"version", version},
+          {"network", network},
+          {"transports", transports},
+          {"coll_channels", coll_channels},
+          {"p2p_channels", p2p_channels},
+          {"copy_engine", copy_engine},
+          {"registrations", registrations}};
 }
 
 NcclPath parse_nccl_log(const std::string& log) {

@@ -11,11 +11,11 @@
 namespace phase4 {
 
 struct NcclPath {
-  std::string version, network;          // "2.28.3+cuda13.0"; the network plugin in use ("Socket", "IB")
-  std::vector<std::string> transports;   // each distinct "via" of its channels: "P2P/CUMEM/read", "SHM/direct/direct"
+  std::string version, network;  // "2.28.3+cuda13.0"; the network plugin in use ("Socket", "IB")
+  std::vector<std::string> transports;  // each distinct "via" of its channels: "P2P/CUMEM/read", "SHM/direct/direct"
   int coll_channels = -1, p2p_channels = -1;  // -1: not said
-  bool copy_engine = false;              // "Init CE": collectives on the copy engines set up
-  int registrations = 0;                 // buffers registered with the communicator (symmetric windows)
+  bool copy_engine = false;  // "Init CE": collectives on the copy engines set up
+  int registrations = 0;  // buffers registered with the communicator (symmetric windows)
   nlohmann::json to_json() const;
 };
 

@@ -89,8 +89,9 @@ void validate_point(const Config& point) {
                 "--sync " + row->name + " runs one micro-step per step");
     ob::require(row->graph || !point.graph, "--graph", "on", "--sync " + row->name + " does not run under --graph");
     ob::require(!row->peer_access || point.transport == Transport::kNvlink, "--transport", name(point.transport),
-                "--sync " + planned + " needs the GPUs' peer access, which this transport turns off (--sync nccl and "
-                "sharded run on it)");
+                "--sync " + planned +
+                    " needs the GPUs' peer access, which this transport turns off (--sync nccl and "
+                    "sharded run on it)");
   }
   const SyncRow& sync = sync_row(point.sync);
   ob::require(sync.cta_policy == CtaPolicy::kDefault || point.nccl_cta_policy == CtaPolicy::kDefault ||
@@ -115,13 +116,17 @@ void add_options(CLI::App& app, Config& config) {
   std::string presets;
   for (const auto& name : transformer_presets()) presets += (presets.empty() ? "" : ", ") + name;
   app.add_option("--model", config.model,
-                 "A transformer instead of the square layers: a preset (" + presets + ") or a Hugging Face style "
-                 "config.json; its tensors are the backward steps (phase4_model lists them)");
-  app.add_option("--seq", config.seq, "With --model: tokens per sequence")->check(CLI::Range(1, 1 << 17))->capture_default_str();
+                 "A transformer instead of the square layers: a preset (" + presets +
+                     ") or a Hugging Face style "
+                     "config.json; its tensors are the backward steps (phase4_model lists them)");
+  app.add_option("--seq", config.seq, "With --model: tokens per sequence")
+      ->check(CLI::Range(1, 1 << 17))
+      ->capture_default_str();
   app.add_option("--micro-batch", config.micro_batch, "With --model: sequences per rank and micro-step")
       ->check(CLI::Range(1, 1 << 16))
       ->capture_default_str();
-  app.add_option("--blocks", config.blocks, "With --model: its first N blocks, with the embeddings and head whole "
+  app.add_option("--blocks", config.blocks,
+                 "With --model: its first N blocks, with the embeddings and head whole "
                  "(0: all)")
       ->check(CLI::Range(0, 4096))
       ->capture_default_str();
@@ -153,11 +158,12 @@ void add_options(CLI::App& app, Config& config) {
   ob::add_fault_options(app, config.fault);
   std::string names;
   for (const auto& name : sweep_names()) names += (names.empty() ? "" : ", ") + name;
-  app.add_option("--sweep", config.sweeps,
-                 "Run every point in one process: NAME=V1,V2,... with NAME one of " + names +
-                     " (plan: auto, caps: --bucket-mb's, layer: a bucket per layer, or a bucket cap in MiB; shape: HxLxB); "
-                     "repeated: "
-                     "every combination of the values, the first sweep outermost")
+  app.add_option(
+         "--sweep", config.sweeps,
+         "Run every point in one process: NAME=V1,V2,... with NAME one of " + names +
+             " (plan: auto, caps: --bucket-mb's, layer: a bucket per layer, or a bucket cap in MiB; shape: HxLxB); "
+             "repeated: "
+             "every combination of the values, the first sweep outermost")
       ->allow_extra_args(false);
   app.add_option("--order-seed", config.order_seed,
                  "Run the sweep's points in an order shuffled from this seed (recorded in the metadata's "
@@ -185,10 +191,11 @@ void apply_model(const CLI::App& app, Config& config) {
   ob::require(config.blocks <= shape.layers, "--blocks", std::to_string(config.blocks),
               "at most the model's " + std::to_string(shape.layers) + " blocks");
   const double tokens = 1.0 * config.seq * config.micro_batch;
-  const double widest = std::max({1.0 * shape.hidden, 1.0 * shape.intermediate, 1.0 * shape.heads * shape.head_dim,
-                                  1.0 * shape.vocab});
+  const double widest =
+      std::max({1.0 * shape.hidden, 1.0 * shape.intermediate, 1.0 * shape.heads * shape.head_dim, 1.0 * shape.vocab});
   ob::require(tokens * widest < 2147483647.0 && 1.0 * shape.heads * config.seq * config.seq < 2147483647.0, "--seq",
-              std::to_string(config.seq), "seq x micro-batch x the widest tensor, and heads x seq^2, must stay below 2^31");
+              std::to_string(config.seq),
+              "seq x micro-batch x the widest tensor, and heads x seq^2, must stay below 2^31");
   config.use_model(config.model, shape);
 }
 
@@ -207,11 +214,11 @@ void validate_sweeps(const Config& config) {
     ob::require(name != "shape" || !config.transformer(), "--sweep", text,
                 "a shape sweep trains the square layers: not with --model");
     const bool measures = config.calibrate || (config.calibrations.empty() && [&] {
-      for (const auto& point : config.sweep_points()) {
-        if (point.plan_mode == PlanMode::kAuto) return true;
-      }
-      return false;
-    }());
+                            for (const auto& point : config.sweep_points()) {
+                              if (point.plan_mode == PlanMode::kAuto) return true;
+                            }
+                            return false;
+                          }());
     ob::require(name != "shape" || sweep.values.size() == 1 || !measures, "--sweep", text,
                 "a calibration is measured for one shape: measure each shape with --calibrate and pass the files "
                 "with --calibration");
@@ -232,8 +239,8 @@ std::vector<ob::NamedPath> input_files(const Config& config) {
 
 void validate(const CLI::App& app, Config& config) {
   apply_model(app, config);
-  ob::require(!(config.chunks > 0 && (app.count("--bucket-mb") > 0 || app.count("--first-bucket-mb") > 0)),
-              "--chunks", std::to_string(config.chunks), "--chunks and --bucket-mb/--first-bucket-mb exclude each other");
+  ob::require(!(config.chunks > 0 && (app.count("--bucket-mb") > 0 || app.count("--first-bucket-mb") > 0)), "--chunks",
+              std::to_string(config.chunks), "--chunks and --bucket-mb/--first-bucket-mb exclude each other");
   ob::parse_fault(config.fault.inject_fault);
   config.shuffle = app.count("--order-seed") > 0;
   validate_sweeps(config);
@@ -249,7 +256,8 @@ void validate(const CLI::App& app, Config& config) {
               "--plan-syncs", config.plan_syncs, "needs --plan auto or --calibrate");
   ob::require(!(config.calibrate && !config.calibrations.empty()), "--calibrate", "on",
               "measures a calibration: not with --calibration FILE");
-  for (const auto& path : config.calibrations) {  // its content, here where no GPU is needed (GPU and ranks: at the run)
+  for (const auto& path :
+       config.calibrations) {  // its content, here where no GPU is needed (GPU and ranks: at the run)
     Calibration::parse(ob::read_input_file("--calibration", path, kMostCalibrationBytes), path);
   }
   ob::require(1.0 * config.batch * config.hidden < 2147483647.0, "--batch", std::to_string(config.batch),

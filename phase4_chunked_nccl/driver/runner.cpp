@@ -61,8 +61,7 @@ std::string check_point(const Config& config, Trainer& trainer, const BucketPlan
   note(compare_weights(overlap, seq, 1e-6, "overlap weights differ from seq weights", "overlap_vs_seq", comm, row));
   if (config.graph) {
     const auto replayed = weights_after(trainer, ob::Mode::kSeq, plan, origin, false, &agree);
-    note(compare_weights(replayed, seq, 0.0, "graph replay differs from eager execution", "graph_vs_eager", comm,
-                         row));
+    note(compare_weights(replayed, seq, 0.0, "graph replay differs from eager execution", "graph_vs_eager", comm, row));
   }
   const bool bf16 = config.comm_dtype == WireType::kBf16;
   if (bf16 || config.sync != "nccl") {
@@ -125,7 +124,8 @@ double bound_from(const Config& config, Trainer& trainer, const BucketPlan& plan
   MeasuredParts parts;
   for (int s = 0; s < config.layers; ++s) parts.backward_ms.push_back(ob::slowest_median(compute.step_ms[s], comm));
   for (const auto& samples : compute.layer_ms) parts.layer_ms.push_back(ob::slowest_median(samples, comm));
-  for (const auto& samples : compute.layer_update_ms) parts.layer_update_ms.push_back(ob::slowest_median(samples, comm));
+  for (const auto& samples : compute.layer_update_ms)
+    parts.layer_update_ms.push_back(ob::slowest_median(samples, comm));
   for (const auto& bucket : plan.buckets) parts.ready_after.push_back(bucket.ready_after);
   parts.forward_ms = ob::slowest_median(compute.forward_ms, comm);
   parts.update_ms = ob::slowest_median(compute.update_ms, comm);
@@ -146,18 +146,24 @@ PointResult interference_point(const Config& config, Trainer& trainer, const ob:
   for (const double mb : config.interference_sizes()) {
     if (progress) *progress << "phase4: " << config.point_label() << ": interference at " << mb << " MiB" << std::endl;
     const auto elements = static_cast<std::uint64_t>(std::llround(mb * (1 << 20) / sizeof(float)));
-    const Interference map = trainer.interference(std::max<std::uint64_t>(elements, 1),
-                                                  config.interference_window_ms, config.common.iters);
+    const Interference map =
+        trainer.interference(std::max<std::uint64_t>(elements, 1), config.interference_window_ms, config.common.iters);
     ob::SummaryRow row = base;
     row.mode = kInterferenceMode;
     row.config("msg_mb", sizeof(float) * static_cast<double>(map.elements) / (1 << 20));
     row.set_times(ob::max_across_ranks(map.gemm_overlap_ms, comm));
     const double gemm = ob::slowest_median(map.gemm_ms, comm), gemm_overlap = row.time_ms.p50;
-    const double alone = ob::slowest_median(map.comm_ms, comm), stretched = ob::slowest_median(map.comm_overlap_ms, comm);
+    const double alone = ob::slowest_median(map.comm_ms, comm),
+                 stretched = ob::slowest_median(map.comm_overlap_ms, comm);
     const double algbw = ob::algbw_GBps(trainer.wire_bytes(map.elements), alone);
-    row.set("gemm_ms", gemm).set("gemm_overlap_ms", gemm_overlap).set("compute_slowdown", gemm_overlap / gemm - 1)
-        .set("comm_ms", alone).set("comm_overlap_ms", stretched).set("comm_stretch", stretched / alone)
-        .set("algbw_GBps", algbw).set("busbw_GBps", ob::allreduce_busbw_GBps(algbw, ranks))
+    row.set("gemm_ms", gemm)
+        .set("gemm_overlap_ms", gemm_overlap)
+        .set("compute_slowdown", gemm_overlap / gemm - 1)
+        .set("comm_ms", alone)
+        .set("comm_overlap_ms", stretched)
+        .set("comm_stretch", stretched / alone)
+        .set("algbw_GBps", algbw)
+        .set("busbw_GBps", ob::allreduce_busbw_GBps(algbw, ranks))
         .set("covered", ob::total_across_ranks(map.covered ? 0 : 1, comm) == 0);
     result.rows.push_back(row);
   }
@@ -171,19 +177,32 @@ ob::SummaryRow base_row(const Config& config, const BucketPlan& plan, int ranks)
   base.chunks = config.chunks;
   base.iters = config.common.iters;
   const bool caps = config.chunks == 0 && config.plan_ends.empty();
-  base.config("hidden", config.hidden).config("layers", config.layers).config("batch", config.batch)
+  base.config("hidden", config.hidden)
+      .config("layers", config.layers)
+      .config("batch", config.batch)
       .config("bucket_mb", caps ? config.bucket_mb : std::nan(""))
       .config("first_bucket_mb", caps ? config.first_bucket_mb : std::nan(""))
-      .config("buckets", plan.buckets.size()).config("grad_mb", config.grad_mb()).config("tf32", config.tf32)
-      .config("comm_priority", name(config.comm_priority)).config("nccl_max_ctas", config.nccl_max_ctas)
-      .config("nccl_min_ctas", config.nccl_min_ctas).config("nccl_cta_policy", name(config.nccl_settings().cta_policy))
-      .config("transport", name(config.transport)).config("nodes", config.emulate_nodes)
+      .config("buckets", plan.buckets.size())
+      .config("grad_mb", config.grad_mb())
+      .config("tf32", config.tf32)
+      .config("comm_priority", name(config.comm_priority))
+      .config("nccl_max_ctas", config.nccl_max_ctas)
+      .config("nccl_min_ctas", config.nccl_min_ctas)
+      .config("nccl_cta_policy", name(config.nccl_settings().cta_policy))
+      .config("transport", name(config.transport))
+      .config("nodes", config.emulate_nodes)
       .config("comm_dtype", name(config.comm_dtype))
-      .config("accum_steps", config.accum_steps).config("graph", config.graph).config("sync", config.sync)
-      .config("gemm_sm_margin", config.gemm_sm_margin).config("prefetch", config.prefetch)
-      .config("plan", name(config.plan_mode)).config("clock", "cuda_event");
+      .config("accum_steps", config.accum_steps)
+      .config("graph", config.graph)
+      .config("sync", config.sync)
+      .config("gemm_sm_margin", config.gemm_sm_margin)
+      .config("prefetch", config.prefetch)
+      .config("plan", name(config.plan_mode))
+      .config("clock", "cuda_event");
   if (config.transformer()) {  // hidden is its width, layers its tensors, batch its tokens per rank
-    base.config("model", config.shape.name).config("seq", config.seq).config("micro_batch", config.micro_batch)
+    base.config("model", config.shape.name)
+        .config("seq", config.seq)
+        .config("micro_batch", config.micro_batch)
         .config("blocks", config.blocks > 0 ? config.blocks : config.shape.layers);
   }
   return base;
@@ -212,8 +231,8 @@ ob::SummaryRow mode_row(const Config& config, const ob::SummaryRow& base, const 
 // the same schedule with each task's fastest isolated communication, this strategy's or its reference's on NCCL's
 // own kernels (the row's reference: nccl, or sharded for sharded-ce).
 ob::OverlapInputs bound_inputs(const Config& config, Trainer& trainer, const BucketPlan& plan,
-                               const std::vector<ModeRun>& runs, const std::vector<ob::SummaryRow>& rows,
-                               MPI_Comm comm, ob::SteadyClock::time_point origin, std::ostream* progress) {
+                               const std::vector<ModeRun>& runs, const std::vector<ob::SummaryRow>& rows, MPI_Comm comm,
+                               ob::SteadyClock::time_point origin, std::ostream* progress) {
   ob::OverlapInputs inputs;
   inputs.compute_time_field = "backward_ms_p50";
   const ModeRun* compute = nullptr;
@@ -247,13 +266,18 @@ ob::OverlapInputs bound_inputs(const Config& config, Trainer& trainer, const Buc
 
 std::vector<ob::ConsoleColumn> console_columns(const Config& config) {
   if (config.mode == RunMode::kInterference) {
-    return {{"msg", "MiB", "msg_mb"},       {"gemm alone", "ms", "gemm_ms"},    {"slowdown", "", "compute_slowdown"},
+    return {{"msg", "MiB", "msg_mb"},        {"gemm alone", "ms", "gemm_ms"},  {"slowdown", "", "compute_slowdown"},
             {"comm alone", "ms", "comm_ms"}, {"stretch", "x", "comm_stretch"}, {"busbw", "GB/s", "busbw_GBps"},
             {"covered", "", "covered"}};
   }
-  return {{"buckets", "", "buckets"},     {"speedup", "x", "speedup"},          {"efficiency", "", "overlap_efficiency"},
-          {"hidden", "%", "overlap_pct"}, {"slowdown", "", "compute_slowdown"}, {"busbw", "GB/s", "busbw_GBps"},
-          {"predicted", "ms", "predicted_ms"}, {"#wrong", "", "wrong"}};
+  return {{"buckets", "", "buckets"},
+          {"speedup", "x", "speedup"},
+          {"efficiency", "", "overlap_efficiency"},
+          {"hidden", "%", "overlap_pct"},
+          {"slowdown", "", "compute_slowdown"},
+          {"busbw", "GB/s", "busbw_GBps"},
+          {"predicted", "ms", "predicted_ms"},
+          {"#wrong", "", "wrong"}};
 }
 
 PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob::SteadyClock::time_point origin,

@@ -17,7 +17,7 @@ namespace phase4 {
 struct PointResult {
   std::vector<ob::SummaryRow> rows;
   std::vector<ob::TimelineEvent> events;  // merged on rank 0
-  std::string failure;                    // first failed check ("" when all passed), the same on every rank
+  std::string failure;  // first failed check ("" when all passed), the same on every rank
 };
 
 // Steps run by seq and overlap from the same initial weights before their weights are compared.

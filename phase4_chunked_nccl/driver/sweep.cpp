@@ -35,7 +35,8 @@ namespace {
 // shuffled sweep of nccl and ce points (CTA policy zero) would otherwise make one anew at most points.
 class CommCache {
  public:
-  CommCache(int rank, int ranks, MPI_Comm comm, std::atomic<ncclComm_t>& live) : rank_(rank), ranks_(ranks), comm_(comm), live_(live) {}
+  CommCache(int rank, int ranks, MPI_Comm comm, std::atomic<ncclComm_t>& live)
+      : rank_(rank), ranks_(ranks), comm_(comm), live_(live) {}
   ~CommCache() { live_ = nullptr; }
   ncclComm_t get(const NcclSettings& settings) {
     auto found = std::find_if(comms_.begin(), comms_.end(),
@@ -83,8 +84,8 @@ ShardedCalibration sharded_step(const Config& config, const ModeRun& compute, co
   s.step_ms = medians(compute.step_ms, comm);
   s.gather_ms = medians(alone.gather_ms, comm);
   s.iteration_ms = ob::summarize(ob::max_across_ranks(compute.iter_ms, comm)).p50;
-  s.forward_rest_ms = std::max(0.0, ob::slowest_median(compute.forward_ms, comm) - ob::sum_ms(s.layer_ms) -
-                                        ob::sum_ms(s.update_ms));
+  s.forward_rest_ms =
+      std::max(0.0, ob::slowest_median(compute.forward_ms, comm) - ob::sum_ms(s.layer_ms) - ob::sum_ms(s.update_ms));
   const double gathers = ob::sum_ms(s.gather_ms);
   s.gather_stretch = gathers > 0 ? summed_medians(overlapped.gather_ms, comm) / gathers : 1.0;
   s.forward_slowdown = summed_medians(overlapped.layer_ms, comm) / ob::sum_ms(s.layer_ms) - 1;
@@ -105,7 +106,7 @@ void add_size(StrategyCalibration& strategy, const BucketPlan& plan, const ModeR
   }
   // The comm-only step's time beyond its buckets (a sharded strategy's: beyond its gathers too).
   const double alone_ms = ob::summarize(ob::max_across_ranks(alone.iter_ms, comm)).p50 -
-                          (alone.gather_ms.empty() ? 0.0 : summed_medians(alone.gather_ms, comm));
+      (alone.gather_ms.empty() ? 0.0 : summed_medians(alone.gather_ms, comm));
   strategy.bytes.push_back(largest * 4.0);
   strategy.comm_ms.push_back(ob::summarize(full).p50);
   strategy.gap_ms.push_back(std::max(0.0, alone_ms - busy) / plan.buckets.size());
@@ -118,7 +119,7 @@ void add_size(StrategyCalibration& strategy, const BucketPlan& plan, const ModeR
 // buckets run comm-only and overlapped; a size whose buckets, as the strategy runs them, are no larger than the last
 // one's (a sharded strategy's whole tensors) is not run again.
 Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, int ranks, MPI_Comm comm,
-                      ob::SteadyClock::time_point origin, CommCache& comms, std::ostream* progress) {
+                          ob::SteadyClock::time_point origin, CommCache& comms, std::ostream* progress) {
   Calibration calibration = describe_run(base.step_spec(), ranks, gpu);
   const auto sizes = calibration_sizes(base.model_spec());
   double best_iteration = 0;

@@ -23,9 +23,9 @@ namespace phase4 {
 struct SweepResult {
   std::vector<ob::SummaryRow> rows;
   std::vector<ob::TimelineEvent> events;  // every point's timeline, labelled with its point in a sweep
-  std::vector<std::string> order;         // the points' labels in the order they ran
-  std::string failure;                    // "<point label>: <first failed check>"
-  std::optional<Calibration> measured;    // the calibration measured first (--calibrate, or --plan auto without one)
+  std::vector<std::string> order;  // the points' labels in the order they ran
+  std::string failure;  // "<point label>: <first failed check>"
+  std::optional<Calibration> measured;  // the calibration measured first (--calibrate, or --plan auto without one)
 };
 
 // Every point of `points` (in that order) on this rank's GPU. `live_comm` always holds the communicator in use (for

@@ -27,8 +27,8 @@ std::string allowed_text() {
   std::string names;
   for (const auto& name : sweep_names()) names += (names.empty() ? "" : ", ") + name;
   return "NAME=V1,V2,... with NAME one of " + names +
-         " (whole numbers in each option's range; bucket-mb >= " + ob::format_number(kLeastBucketMb) +
-         "; sync: strategy names; plan: auto, caps, layer or a bucket cap; shape: HxLxB, hidden x layers x batch)";
+      " (whole numbers in each option's range; bucket-mb >= " + ob::format_number(kLeastBucketMb) +
+      "; sync: strategy names; plan: auto, caps, layer or a bucket cap; shape: HxLxB, hidden x layers x batch)";
 }
 
 }  // namespace
@@ -79,7 +79,7 @@ const std::vector<SweepParameter>& sweep_parameters() {
 std::optional<Shape> parse_shape(const std::string& text) {
   std::vector<std::string> parts;
   std::size_t start = 0;
-  for (std::size_t x = text.find('x'); ; x = text.find('x', start)) {
+  for (std::size_t x = text.find('x');; x = text.find('x', start)) {
     parts.push_back(text.substr(start, x == std::string::npos ? std::string::npos : x - start));
     if (x == std::string::npos) break;
     start = x + 1;

@@ -11,13 +11,12 @@
 
 namespace phase4 {
 
-
 struct SweepParameter {
   std::string name;  // the option's name without "--"
   enum Kind { kWhole, kNumber, kStrategy, kPlan, kShape } kind;
   double least, most;  // kWhole: the option's range; kNumber and kPlan's caps: (least, most]
-  std::string help;    // kWhole: the option's help ("" when add_options describes it itself)
-  int Config::*member = nullptr;                 // kWhole: the field it sets
+  std::string help;  // kWhole: the option's help ("" when add_options describes it itself)
+  int Config::*member = nullptr;  // kWhole: the field it sets
   void (*apply)(Config&, const std::string&) = nullptr;  // the others: how a point takes its value
   bool show_default = true;
 };

@@ -11,7 +11,8 @@ std::vector<std::pair<std::string, std::string>> transport_environment(Transport
     case Transport::kNvlink: return {};
     case Transport::kShm: return {{"NCCL_P2P_DISABLE", "1"}};
     case Transport::kSocket:
-      return {{"NCCL_P2P_DISABLE", "1"}, {"NCCL_SHM_DISABLE", "1"}, {"NCCL_NET", "Socket"}, {"NCCL_SOCKET_IFNAME", "lo"}};
+      return {
+          {"NCCL_P2P_DISABLE", "1"}, {"NCCL_SHM_DISABLE", "1"}, {"NCCL_NET", "Socket"}, {"NCCL_SOCKET_IFNAME", "lo"}};
   }
   return {};
 }

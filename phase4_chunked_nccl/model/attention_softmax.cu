@@ -106,8 +106,7 @@ void causal_softmax(float* p, std::size_t rows, int seq, cudaStream_t s) {
 
 void softmax_backward(const float* p, float* dp, std::size_t rows, int seq, float scale, cudaStream_t s) {
   by_row_length(seq, [&](auto items) {
-    softmax_backward_kernel<decltype(items)::value><<<static_cast<unsigned>(rows), kThreads, 0, s>>>(p, dp, seq,
-                                                                                                     scale);
+    softmax_backward_kernel<decltype(items)::value><<<static_cast<unsigned>(rows), kThreads, 0, s>>>(p, dp, seq, scale);
   });
   CUDA_CHECK_LAUNCH();
 }

@@ -218,8 +218,8 @@ void sum_slices(const float* in, std::size_t stride, int slices, float* out, std
   if (n % 4 || stride % 4 || reinterpret_cast<std::uintptr_t>(in) % 16 || reinterpret_cast<std::uintptr_t>(out) % 16) {
     throw std::invalid_argument("sum_slices: slices must be 16-byte aligned multiples of 4 elements");
   }
-  sum_slices_kernel<<<blocks_for(n / 4), kThreads, 0, stream>>>(reinterpret_cast<const float4*>(in), stride / 4,
-                                                                 slices, reinterpret_cast<float4*>(out), n / 4);
+  sum_slices_kernel<<<blocks_for(n / 4), kThreads, 0, stream>>>(reinterpret_cast<const float4*>(in), stride / 4, slices,
+                                                                reinterpret_cast<float4*>(out), n / 4);
   CUDA_CHECK_LAUNCH();
 }
 

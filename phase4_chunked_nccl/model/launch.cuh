@@ -13,7 +13,7 @@ inline int blocks_for(std::size_t n) {
   return static_cast<int>(blocks < 132 * 64 ? (blocks == 0 ? 1 : blocks) : 132 * 64);
 }
 
-#define GRID_STRIDE(i, n)                                                                    \
+#define GRID_STRIDE(i, n)                                                                        \
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < (n); \
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
 

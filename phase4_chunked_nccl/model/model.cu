@@ -1,45 +1,26 @@
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <map>
-#include <stdexcept>
 #include <string>
 #include <utility>
 
 #include "common/cuda/cublas_gemm.hpp"
 #include "common/nvtx.hpp"
 #include "phase4_chunked_nccl/model/kernels.cuh"
+#include "phase4_chunked_nccl/core/registry.hpp"
 #include "phase4_chunked_nccl/model/model.hpp"
 
 namespace phase4 {
 
-namespace {
-
-std::map<std::string, ModelFactory>& families() {
-  static std::map<std::string, ModelFactory> table;  // made on first use: registrations run at static initialisation
-  return table;
-}
-
-}  // namespace
+using Families = Registry<ModelFactory>;
 
 RegisterModel::RegisterModel(const std::string& family, ModelFactory make) {
-  if (!families().emplace(family, make).second) {
-    std::fprintf(stderr, "phase4: two model families are called '%s'\n", family.c_str());
-    std::abort();
-  }
+  Families::add("model families", family, make);
 }
 
-std::vector<std::string> model_families() {
-  std::vector<std::string> names;
-  for (const auto& family : families()) names.push_back(family.first);
-  return names;
-}
+std::vector<std::string> model_families() { return Families::names(); }
 
 std::unique_ptr<Model> make_model(const ModelSpec& spec, int rank, cublasHandle_t cublas, float* grads,
                                   float* weights) {
-  const auto found = families().find(spec.family);
-  if (found == families().end()) throw std::invalid_argument("no model family '" + spec.family + "' in this build");
-  return found->second(spec, rank, cublas, grads, weights);
+  return Families::get("model family", spec.family)(spec, rank, cublas, grads, weights);
 }
 
 namespace {
@@ -48,8 +29,8 @@ const RegisterModel kMlp(kMlpFamily, made_model<Mlp>);
 
 Mlp::Mlp(const ModelSpec& spec, int rank, cublasHandle_t cublas, float* grads, float* weights)
     : Model(static_cast<std::size_t>(spec.layers) * spec.hidden * spec.hidden, grads, weights), tf32_(spec.tf32),
-      hidden_(spec.hidden), layers_(spec.layers), batch_(spec.batch), micro_steps_(spec.accum_steps),
-      cublas_(cublas), weight_seed_(spec.seed) {
+      hidden_(spec.hidden), layers_(spec.layers), batch_(spec.batch), micro_steps_(spec.accum_steps), cublas_(cublas),
+      weight_seed_(spec.seed) {
   const std::size_t w = elements();
   const std::size_t act = batch_elements(), data = act * micro_steps_;
   inputs_ = ob::DeviceBuffer<float>(data);
@@ -95,8 +76,8 @@ void Mlp::backward_step(int step, bool accumulate, cudaStream_t stream) {
   ob::cublas_gemm(cublas_, tf32_, {hidden_, hidden_, batch_, true, false}, activation(l - 1), dz_.get(),
                   slot(grads(), step), stream, accumulate ? 1.0f : 0.0f);
   if (l == 1) return;
-  ob::cublas_gemm(cublas_, tf32_, {batch_, hidden_, hidden_, false, true}, dz_.get(), slot(weights(), step),
-                  da_.get(), stream);
+  ob::cublas_gemm(cublas_, tf32_, {batch_, hidden_, hidden_, false, true}, dz_.get(), slot(weights(), step), da_.get(),
+                  stream);
   relu_backward(da_.get(), activation(l - 1), batch_elements(), stream);
   std::swap(dz_, da_);
 }

@@ -57,9 +57,7 @@ void TransformerModel::backward_step(int s, bool accumulate, cudaStream_t stream
   const float beta = accumulate ? 1.0f : 0.0f;
   const std::size_t T = tokens_;
   switch (step.part) {
-    case Part::kLmHead:
-      linear_backward(s, nf_.get(), logits_.get(), dn_.get(), accumulate, 0.0f, stream);
-      return;
+    case Part::kLmHead: linear_backward(s, nf_.get(), logits_.get(), dn_.get(), accumulate, 0.0f, stream); return;
     case Part::kFinalNorm: {
       if (lm_head_ < 0) {  // the tied head's GEMMs: dE (+)= dlogitsᵀ · nf, dnf = dlogits · E
         gemm(vocab_, h_, tokens_, true, false, logits_.get(), nf_.get(), grad(embed_tokens_), stream, beta);
@@ -75,15 +73,15 @@ void TransformerModel::backward_step(int s, bool accumulate, cudaStream_t stream
       return;
     case Part::kEmbedTokens: {
       if (lm_head_ >= 0 && !accumulate) {
-        CUDA_CHECK(cudaMemsetAsync(grad(s), 0, static_cast<std::size_t>(tensors_[s].elements()) * sizeof(float), stream));
+        CUDA_CHECK(
+            cudaMemsetAsync(grad(s), 0, static_cast<std::size_t>(tensors_[s].elements()) * sizeof(float), stream));
       }
       const int first = unique_begin_[micro_];
       embed_backward(unique_tokens_.get() + first, starts_.get() + first + micro_, order_.get() + micro_ * T,
                      unique_count_[micro_], dx_.get(), grad(s), h_, stream);
       return;
     }
-    default:
-      backward_block(step, s, accumulate, stream);
+    default: backward_block(step, s, accumulate, stream);
   }
 }
 
@@ -134,8 +132,7 @@ void TransformerModel::backward_block(const Step& step, int s, bool accumulate, 
       norm_backward(dn_.get(), x, weight(s), stats1_.get() + at * rows(2), dxm_.get(), dx_.get(), T, h_, rms_, stream);
       return norm_weight_grad(dn_.get(), x, stats1_.get() + at * rows(2), grad(s), T, h_, rms_, beta, partials_.get(),
                               stream);
-    default:
-      throw std::logic_error("TransformerModel: step " + tensors_[s].name + " is not a block's");
+    default: throw std::logic_error("TransformerModel: step " + tensors_[s].name + " is not a block's");
   }
 }
 

@@ -9,9 +9,8 @@
 namespace phase4 {
 namespace {
 
-constexpr int kRowChunk = 64;        // rows a column reduction's partial sum covers
+constexpr int kRowChunk = 64;  // rows a column reduction's partial sum covers
 constexpr float kNormEpsilon = 1e-5f;  // nn.LayerNorm's default, and torch_transformer.RMSNorm's
-
 
 __global__ void embed_lookup_kernel(const int* tokens, const float* table, float* out, std::size_t rows, int h) {
   GRID_STRIDE(i, rows * h) out[i] = table[static_cast<std::size_t>(tokens[i / h]) * h + i % h];
@@ -116,8 +115,8 @@ __global__ void finish_columns_kernel(const float* partials, int chunks, int wid
   }
 }
 
-void reduce_columns(const float* dy, const float* x, const float* stats, std::size_t rows, int h, int width,
-                    float* out, float beta, float* partials, cudaStream_t s) {
+void reduce_columns(const float* dy, const float* x, const float* stats, std::size_t rows, int h, int width, float* out,
+                    float beta, float* partials, cudaStream_t s) {
   const int chunks = static_cast<int>((rows + kRowChunk - 1) / kRowChunk);
   const dim3 grid((width + kThreads - 1) / kThreads, chunks);
   column_partials_kernel<<<grid, kThreads, 0, s>>>(dy, x, stats, rows, h, width, partials);
@@ -243,8 +242,7 @@ void norm_weight_grad(const float* dy, const float* x, const float* stats, float
   reduce_columns(dy, x, stats, rows, h, rms ? h : 2 * h, dw, beta, partials, s);
 }
 
-void column_sums(const float* dy, float* out, std::size_t rows, int cols, float beta, float* partials,
-                 cudaStream_t s) {
+void column_sums(const float* dy, float* out, std::size_t rows, int cols, float beta, float* partials, cudaStream_t s) {
   reduce_columns(dy, nullptr, nullptr, rows, cols, cols, out, beta, partials, s);
 }
 

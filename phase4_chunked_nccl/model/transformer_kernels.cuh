@@ -21,8 +21,8 @@ void add_positions(const float* positions, int seq, int n_positions, float* out,
 void embed_backward(const int* unique_tokens, const int* starts, const int* order, int uniques, const float* dx,
                     float* dtable, int h, cudaStream_t stream);
 // dpositions[p] = beta * dpositions[p] + the sum of dx's rows t with (t % seq) % n_positions == p, in token order.
-void positions_backward(const float* dx, float* dpositions, std::size_t rows, int seq, int n_positions, int h, float beta,
-                        cudaStream_t stream);
+void positions_backward(const float* dx, float* dpositions, std::size_t rows, int seq, int n_positions, int h,
+                        float beta, cudaStream_t stream);
 
 // y = norm(x) per row, with w the norm's tensor (RMSNorm: its weight; LayerNorm: weight then bias); stats gets each
 // row's mean and 1/std (RMSNorm: 0 and 1/rms).

@@ -27,12 +27,14 @@ std::string base_name(const ParamTensor& t, bool* bias) {
 
 TransformerModel::Part part_of(const std::string& name) {
   using Part = TransformerModel::Part;
+  // clang-format off
   static const std::vector<std::pair<std::string, Part>> parts = {
       {"lm_head", Part::kLmHead}, {"final_norm", Part::kFinalNorm}, {"embed_positions", Part::kEmbedPositions},
       {"embed_tokens", Part::kEmbedTokens}, {"embed_tokens (tied lm_head)", Part::kEmbedTokens},
       {"norm1", Part::kNorm1}, {"attn.q", Part::kQ}, {"attn.k", Part::kK}, {"attn.v", Part::kV}, {"attn.o", Part::kO},
       {"norm2", Part::kNorm2}, {"mlp.gate", Part::kGate}, {"mlp.up", Part::kUp}, {"mlp.down", Part::kDown},
       {"mlp.fc", Part::kFc}, {"mlp.proj", Part::kProj}};
+  // clang-format on
   for (const auto& [known, part] : parts) {
     if (known == name) return part;
   }
@@ -48,20 +50,17 @@ std::uint64_t mix(std::uint64_t z) {
 }
 
 const RegisterModel kTransformer(kTransformerFamily, made_model<TransformerModel>);
-
 }  // namespace
 
 TransformerModel::TransformerModel(const ModelSpec& spec, int rank, cublasHandle_t cublas, float* grads, float* weights)
     : Model(spec.layout().elements(), grads, weights), shape_(spec.shape),
-      tensors_(parameter_tensors(spec.shape, spec.blocks)), layout_(spec.layout()), cublas_(cublas),
-      tf32_(spec.tf32), rms_(spec.shape.norm == NormKind::kRmsNorm), swiglu_(spec.shape.mlp == MlpKind::kSwiGlu),
-      seq_(spec.seq), micro_batch_(spec.micro_batch), micro_steps_(spec.accum_steps),
-      tokens_(spec.seq * spec.micro_batch), h_(spec.shape.hidden),
-      qd_(spec.shape.heads * spec.shape.head_dim), kvd_(spec.shape.kv_heads * spec.shape.head_dim),
-      inter_(spec.shape.intermediate), heads_(spec.shape.heads), kv_heads_(spec.shape.kv_heads),
-      d_(spec.shape.head_dim), vocab_(static_cast<int>(spec.shape.vocab)),
-      kept_(spec.blocks > 0 && spec.blocks < spec.shape.layers ? spec.blocks : spec.shape.layers),
-      seed_(spec.seed) {
+      tensors_(parameter_tensors(spec.shape, spec.blocks)), layout_(spec.layout()), cublas_(cublas), tf32_(spec.tf32),
+      rms_(spec.shape.norm == NormKind::kRmsNorm), swiglu_(spec.shape.mlp == MlpKind::kSwiGlu), seq_(spec.seq),
+      micro_batch_(spec.micro_batch), micro_steps_(spec.accum_steps), tokens_(spec.seq * spec.micro_batch),
+      h_(spec.shape.hidden), qd_(spec.shape.heads * spec.shape.head_dim),
+      kvd_(spec.shape.kv_heads * spec.shape.head_dim), inter_(spec.shape.intermediate), heads_(spec.shape.heads),
+      kv_heads_(spec.shape.kv_heads), d_(spec.shape.head_dim), vocab_(static_cast<int>(spec.shape.vocab)),
+      kept_(spec.blocks > 0 && spec.blocks < spec.shape.layers ? spec.blocks : spec.shape.layers), seed_(spec.seed) {
   index_tensors();
   allocate();
   make_tokens(rank);
@@ -78,8 +77,10 @@ void TransformerModel::index_tensors() {
     const int block = tensors_[i].block;
     steps_.push_back({part, block, bias});
     if (block < 0) {
-      int& slot = part == Part::kLmHead ? lm_head_ : part == Part::kFinalNorm ? final_norm_
-                  : part == Part::kEmbedPositions ? embed_positions_ : embed_tokens_;
+      int& slot = part == Part::kLmHead   ? lm_head_
+          : part == Part::kFinalNorm      ? final_norm_
+          : part == Part::kEmbedPositions ? embed_positions_
+                                          : embed_tokens_;
       slot = i;
       continue;
     }
@@ -92,9 +93,11 @@ void TransformerModel::index_tensors() {
       case Part::kK: set(b.k, b.k_bias); break;
       case Part::kV: set(b.v, b.v_bias); break;
       case Part::kO: set(b.o, b.o_bias); break;
-      case Part::kGate: case Part::kFc: set(b.m1, b.m1_bias); break;
+      case Part::kGate:
+      case Part::kFc: set(b.m1, b.m1_bias); break;
       case Part::kUp: set(b.m2, b.m2_bias); break;
-      case Part::kDown: case Part::kProj: set(b.down, b.down_bias); break;
+      case Part::kDown:
+      case Part::kProj: set(b.down, b.down_bias); break;
       default: throw std::logic_error("TransformerModel: a block holds " + tensors_[i].name);
     }
   }

@@ -35,13 +35,28 @@ class TransformerModel : public Model {
   // The last forward's loss: its tokens' cross-entropy summed over the K x tokens of a step, after `stream`'s work.
   double loss(cudaStream_t stream) const;
 
-  enum class Part { kLmHead, kFinalNorm, kEmbedPositions, kEmbedTokens, kNorm1, kQ, kK, kV, kO, kNorm2, kGate, kUp,
-                    kDown, kFc, kProj };
+  enum class Part {
+    kLmHead,
+    kFinalNorm,
+    kEmbedPositions,
+    kEmbedTokens,
+    kNorm1,
+    kQ,
+    kK,
+    kV,
+    kO,
+    kNorm2,
+    kGate,
+    kUp,
+    kDown,
+    kFc,
+    kProj
+  };
 
  private:
   struct Step {
     Part part;
-    int block = -1;     // -1 outside the blocks
+    int block = -1;  // -1 outside the blocks
     bool bias = false;  // the matrix's bias, not the matrix
   };
   // Per block, the backward step (tensor index) of each of its tensors (-1: absent).
@@ -57,9 +72,9 @@ class TransformerModel : public Model {
     int expected = 1;
   };
 
-  void index_tensors();          // steps_, blocks_ and the tensors outside the blocks, from tensors_
-  void allocate();               // the activations and the backward's work buffers
-  void make_tokens(int rank);    // this rank's tokens and targets, and their grouping for the embedding's backward
+  void index_tensors();  // steps_, blocks_ and the tensors outside the blocks, from tensors_
+  void allocate();  // the activations and the backward's work buffers
+  void make_tokens(int rank);  // this rank's tokens and targets, and their grouping for the embedding's backward
   void run_layer(ForwardPass& pass, int tensor, const char* what, const std::function<void()>& work);
   void forward_block(int block, ForwardPass& pass, cudaStream_t stream);
   float* weight(int tensor) const { return weights() + layout_.begin(tensor); }

@@ -33,8 +33,8 @@ constexpr double kLargestCalibrated = 1e15;
 void require_positive(const std::vector<double>& values, const std::string& key, const std::string& source) {
   for (double v : values) {
     if (!(std::isfinite(v) && v > 0 && v <= kLargestCalibrated)) {
-      throw ob::UsageError("--calibration: '" + source + "' is invalid: '" + key + "' holds a value that is not in (0, " +
-                           ob::format_number(kLargestCalibrated) + "]");
+      throw ob::UsageError("--calibration: '" + source + "' is invalid: '" + key +
+                           "' holds a value that is not in (0, " + ob::format_number(kLargestCalibrated) + "]");
     }
   }
 }
@@ -63,7 +63,8 @@ ShardedCalibration sharded_from_json(const nlohmann::json& json, const std::stri
       if (!(v >= 0 && v <= kLargestCalibrated)) throw invalid("update_ms, gather_ms and forward_rest_ms must be >= 0");
     }
   }
-  if (!(s.forward_slowdown > -1 && s.forward_slowdown <= kLargestCalibrated)) throw invalid("forward_slowdown must be > -1");
+  if (!(s.forward_slowdown > -1 && s.forward_slowdown <= kLargestCalibrated))
+    throw invalid("forward_slowdown must be > -1");
   if (s.layer_ms.empty() || s.update_ms.size() != s.layer_ms.size() || s.gather_ms.size() != s.layer_ms.size()) {
     throw invalid("layer_ms, update_ms and gather_ms need one time per layer each");
   }
@@ -71,7 +72,8 @@ ShardedCalibration sharded_from_json(const nlohmann::json& json, const std::stri
 }
 
 // One entry of a calibration's 'strategies' (`where` names it in messages).
-StrategyCalibration strategy_from_json(const nlohmann::json& entry, const std::string& where, const std::string& source) {
+StrategyCalibration strategy_from_json(const nlohmann::json& entry, const std::string& where,
+                                       const std::string& source) {
   const auto invalid = [&](const std::string& what) {
     return ob::UsageError("--calibration: '" + source + "' is invalid: " + what);
   };
@@ -84,7 +86,7 @@ StrategyCalibration strategy_from_json(const nlohmann::json& entry, const std::s
   s.stretch = field<std::vector<double>>(entry, "stretch", where, source);
   // Calibrations made before gap_ms was measured hold none: no gap.
   s.gap_ms = entry.contains("gap_ms") ? field<std::vector<double>>(entry, "gap_ms", where, source)
-                                        : std::vector<double>(s.bytes.size(), 0.0);
+                                      : std::vector<double>(s.bytes.size(), 0.0);
   s.slowdown = field<std::vector<double>>(entry, "slowdown", where, source);
   const std::size_t n = s.bytes.size();
   if (n == 0 || s.comm_ms.size() != n || s.gap_ms.size() != n || s.stretch.size() != n || s.slowdown.size() != n ||
@@ -124,29 +126,43 @@ const StrategyCalibration* Calibration::strategy(const std::string& sync) const 
 nlohmann::json Calibration::to_json() const {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& s : strategies) {
-    list.push_back({{"sync", s.sync}, {"bytes", s.bytes}, {"comm_ms", s.comm_ms}, {"gap_ms", s.gap_ms}, {"stretch", s.stretch},
+    list.push_back({{"sync", s.sync},
+                    {"bytes", s.bytes},
+                    {"comm_ms", s.comm_ms},
+                    {"gap_ms", s.gap_ms},
+                    {"stretch", s.stretch},
                     {"slowdown", s.slowdown}});
     if (s.sharded.empty()) continue;
     const ShardedCalibration& h = s.sharded;
-    list.back()["sharded"] = {{"prefetch", h.prefetch}, {"forward_rest_ms", h.forward_rest_ms},
-                              {"iteration_ms", h.iteration_ms}, {"gather_stretch", h.gather_stretch},
-                              {"forward_slowdown", h.forward_slowdown}, {"layer_ms", h.layer_ms},
-                              {"update_ms", h.update_ms}, {"gather_ms", h.gather_ms}, {"step_ms", h.step_ms}};
+    list.back()["sharded"] = {{"prefetch", h.prefetch},
+                              {"forward_rest_ms", h.forward_rest_ms},
+                              {"iteration_ms", h.iteration_ms},
+                              {"gather_stretch", h.gather_stretch},
+                              {"forward_slowdown", h.forward_slowdown},
+                              {"layer_ms", h.layer_ms},
+                              {"update_ms", h.update_ms},
+                              {"gather_ms", h.gather_ms},
+                              {"step_ms", h.step_ms}};
   }
-  nlohmann::json out = {{"kind", "overlap-bench phase4 calibration"},
-          {"schema_version", 1},
-          {"commit", commit},
-          {"host", host},
-          {"date_utc", date_utc},
-          {"gpu", gpu},
-          {"ranks", ranks},
-          {"model",
-           {{"hidden", hidden}, {"layers", layers}, {"batch", batch}, {"tf32", tf32}, {"comm_dtype", comm_dtype},
-            {"accum_steps", accum_steps}, {"graph", graph}}},
-          {"compute",
-           {{"forward_ms", forward_ms}, {"update_ms", update_ms}, {"iteration_ms", iteration_ms},
-            {"step_ms", step_ms}}},
-          {"strategies", list}};
+  nlohmann::json out = {
+      {"kind", "overlap-bench phase4 calibration"},
+      {"schema_version", 1},
+      {"commit", commit},
+      {"host", host},
+      {"date_utc", date_utc},
+      {"gpu", gpu},
+      {"ranks", ranks},
+      {"model",
+       {{"hidden", hidden},
+        {"layers", layers},
+        {"batch", batch},
+        {"tf32", tf32},
+        {"comm_dtype", comm_dtype},
+        {"accum_steps", accum_steps},
+        {"graph", graph}}},
+      {"compute",
+       {{"forward_ms", forward_ms}, {"update_ms", update_ms}, {"iteration_ms", iteration_ms}, {"step_ms", step_ms}}},
+      {"strategies", list}};
   if (!model.empty()) {  // a transformer's (--model): its name and each backward step's gradient
     out["model"]["name"] = model;
     out["model"]["step_elements"] = step_elements;
@@ -188,20 +204,26 @@ Calibration Calibration::from_json(const nlohmann::json& json, const std::string
   c.update_ms = field<double>(compute, "update_ms", "compute.", source);
   c.iteration_ms = field<double>(compute, "iteration_ms", "compute.", source);
   c.step_ms = field<std::vector<double>>(compute, "step_ms", "compute.", source);
-  for (const auto& [key, value] : {std::pair{"model.hidden", c.hidden}, {"model.layers", c.layers},
-                                    {"model.batch", c.batch}, {"model.accum_steps", c.accum_steps}, {"ranks", c.ranks}}) {
+  for (const auto& [key, value] : {std::pair{"model.hidden", c.hidden},
+                                   {"model.layers", c.layers},
+                                   {"model.batch", c.batch},
+                                   {"model.accum_steps", c.accum_steps},
+                                   {"ranks", c.ranks}}) {
     if (value < 1) throw invalid(std::string(key) + " must be >= 1 (it is " + std::to_string(value) + ")");
   }
   if (static_cast<int>(c.step_ms.size()) != c.layers) throw invalid("compute.step_ms needs one time per layer");
   if (!c.step_elements.empty()) {
-    if (static_cast<int>(c.step_elements.size()) != c.layers) throw invalid("model.step_elements needs one size per layer");
+    if (static_cast<int>(c.step_elements.size()) != c.layers)
+      throw invalid("model.step_elements needs one size per layer");
     for (const auto n : c.step_elements) {
-      if (n < 1 || n > static_cast<std::uint64_t>(kLargestCalibrated)) throw invalid("model.step_elements must be >= 1");
+      if (n < 1 || n > static_cast<std::uint64_t>(kLargestCalibrated))
+        throw invalid("model.step_elements must be >= 1");
     }
   }
   require_positive(c.step_ms, "compute.step_ms", source);
-  for (const auto& [key, value] : {std::pair{"compute.forward_ms", c.forward_ms}, {"compute.update_ms", c.update_ms},
-                                    {"compute.iteration_ms", c.iteration_ms}}) {
+  for (const auto& [key, value] : {std::pair{"compute.forward_ms", c.forward_ms},
+                                   {"compute.update_ms", c.update_ms},
+                                   {"compute.iteration_ms", c.iteration_ms}}) {
     if (!(value >= 0 && value <= kLargestCalibrated)) throw invalid(std::string(key) + " must be a finite time >= 0");
   }
   const auto list = field<nlohmann::json>(json, "strategies", "", source);
@@ -254,9 +276,9 @@ std::string Calibration::negative_slowdown() const {
     for (std::size_t i = 0; i < s.slowdown.size(); ++i) {
       if (s.slowdown[i] >= -kSlowdownNoise) continue;
       return "--sync " + s.sync + "'s slowdown is " + ob::format_number(s.slowdown[i], 3) + " at " +
-             ob::format_number(s.bytes[i] / (1 << 20), 4) + " MiB buckets, below -" +
-             ob::format_number(kSlowdownNoise) + ": its overlapped backward ran faster than its compute-only run, so the predictions from it are too low " +
-             "(calibrations before 2e5ca33 divided by another plan's compute-only run; measure it again)";
+          ob::format_number(s.bytes[i] / (1 << 20), 4) + " MiB buckets, below -" + ob::format_number(kSlowdownNoise) +
+          ": its overlapped backward ran faster than its compute-only run, so the predictions from it are too low " +
+          "(calibrations before 2e5ca33 divided by another plan's compute-only run; measure it again)";
     }
   }
   return "";

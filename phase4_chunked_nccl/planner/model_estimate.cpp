@@ -10,8 +10,10 @@ namespace phase4 {
 
 GemmRates gemm_rates(const Calibration& c) {
   if (!c.step_elements.empty()) {
-    throw ob::UsageError("--calibration: a model's estimate needs a calibration of the square-layer model (this one "
-                         "measured " + c.model + "; predict it without --model)");
+    throw ob::UsageError(
+        "--calibration: a model's estimate needs a calibration of the square-layer model (this one "
+        "measured " +
+        c.model + "; predict it without --model)");
   }
   if (c.accum_steps != 1) {
     throw ob::UsageError("--calibration: a model's estimate needs a calibration made with --accum-steps 1 (this one: " +
@@ -45,8 +47,9 @@ Calibration estimate_model(const Calibration& c, const ModelWork& work) {
                                     [](const StrategyCalibration& s) { return !s.sharded.empty(); }),
                      e.strategies.end());
   if (e.strategies.empty()) {
-    throw ob::UsageError("--model: the calibration holds sharded strategies only, whose step is not estimated for "
-                         "another model: calibrate an all-reduce one too (--plan-syncs nccl,...)");
+    throw ob::UsageError(
+        "--model: the calibration holds sharded strategies only, whose step is not estimated for "
+        "another model: calibrate an all-reduce one too (--plan-syncs nccl,...)");
   }
   for (StrategyCalibration& s : e.strategies) {
     const std::size_t n = s.bytes.size();

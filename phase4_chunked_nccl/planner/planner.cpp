@@ -113,7 +113,7 @@ struct Model {
   double bucket_ms(double bytes, bool last) const {
     const double stretch = strategy.stretch_at(bytes);
     return isolated_ms(bytes) + ((last ? std::max(1.0, stretch) : stretch) - 1) * strategy.comm_ms_at(bytes) +
-           strategy.gap_ms_at(bytes);
+        strategy.gap_ms_at(bytes);
   }
   // Pieces per backward step for the programme: a sharded strategy's buckets hold whole tensors.
   int pieces() const { return sharded.empty() ? pieces_per_layer(layout.steps()) : 1; }
@@ -280,8 +280,8 @@ double best_ddp_cap(const Calibration& c, const Target& target, double* best_ms,
   auto step_ms = [&](double cap) { return predict(c, s, plan_like_ddp(layout, cap), target).step_ms; };
   double best_cap = 25;  // DDP's default, or the least candidate of at least min_cap_mb above it (else the largest)
   if (min_cap_mb > best_cap) {
-    const auto above = std::find_if(kCandidateCapsMb.begin(), kCandidateCapsMb.end(),
-                                    [&](double cap) { return cap >= min_cap_mb; });
+    const auto above =
+        std::find_if(kCandidateCapsMb.begin(), kCandidateCapsMb.end(), [&](double cap) { return cap >= min_cap_mb; });
     best_cap = above == kCandidateCapsMb.end() ? kCandidateCapsMb.back() : *above;
   }
   *best_ms = step_ms(best_cap);

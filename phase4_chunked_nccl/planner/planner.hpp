@@ -122,7 +122,7 @@ using CommTime = std::function<double(double bytes)>;
 
 struct Prediction {
   double step_ms = 0;
-  double slowdown = 0;        // sigma_plan
+  double slowdown = 0;  // sigma_plan
   bool extrapolated = false;  // a bucket outside the calibrated sizes
 };
 

@@ -12,7 +12,8 @@ class AllReduceSchedule final : public Schedule {
 
   void step(ob::Mode mode, const BucketPlan& plan, StepMarks& m) override {
     if (mode == ob::Mode::kComm) return communicate_only(plan, m, {});
-    train(mode, plan, m, [] { return Model::LayerHook(); }, [this] { update(); });
+    train(
+        mode, plan, m, [] { return Model::LayerHook(); }, [this] { update(); });
   }
 
   // The forward, the backward pipeline of the steps and the buckets, the update after the last bucket.

@@ -1,43 +1,24 @@
 #include "phase4_chunked_nccl/schedule/schedule.hpp"
 
-#include <cstdio>
-#include <cstdlib>
-#include <map>
-#include <stdexcept>
 #include <string>
 
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/event_timer.hpp"
 #include "common/nvtx.hpp"
+#include "phase4_chunked_nccl/core/registry.hpp"
 
 namespace phase4 {
 
-namespace {
-
-std::map<std::string, ScheduleFactory>& schedules() {
-  static std::map<std::string, ScheduleFactory> table;  // made on first use: registrations run at static initialisation
-  return table;
-}
-
-}  // namespace
+using Schedules = Registry<ScheduleFactory>;
 
 RegisterSchedule::RegisterSchedule(const std::string& name, ScheduleFactory make) {
-  if (!schedules().emplace(name, make).second) {
-    std::fprintf(stderr, "phase4: two schedules are called '%s'\n", name.c_str());
-    std::abort();
-  }
+  Schedules::add("schedules", name, make);
 }
 
-std::vector<std::string> schedule_names() {
-  std::vector<std::string> names;
-  for (const auto& schedule : schedules()) names.push_back(schedule.first);
-  return names;
-}
+std::vector<std::string> schedule_names() { return Schedules::names(); }
 
 std::unique_ptr<Schedule> make_schedule(const std::string& name, const StepResources& resources, GradientSync& sync) {
-  const auto found = schedules().find(name);
-  if (found == schedules().end()) throw std::invalid_argument("no schedule '" + name + "' in this build");
-  return found->second(resources, sync);
+  return Schedules::get("schedule", name)(resources, sync);
 }
 
 StepMarks::StepMarks(ob::EventLog* event_log, int layers, const BucketPlan& plan)
@@ -59,7 +40,8 @@ void Schedule::run(ob::Mode mode, const BucketPlan& plan, StepMarks& marks) {
 }
 
 void Schedule::train(ob::Mode mode, const BucketPlan& plan, StepMarks& m,
-                     const std::function<Model::LayerHook()>& before_forward, const std::function<void()>& update_step) {
+                     const std::function<Model::LayerHook()>& before_forward,
+                     const std::function<void()>& update_step) {
   m.start = m.mark(r_.compute);
   accumulate();
   const Model::LayerHook before = before_forward();

@@ -33,11 +33,11 @@ namespace phase4 {
 struct StepMarks {
   ob::EventLog* log = nullptr;
   int start = -1, forward_end = -1, update_start = -1, end = -1;
-  std::vector<int> step_begin, step_end;      // per backward step, compute stream
+  std::vector<int> step_begin, step_end;  // per backward step, compute stream
   std::vector<int> bucket_begin, bucket_end;  // per bucket, comm stream
   std::vector<int> gather_begin, gather_end;  // per forward layer, comm stream (the sharded schedule)
-  std::vector<int> layer_begin, layer_end;    // per forward layer, compute stream (begin: after the work and the
-                                              // waits enqueued before it)
+  std::vector<int> layer_begin, layer_end;  // per forward layer, compute stream (begin: after the work and the
+      // waits enqueued before it)
   std::vector<int> update_begin, update_end;  // per forward layer: its deferred update (the sharded schedule)
   // Per bucket, the host clock around the strategy's communicate(): how long enqueuing it held the host thread
   // (a collective that blocks the host delays the compute launched after it). Only with a log.
@@ -61,12 +61,12 @@ struct StepResources {
 // communication's tasks (comm-only run), and the two runs' step times.
 struct MeasuredParts {
   double forward_ms = 0, update_ms = 0;  // the forward (from the step's start), the update
-  std::vector<double> backward_ms;       // per backward step
-  std::vector<double> layer_ms;          // per forward layer
-  std::vector<double> layer_update_ms;   // per forward layer: its deferred update (the sharded schedule; empty: none)
-  std::vector<double> bucket_ms;         // per bucket
-  std::vector<double> gather_ms;         // per forward layer (the sharded schedule)
-  std::vector<int> ready_after;          // per bucket: the backward step completing it
+  std::vector<double> backward_ms;  // per backward step
+  std::vector<double> layer_ms;  // per forward layer
+  std::vector<double> layer_update_ms;  // per forward layer: its deferred update (the sharded schedule; empty: none)
+  std::vector<double> bucket_ms;  // per bucket
+  std::vector<double> gather_ms;  // per forward layer (the sharded schedule)
+  std::vector<int> ready_after;  // per bucket: the backward step completing it
   double t_comp = 0, t_comm = 0;
 };
 
@@ -94,8 +94,8 @@ class Schedule {
   // forward waits for; it returns the hook run before each forward layer), the forward, the backward (overlapped:
   // each bucket handed over as its step completes), seq's buckets after it, and `update_step()` once the last bucket
   // is done; every part marked in `m`.
-  void train(ob::Mode mode, const BucketPlan& plan, StepMarks& m, const std::function<Model::LayerHook()>& before_forward,
-             const std::function<void()>& update_step);
+  void train(ob::Mode mode, const BucketPlan& plan, StepMarks& m,
+             const std::function<Model::LayerHook()>& before_forward, const std::function<void()>& update_step);
   // The comm-only step: every bucket synchronised on the comm stream, then `more` (more collectives, or nothing).
   void communicate_only(const BucketPlan& plan, StepMarks& m, const std::function<void()>& more);
   // Micro-steps 1..K-1 of --accum-steps K: forward and backward, gradients accumulating.

@@ -27,7 +27,8 @@ ShardedSync& sharded(GradientSync& sync) {
 
 class ShardedSchedule final : public Schedule {
  public:
-  ShardedSchedule(const StepResources& resources, GradientSync& sync) : Schedule(resources, sync), shards_(sharded(sync)) {}
+  ShardedSchedule(const StepResources& resources, GradientSync& sync)
+      : Schedule(resources, sync), shards_(sharded(sync)) {}
 
   void step(ob::Mode mode, const BucketPlan& plan, StepMarks& m) override {
     if (mode == ob::Mode::kComm) {
@@ -35,13 +36,15 @@ class ShardedSchedule final : public Schedule {
         for (int layer = 1; layer <= r_.spec.model.layers; ++layer) gather(layer, m);
       });
     }
-    train(mode, plan, m, [&] { return gathers_before_forward(mode, m); }, [&] {
-      if (mode == ob::Mode::kOverlap) {
-        shards_.defer_update(r_.update_scale);  // into the next step's forward
-      } else {
-        update();
-      }
-    });
+    train(
+        mode, plan, m, [&] { return gathers_before_forward(mode, m); },
+        [&] {
+          if (mode == ob::Mode::kOverlap) {
+            shards_.defer_update(r_.update_scale);  // into the next step's forward
+          } else {
+            update();
+          }
+        });
   }
 
   // Updates and gathers inside the forward (sharded_bound.hpp): the compute-only step is the overlapped one, so its

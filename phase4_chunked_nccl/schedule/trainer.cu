@@ -30,10 +30,9 @@ StepTimes resolve(const StepMarks& m, const std::function<double(int)>& at) {
     for (int index : indices) times.push_back(one(index));
     return times;
   };
-  return {one(m.start), one(m.forward_end), one(m.update_start), one(m.end),
-          all(m.step_begin), all(m.step_end), all(m.bucket_begin), all(m.bucket_end),
-          all(m.gather_begin), all(m.gather_end), all(m.layer_begin), all(m.layer_end), all(m.update_begin),
-          all(m.update_end)};
+  return {one(m.start),       one(m.forward_end),  one(m.update_start), one(m.end),          all(m.step_begin),
+          all(m.step_end),    all(m.bucket_begin), all(m.bucket_end),   all(m.gather_begin), all(m.gather_end),
+          all(m.layer_begin), all(m.layer_end),    all(m.update_begin), all(m.update_end)};
 }
 
 // A mode's timed steps as per-part times and timeline events (times from the run's origin, `origin_ms` on the host
@@ -249,8 +248,8 @@ std::unique_ptr<Replay> Trainer::capture(ob::Mode mode, const BucketPlan& plan, 
   return replay;
 }
 
-ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::SteadyClock::time_point origin,
-                     int steps, bool eager) {
+ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::SteadyClock::time_point origin, int steps,
+                     bool eager) {
   double origin_ms = 0, energy_start = 0;
   ob::SteadyClock::time_point timed_start;
   ModeRun run;
@@ -296,7 +295,8 @@ ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::Stea
     CUDA_CHECK(cudaDeviceSynchronize());
     if (!it.timed) return 0.0;
     if (replay) {
-      timed.push_back(resolve(replay->marks, [&](int i) { return ob::ms_between(log.event(0), replay->log.event(i)); }));
+      timed.push_back(
+          resolve(replay->marks, [&](int i) { return ob::ms_between(log.event(0), replay->log.event(i)); }));
     } else {
       timed.push_back(eager_times(marks, log, origin, origin_ms));
     }
@@ -344,6 +344,5 @@ void Trainer::check_step(ob::Mode mode, int iter, ModeRun& run) {
     run.ranks_agree = run.ranks_agree && lo == hi;
   }
 }
-
 
 }  // namespace phase4

@@ -30,28 +30,28 @@ namespace phase4 {
 
 struct ModeRun {
   ob::Mode mode = ob::Mode::kSeq;
-  std::vector<double> iter_ms;                  // this rank, per timed iteration
-  std::vector<double> forward_ms, update_ms;    // per iteration (forward: from the step's start, so with K > 1
-                                                // it holds the K - 1 accumulation micro-steps too)
-  std::vector<double> backward_total_ms;        // per iteration: sum of the backward steps' compute-stream times
-  std::vector<std::vector<double>> step_ms;     // [backward step][iteration]
-  std::vector<std::vector<double>> bucket_ms;   // [bucket][iteration]
-  std::vector<std::vector<double>> gather_ms;   // [forward layer][iteration]: the sharded schedule's all-gathers
-                                                // (empty: none)
-  std::vector<std::vector<double>> layer_ms;    // [forward layer][iteration]: each layer's forward, compute stream
+  std::vector<double> iter_ms;  // this rank, per timed iteration
+  std::vector<double> forward_ms, update_ms;  // per iteration (forward: from the step's start, so with K > 1
+      // it holds the K - 1 accumulation micro-steps too)
+  std::vector<double> backward_total_ms;  // per iteration: sum of the backward steps' compute-stream times
+  std::vector<std::vector<double>> step_ms;  // [backward step][iteration]
+  std::vector<std::vector<double>> bucket_ms;  // [bucket][iteration]
+  std::vector<std::vector<double>> gather_ms;  // [forward layer][iteration]: the sharded schedule's all-gathers
+      // (empty: none)
+  std::vector<std::vector<double>> layer_ms;  // [forward layer][iteration]: each layer's forward, compute stream
   std::vector<std::vector<double>> layer_update_ms;  // [forward layer][iteration]: the sharded schedule's deferred
-                                                     // update before it (empty: none)
-  std::vector<double> enqueue_ms;               // per iteration: host time inside the strategy's communicate()
-                                                // calls (eager runs only; empty with --graph)
-  std::vector<double> enqueue_span_ms;          // per iteration: host time from the first such call's start to the
-                                                // last one's end (likewise)
+      // update before it (empty: none)
+  std::vector<double> enqueue_ms;  // per iteration: host time inside the strategy's communicate()
+      // calls (eager runs only; empty with --graph)
+  std::vector<double> enqueue_span_ms;  // per iteration: host time from the first such call's start to the
+      // last one's end (likewise)
   std::vector<ob::TimelineEvent> events;
-  bool ranks_agree = true;                      // --check: weight fingerprints equal on every rank after each step
-  std::uint64_t wrong = 0;                      // comm --check: elements off the exact pattern sum
+  bool ranks_agree = true;  // --check: weight fingerprints equal on every rank after each step
+  std::uint64_t wrong = 0;  // comm --check: elements off the exact pattern sum
   std::string first_wrong;
-  double energy_j = 0;                          // --power: this GPU's energy over the timed iterations (NaN: none,
-                                                // or they lasted less than kShortestEnergyWindowS)
-  double timed_s = 0;                           // host time of the timed iterations (the barriers between included)
+  double energy_j = 0;  // --power: this GPU's energy over the timed iterations (NaN: none,
+      // or they lasted less than kShortestEnergyWindowS)
+  double timed_s = 0;  // host time of the timed iterations (the barriers between included)
 };
 
 // The interference map at one message size (--interference; METRICS.md, "The interference map"): a backward GEMM of
@@ -61,7 +61,7 @@ struct ModeRun {
 // Both loops of a pass start at one GPU instant (gpu_sleep). Times are per operation, one value per pass.
 struct Interference {
   std::uint64_t elements = 0;  // the collective's elements (its bucket as the strategy runs it)
-  std::vector<double> gemm_ms, comm_ms;                  // alone
+  std::vector<double> gemm_ms, comm_ms;  // alone
   std::vector<double> gemm_overlap_ms, comm_overlap_ms;  // inside the other loop
   bool covered = true;  // every loop meant to run inside the other did end first
 };

@@ -34,9 +34,9 @@ class CopyEngineAllReduce final : public GradientSync {
  public:
   explicit CopyEngineAllReduce(const SyncContext& context)
       : GradientSync(context.nccl), rank_(context.rank), ranks_(context.ranks), layout_(context.layout),
-        padded_((context.elements() + unit() - 1) / unit() * unit()),
-        grads_(padded_, context.nccl), recv_(padded_, context.nccl), out_(padded_, context.nccl),
-        gather_(ob::make_stream()), gathered_(ob::make_sync_event()) {}
+        padded_((context.elements() + unit() - 1) / unit() * unit()), grads_(padded_, context.nccl),
+        recv_(padded_, context.nccl), out_(padded_, context.nccl), gather_(ob::make_stream()),
+        gathered_(ob::make_sync_event()) {}
 
   float* gradient() override { return grads_.get(); }
 
@@ -77,9 +77,7 @@ class CopyEngineAllReduce final : public GradientSync {
 
   std::uint64_t unit() const { return kSliceAlignment * static_cast<std::uint64_t>(ranks_); }
   // The last bucket may end off the unit: it runs to the padding's end (zeros on every rank).
-  std::uint64_t slice(const Bucket& bucket) const {
-    return (bucket.size() + unit() - 1) / unit() * unit() / ranks_;
-  }
+  std::uint64_t slice(const Bucket& bucket) const { return (bucket.size() + unit() - 1) / unit() * unit() / ranks_; }
   // Ordering events, made on first use and reused every step (none is made during a graph capture's replays).
   cudaEvent_t event(std::size_t index) {
     while (events_.size() <= index) events_.push_back(ob::make_sync_event());
@@ -107,11 +105,11 @@ class CopyEngineAllReduce final : public GradientSync {
   GradientLayout layout_;
   std::uint64_t padded_;
   CommBuffer<float> grads_, recv_, out_;
-  ob::CudaStream gather_;     // overlapped runs: the all-gathers
+  ob::CudaStream gather_;  // overlapped runs: the all-gathers
   ob::CudaEvent gathered_;
   std::vector<ob::CudaEvent> events_;
   std::deque<Pending> open_;  // buckets whose all-to-all is enqueued and whose sum is not
-  std::size_t opened_ = 0;    // buckets opened since the last finish(): each has its own two events
+  std::size_t opened_ = 0;  // buckets opened since the last finish(): each has its own two events
 };
 
 std::unique_ptr<GradientSync> make_copy_engine(const SyncContext& context) {
@@ -128,8 +126,9 @@ namespace {
 SyncRow copy_engine_row() {
   SyncRow row;
   row.name = "ce";
-  row.help = "zero-SM: copy-engine all-to-all + a small sum kernel + copy-engine all-gather on symmetric windows "
-             "(CTA policy zero; fp32)";
+  row.help =
+      "zero-SM: copy-engine all-to-all + a small sum kernel + copy-engine all-gather on symmetric windows "
+      "(CTA policy zero; fp32)";
   row.cta_policy = CtaPolicy::kZero;
   row.bounded = false;
   row.peer_access = true;

@@ -52,8 +52,8 @@ class NcclAllReduce final : public GradientSync {
 
  private:
   bool bf16_;
-  CommBuffer<float> grads_;           // symmetric only when it is what travels (fp32)
-  CommBuffer<__nv_bfloat16> wire_;    // --comm-dtype bf16: the gradient as it travels
+  CommBuffer<float> grads_;  // symmetric only when it is what travels (fp32)
+  CommBuffer<__nv_bfloat16> wire_;  // --comm-dtype bf16: the gradient as it travels
 };
 
 std::unique_ptr<GradientSync> make_plain(const SyncContext& context) {
@@ -85,9 +85,9 @@ SyncRow row(const char* name, const char* help, std::unique_ptr<GradientSync> (*
 const RegisterSync kPlain(row("nccl", "in-place ncclAllReduce per bucket (ring kernels on SMs)",
                               OB_SYNC_FACTORY(make_plain)));
 SyncRow symmetric_row() {
-  SyncRow symmetric = row("nccl-sym",
-                          "ncclAllReduce on buffers registered as NCCL symmetric windows (symmetric kernels, few CTAs)",
-                          OB_SYNC_FACTORY(make_symmetric));
+  SyncRow symmetric =
+      row("nccl-sym", "ncclAllReduce on buffers registered as NCCL symmetric windows (symmetric kernels, few CTAs)",
+          OB_SYNC_FACTORY(make_symmetric));
   symmetric.peer_access = true;
   return symmetric;
 }

@@ -26,8 +26,8 @@ struct SyncRow {
   std::string name, help;
   std::string schedule = kAllReduceSchedule;
   CtaPolicy cta_policy = CtaPolicy::kDefault;  // the CTA policy its communicator needs (kDefault: any)
-  bool bf16 = false;        // runs with --comm-dtype bf16
-  bool graph = true;        // runs under --graph
+  bool bf16 = false;  // runs with --comm-dtype bf16
+  bool graph = true;  // runs under --graph
   bool accumulation = true;  // runs with --accum-steps > 1
   bool peer_access = false;  // needs the GPUs' peer access (symmetric windows, copy engines): --transport nvlink only
   // The schedule's bound from isolated parts holds for it. Not for the copy-engine pipelines: their comm-only run
@@ -45,13 +45,13 @@ struct RegisterSync {
   explicit RegisterSync(SyncRow row);
 };
 
-const std::vector<SyncRow>& sync_rows();        // every registered strategy, by name
+const std::vector<SyncRow>& sync_rows();  // every registered strategy, by name
 const SyncRow* find_sync(const std::string& name);  // null when no such strategy is built in
-const SyncRow& sync_row(const std::string& name);   // throws std::invalid_argument naming --sync when unknown
+const SyncRow& sync_row(const std::string& name);  // throws std::invalid_argument naming --sync when unknown
 std::vector<std::string> sync_names(const std::string& schedule);  // the strategies one schedule drives, by name
-std::vector<std::string> sync_names();                   // all of them
-std::string sync_list(const std::string& schedule);               // "ce, nccl, nccl-sym": for messages
-std::string sync_list();                                 // all of them, likewise
+std::vector<std::string> sync_names();  // all of them
+std::string sync_list(const std::string& schedule);  // "ce, nccl, nccl-sym": for messages
+std::string sync_list();  // all of them, likewise
 
 }  // namespace phase4
 

@@ -199,8 +199,9 @@ namespace {
 SyncRow sharded_row() {
   SyncRow row;
   row.name = "sharded";
-  row.help = "ZeRO-1 style: ncclReduceScatter per bucket in the backward, each rank updates its slices, "
-             "ncclAllGather per layer during the next forward (buckets rounded to whole layers or tensors; fp32)";
+  row.help =
+      "ZeRO-1 style: ncclReduceScatter per bucket in the backward, each rank updates its slices, "
+      "ncclAllGather per layer during the next forward (buckets rounded to whole layers or tensors; fp32)";
   row.schedule = kShardedSchedule;
   row.graph = row.accumulation = false;
   row.reference = "sharded";
@@ -212,8 +213,9 @@ SyncRow sharded_row() {
 SyncRow sharded_copy_engine_row() {
   SyncRow row = sharded_row();
   row.name = "sharded-ce";
-  row.help = "sharded on the copy engines: ncclAlltoAll per layer, the slices' sum fused into the update, "
-             "ncclAllGather per layer, on symmetric windows (CTA policy zero; fp32)";
+  row.help =
+      "sharded on the copy engines: ncclAlltoAll per layer, the slices' sum fused into the update, "
+      "ncclAllGather per layer, on symmetric windows (CTA policy zero; fp32)";
   row.cta_policy = CtaPolicy::kZero;
   row.bounded = false;
   row.peer_access = true;

@@ -34,7 +34,7 @@ struct Link {
 
 const std::vector<Link>& link_presets() {
   static const std::vector<Link> presets = {
-      {"ib400", 50.0, 5.0},    // one 400 Gb/s InfiniBand NIC per GPU
+      {"ib400", 50.0, 5.0},  // one 400 Gb/s InfiniBand NIC per GPU
       {"eth100", 12.5, 20.0},  // one 100 Gb/s Ethernet (RoCE) NIC per GPU
   };
   return presets;
@@ -76,7 +76,8 @@ phase4::CommTime scaled_comm(const phase4::StrategyCalibration& s, int calibrate
     }
     const double n = ranks;
     const double ring = (n - 1) * alpha + 2 * (n - 1) / n * bytes * per_byte;
-    const double tree = std::log2(n) * alpha + bytes * per_byte * (ranks > per_node ? 2 * (n - 1) / n : 2 * (n0 - 1) / n0);
+    const double tree =
+        std::log2(n) * alpha + bytes * per_byte * (ranks > per_node ? 2 * (n - 1) / n : 2 * (n0 - 1) / n0);
     return ring_only ? ring : std::min(ring, tree);
   };
 }
@@ -164,7 +165,8 @@ std::vector<std::string> measured_step_names(const phase4::Calibration& c) {
       const auto tensors = phase4::parameter_tensors(shape, blocks);
       if (tensors.size() != c.step_elements.size()) continue;
       bool same = true;
-      for (std::size_t s = 0; s < tensors.size(); ++s) same = same && tensors[s].elements() == static_cast<std::int64_t>(c.step_elements[s]);
+      for (std::size_t s = 0; s < tensors.size(); ++s)
+        same = same && tensors[s].elements() == static_cast<std::int64_t>(c.step_elements[s]);
       if (!same) continue;
       for (const auto& t : tensors) names.push_back(t.name);
       return names;
@@ -232,8 +234,7 @@ Inputs read_inputs(const Options& o) {
   const bool any = std::any_of(in.calibration.strategies.begin(), in.calibration.strategies.end(), [&](const auto& s) {
     return (o.sync.empty() || s.sync == o.sync) && runs_across_nodes(s.sync);
   });
-  ob::require(!across || any, o.sync.empty() ? "--calibration" : "--sync",
-              o.sync.empty() ? o.calibration_path : o.sync,
+  ob::require(!across || any, o.sync.empty() ? "--calibration" : "--sync", o.sync.empty() ? o.calibration_path : o.sync,
               "a strategy that runs across nodes (one without peer access: nccl, sharded) where --ranks exceed "
               "--gpus-per-node");
   return in;
@@ -260,14 +261,27 @@ std::vector<std::string> point_row(const Options& o, const phase4::Calibration& 
   }
   double ddp_ms = 0;
   const auto* ddp = phase4::ddp_like(c);
-  const double cap = phase4::best_ddp_cap(c, ddp ? phase4::Target(scaled_comm(*ddp, c.ranks, n, o.per_node, link), n)
-                                         : phase4::Target(), &ddp_ms, o.ddp_min_cap_mb);
+  const double cap = phase4::best_ddp_cap(
+      c, ddp ? phase4::Target(scaled_comm(*ddp, c.ranks, n, o.per_node, link), n) : phase4::Target(), &ddp_ms,
+      o.ddp_min_cap_mb);
   auto mb = [](std::uint64_t elements) { return ob::format_number(elements * 4.0 / (1 << 20), 4); };
-  return {link.name, std::to_string(n), std::to_string((n + o.per_node - 1) / o.per_node), best->sync,
-          ob::format_number(best->prediction.step_ms, 6), std::to_string(best->plan.buckets.size()),
-          mb(best->plan.buckets.front().size()), mb(best->plan.largest()), ob::format_number(best->prediction.slowdown, 4),
-          best->prediction.extrapolated ? "1" : "0", ob::format_number(cap), ob::format_number(ddp_ms, 6), c.gpu,
-          std::to_string(c.ranks), c.commit, c.model, c.compute_estimated ? "1" : "0"};
+  return {link.name,
+          std::to_string(n),
+          std::to_string((n + o.per_node - 1) / o.per_node),
+          best->sync,
+          ob::format_number(best->prediction.step_ms, 6),
+          std::to_string(best->plan.buckets.size()),
+          mb(best->plan.buckets.front().size()),
+          mb(best->plan.largest()),
+          ob::format_number(best->prediction.slowdown, 4),
+          best->prediction.extrapolated ? "1" : "0",
+          ob::format_number(cap),
+          ob::format_number(ddp_ms, 6),
+          c.gpu,
+          std::to_string(c.ranks),
+          c.commit,
+          c.model,
+          c.compute_estimated ? "1" : "0"};
 }
 
 // Every backward step of the best plan on the calibrated ranks and link (no network): its gradient, its compute
@@ -290,8 +304,7 @@ ob::CsvTable layers_table(const phase4::Calibration& c, const std::vector<std::s
     table.add_row({std::to_string(s), names[static_cast<std::size_t>(s)], mib(layout.ends[s] - layout.begin(s)),
                    mib(layout.ends[s]), ob::format_number(c.step_ms[static_cast<std::size_t>(s)], 6),
                    c.compute_estimated ? "1" : "0", best.sync, bucket_of(best.plan, layout.ends[s]),
-                   std::to_string(best.plan.buckets.size()), ob::format_number(cap),
-                   bucket_of(ddp, layout.ends[s])});
+                   std::to_string(best.plan.buckets.size()), ob::format_number(cap), bucket_of(ddp, layout.ends[s])});
   }
   return table;
 }

@@ -30,8 +30,9 @@ ModelReport describe_model(const ModelQuery& q) {
   ob::require(q.blocks <= shape.layers, "--blocks", std::to_string(q.blocks),
               "at most the model's " + std::to_string(shape.layers) + " blocks (0: all)");
   const auto tensors = parameter_tensors(shape, q.blocks);
-  ModelReport report{"", ob::CsvTable({"index", "name", "block", "rows", "cols", "elements", "grad_mib",
-                                       "cumulative_grad_mib", "forward_gflop_per_token"})};
+  ModelReport report{"",
+                     ob::CsvTable({"index", "name", "block", "rows", "cols", "elements", "grad_mib",
+                                   "cumulative_grad_mib", "forward_gflop_per_token"})};
   double cumulative = 0, gemm_flops = 0, block_bytes = 0;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const auto& t = tensors[i];
@@ -52,7 +53,8 @@ ModelReport describe_model(const ModelQuery& q) {
   out << "phase4_model: " << shape.name << ": " << describe_shape(shape) << "\n";
   if (blocks < shape.layers) {
     out << "  the first " << blocks << " of " << shape.layers << " blocks, with the embeddings, final norm and LM head "
-        << "whole: " << parameter_count(shape, q.blocks) << " of the model's " << parameter_count(shape) << " parameters\n";
+        << "whole: " << parameter_count(shape, q.blocks) << " of the model's " << parameter_count(shape)
+        << " parameters\n";
   }
   out << "  parameters: " << parameter_count(shape, q.blocks) << "; the fp32 gradient: " << gib(cumulative) << " in "
       << tensors.size() << " tensors, a block's " << gib(block_bytes) << "\n"
@@ -63,9 +65,9 @@ ModelReport describe_model(const ModelQuery& q) {
       << ob::format_number(attention / 1e9, 4) << " GFLOP in the attention core at seq " << q.seq
       << " (the backward twice that)\n"
       << "  one rank's step at seq " << q.seq << " x micro-batch " << q.micro_batch << " with --sync " << q.sync << " ("
-      << ob::format_number(buffers) << (buffers == 1 ? " gradient-sized buffer" : " gradient-sized buffers") << "): weights " << gib(memory.weights) << " + gradients "
-      << gib(memory.gradients) << " + activations " << gib(memory.activations) << " + backward work "
-      << gib(memory.work) << " = " << gib(memory.total()) << "\n";
+      << ob::format_number(buffers) << (buffers == 1 ? " gradient-sized buffer" : " gradient-sized buffers")
+      << "): weights " << gib(memory.weights) << " + gradients " << gib(memory.gradients) << " + activations "
+      << gib(memory.activations) << " + backward work " << gib(memory.work) << " = " << gib(memory.total()) << "\n";
   report.summary = out.str();
   return report;
 }

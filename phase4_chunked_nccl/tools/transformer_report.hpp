@@ -14,9 +14,9 @@ struct ModelQuery {
 };
 
 struct ModelReport {
-  std::string summary;     // lines for a person
+  std::string summary;  // lines for a person
   ob::CsvTable tensors{{}};  // index, name, block, rows, cols, elements, grad_mib, cumulative_grad_mib,
-                           // forward_gflop_per_token: every gradient tensor in backward order
+      // forward_gflop_per_token: every gradient tensor in backward order
 };
 
 // Throws ob::UsageError for a model that is neither a preset nor a valid config.json, or more blocks than it has.

@@ -52,6 +52,11 @@ ob_ensure_dependencies() {
   if [ "$(id -u)" -eq 0 ] && ! python3 -c 'import ruff' >/dev/null 2>&1; then
     python3 -m pip install -q ruff >/dev/null 2>&1 || ob_log "ruff could not be installed: the lint test will skip"
   fi
+  # clang-format 14 (Debian 12's) checks the C++ layout (a test that skips without it): likewise never required.
+  if [ "$(id -u)" -eq 0 ] && ! command -v clang-format-14 >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    apt-get install -y -qq clang-format-14 >/dev/null 2>&1 ||
+      ob_log "clang-format-14 could not be installed: the format test will skip"
+  fi
   if ! ob_python_ok; then
     if [ "$(id -u)" -eq 0 ]; then
       ob_log "installing the Python packages of scripts/requirements.txt"

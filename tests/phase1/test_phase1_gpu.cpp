@@ -57,8 +57,8 @@ TEST_F(Phase1Gpu, EveryKernelMatchesTheReferenceAtOddSizes) {
           CUDA_CHECK(cudaDeviceSynchronize());
           const auto c = dc.download();
           const auto check = ob::compare_relative(c.data(), ref.data(), ref.size());
-          EXPECT_TRUE(check.passes(1e-5)) << phase1::gemm_kernel_name(kernel) << " " << s.m << "x" << s.n << "x"
-                                          << s.k << " ta=" << ta << " tb=" << tb << ": " << check.describe(1e-5);
+          EXPECT_TRUE(check.passes(1e-5)) << phase1::gemm_kernel_name(kernel) << " " << s.m << "x" << s.n << "x" << s.k
+                                          << " ta=" << ta << " tb=" << tb << ": " << check.describe(1e-5);
         }
       }
     }
@@ -99,7 +99,7 @@ TEST_F(Phase1Gpu, SgdStepAndLossGradientAreExact) {
   CUDA_CHECK(cudaMemset(loss.get(), 0, sizeof(double)));
   phase1::mse_loss_grad(y_dev.get(), t_dev.get(), dy_dev.get(), loss.get(), 4, nullptr);
   EXPECT_EQ(dy_dev.download(), (std::vector<float>{0.5f, 0.0f, -1.0f, 0.0f}));  // 2 (y - t) / 4
-  EXPECT_EQ(loss.download()[0], 5.0);                                            // 1 + 0 + 4 + 0
+  EXPECT_EQ(loss.download()[0], 5.0);  // 1 + 0 + 4 + 0
 }
 
 TEST_F(Phase1Gpu, LossFallsAHundredfoldIn200StepsWithEveryKernel) {

@@ -24,7 +24,8 @@ TEST(Phase1Options, DefaultsAndSuffixes) {
   EXPECT_EQ(config.batch, 1024);
   EXPECT_EQ(config.in, 512);
   EXPECT_EQ(config.kernels().size(), 3u);
-  ASSERT_EQ(exit_code_of({"--batch", "4K", "--in", "4k", "--out", "4096", "--kernel", "cublas", "--tf32"}, &config), -1);
+  ASSERT_EQ(exit_code_of({"--batch", "4K", "--in", "4k", "--out", "4096", "--kernel", "cublas", "--tf32"}, &config),
+            -1);
   EXPECT_EQ(config.batch, 4096);
   EXPECT_EQ(config.in, 4096);
   EXPECT_TRUE(config.tf32);

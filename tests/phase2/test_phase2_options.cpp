@@ -32,7 +32,8 @@ TEST(Phase2Options, Defaults) {
   ASSERT_EQ(exit_code_of({}, &config), -1);
   EXPECT_EQ(config.chunks, 10);
   EXPECT_EQ(config.workload, "synthetic");
-  EXPECT_EQ(config.modes(), (std::vector<ob::Mode>{ob::Mode::kCompute, ob::Mode::kComm, ob::Mode::kSeq, ob::Mode::kOverlap}));
+  EXPECT_EQ(config.modes(),
+            (std::vector<ob::Mode>{ob::Mode::kCompute, ob::Mode::kComm, ob::Mode::kSeq, ob::Mode::kOverlap}));
   EXPECT_GE(config.compute_threads(), 1);
   // The default team: no more than one thread per 8 rows of a chunk, and never the communication thread's.
   EXPECT_LE(config.compute_threads(), 64 / phase2::kRowsPerThread);
@@ -56,14 +57,24 @@ TEST(Phase2Options, AcceptedValues) {
 
 TEST(Phase2Options, BadValuesExitTwo) {
   const std::vector<std::vector<std::string>> bad = {
-      {"--chunks", "0"},         {"--chunks", "-1"},         {"--chunks", "x"},
-      {"--compute-ms", "-1"},    {"--compute-ms", "nan"},    {"--comm-ms", "inf"},
-      {"--jitter", "1.5"},       {"--jitter", "-0.1"},       {"--threads", "-2"},
-      {"--mode", "fast"},        {"--workload", "fake"},     {"--hidden", "0"},
-      {"--chunk-rows", "0"},     {"--virtual-ranks", "0"},   {"--iters", "0"},
+      {"--chunks", "0"},
+      {"--chunks", "-1"},
+      {"--chunks", "x"},
+      {"--compute-ms", "-1"},
+      {"--compute-ms", "nan"},
+      {"--comm-ms", "inf"},
+      {"--jitter", "1.5"},
+      {"--jitter", "-0.1"},
+      {"--threads", "-2"},
+      {"--mode", "fast"},
+      {"--workload", "fake"},
+      {"--hidden", "0"},
+      {"--chunk-rows", "0"},
+      {"--virtual-ranks", "0"},
+      {"--iters", "0"},
       {"--csv", "/no/such/dir/x.csv"},
       {"--workload", "real", "--hidden", "60000", "--virtual-ranks", "4000"},  // sums no longer exact in fp32
-      {"--workload", "real", "--chunk-rows", "16M", "--hidden", "65536"},      // more memory than the machine
+      {"--workload", "real", "--chunk-rows", "16M", "--hidden", "65536"},  // more memory than the machine
   };
   for (const auto& args : bad) {
     EXPECT_EQ(exit_code_of(args), ob::kExitUsage) << ob::testing::joined(args);

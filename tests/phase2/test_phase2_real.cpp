@@ -24,7 +24,8 @@ TEST(Phase2Real, EveryModeIsExactForSeveralSizes) {
     const auto result = phase2::run(config, nullptr);
     EXPECT_EQ(result.wrong, 0u) << result.first_wrong;
     for (const auto& row : result.rows) {
-      if (row.mode == ob::Mode::kSeq || row.mode == ob::Mode::kOverlap || row.mode == ob::Mode::kComm || row.mode == ob::Mode::kCompute) {
+      if (row.mode == ob::Mode::kSeq || row.mode == ob::Mode::kOverlap || row.mode == ob::Mode::kComm ||
+          row.mode == ob::Mode::kCompute) {
         EXPECT_EQ(row.get("wrong"), "0") << row.mode;
       }
     }

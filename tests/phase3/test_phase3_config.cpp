@@ -40,8 +40,9 @@ TEST(Phase3Ranges, ShardsCoverTheBatchExactlyOnceEvenWhenUneven) {
 
 TEST(Phase3Options, ModesAlwaysEndWithComputeAndComm) {
   phase3::Config config;
-  EXPECT_EQ(config.modes(), (std::vector<ob::Mode>{ob::Mode::kCompute, ob::Mode::kComm, ob::Mode::kSeq, phase3::kThread,
-                                                   phase3::kNonblocking, phase3::kProgress}));
+  EXPECT_EQ(config.modes(),
+            (std::vector<ob::Mode>{ob::Mode::kCompute, ob::Mode::kComm, ob::Mode::kSeq, phase3::kThread,
+                                   phase3::kNonblocking, phase3::kProgress}));
   config.strategy = "thread";
   EXPECT_EQ(config.modes(), (std::vector<ob::Mode>{ob::Mode::kCompute, ob::Mode::kComm, phase3::kThread}));
   config.compute = "busy";  // the comm-only run sizes the busy loop: it runs first
@@ -69,7 +70,6 @@ TEST(Phase3Options, RowsForTimeFollowsTheLineThroughTwoMeasurements) {
   EXPECT_GT(phase3::clock_resolution_ms(), 0.0);
   EXPECT_LT(phase3::clock_resolution_ms(), 0.01);
 }
-
 
 TEST(Phase3Options, DefaultsAndMoreChunksThanRowsParse) {  // bad values: tests/python/test_bad_input.py
   EXPECT_EQ(exit_code_of({}), -1);

@@ -12,7 +12,6 @@
 
 namespace {
 
-
 phase3::Config small(int batch, int in, int out, int chunks) {
   phase3::Config config;
   config.batch = batch;
@@ -28,7 +27,8 @@ phase3::Config small(int batch, int in, int out, int chunks) {
 }
 
 std::unique_ptr<phase3::Backend> backend_for(const phase3::Config& config) {
-  const auto data = phase3::make_shard(config, phase3::shard(config.batch, ob::testing::world_rank(), ob::testing::world_size()));
+  const auto data =
+      phase3::make_shard(config, phase3::shard(config.batch, ob::testing::world_rank(), ob::testing::world_size()));
   return phase3::make_cpu_backend(config, data);
 }
 
@@ -71,8 +71,9 @@ TEST(Phase3Mpi, EveryStrategyMatchesTheSingleProcessRunWithUnevenShapes) {
     EXPECT_EQ(result.failure, "") << config.batch << "x" << config.in << "x" << config.out;
     std::vector<std::string> modes;
     for (const auto& row : result.rows) modes.push_back(ob::mode_name(row.mode));
-    EXPECT_EQ(modes, (std::vector<std::string>{"compute", "comm", "seq", "thread", "nonblocking", "progress", "ideal",
-                                               "bound"}));
+    EXPECT_EQ(
+        modes,
+        (std::vector<std::string>{"compute", "comm", "seq", "thread", "nonblocking", "progress", "ideal", "bound"}));
     for (const auto& row : result.rows) {
       EXPECT_EQ(row.ranks, ob::testing::world_size());
       if (row.mode == ob::Mode::kComm) EXPECT_EQ(row.get("wrong"), "0");
@@ -114,12 +115,14 @@ TEST(Phase3Mpi, BusyComputeIsSizedFromTheCommRunAndEveryModeAllReducesExactly) {
   EXPECT_EQ(result.failure, "");
   std::vector<std::string> modes;
   for (const auto& row : result.rows) modes.push_back(ob::mode_name(row.mode));
-  EXPECT_EQ(modes, (std::vector<std::string>{"comm", "compute", "seq", "thread", "nonblocking", "progress", "ideal",
-                                             "bound"}));
+  EXPECT_EQ(
+      modes,
+      (std::vector<std::string>{"comm", "compute", "seq", "thread", "nonblocking", "progress", "ideal", "bound"}));
   const auto* comm = ob::find_row(result.rows, ob::Mode::kComm);
   const auto* compute = ob::find_row(result.rows, ob::Mode::kCompute);
   for (const auto& row : result.rows) {
-    if (row.mode != ob::Mode::kCompute && !ob::is_derived(row.mode)) EXPECT_EQ(row.get("wrong"), "0") << ob::mode_name(row.mode);
+    if (row.mode != ob::Mode::kCompute && !ob::is_derived(row.mode))
+      EXPECT_EQ(row.get("wrong"), "0") << ob::mode_name(row.mode);
   }
   // OSU's sizing: each chunk's busy loop lasts its all-reduce's median (slowest rank), never less (unsized, the loop
   // of --busy-us 0 would end at once). No upper bound on the wall time: a descheduled rank overshoots its target by
@@ -181,8 +184,8 @@ class Idle : public phase3::Backend {
 TEST(Phase3Mpi, BatchAutoRefusesASizeThatCannotFit) {
   auto config = small(8, 1, 1 << 24, 4);  // a 64 MiB all-reduce: no noise of an idle compute comes near it
   try {
-    phase3::batch_for_comm(config, [](const phase3::Config& c) { return std::make_unique<Idle>(c); }, MPI_COMM_WORLD,
-                           nullptr);
+    phase3::batch_for_comm(
+        config, [](const phase3::Config& c) { return std::make_unique<Idle>(c); }, MPI_COMM_WORLD, nullptr);
     FAIL() << "expected a usage error";
   } catch (const ob::UsageError& error) {
     EXPECT_NE(std::string(error.what()).find("auto"), std::string::npos) << error.what();
@@ -192,10 +195,13 @@ TEST(Phase3Mpi, BatchAutoRefusesASizeThatCannotFit) {
 
 TEST(Phase3Mpi, BatchAutoMatchesTheCpuComputeToTheComm) {
   const auto config = small(8, 64, 2048, 4);
-  const auto rows = phase3::batch_for_comm(config, [](const phase3::Config& c) {
-    return phase3::make_cpu_backend(c, phase3::make_shard(c, phase3::shard(c.batch, ob::testing::world_rank(),
-                                                                             ob::testing::world_size())));
-  }, MPI_COMM_WORLD, nullptr);
+  const auto rows = phase3::batch_for_comm(
+      config,
+      [](const phase3::Config& c) {
+        return phase3::make_cpu_backend(
+            c, phase3::make_shard(c, phase3::shard(c.batch, ob::testing::world_rank(), ob::testing::world_size())));
+      },
+      MPI_COMM_WORLD, nullptr);
   EXPECT_GE(rows, ob::testing::world_size());
   EXPECT_EQ(rows % ob::testing::world_size(), 0);
 }
@@ -203,7 +209,8 @@ TEST(Phase3Mpi, BatchAutoMatchesTheCpuComputeToTheComm) {
 TEST(Phase3Mpi, PatternSumIsExact) {
   const auto config = small(8, 5, 3, 2);
   const auto sum = phase3::comm_pattern_sum(config, 3);
-  const auto a = phase3::comm_pattern(config, 0), b = phase3::comm_pattern(config, 1), c = phase3::comm_pattern(config, 2);
+  const auto a = phase3::comm_pattern(config, 0), b = phase3::comm_pattern(config, 1),
+             c = phase3::comm_pattern(config, 2);
   for (std::size_t i = 0; i < sum.size(); ++i) EXPECT_EQ(sum[i], a[i] + b[i] + c[i]);
   EXPECT_NE(a, b);
 }

@@ -33,7 +33,7 @@ class Phase4Gpu : public ::testing::Test {
     config.hidden = 192;
     config.layers = 5;
     config.batch = 96;
-    config.bucket_mb = 0.2;   // 52,428 elements: buckets span layers of 36,864
+    config.bucket_mb = 0.2;  // 52,428 elements: buckets span layers of 36,864
     config.first_bucket_mb = 0.01;
     config.common.iters = 4;
     config.common.warmup = 1;

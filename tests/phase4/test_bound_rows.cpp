@@ -43,7 +43,8 @@ TEST(Phase4Bounds, ACommOnlyStepAtTheHostsPaceMakesTheBoundAModel) {
   phase4::label_bounds(rows, true, &said);
   EXPECT_EQ(rows[2].get("bound_kind"), "model");
   EXPECT_NE(said.str().find("note: the comm-only step's 330 collectives took 2 ms, the host enqueuing them for 1.9"),
-            std::string::npos) << said.str();
+            std::string::npos)
+      << said.str();
   EXPECT_EQ(said.str().find("warning"), std::string::npos) << said.str();  // a model may lie above the step
   rows[0].set("enqueue_span_ms_p50", 0.9);  // under half: the GPU set the pace, the bound holds and is checked
   std::ostringstream checked;
@@ -84,7 +85,8 @@ TEST(Phase4Bounds, AnOverlappedStepAtTheHostsPaceMakesTheBoundAModel) {
   phase4::label_bounds(rows, true, &said);
   EXPECT_EQ(rows[2].get("bound_kind"), "model");
   EXPECT_NE(said.str().find("note: the host enqueued the overlapped step's collectives for 1.128 of its 2.178 ms"),
-            std::string::npos) << said.str();
+            std::string::npos)
+      << said.str();
   EXPECT_EQ(said.str().find("warning"), std::string::npos) << said.str();
   rows[1].set("enqueue_span_ms_p50", 0.9);  // under half: the GPU set the pace, the bound holds and is checked
   std::ostringstream checked;
@@ -120,7 +122,8 @@ TEST(Phase4Bounds, ABoundCarriesItsInputsSpreadAndIsAboveItsStepOnlyBeyondBoth) 
   phase4::label_bounds(rows, true, &said);
   EXPECT_DOUBLE_EQ(rows[3].time_ci_rel, 0.007);
   EXPECT_NE(said.str().find("warning: bound 1.975 ms is above the overlapped step 1.766 ms beyond both spreads"),
-            std::string::npos) << said.str();
+            std::string::npos)
+      << said.str();
 }
 
 TEST(Phase4Bounds, AnOverlappedStepFasterThanItsComputeOnlyStepIsSaid) {
@@ -132,7 +135,8 @@ TEST(Phase4Bounds, AnOverlappedStepFasterThanItsComputeOnlyStepIsSaid) {
   std::ostringstream said;
   phase4::label_bounds(rows, true, &said);
   EXPECT_NE(said.str().find("warning: the overlapped step 11.18 ms is faster than its compute-only step 11.45 ms"),
-            std::string::npos) << said.str();
+            std::string::npos)
+      << said.str();
   rows[1].set_times({11.40, 11.6, 11.3, 11.9, 11.2, 11.45});  // within the two spreads: nothing said
   std::ostringstream quiet;
   phase4::label_bounds(rows, true, &quiet);

@@ -14,7 +14,7 @@ TEST(BucketPlan, DdpStyleCapsWithASmallFirstBucket) {
   EXPECT_EQ(plan.buckets.front().size(), (1u << 20) / 4);
   EXPECT_EQ(plan.buckets[1].size(), 25u * (1 << 20) / 4);
   EXPECT_EQ(plan.buckets.size(), 1 + (1024 - 1 + 24) / 25);  // 1 MiB + ceil(1023 / 25) buckets
-  EXPECT_EQ(plan.buckets.front().ready_after, 0);              // inside layer L: ready after the first step
+  EXPECT_EQ(plan.buckets.front().ready_after, 0);  // inside layer L: ready after the first step
   EXPECT_EQ(plan.buckets.back().ready_after, 15);
   // A 25 MiB bucket from 51 to 76 MiB spans layers L and L-1: ready only after step 1.
   EXPECT_EQ(plan.buckets[3].begin * 4 / (1 << 20), 51u);

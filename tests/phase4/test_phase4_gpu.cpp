@@ -285,7 +285,7 @@ TEST_F(Phase4Gpu, OverlapNeverBeatsItsComputeOnlyStepAndNoBoundExceedsIt) {
       config.common.iters = 20;
       config.common.warmup = 20;
       const std::string what = row.name + " at " + std::to_string(shape[0]) + "," + std::to_string(shape[1]) + "," +
-                               std::to_string(shape[2]);
+          std::to_string(shape[2]);
       const auto result = run_on_own_trainer(config);
       const auto spread = [](const ob::SummaryRow& r) { return std::isnan(r.time_ci_rel) ? 0.0 : r.time_ci_rel; };
       const auto& compute = row_of(result, "compute");

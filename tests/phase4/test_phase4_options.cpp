@@ -1,6 +1,5 @@
 #include <gtest/gtest.h>
 
-
 #include "common/errors.hpp"
 #include "common/run_output.hpp"
 #include "phase4_chunked_nccl/driver/config.hpp"
@@ -69,7 +68,8 @@ TEST(Phase4Options, SyncStrategiesAndTheirNeeds) {
   EXPECT_EQ(config.sync, "nccl");
   EXPECT_TRUE(phase4::find_sync("nccl") && phase4::find_sync("nccl-sym") && phase4::find_sync("ce"));
   ASSERT_EQ(exit_code_of({"--sync", "ce"}, &config), -1);
-  EXPECT_EQ(config.nccl_settings().cta_policy, phase4::CtaPolicy::kZero);  // copy-engine collectives need CTA policy zero
+  EXPECT_EQ(config.nccl_settings().cta_policy,
+            phase4::CtaPolicy::kZero);  // copy-engine collectives need CTA policy zero
   EXPECT_EQ(config.point_label(), "bucket-mb=25, sync=ce");
   EXPECT_EQ(exit_code_of({"--sync", "ce", "--comm-dtype", "bf16"}), ob::kExitUsage);
   EXPECT_EQ(exit_code_of({"--sync", "ce", "--nccl-cta-policy", "efficiency"}), ob::kExitUsage);
@@ -153,8 +153,10 @@ TEST(Phase4Options, SlowerTransportsRefuseTheStrategiesThatNeedPeerAccessAndSayT
   using Env = std::vector<std::pair<std::string, std::string>>;
   EXPECT_EQ(phase4::transport_environment(phase4::Transport::kNvlink), Env{});
   EXPECT_EQ(phase4::transport_environment(phase4::Transport::kShm), (Env{{"NCCL_P2P_DISABLE", "1"}}));
-  EXPECT_EQ(phase4::transport_environment(phase4::Transport::kSocket),
-            (Env{{"NCCL_P2P_DISABLE", "1"}, {"NCCL_SHM_DISABLE", "1"}, {"NCCL_NET", "Socket"}, {"NCCL_SOCKET_IFNAME", "lo"}}));
+  EXPECT_EQ(
+      phase4::transport_environment(phase4::Transport::kSocket),
+      (Env{
+          {"NCCL_P2P_DISABLE", "1"}, {"NCCL_SHM_DISABLE", "1"}, {"NCCL_NET", "Socket"}, {"NCCL_SOCKET_IFNAME", "lo"}}));
 }
 
 TEST(Phase4Options, ASweepTakesEachValueOnceAndNoEmptyOne) {
@@ -235,13 +237,13 @@ TEST(Phase4Options, AModelSetsTheShapeAndItsGradientLayout) {
 
 TEST(Phase4Options, AModelRefusesWhatItCannotRun) {
   const int usage = ob::kExitUsage;
-  EXPECT_EQ(exit_code_of({"--model", "gpt2", "--hidden", "1024"}), usage);   // the model sets it
+  EXPECT_EQ(exit_code_of({"--model", "gpt2", "--hidden", "1024"}), usage);  // the model sets it
   EXPECT_EQ(exit_code_of({"--model", "gpt2", "--layers", "4"}), usage);
   EXPECT_EQ(exit_code_of({"--model", "gpt2", "--batch", "64"}), usage);
-  EXPECT_EQ(exit_code_of({"--seq", "512"}), usage);                          // needs --model
+  EXPECT_EQ(exit_code_of({"--seq", "512"}), usage);  // needs --model
   EXPECT_EQ(exit_code_of({"--blocks", "2"}), usage);
   EXPECT_EQ(exit_code_of({"--micro-batch", "2"}), usage);
-  EXPECT_EQ(exit_code_of({"--model", "gpt2", "--blocks", "13"}), usage);     // gpt2 has 12
+  EXPECT_EQ(exit_code_of({"--model", "gpt2", "--blocks", "13"}), usage);  // gpt2 has 12
   EXPECT_EQ(exit_code_of({"--model", "no-such-model"}), usage);
   EXPECT_EQ(exit_code_of({"--model", "llama3-8b", "--seq", "65536"}), usage);  // 65536 x 128256 logits: over 2^31
   EXPECT_EQ(exit_code_of({"--model", "gpt2", "--mode", "interference"}), usage);

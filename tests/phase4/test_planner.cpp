@@ -198,7 +198,9 @@ TEST(Planner, AModelsEstimateKeepsItsTensorsAndTheCalibratedGemmRates) {
     // dW and dX of every GEMM, the attention core's backward before V's; nothing for vectors and lookups. GPT-2's
     // LM head is its tied embedding, completed last: its GEMMs run first, in step 0 (the final norm's).
     const double head = 2 * tensors.back().forward_flops_per_token() * tokens / rates.backward;
-    const double expected = s == 0 ? head : s + 1 == tensors.size() ? 0 : (2 * flop + (v ? 2 * core : 0)) / rates.backward;
+    const double expected = s == 0 ? head
+        : s + 1 == tensors.size()  ? 0
+                                   : (2 * flop + (v ? 2 * core : 0)) / rates.backward;
     EXPECT_NEAR(e.step_ms[s], expected, 1e-12) << tensors[s].name;
   }
   ASSERT_EQ(tensors.front().name, "final_norm");

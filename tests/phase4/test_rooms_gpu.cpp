@@ -30,7 +30,8 @@ class TestSchedule final : public phase4::Schedule {
   void step(ob::Mode mode, const phase4::BucketPlan& plan, phase4::StepMarks& m) override {
     ++steps_run;
     if (mode == ob::Mode::kComm) return communicate_only(plan, m, {});
-    train(mode, plan, m, [] { return phase4::Model::LayerHook(); }, [this] { update(); });
+    train(
+        mode, plan, m, [] { return phase4::Model::LayerHook(); }, [this] { update(); });
   }
   double bound(const phase4::MeasuredParts& p) const override {
     return ob::schedule_bound_ms(p.forward_ms, p.backward_ms, p.bucket_ms, p.ready_after, p.update_ms, p.t_comp,

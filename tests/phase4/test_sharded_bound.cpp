@@ -21,8 +21,9 @@ TEST(ShardedBound, UpdatesAndGathersGateTheForwardAndQueueBeforeTheReductions) {
   EXPECT_DOUBLE_EQ(phase4::sharded_bound_ms(step, 9.5, 6), 12);
   EXPECT_DOUBLE_EQ(phase4::sharded_bound_ms(step, 10.5, 6), 13);  // a compute-only run's overhead is carried
   EXPECT_DOUBLE_EQ(phase4::sharded_bound_ms(step, 9.5, 14), 14);  // never below T_comm
-  step.gather_ms = step.update_ms = {0, 0};                   // free: the all-reduce schedule's bound
-  EXPECT_DOUBLE_EQ(phase4::sharded_bound_ms(step, 8.5, 0), ob::schedule_bound_ms(4.5, {2, 2}, {1, 1}, {0, 1}, 0, 8.5, 0));
+  step.gather_ms = step.update_ms = {0, 0};  // free: the all-reduce schedule's bound
+  EXPECT_DOUBLE_EQ(phase4::sharded_bound_ms(step, 8.5, 0),
+                   ob::schedule_bound_ms(4.5, {2, 2}, {1, 1}, {0, 1}, 0, 8.5, 0));
 }
 
 TEST(ShardedBound, APrefetchDepthHoldsGathersBackUntilTheForwardGetsThere) {

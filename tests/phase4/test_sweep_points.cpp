@@ -16,8 +16,7 @@ using phase4::testing::exit_code_of;
 
 TEST(Phase4SweepPoints, SeveralSweepsMultiplyTheFirstOutermost) {
   phase4::Config config;
-  ASSERT_EQ(exit_code_of({"--sweep", "shape=4096x16x512,1024x32x256", "--sweep", "sync=nccl,ce,sharded"}, &config),
-            -1);
+  ASSERT_EQ(exit_code_of({"--sweep", "shape=4096x16x512,1024x32x256", "--sweep", "sync=nccl,ce,sharded"}, &config), -1);
   const auto points = config.sweep_points();
   ASSERT_EQ(points.size(), 6u);
   EXPECT_EQ(points[0].hidden, 4096);
@@ -59,9 +58,9 @@ TEST(Phase4SweepPoints, AnOrderSeedShufflesThePointsReproducibly) {
 }
 
 TEST(Phase4SweepPoints, ShapesAreCheckedAsTheirOptionsAre) {
-  for (const std::string bad : {"shape=4096x16", "shape=4096x16x0", "shape=4096x5000x512", "shape=65537x1x1",
-                                "shape=4096x16x512.5", "shape=axbxc", "shape=4096x16x600000",
-                                "shape=4096x16x512,4096x16x512"}) {
+  for (const std::string bad :
+       {"shape=4096x16", "shape=4096x16x0", "shape=4096x5000x512", "shape=65537x1x1", "shape=4096x16x512.5",
+        "shape=axbxc", "shape=4096x16x600000", "shape=4096x16x512,4096x16x512"}) {
     EXPECT_EQ(exit_code_of({"--sweep", bad}), ob::kExitUsage) << bad;
   }
   EXPECT_EQ(phase4::parse_shape("4096x16x512")->layers, 16);
@@ -88,8 +87,9 @@ TEST(Phase4SweepPoints, APlannedPointIsNotMultipliedByAStrategySweep) {
   const auto points = config.sweep_points();
   std::vector<std::string> labels;
   for (const auto& point : points) labels.push_back(point.point_label());
-  EXPECT_EQ(labels, (std::vector<std::string>{"bucket-mb=25", "plan=auto", "bucket-mb=25, sync=ce",
-                                              "bucket-mb=25, sync=sharded"}));
+  EXPECT_EQ(
+      labels,
+      (std::vector<std::string>{"bucket-mb=25", "plan=auto", "bucket-mb=25, sync=ce", "bucket-mb=25, sync=sharded"}));
   EXPECT_EQ(points[0].first_bucket_mb, 1.0);  // caps: the default plan, its 1 MiB first bucket kept
   EXPECT_EQ(points[1].plan_mode, phase4::PlanMode::kAuto);
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/errors.hpp"
+#include "phase4_chunked_nccl/core/registry.hpp"
 #include "phase4_chunked_nccl/driver/config.hpp"
 #include "phase4_chunked_nccl/sync/registry.hpp"
 #include "tests/support/test_support.hpp"
@@ -69,4 +70,24 @@ TEST(SyncRegistry, RowsSayWhatTheRestOfPhase4NeedsToKnow) {
   EXPECT_THROW(phase4::sync_row("ring"), std::invalid_argument);
   const auto names = phase4::sync_names();
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
+}
+
+namespace {
+int one() { return 1; }
+int two() { return 2; }
+}  // namespace
+
+TEST(Registry, FactoriesByNameSortedAndAnUnknownOrTwiceTakenNameRefused) {
+  using Numbers = phase4::Registry<int (*)()>;  // the registry of model families and schedules, for any factory
+  Numbers::add("numbers", "two", two);
+  Numbers::add("numbers", "one", one);
+  EXPECT_EQ(Numbers::names(), (std::vector<std::string>{"one", "two"}));
+  EXPECT_EQ(Numbers::get("number", "two")(), 2);
+  try {
+    Numbers::get("number", "three");
+    FAIL() << "an unknown name was found";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "no number 'three' in this build");
+  }
+  EXPECT_DEATH(Numbers::add("numbers", "one", two), "two numbers are called 'one'");
 }

@@ -21,8 +21,10 @@ std::string usage_error(const nlohmann::json& config) {
   return "";
 }
 
-nlohmann::json llama() { return nlohmann::json::parse(R"({"hidden_size": 4096, "intermediate_size": 14336,
-  "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256})"); }
+nlohmann::json llama() {
+  return nlohmann::json::parse(R"({"hidden_size": 4096, "intermediate_size": 14336,
+  "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256})");
+}
 
 }  // namespace
 
@@ -105,7 +107,8 @@ TEST(Transformer, BadConfigsAreRefusedNamingTheKey) {
   config = llama();
   config["num_attention_heads"] = 30;
   EXPECT_NE(usage_error(config).find("key 'num_attention_heads' (30) does not divide the hidden size (4096)"),
-            std::string::npos) << usage_error(config);
+            std::string::npos)
+      << usage_error(config);
   config = llama();
   config["num_key_value_heads"] = 3;
   EXPECT_NE(usage_error(config).find("key 'num_key_value_heads' (3) does not divide"), std::string::npos);

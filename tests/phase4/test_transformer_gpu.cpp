@@ -27,7 +27,7 @@ namespace {
 
 // Grouped-query attention (4 heads on 2 K/V heads), SwiGLU, RMSNorm, Q/K/V biases (Qwen2), an untied head.
 nlohmann::json tiny_gated() {
-  return {{"model_type", "qwen2"}, {"hidden_size", 64}, {"intermediate_size", 96}, {"num_hidden_layers", 3},
+  return {{"model_type", "qwen2"},    {"hidden_size", 64},        {"intermediate_size", 96}, {"num_hidden_layers", 3},
           {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"vocab_size", 97}};
 }
 // GPT-2's family: LayerNorm, GELU, every bias, a tied head, 8 learned positions under 16-token sequences.
@@ -100,7 +100,8 @@ TEST(TransformerGpu, GradientsMatchCentralDifferencesOfTheLoss) {
     for (std::size_t i = layout.begin(q); i < layout.ends[q]; ++i) norm += static_cast<double>(g[i]) * g[i];
     norm = std::sqrt(norm);
     const double slope = (loss_at(layout.begin(q), layout.ends[q], kStep, norm) -
-                          loss_at(layout.begin(q), layout.ends[q], -kStep, norm)) / (2 * kStep);
+                          loss_at(layout.begin(q), layout.ends[q], -kStep, norm)) /
+        (2 * kStep);
     EXPECT_GT(std::fabs(slope - 2 * norm), 0.03 * 2 * norm + 2e-5) << name;
   }
 }

@@ -3,6 +3,7 @@
 and the step loop that knows schedules, not strategies."""
 import ast
 import re
+import shutil
 import subprocess
 import sys
 
@@ -190,3 +191,23 @@ def test_the_python_passes_ruff(tmp_path):
     (tmp_path / "pyproject.toml").write_text((REPO / "pyproject.toml").read_text())
     found = ruff("overlap_bench", cwd=tmp_path)
     assert found.returncode == 1 and "F401" in found.stdout and "F821" in found.stdout, found.stdout
+
+
+CLANG_FORMAT = shutil.which("clang-format-14")
+
+
+@pytest.mark.skipif(CLANG_FORMAT is None, reason="needs clang-format-14 (scripts/test.sh installs it as root)")
+def test_the_cxx_is_laid_out_by_clang_format(tmp_path):
+    """.clang-format (Google's style at 120 columns, short bodies kept on one line) over every C++ and CUDA file of
+    the tree; pinned to version 14, whose layout the tree holds (other versions lay some lines out otherwise). The
+    check is live: a badly laid out file is found."""
+    sources = [p for p in TREE if p.suffix in CXX]
+    result = subprocess.run([CLANG_FORMAT, "--dry-run", "--Werror", "--style=file", *map(str, sources)], cwd=REPO,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    bad = tmp_path / "bad.cpp"
+    bad.write_text("int  f( int x ){return x;}\n")
+    (tmp_path / ".clang-format").write_text((REPO / ".clang-format").read_text())
+    found = subprocess.run([CLANG_FORMAT, "--dry-run", "--Werror", "--style=file", str(bad)], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=60)
+    assert found.returncode != 0 and "bad.cpp" in found.stderr

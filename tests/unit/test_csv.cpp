@@ -170,8 +170,7 @@ TEST_F(AtomicFileTest, ASignalDuringTheRenamesWaitsForTheWholeSet) {
     ob::FileSet set;
     for (int i = 0; i < kFiles; ++i) set.stage((dir_ / ("f" + std::to_string(i))).string(), std::string(1 << 20, 'n'));
     std::thread watcher([&] {
-      while (fs::file_size(dir_ / "f0") == 3) {
-      }
+      while (fs::file_size(dir_ / "f0") == 3) {}
       ::kill(::getpid(), SIGTERM);
     });
     set.commit();

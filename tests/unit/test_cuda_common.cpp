@@ -16,8 +16,7 @@ TEST(CudaCheck, DecodesCudaError) {
   } catch (const ob::CallFailure& error) {
     EXPECT_EQ(error.library(), "CUDA");
     EXPECT_EQ(error.call(), "cudaErrorMemoryAllocation");
-    EXPECT_NE(error.message().find("cudaErrorMemoryAllocation: out of memory"), std::string::npos)
-        << error.message();
+    EXPECT_NE(error.message().find("cudaErrorMemoryAllocation: out of memory"), std::string::npos) << error.message();
     EXPECT_NE(std::string(error.what()).find("test_cuda_common.cpp:"), std::string::npos);
   }
 }

@@ -7,11 +7,11 @@
 
 TEST(SteadyWarmup, TwoWindowsWhoseMediansAgreeAreSteady) {
   EXPECT_FALSE(ob::warmup_is_steady({}));
-  EXPECT_FALSE(ob::warmup_is_steady({5, 5, 5, 5, 5}));            // fewer than two windows
-  EXPECT_TRUE(ob::warmup_is_steady({90, 5, 5, 5, 5, 5}));         // only the last two windows count
+  EXPECT_FALSE(ob::warmup_is_steady({5, 5, 5, 5, 5}));  // fewer than two windows
+  EXPECT_TRUE(ob::warmup_is_steady({90, 5, 5, 5, 5, 5}));  // only the last two windows count
   EXPECT_TRUE(ob::warmup_is_steady({5.1, 5.0, 4.9, 5.2, 5.0, 5.1}));
-  EXPECT_FALSE(ob::warmup_is_steady({8, 7, 6, 5, 4, 3}));         // still falling: 7 against 4
-  EXPECT_TRUE(ob::warmup_is_steady({20, 5, 5.2, 5.2, 9, 5}));     // a lone outlier moves no median
+  EXPECT_FALSE(ob::warmup_is_steady({8, 7, 6, 5, 4, 3}));  // still falling: 7 against 4
+  EXPECT_TRUE(ob::warmup_is_steady({20, 5, 5.2, 5.2, 9, 5}));  // a lone outlier moves no median
 }
 
 TEST(SteadyWarmup, TheCapIsFourTimesTheLargerOfWarmupAndTwoWindows) {

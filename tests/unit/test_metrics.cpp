@@ -10,8 +10,8 @@ TEST(Metrics, IdealIsTheLongerOfComputeAndComm) {
 }
 
 TEST(Metrics, OverlapEfficiency) {
-  EXPECT_DOUBLE_EQ(ob::overlap_efficiency(20, 10, 20), 1.0);   // comm fully hidden
-  EXPECT_DOUBLE_EQ(ob::overlap_efficiency(20, 10, 30), 0.0);   // nothing hidden
+  EXPECT_DOUBLE_EQ(ob::overlap_efficiency(20, 10, 20), 1.0);  // comm fully hidden
+  EXPECT_DOUBLE_EQ(ob::overlap_efficiency(20, 10, 30), 0.0);  // nothing hidden
   EXPECT_DOUBLE_EQ(ob::overlap_efficiency(20, 10, 25), 0.5);
   EXPECT_TRUE(std::isnan(ob::overlap_efficiency(20, 0, 20)));  // nothing to hide
 }
@@ -20,7 +20,7 @@ TEST(Metrics, OsuOverlapPercentIsClamped) {
   EXPECT_DOUBLE_EQ(ob::overlap_pct(20, 20, 10), 100.0);
   EXPECT_DOUBLE_EQ(ob::overlap_pct(30, 20, 10), 0.0);
   EXPECT_DOUBLE_EQ(ob::overlap_pct(25, 20, 10), 50.0);
-  EXPECT_DOUBLE_EQ(ob::overlap_pct(40, 20, 10), 0.0);    // slower than sequential
+  EXPECT_DOUBLE_EQ(ob::overlap_pct(40, 20, 10), 0.0);  // slower than sequential
   EXPECT_DOUBLE_EQ(ob::overlap_pct(15, 20, 10), 100.0);  // faster than compute alone
   EXPECT_TRUE(std::isnan(ob::overlap_pct(20, 20, 0)));
 }
@@ -39,7 +39,7 @@ TEST(PipelineBound, EqualChunksFollowTheClosedForm) {
   // The phase 2 issue's example: c = 20, m = 10, 5 chunks -> 110 ms.
   EXPECT_DOUBLE_EQ(ob::equal_chunk_pipeline_ms(5, 20, 10), 110);
   EXPECT_DOUBLE_EQ(ob::equal_chunk_pipeline_ms(5, 10, 20), 110);  // communication-bound
-  EXPECT_DOUBLE_EQ(ob::equal_chunk_pipeline_ms(1, 20, 10), 30);   // one chunk: nothing overlaps
+  EXPECT_DOUBLE_EQ(ob::equal_chunk_pipeline_ms(1, 20, 10), 30);  // one chunk: nothing overlaps
   for (int chunks : {1, 2, 7}) {
     std::vector<double> c(chunks, 3.0), m(chunks, 5.0);
     std::vector<int> ready(chunks);
@@ -79,7 +79,7 @@ TEST(ScheduleBound, HeadPipelineTailAndOverhead) {
   // A compute-only iteration of 9.5 ms carries 1.5 ms beyond its tasks: the bound carries it too.
   EXPECT_DOUBLE_EQ(ob::schedule_bound_ms(2, {4, 1}, {3, 3}, {0, 1}, 1, 9.5, 6), 14.5);
   EXPECT_GE(ob::schedule_bound_ms(0, {1, 1}, {0.1, 0.1}, {0, 1}, 0, 5, 0.3), 5);  // never below T_comp
-  EXPECT_DOUBLE_EQ(ob::schedule_bound_ms(0, {1}, {3}, {0}, 0, 1, 4.5), 4.5);        // nor below T_comm
+  EXPECT_DOUBLE_EQ(ob::schedule_bound_ms(0, {1}, {3}, {0}, 0, 1, 4.5), 4.5);  // nor below T_comm
 }
 
 TEST(Bootstrap, IntervalsHoldTheTruthAndShrinkWithLessNoise) {

@@ -44,7 +44,8 @@ TEST(MpiCheck, DecodesTheErrorAndNamesTheRank) {
   } catch (const ob::CallFailure& error) {
     EXPECT_EQ(error.rank(), ob::testing::world_rank());
     EXPECT_NE(error.call().find("MPI_Send"), std::string::npos);
-    EXPECT_NE(std::string(error.what()).find("(rank " + std::to_string(ob::testing::world_rank()) + ")"), std::string::npos)
+    EXPECT_NE(std::string(error.what()).find("(rank " + std::to_string(ob::testing::world_rank()) + ")"),
+              std::string::npos)
         << error.what();
     EXPECT_NE(error.message().find("count"), std::string::npos) << error.message();  // MPI_Error_string's text
   }
@@ -58,7 +59,7 @@ TEST(GpuBinding, EachRankGetsItsOwnGpuInBothLayoutsAndSharingIsNamed) {
     EXPECT_EQ(ob::gpu_for_rank(local, 4), local);
     EXPECT_EQ(ob::gpu_for_rank(local, 1), 0);
   }
-  EXPECT_EQ(ob::gpu_for_rank(5, 4), 1);   // more ranks than GPUs: they wrap (and then share, named below)
+  EXPECT_EQ(ob::gpu_for_rank(5, 4), 1);  // more ranks than GPUs: they wrap (and then share, named below)
   EXPECT_EQ(ob::gpu_for_rank(0, 0), -1);  // no GPU
   EXPECT_EQ(ob::shared_gpu({"0000:00:06.0", "0000:00:07.0"}), "");
   EXPECT_EQ(ob::shared_gpu({"0000:00:06.0", "0000:00:07.0", "0000:00:06.0"}),

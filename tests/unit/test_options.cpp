@@ -54,9 +54,9 @@ TEST(CommonOptions, HelpExitsZero) { EXPECT_EQ(parse({"--help"}).exit, 0); }
 
 TEST(CommonOptions, BadValuesExitTwo) {
   const std::vector<std::vector<std::string>> bad = {
-      {"--iters", "0"},   {"--iters", "-3"},    {"--iters", "abc"}, {"--iters", "1.5"}, {"--iters", ""},
-      {"--warmup", "-1"}, {"--seed", "x"},      {"--size", "0"},    {"--size", "-4"},   {"--size", "4Q"},
-      {"--size", "K"},    {"--unknown-flag"},   {"--iters"},        {"--iters", "99999999999"},
+      {"--iters", "0"},   {"--iters", "-3"},  {"--iters", "abc"}, {"--iters", "1.5"},         {"--iters", ""},
+      {"--warmup", "-1"}, {"--seed", "x"},    {"--size", "0"},    {"--size", "-4"},           {"--size", "4Q"},
+      {"--size", "K"},    {"--unknown-flag"}, {"--iters"},        {"--iters", "99999999999"},
   };
   for (const auto& args : bad) {
     EXPECT_EQ(parse(args).exit, ob::kExitUsage) << args[0] << " " << (args.size() > 1 ? args[1] : "");
@@ -135,9 +135,15 @@ TEST(CommonOptions, WholeNumbersAreDecimalEverywhere) {
   EXPECT_EQ(p.options.iters, 10);
   EXPECT_EQ(p.size, 4096u);
   // CLI11 alone reads 010 as 8 and 0x10 as 16, takes -1 for an unsigned seed and calls "5 " out of range.
-  for (std::vector<std::string> bad : {std::vector<std::string>{"--iters", "010"}, {"--iters", "0x10"},
-                                       {"--iters", "5 "}, {"--iters", " 5"}, {"--iters", "+5"}, {"--seed", "-1"},
-                                       {"--seed", "0x10"}, {"--warmup", "00"}, {"--size", "0x10"}}) {
+  for (std::vector<std::string> bad : {std::vector<std::string>{"--iters", "010"},
+                                       {"--iters", "0x10"},
+                                       {"--iters", "5 "},
+                                       {"--iters", " 5"},
+                                       {"--iters", "+5"},
+                                       {"--seed", "-1"},
+                                       {"--seed", "0x10"},
+                                       {"--warmup", "00"},
+                                       {"--size", "0x10"}}) {
     EXPECT_EQ(parse(bad).exit, std::optional<int>(ob::kExitUsage)) << bad[0] << " " << bad[1];
   }
   ASSERT_FALSE(parse({"--warmup", "0"}).exit.has_value());
@@ -166,12 +172,12 @@ TEST(OutputPaths, EveryOutputARegularFileOnAPathOfItsOwn) {
     return ob::resolve_output_paths("phase2", options);
   };
   EXPECT_NO_THROW(resolve((dir / "run.csv").string(), ""));
-  EXPECT_THROW(resolve("/dev/null", ""), ob::UsageError);                                  // a device
-  EXPECT_THROW(resolve((dir / "fifo.csv").string(), ""), ob::UsageError);                  // a FIFO
-  EXPECT_THROW(resolve((dir / "adir.csv").string(), ""), ob::UsageError);                  // a directory
+  EXPECT_THROW(resolve("/dev/null", ""), ob::UsageError);  // a device
+  EXPECT_THROW(resolve((dir / "fifo.csv").string(), ""), ob::UsageError);  // a FIFO
+  EXPECT_THROW(resolve((dir / "adir.csv").string(), ""), ob::UsageError);  // a directory
   EXPECT_THROW(resolve((dir / "run.csv").string(), (dir / "run.csv").string()), ob::UsageError);  // one path twice
   EXPECT_THROW(resolve((dir / "run.csv").string(), (dir / "run.meta.json").string()), ob::UsageError);
-  EXPECT_THROW(resolve((dir / "run\xff.csv").string(), ""), ob::UsageError);               // not UTF-8
+  EXPECT_THROW(resolve((dir / "run\xff.csv").string(), ""), ob::UsageError);  // not UTF-8
   try {
     resolve((dir / "run.csv").string(), (dir / "." / "run.csv").string());
     FAIL();

@@ -35,8 +35,8 @@ TEST(Summary, LeadingColumnsThenFieldsInFirstSeenOrder) {
   const auto table = ob::summary_csv("phase2", rows);
   const auto& h = table.header();
   ASSERT_GE(h.size(), 10u);
-  const std::vector<std::string> leading = {"system", "phase", "mode", "ranks", "chunks", "iters",
-                                            "time_ms_p50", "time_ms_p95", "time_ms_min", "time_ms_max"};
+  const std::vector<std::string> leading = {"system", "phase",       "mode",        "ranks",       "chunks",
+                                            "iters",  "time_ms_p50", "time_ms_p95", "time_ms_min", "time_ms_max"};
   EXPECT_TRUE(std::equal(leading.begin(), leading.end(), h.begin()));
   EXPECT_EQ(h[12], "time_ms_p50_ci_rel");
   EXPECT_EQ(h[13], "unstable");

@@ -71,7 +71,8 @@ namespace {
 bool tracks_nest(const nlohmann::json& trace) {
   std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> tracks;
   for (const auto& e : trace["traceEvents"]) {
-    if (e["ph"] == "X") tracks[{e["pid"], e["tid"]}].emplace_back(e["ts"], e["ts"].get<double>() + e["dur"].get<double>());
+    if (e["ph"] == "X")
+      tracks[{e["pid"], e["tid"]}].emplace_back(e["ts"], e["ts"].get<double>() + e["dur"].get<double>());
   }
   for (auto& [key, slices] : tracks) {
     std::sort(slices.begin(), slices.end());
@@ -88,10 +89,11 @@ bool tracks_nest(const nlohmann::json& trace) {
 
 TEST(Timeline, RequestsInFlightAtOnceGetTracksOfTheirOwnAndFlowsLinkReadyToComm) {
   // Three non-blocking requests overlapping without nesting on one lane; compute chunks before them.
-  const std::vector<ob::TimelineEvent> events = {
-      {0, "nonblocking:compute", "compute", 0, 0, 0.0, 10.0}, {0, "nonblocking:compute", "compute", 0, 1, 10.0, 20.0},
-      {0, "nonblocking:comm", "iallreduce", 0, 0, 10.0, 25.0}, {0, "nonblocking:comm", "iallreduce", 0, 1, 20.0, 35.0},
-      {0, "nonblocking:comm", "iallreduce", 0, 2, 22.0, 40.0}};
+  const std::vector<ob::TimelineEvent> events = {{0, "nonblocking:compute", "compute", 0, 0, 0.0, 10.0},
+                                                 {0, "nonblocking:compute", "compute", 0, 1, 10.0, 20.0},
+                                                 {0, "nonblocking:comm", "iallreduce", 0, 0, 10.0, 25.0},
+                                                 {0, "nonblocking:comm", "iallreduce", 0, 1, 20.0, 35.0},
+                                                 {0, "nonblocking:comm", "iallreduce", 0, 2, 22.0, 40.0}};
   const auto naive = nlohmann::json::parse(ob::chrome_trace(events).dump());
   EXPECT_TRUE(tracks_nest(naive));
   std::set<std::string> names;
@@ -101,8 +103,9 @@ TEST(Timeline, RequestsInFlightAtOnceGetTracksOfTheirOwnAndFlowsLinkReadyToComm)
     if (e["ph"] == "s") starts[e["id"]] = e;
     if (e["ph"] == "f") finishes[e["id"]] = e;
   }
-  EXPECT_EQ(names, (std::set<std::string>{"nonblocking:compute", "nonblocking:comm", "nonblocking:comm #2",
-                                           "nonblocking:comm #3"}));
+  EXPECT_EQ(
+      names,
+      (std::set<std::string>{"nonblocking:compute", "nonblocking:comm", "nonblocking:comm #2", "nonblocking:comm #3"}));
   ASSERT_EQ(starts.size(), 3u);  // one arrow per request
   ASSERT_EQ(finishes.size(), 3u);
   // Request 0 became ready when chunk 0's compute ended (10 us); requests 1 and 2 when chunk 1's did (20 us).
@@ -112,7 +115,8 @@ TEST(Timeline, RequestsInFlightAtOnceGetTracksOfTheirOwnAndFlowsLinkReadyToComm)
   EXPECT_DOUBLE_EQ(finishes[2]["ts"].get<double>(), 22.0);
   EXPECT_EQ(finishes[2]["bp"], "e");
 
-  const auto powered = nlohmann::json::parse(ob::chrome_trace(events, {{0, 0, 5.0, 300.0}, {0, 0, 25.0, 450.0}}).dump());
+  const auto powered =
+      nlohmann::json::parse(ob::chrome_trace(events, {{0, 0, 5.0, 300.0}, {0, 0, 25.0, 450.0}}).dump());
   int counters = 0;
   for (const auto& e : powered["traceEvents"]) {
     if (e["ph"] == "C") {
@@ -149,8 +153,9 @@ TEST(Timeline, SweepPointsAreProcessGroupsOfTheirOwnAndFlowsStayInsideOne) {
   }
   std::set<std::string> names;
   for (const auto& [pid, name] : processes) names.insert(name);
-  EXPECT_EQ(names, (std::set<std::string>{"bucket_mb=25 · rank 0", "bucket_mb=64 · rank 0", "bucket_mb=64 · rank 1",
-                                           "power · rank 0"}));
+  EXPECT_EQ(names,
+            (std::set<std::string>{"bucket_mb=25 · rank 0", "bucket_mb=64 · rank 0", "bucket_mb=64 · rank 1",
+                                   "power · rank 0"}));
   ASSERT_EQ(starts.size(), 2u);
   EXPECT_NEAR(starts[1]["ts"].get<double>(), 35.0, 0.01);  // point b's own compute, not point a's
   EXPECT_EQ(starts[1]["pid"], finishes[1]["pid"]);
@@ -170,12 +175,14 @@ TEST(Timeline, CsvReadsBackIntoTheSameEventsAndNamesAMissingColumn) {
     EXPECT_DOUBLE_EQ(back[i].end_us, events[i].end_us);
   }
   // A timeline written before the point column reads with empty points.
-  const auto old = ob::timeline_from_csv(ob::CsvTable::parse("rank,lane,name,iter,chunk,start_us,end_us\n0,a,b,0,-1,1,2\n"));
+  const auto old =
+      ob::timeline_from_csv(ob::CsvTable::parse("rank,lane,name,iter,chunk,start_us,end_us\n0,a,b,0,-1,1,2\n"));
   ASSERT_EQ(old.size(), 1u);
   EXPECT_EQ(old[0].point, "");
   EXPECT_THROW(ob::timeline_from_csv(ob::CsvTable::parse("rank,lane\n0,a\n")), std::invalid_argument);
-  EXPECT_THROW(ob::timeline_from_csv(ob::CsvTable::parse("rank,lane,name,iter,chunk,start_us,end_us\n0,a,b,0,-1,x,2\n")),
-               std::invalid_argument);
+  EXPECT_THROW(
+      ob::timeline_from_csv(ob::CsvTable::parse("rank,lane,name,iter,chunk,start_us,end_us\n0,a,b,0,-1,x,2\n")),
+      std::invalid_argument);
   const auto power = ob::power_from_csv(ob::CsvTable::parse("rank,gpu,t_us,power_w\n1,0,20000,450.5\n"));
   ASSERT_EQ(power.size(), 1u);
   EXPECT_EQ(power[0].rank, 1);
