@@ -86,9 +86,11 @@ def calibration(trace, stats, world):
 
 
 def gpu_busy(stats):
-    """The median over one rank's steps of the share of the step its GPU ran a kernel (compute, or communication not
-    beside compute)."""
-    return float(np.median([(s.compute_ms + s.exposed_ms) / s.step_ms for s in stats if s.step_ms > 0] or [1.0]))
+    """The median over one rank's steps of the share of the step its GPU ran a kernel that did work: compute, or
+    communication not beside compute less its wait for a later rank's collective (trace_stats.peer_waits; a kernel
+    that spins until another rank's host catches up does not make this GPU busy, as in added_ms)."""
+    return float(np.median([(s.compute_ms + s.exposed_ms - s.wait_ms) / s.step_ms for s in stats if s.step_ms > 0]
+                           or [1.0]))
 
 
 def predicted_row(cal, world, least_cap_mb, predictor):

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pandas as pd
+import numpy as np
 import pytest
 
 from conftest import REPO, tool
@@ -162,6 +163,12 @@ def test_where_the_host_paces_the_step_the_advice_keeps_to_ddp_s_default_or_larg
     assert free["least_cap_mb"] == 0 and "host paces" not in free["sentence"], free
     assert paced["least_cap_mb"] == 25 and paced["ddp_bucket_cap_mb"] >= 25, paced
     assert "its host paces it" in paced["sentence"]
+    # A wait for a later rank is not work: the same busy steps, their exposed time all such a wait, are host-paced.
+    mine = [s for s in busy(0.9) if s.rank == stats[0].rank]
+    waited = [dataclasses.replace(s, wait_ms=s.exposed_ms) for s in mine]
+    assert advice_module.gpu_busy(mine) == pytest.approx(0.9)
+    assert advice_module.gpu_busy(waited) == pytest.approx(float(np.median([s.compute_ms / s.step_ms for s in mine])))
+    assert advice_module.gpu_busy(waited) < 0.9
 
 
 @pytest.mark.parametrize("case", ["html", "truncated", "no-kernels", "other-job", "folder", "dev-zero", "same-rank"])
