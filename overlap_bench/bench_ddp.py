@@ -86,6 +86,10 @@ def parse_args():
                         "steps (no seq, comm or ideal rows): what a comparison's contender needs")
     parser.add_argument("--emulate-nodes", type=int, default=1, help="split the ranks into N nodes on this host "
                         "(consecutive ranks, NCCL_HOSTID per node), as phase 4's --emulate-nodes (default: 1)")
+    parser.add_argument("--socket-threads", type=int, default=0, help="with --emulate-nodes: NCCL_SOCKET_NTHREADS, "
+                        "and with --socks-per-thread a faster network, as phase 4's (default: 0, NCCL's own)")
+    parser.add_argument("--socks-per-thread", type=int, default=0, help="with --emulate-nodes: NCCL_NSOCKS_PERTHREAD "
+                        "(threads x sockets at most 64; default: 0, NCCL's own)")
     parser.add_argument("--iters", type=int, default=20, help="timed iterations per mode (default: 20)")
     parser.add_argument("--warmup", type=int, default=5, help="untimed iterations before them (default: 5)")
     parser.add_argument("--lr", type=float, default=0.01, help="SGD learning rate (default: 0.01)")
@@ -106,7 +110,15 @@ def parse_args():
                "0 to 2^32-1"),
               ("--emulate-nodes", args.emulate_nodes,
                1 <= args.emulate_nodes <= 1024 and int(os.environ.get("WORLD_SIZE", 1)) % args.emulate_nodes == 0,
-               "1 to 1024, a divisor of the ranks (WORLD_SIZE)"), *work_checks(args)]
+               "1 to 1024, a divisor of the ranks (WORLD_SIZE)"),
+              ("--socket-threads", args.socket_threads, 0 <= args.socket_threads <= 16, "0 to 16"),
+              ("--socks-per-thread", args.socks_per_thread, 0 <= args.socks_per_thread <= 64
+               and max(args.socket_threads, 1) * max(args.socks_per_thread, 1) <= 64,
+               "0 to 64, x --socket-threads at most 64"),
+              *[(option, value, value == 0 or args.emulate_nodes > 1, "with --emulate-nodes 2 or more")
+                for option, value in (("--socket-threads", args.socket_threads),
+                                      ("--socks-per-thread", args.socks_per_thread))],
+              *work_checks(args)]
     if not args.model:
         checks += [(option, value, value == default, "with --model only")
                    for option, value, default in (("--seq", args.seq, 2048), ("--micro-batch", args.micro_batch, 1),
@@ -221,6 +233,10 @@ def main():
         world = int(os.environ.get("WORLD_SIZE", 1))
         node = int(os.environ.get("RANK", 0)) // (world // args.emulate_nodes)
         os.environ["NCCL_HOSTID"] = f"overlap-bench-node-{node}"
+        for name, value in (("NCCL_SOCKET_NTHREADS", args.socket_threads),
+                            ("NCCL_NSOCKS_PERTHREAD", args.socks_per_thread)):
+            if value:
+                os.environ[name] = str(value)
     torch.cuda.set_device(local_rank)
     dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
     rank, world = dist.get_rank(), dist.get_world_size()

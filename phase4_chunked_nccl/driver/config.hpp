@@ -45,6 +45,9 @@ struct Config {
   CtaPolicy nccl_cta_policy = CtaPolicy::kDefault;  // ncclConfig_t.CTAPolicy
   Transport transport = Transport::kNvlink;  // how NCCL moves data between the GPUs (transport.hpp)
   int emulate_nodes = 1;  // the ranks split into this many "nodes" by NCCL_HOSTID (transport.hpp, node_of_rank)
+  // NCCL's socket transport: helper threads per connection and sockets per thread (NCCL_SOCKET_NTHREADS,
+  // NCCL_NSOCKS_PERTHREAD; 0: NCCL's own), a faster network between emulated nodes (transport.hpp).
+  int socket_threads = 0, socks_per_thread = 0;
   bool nccl_path = false;  // read the path NCCL took from its INFO log into the metadata (nccl_path.hpp)
   WireType comm_dtype = WireType::kFp32;  // the type the gradient travels in
   int accum_steps = 1;  // micro-steps per step: gradients accumulate, communication only after the last

@@ -147,7 +147,7 @@ std::atomic<ncclComm_t>& live_comm() {
 }
 
 std::variant<int, ob::PhaseResult> run_job(Config& config, const ob::PhaseContext& context) {
-  apply_transport(config.transport);  // before the first NCCL call
+  apply_transport(config.transport, config.socket_threads, config.socks_per_thread);  // before the first NCCL call
   const int node = node_of_rank(context.rank, context.ranks, config.emulate_nodes);
   if (config.emulate_nodes > 1) setenv("NCCL_HOSTID", emulated_host_id(node).c_str(), 1);
   const std::string nccl_log = start_nccl_log(config);

@@ -31,6 +31,16 @@ void add_communication_options(CLI::App& app, Config& config) {
                  "the nodes by its network transport as it would separate hosts; N divides the ranks")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
+  app.add_option("--socket-threads", config.socket_threads,
+                 "NCCL's socket transport (emulated nodes, --transport socket): helper threads per connection "
+                 "(NCCL_SOCKET_NTHREADS); with --socks-per-thread, a faster network (0: NCCL's own)")
+      ->check(CLI::Range(0, 16))
+      ->capture_default_str();
+  app.add_option("--socks-per-thread", config.socks_per_thread,
+                 "NCCL's socket transport: sockets per helper thread (NCCL_NSOCKS_PERTHREAD; threads x sockets at "
+                 "most 64, NCCL's limit; 0: NCCL's own)")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
   app.add_flag("--nccl-path", config.nccl_path,
                "Read the path NCCL took (its transports, channels, copy engines, registered buffers) from its own "
                "INFO log into the metadata's nccl_path");
@@ -225,6 +235,17 @@ void validate_sweeps(const Config& config) {
   }
 }
 
+// The socket transport's threads and sockets: where the ranks talk over a network, at most 64 sockets in all.
+void validate_network(const Config& config) {
+  const bool threads = config.socket_threads > 0;
+  const std::string option = threads ? "--socket-threads" : "--socks-per-thread";
+  const int value = threads ? config.socket_threads : config.socks_per_thread;
+  ob::require(value == 0 || config.emulate_nodes > 1 || config.transport == Transport::kSocket, option,
+              std::to_string(value), "a network between the ranks: --emulate-nodes 2 or more, or --transport socket");
+  ob::require(std::max(config.socket_threads, 1) * std::max(config.socks_per_thread, 1) <= 64, "--socks-per-thread",
+              std::to_string(config.socks_per_thread), "at most 64 sockets in all (x --socket-threads: NCCL's limit)");
+}
+
 }  // namespace
 
 std::vector<ob::NamedPath> input_files(const Config& config) {
@@ -242,6 +263,7 @@ void validate(const CLI::App& app, Config& config) {
   ob::require(!(config.chunks > 0 && (app.count("--bucket-mb") > 0 || app.count("--first-bucket-mb") > 0)), "--chunks",
               std::to_string(config.chunks), "--chunks and --bucket-mb/--first-bucket-mb exclude each other");
   ob::parse_fault(config.fault.inject_fault);
+  validate_network(config);
   config.shuffle = app.count("--order-seed") > 0;
   validate_sweeps(config);
   ob::require(!(config.plan_mode == PlanMode::kAuto && config.chunks > 0), "--plan", name(config.plan_mode),

@@ -25,8 +25,17 @@ int node_of_rank(int rank, int ranks, int nodes) {
 
 std::string emulated_host_id(int node) { return "overlap-bench-node-" + std::to_string(node); }
 
-void apply_transport(Transport transport) {
-  for (const auto& [name, value] : transport_environment(transport)) setenv(name.c_str(), value.c_str(), 1);
+std::vector<std::pair<std::string, std::string>> socket_environment(int threads, int socks_per_thread) {
+  std::vector<std::pair<std::string, std::string>> variables;
+  if (threads > 0) variables.emplace_back("NCCL_SOCKET_NTHREADS", std::to_string(threads));
+  if (socks_per_thread > 0) variables.emplace_back("NCCL_NSOCKS_PERTHREAD", std::to_string(socks_per_thread));
+  return variables;
+}
+
+void apply_transport(Transport transport, int socket_threads, int socks_per_thread) {
+  auto variables = transport_environment(transport);
+  for (const auto& variable : socket_environment(socket_threads, socks_per_thread)) variables.push_back(variable);
+  for (const auto& [name, value] : variables) setenv(name.c_str(), value.c_str(), 1);
 }
 
 }  // namespace phase4

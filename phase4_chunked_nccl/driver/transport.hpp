@@ -15,8 +15,12 @@ namespace phase4 {
 // NCCL_SHM_DISABLE=1, NCCL_NET=Socket and NCCL_SOCKET_IFNAME=lo (its network transport over loopback).
 std::vector<std::pair<std::string, std::string>> transport_environment(Transport transport);
 
-// Sets them, over whatever the environment held.
-void apply_transport(Transport transport);
+// NCCL's socket transport's helper threads per connection and sockets per thread (0: NCCL's own, not set): a faster
+// network between emulated nodes (--socket-threads, --socks-per-thread).
+std::vector<std::pair<std::string, std::string>> socket_environment(int threads, int socks_per_thread);
+
+// Sets them all, over whatever the environment held.
+void apply_transport(Transport transport, int socket_threads = 0, int socks_per_thread = 0);
 
 // The emulated node of `rank` when `ranks` ranks are split into `nodes` of consecutive ranks (exit 2 naming
 // --emulate-nodes when `nodes` does not divide `ranks`), and its NCCL_HOSTID value.

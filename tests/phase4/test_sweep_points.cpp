@@ -114,3 +114,18 @@ TEST(Phase4EmulatedNodes, ConsecutiveRanksFormEachNodeAndTheNodesMustDivideTheRa
   EXPECT_EQ(config.emulate_nodes, 2);
   EXPECT_EQ(exit_code_of({"--emulate-nodes", "0"}), ob::kExitUsage);
 }
+
+TEST(Phase4EmulatedNodes, AFasterSocketNetworkIsAskedOfNcclWhereTheRanksTalkOverOne) {
+  using Env = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(phase4::socket_environment(0, 0), Env{});
+  EXPECT_EQ(phase4::socket_environment(4, 16), (Env{{"NCCL_SOCKET_NTHREADS", "4"}, {"NCCL_NSOCKS_PERTHREAD", "16"}}));
+  phase4::Config config;
+  ASSERT_EQ(exit_code_of({"--emulate-nodes", "2", "--socket-threads", "4", "--socks-per-thread", "16"}, &config), -1);
+  EXPECT_EQ(config.socket_threads * config.socks_per_thread, 64);
+  EXPECT_EQ(exit_code_of({"--transport", "socket", "--socks-per-thread", "8"}), -1);
+  // No network between the ranks, more than NCCL's 64 sockets, or out of range: refused before any work.
+  EXPECT_EQ(exit_code_of({"--socket-threads", "4"}), ob::kExitUsage);
+  EXPECT_EQ(exit_code_of({"--emulate-nodes", "2", "--socket-threads", "8", "--socks-per-thread", "16"}),
+            ob::kExitUsage);
+  EXPECT_EQ(exit_code_of({"--emulate-nodes", "2", "--socket-threads", "17"}), ob::kExitUsage);
+}

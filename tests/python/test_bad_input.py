@@ -56,6 +56,8 @@ BINARIES = {
         (["--chunks", "010"], "--chunks"), (["--seed", "0x5"], "--seed"),
     ],
     "phase4_chunked_nccl": [
+        (["--socket-threads", "4"], "--socket-threads"),
+        (["--emulate-nodes", "2", "--socket-threads", "8", "--socks-per-thread", "9"], "--socks-per-thread"),
         (["--hidden", "0"], "--hidden"), (["--layers", "-1"], "--layers"), (["--batch", "x"], "--batch"),
         (["--bucket-mb", "0"], "--bucket-mb"), (["--bucket-mb", "nan"], "--bucket-mb"),
         (["--first-bucket-mb", "-1"], "--first-bucket-mb"), (["--chunks", "5", "--bucket-mb", "10"], "--chunks"),

@@ -127,6 +127,7 @@ BENCH_DDP = [
     (["--bucket-mb", "25", "-64"], "--bucket-mb"), (["--fsdp", "--default"], "--fsdp"),
     (["--reshard-after-forward", "0"], "--reshard-after-forward"),
     (["--fsdp", "--reshard-after-forward", "2"], "--reshard-after-forward"),
+    (["--socket-threads", "4"], "--socket-threads"), (["--socks-per-thread", "65"], "--socks-per-thread"),
 ]
 
 
