@@ -18,13 +18,14 @@ namespace phase4 {
 inline constexpr const char* kMlpFamily = "mlp";
 inline constexpr const char* kTransformerFamily = "transformer";
 
+// The specs carry no option defaults: the driver's Config holds those and fills every field.
 struct ModelSpec {
   std::string family = kMlpFamily;
-  int hidden = 4096, layers = 16, batch = 512;  // batch: rows (tokens) per rank and micro-step
+  int hidden = 0, layers = 0, batch = 0;  // batch: rows (tokens) per rank and micro-step
   TransformerShape shape;  // the transformer family's
-  int seq = 2048, micro_batch = 1, blocks = 0;
+  int seq = 0, micro_batch = 1, blocks = 0;
   int accum_steps = 1;  // micro-steps per step, gradients accumulating
-  bool tf32 = true;
+  bool tf32 = false;
   std::uint64_t seed = 0;  // weights and data (the same weights on every rank)
 
   bool transformer() const { return family == kTransformerFamily; }
@@ -34,7 +35,7 @@ struct ModelSpec {
 
 // How buckets are synchronised: a registered strategy (sync/registry.hpp) and what it is asked to do.
 struct SyncSpec {
-  std::string strategy = "nccl";
+  std::string strategy;
   WireType wire = WireType::kFp32;  // the type the gradient travels in
   int prefetch = 0;  // the sharded schedule: layers gathered ahead of the forward (0: all)
 };
@@ -43,7 +44,7 @@ struct SyncSpec {
 struct StepSpec {
   ModelSpec model;
   SyncSpec sync;
-  float lr = 0.01f;
+  float lr = 0;
   StreamPriority comm_priority = StreamPriority::kNormal;  // the comm stream's
   int gemm_sm_margin = 0;  // SMs the GEMMs leave to communication
   bool graph = false;  // each step replayed as one captured CUDA graph
