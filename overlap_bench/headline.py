@@ -40,14 +40,7 @@ EXPERIMENT = next((p for p in (ob_tool.REPO / "experiments" / "headline.toml",
 
 def load_experiment(path):
     """The experiment file, every key checked (a usage error naming the file and the key)."""
-    try:
-        import tomllib
-    except ImportError:  # Python < 3.11
-        import tomli as tomllib
-    try:
-        spec = tomllib.loads(ob_tool.require_input(path, "--experiment", 1 << 20).read_text())
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-        raise ob_tool.UsageError(f"--experiment: '{path}' cannot be read ({str(error).splitlines()[0]})") from None
+    spec = ob_tool.load_toml(path, "--experiment")
     kinds = {"name": str, "rounds": int, "iters": int, "configs": list, "strategies": list, "planned_syncs": list,
              "ddp_caps_mb": list, "fsdp2": bool, "baseline": str}
     for key, kind in kinds.items():

@@ -225,6 +225,19 @@ def commit_id(repo=REPO):
     return found.group(1)
 
 
+def load_toml(path, option, most=1 << 20):
+    """A TOML file (an experiment's spec) as a dict: one that cannot be read or parsed is a usage error naming the
+    option and the file."""
+    try:
+        import tomllib
+    except ImportError:  # Python < 3.11
+        import tomli as tomllib
+    try:
+        return tomllib.loads(require_input(path, option, most).read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise UsageError(f"{option}: '{path}' cannot be read ({str(error).splitlines()[0]})") from None
+
+
 def _end_on_signal(number, _frame):
     """Removes the temporaries being written and ends the process at once with 128 + the signal. (Raising instead
     would reach library code mid-import, which may wrap it and print a traceback.)"""

@@ -1,6 +1,6 @@
 """The command-line drivers as a user starts them: every script's --help, the shell drivers' headers, bench_gpu.sh's
-table of steps, run_all.sh --quick end to end, and the argument checks of bench_ddp.py, with_nccl_env.py and
-cuda_aware_mpi.sh."""
+steps from their experiment specs, run_all.sh --quick end to end, and the argument checks of bench_ddp.py,
+with_nccl_env.py and cuda_aware_mpi.sh."""
 import json
 import os
 import shutil
@@ -42,7 +42,8 @@ def bench_gpu_steps(tmp_path, gpus, *args):
 
 
 def test_bench_gpu_runs_the_steps_its_table_holds(tmp_path):
-    """The steps are a table (bench_gpu.parts) the script expands: loops, configurations, conditions, placeholders."""
+    """The steps are experiment specs (experiments/bench/*.toml) the script expands: matrices, configurations,
+    conditions, placeholders."""
     steps = bench_gpu_steps(tmp_path, 2)
     placeholders = [c for c in steps.values()
                     if "{" in c.replace("${cap", "").replace("{csv}", "").replace("${OB_GATE_BASE_BUILD-}", "")]
