@@ -12,8 +12,12 @@ gradient bytes / beta and turned into a ring's link (bandwidth beta * 2 (n - 1) 
 hop, n the sweep's ranks); the prediction is given that link between the nodes (`--gpus-per-node` ranks / nodes: 1
 on a slower transport) and the calibration's own within them; the table names the fit.
 
+Within the calibration's own link on more ranks than it was made on, --comm-from names phase 4's comm-only sweeps on
+the measured runs' ranks, one per strategy: each bucket size's time there replaces the calibrated one scaled (the
+rise of the bus bandwidth with the rank count is the fabric's, not in the calibration; METRICS.md "The planner").
+
 Usage: check_prediction.py --calibrations A.calibration.json [B ...] --measured run.csv [...] [--links-from comm.csv
-       ...] --csv check.csv
+       ...] [--comm-from comm-nccl.csv ...] --csv check.csv
 """
 
 import json
@@ -35,15 +39,15 @@ CALIBRATED = "nvlink"  # the transport calibrations are made on (phase 4's defau
 
 
 def calibrations_by_model(paths):
-    """(hidden, layers, batch, graph) -> (calibration path, its rank count); a calibration without `graph` was
-    measured eagerly."""
+    """(hidden, layers, batch, graph) -> (calibration path, its rank count, its strategies); a calibration without
+    `graph` was measured eagerly."""
     found = {}
     for path in paths:
         try:
             data = json.loads(ob_tool.require_input(path, "--calibrations").read_text())
             model = data["model"]
             key = (int(model["hidden"]), int(model["layers"]), int(model["batch"]), bool(model.get("graph", False)))
-            found[key] = (pathlib.Path(path), int(data["ranks"]))
+            found[key] = (pathlib.Path(path), int(data["ranks"]), {s["sync"] for s in data["strategies"]})
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise ob_tool.UsageError(f"--calibrations: '{path}' is invalid: not a phase 4 calibration ({error})")
     return found
@@ -80,19 +84,49 @@ def link_of(path):
     return (transport, nodes), f"{name}:{beta * 2 * (n - 1) / n:.4g}:{alpha * 1e3 / (n - 1):.4g}"
 
 
+def comm_table_of(path):
+    """(strategy, ranks, phase4_predict's --comm) of a phase 4 comm-only sweep over bucket sizes on the calibrated
+    transport and one node (one strategy and rank count, the first bucket's cap fixed and among the sizes): a size's
+    time per bucket is (step - the first bucket's time) * size / (gradient - the first bucket), the first bucket's
+    from the sweep's step in buckets of its size."""
+    comm = ob_csv.load_summary(path)
+    comm = comm[comm["mode"] == "comm"]
+    needed = {"buckets", "grad_mb", "ranks", "bucket_mb", "first_bucket_mb", "sync", "time_ms_p50"}
+    one = (not comm.empty and needed <= set(comm.columns) and set(layout_of(comm)) == {(CALIBRATED, 1)}
+           and all(comm[c].nunique() == 1 for c in ("sync", "ranks", "first_bucket_mb", "grad_mb")))
+    first = float(comm["first_bucket_mb"].iloc[0]) if one else math.nan
+    equal = comm[comm["bucket_mb"].astype(float) == first] if one else comm.iloc[0:0]
+    if equal.empty or comm["bucket_mb"].nunique() < 2:
+        raise ob_tool.UsageError(f"--comm-from: '{path}' is invalid: a comm-only sweep over bucket sizes of one "
+                                 "strategy on one node of the calibrated transport, --first-bucket-mb among its sizes")
+    grad, sync, ranks = float(comm["grad_mb"].iloc[0]), str(comm["sync"].iloc[0]), int(comm["ranks"].iloc[0])
+    first_ms = float(equal["time_ms_p50"].iloc[0]) * first / grad
+    times = {first: first_ms}
+    for size, step in zip(comm["bucket_mb"].astype(float), comm["time_ms_p50"].astype(float)):
+        if size != first:
+            times[size] = (step - first_ms) * size / (grad - first)
+    return sync, ranks, f"{sync}@{ranks}:" + ",".join(f"{m:g}={t:.6g}" for m, t in sorted(times.items()))
+
+
+def comm_args(tables, ranks, syncs):
+    """phase4_predict's --comm options for `ranks` ranks, of the strategies `syncs` a calibration holds."""
+    return [word for sync, n, text in tables if n == ranks and sync in syncs for word in ("--comm", text)]
+
+
 def link_fits(paths):
     """(transport, nodes) -> phase4_predict's link, fitted from comm-only sweeps on it."""
     return dict(link_of(path) for path in paths)
 
 
-def predicted(predictor, calibration, row, link, nodes=1):
+def predicted(predictor, calibration, row, link, nodes=1, comm=()):
     """phase4_predict's step for the row's rank count: its plan (strategy and caps), or the best for plan auto; over
-    `link` between its `nodes` nodes (between every two ranks for one node on a slower transport) where one is given."""
+    `link` between its `nodes` nodes (between every two ranks for one node on a slower transport) where one is given;
+    `comm`: --comm options (strategies' bucket times measured on the row's ranks)."""
     with tempfile.TemporaryDirectory() as work:
         csv = pathlib.Path(work) / "p.csv"
         per_node = int(row["ranks"]) // nodes if nodes > 1 else 1
         command = [predictor, "--calibration", str(calibration), "--ranks", str(int(row["ranks"])), "--links",
-                   link or "ib400", "--csv", str(csv)] + (["--gpus-per-node", str(per_node)] if link else [])
+                   link or "ib400", "--csv", str(csv), *comm] + (["--gpus-per-node", str(per_node)] if link else [])
         if row["plan"] != "auto":
             command += ["--sync", row["sync"], "--bucket-mb", str(row["bucket_mb"]),
                         "--first-bucket-mb", str(row["first_bucket_mb"])]
@@ -131,11 +165,16 @@ def overlap_rows(path):
     return rows
 
 
-def check(calibrations, measured, predictor, links=()):
+def check(calibrations, measured, predictor, links=(), comm_from=()):
     """The table, and how many rows were left out: plans cut into equal chunks (--chunks, plan=layer), which
     phase4_predict does not take."""
     by_model = calibrations_by_model(calibrations)
     fits = link_fits(links)
+    tables = [comm_table_of(path) for path in comm_from]
+    held = set().union(*(syncs for _, _, syncs in by_model.values()))
+    for path, (sync, _, _) in zip(comm_from, tables):
+        if sync not in held:
+            raise ob_tool.UsageError(f"--comm-from: '{path}' is invalid: no calibration holds its strategy '{sync}'")
     table, skipped = [], 0
     for path in measured:
         for _, row in overlap_rows(path).iterrows():
@@ -146,14 +185,15 @@ def check(calibrations, measured, predictor, links=()):
             if key not in by_model:
                 raise ob_tool.UsageError(f"{path}: no calibration of H={key[0]} L={key[1]} B={key[2]}"
                                         f"{' --graph' if key[3] else ''} among --calibrations")
-            calibration, calibrated = by_model[key]
+            calibration, calibrated, syncs = by_model[key]
             transport, nodes = row["layout"]
             if (transport, nodes) != (CALIBRATED, 1) and (transport, nodes) not in fits:
                 raise ob_tool.UsageError(f"{path}: a run on --transport {transport}"
                                         f"{f' over {nodes} emulated nodes' if nodes > 1 else ''}, and no --links-from "
                                         "sweep on it")
             link = fits.get((transport, nodes), "")
-            ms, sync = predicted(predictor, calibration, row, link, nodes)
+            comm = comm_args(tables, int(row["ranks"]), syncs) if (transport, nodes) == (CALIBRATED, 1) else []
+            ms, sync = predicted(predictor, calibration, row, link, nodes, comm)
             table.append(dict(zip(COLUMNS, [*key, int(row["ranks"]), row["plan"], row["sync"], row["bucket_mb"],
                                             row["first_bucket_mb"], transport, nodes, link, row["time_ms_p50"], ms,
                                             sync, row["time_ms_p50"] / ms - 1, calibrated, calibration.name])))
@@ -167,6 +207,10 @@ def main():
     parser.add_argument("--links-from", nargs="+", default=[], type=pathlib.Path,
                         help="phase 4 comm-only sweeps over bucket sizes, one per slower --transport the measured "
                              "runs used")
+    parser.add_argument("--comm-from", nargs="+", default=[], type=pathlib.Path,
+                        help="phase 4 comm-only sweeps over bucket sizes on the measured runs' ranks (one node, the "
+                             "calibrated transport), one per strategy: its time per bucket there instead of the "
+                             "calibrated one scaled")
     parser.add_argument("--csv", required=True, type=pathlib.Path, help="the table to write")
     parser.add_argument("--predictor", help="the phase4_predict binary (default: on PATH, or in build/)")
     args = parser.parse_args()
@@ -174,8 +218,10 @@ def main():
         raise ob_tool.UsageError(f"--csv: '{args.csv}' is invalid: its directory must exist")
     ob_tool.require_outputs([("--csv", args.csv)], [("--calibrations", c) for c in args.calibrations]
                            + [("--measured", m) for m in args.measured]
-                           + [("--links-from", m) for m in args.links_from])
-    table, skipped = check(args.calibrations, args.measured, predict.find_predictor(args.predictor), args.links_from)
+                           + [("--links-from", m) for m in args.links_from]
+                           + [("--comm-from", m) for m in args.comm_from])
+    table, skipped = check(args.calibrations, args.measured, predict.find_predictor(args.predictor), args.links_from,
+                           args.comm_from)
     ob_tool.write_text_atomic(args.csv, table.to_csv(index=False))
     shown = table[["hidden", "layers", "batch", "ranks", "plan", "sync", "bucket_mb", "transport", "nodes",
                    "measured_ms", "predicted_ms", "error"]]

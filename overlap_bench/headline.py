@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 
+from overlap_bench import check_prediction
 from overlap_bench import compare
 from overlap_bench import compare_runs
 from overlap_bench import headline_tables
@@ -119,11 +120,12 @@ def calibrate(calibrations, timeout):
             raise compare_runs.ContenderFailed(f"calibration of {config}: no {path} (log: {log})", 3)
 
 
-def predict(spec, calibrations, ranks, predictor):
+def predict(spec, calibrations, ranks, predictor, tables=()):
     """predictions.csv before the runs that test it: per configuration and calibrated strategy the step
     phase4_predict gives on `ranks` ranks for each cap's plan (the first bucket 1 MiB), and the planner's plan (the
     least predicted over the planned strategies), from the calibrations in `calibrations` (another machine's, say
-    2 GPUs for 4)."""
+    2 GPUs for 4); `tables`: strategies' bucket times measured on those ranks (check_prediction.comm_table_of), used
+    instead of the calibrated ones scaled (the `comm` column names the ones a row used)."""
     import pandas as pd
 
     rows = []
@@ -132,20 +134,22 @@ def predict(spec, calibrations, ranks, predictor):
         if not path.is_file():
             raise ob_tool.UsageError(f"--predict-from: no {path}")
         syncs = [s["sync"] for s in json.loads(path.read_text())["strategies"]]
+        comm = check_prediction.comm_args(tables, ranks, syncs)
         labels = {cap_label(s, c, spec) for s in spec["strategies"] for c in spec["caps_mb"]}
         asks = [(cap_label(s, c, spec), "caps", ["--sync", s, "--bucket-mb", f"{c:g}", "--first-bucket-mb", "1"])
                 for s in syncs for c in spec["caps_mb"] if cap_label(s, c, spec) in labels]
         asks += [("planned", "auto", ["--sync", s]) for s in spec["planned_syncs"] if s in syncs]
         for sync, plan, extra in asks:
             done = subprocess.run([predictor, "--calibration", str(path), "--ranks", str(ranks), "--links", "ib400",
-                                   *extra], capture_output=True, text=True, timeout=600)
+                                   *extra, *comm], capture_output=True, text=True, timeout=600)
             if done.returncode:
                 raise ob_tool.UsageError(f"phase4_predict on {path}: {done.stderr.strip()[:200]}")
             row = pd.read_csv(io.StringIO(done.stdout)).iloc[0]
             rows.append({"config": config, "label": sync, "plan": plan, "predicted_sync": row["sync"],
                          "ranks": ranks, "predicted_ms": row["predicted_ms"], "buckets": row["buckets"],
                          "calibrated_gpu": row["calibrated_gpu"], "calibrated_ranks": row["calibrated_ranks"],
-                         "calibration_commit": row["calibration_commit"], "calibration": str(path)})
+                         "calibration_commit": row["calibration_commit"], "calibration": str(path),
+                         "comm": " ".join(t for t in comm[1::2] if t.startswith(f"{row['sync']}@"))})
     table = pd.DataFrame(rows)  # the planner's plan: the least predicted step over the planned strategies
     planned = table[table["label"] == "planned"]
     keep = planned.loc[planned.groupby("config")["predicted_ms"].idxmin()].index if len(planned) else []
@@ -169,8 +173,14 @@ def parse_args(argv=None):
                         "set beside the measured steps in prediction-check.csv")
     parser.add_argument("--predict-from", metavar="DIR", help="write --out/predictions.csv from the calibrations in "
                         "DIR (a headline's calibration/) for --gpus ranks, before the runs that test them; run nothing")
+    parser.add_argument("--comm-from", metavar="CSV", nargs="+", default=[], help="with --predict-from: phase 4 "
+                        "comm-only sweeps over bucket sizes on --gpus ranks, one per strategy (ob-check-prediction "
+                        "--comm-from): its time per bucket there instead of the calibrated one scaled")
     args = parser.parse_args(argv)
     try:
+        if args.comm_from and not args.predict_from:
+            raise ob_tool.UsageError("--comm-from: needs --predict-from")
+        args.tables = [check_prediction.comm_table_of(path) for path in args.comm_from]
         args.spec = load_experiment(args.experiment)
         if not 1 <= args.gpus <= 1024:
             raise ob_tool.UsageError(f"--gpus: '{args.gpus}' is invalid: 1 to 1024")
@@ -201,7 +211,7 @@ def main(argv=None):
     spec = args.spec
     if args.predict_from:
         out.mkdir(parents=True, exist_ok=True)
-        table = predict(spec, args.predict_from, args.gpus, ob_tool.find_built("phase4_predict"))
+        table = predict(spec, args.predict_from, args.gpus, ob_tool.find_built("phase4_predict"), args.tables)
         ob_tool.write_text_atomic(out / "predictions.csv", table.to_csv(index=False))
         print(f"{out / 'predictions.csv'}: {len(table)} predictions for {args.gpus} ranks")
         return 0

@@ -23,76 +23,17 @@
 #include "phase4_chunked_nccl/planner/planner.hpp"
 #include "phase4_chunked_nccl/core/bucket_plan.hpp"
 #include "phase4_chunked_nccl/sync/registry.hpp"
+#include "phase4_chunked_nccl/tools/predict_comm.hpp"
 
 namespace {
 
-// A network between nodes: bandwidth per GPU and latency per hop.
-struct Link {
-  std::string name;
-  double gbps = 0, latency_us = 0;
-};
-
-const std::vector<Link>& link_presets() {
-  static const std::vector<Link> presets = {
-      {"ib400", 50.0, 5.0},  // one 400 Gb/s InfiniBand NIC per GPU
-      {"eth100", 12.5, 20.0},  // one 100 Gb/s Ethernet (RoCE) NIC per GPU
-  };
-  return presets;
-}
-
-// "ib400", "eth100" or NAME:GB/s:us.
-Link parse_link(const std::string& text) {
-  for (const auto& preset : link_presets()) {
-    if (preset.name == text) return preset;
-  }
-  const auto parts = ob::split_list(text, ':');
-  const std::string allowed = "ib400, eth100 or NAME:GBPS:LATENCY_US (both > 0)";
-  ob::require(parts.size() == 3, "--links", text, allowed);
-  const auto gbps = ob::parse_number(parts[1]), latency = ob::parse_number(parts[2]);
-  ob::require(gbps && latency && *gbps > 0 && *latency > 0, "--links", text, allowed);
-  return {parts[0], *gbps, *latency};
-}
-
-// The calibrated 2-rank fit, taken apart as alpha (latency) + bytes / beta at each size, rebuilt for `ranks` ranks:
-// the cheaper of a ring ((n - 1) alpha + 2 (n - 1) / n bytes / beta) and a tree (log2(n) alpha + bytes / beta
-// within a node: on NVSwitch 4 ranks' all-reduces took about 2 ranks' time per byte, measured 6-12 % above this on
-// 4 x H200; across nodes the same bandwidth term as the ring's: the link carries no fewer bytes per rank, and
-// bytes / beta predicted 2 x 2 emulated nodes' steps a third fast).
-// Across nodes (ranks > per_node) alpha is at least the link's hop latency and beta at most its bandwidth. A sharded
-// strategy's reduce-scatters (and all-to-alls) have no tree: the ring's (n - 1) / n share scales them.
-phase4::CommTime scaled_comm(const phase4::StrategyCalibration& s, int calibrated_ranks, int ranks, int per_node,
-                             const Link& link) {
-  const bool ring_only = !s.sharded.empty();
-  return [&s, calibrated_ranks, ranks, per_node, link, ring_only](double bytes) {
-    auto [intercept, slope] = s.comm_line_at(bytes);
-    slope = std::max(slope, 1e-15);
-    const double n0 = calibrated_ranks;
-    // At the calibrated ranks a ring: t = (n0 - 1) alpha + 2 (n0 - 1) / n0 bytes / beta.
-    double alpha = std::max(0.0, intercept) / std::max(1.0, n0 - 1);
-    double per_byte = slope / (2 * (n0 - 1) / n0);
-    if (ranks > per_node) {
-      alpha = std::max(alpha, link.latency_us * 1e-3);
-      per_byte = std::max(per_byte, 1.0 / (link.gbps * 1e6));  // GB/s -> bytes per ms
-    }
-    const double n = ranks;
-    const double ring = (n - 1) * alpha + 2 * (n - 1) / n * bytes * per_byte;
-    const double tree =
-        std::log2(n) * alpha + bytes * per_byte * (ranks > per_node ? 2 * (n - 1) / n : 2 * (n0 - 1) / n0);
-    return ring_only ? ring : std::min(ring, tree);
-  };
-}
-
-// Whether a strategy runs where ranks span nodes: those that need the GPUs' peer access (symmetric windows, copy
-// engines) do not (phase 4 refuses them on --transport shm and socket too).
-bool runs_across_nodes(const std::string& sync) {
-  const phase4::SyncRow* row = phase4::find_sync(sync);
-  return !row || !row->peer_access;
-}
+using phase4::Link;
 
 // What the command line asks.
 struct Options {
   std::string calibration_path, csv, links_text = "ib400,eth100", ranks_text = "2,4,8,16,32,64,128,256,512,1024";
   std::string sync, model, layers_csv;
+  std::vector<std::string> comm;  // --comm: strategies' bucket times measured on the predicted ranks
   int per_node = 8, seq = 2048, micro_batch = 1, blocks = 0;
   double bucket_mb = 0, first_bucket_mb = 1.0, ddp_min_cap_mb = 0;
   CLI::Option* fixed = nullptr;  // --bucket-mb given: predict that plan, not the best one
@@ -109,6 +50,10 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--gpus-per-node", o.per_node, "GPUs per node joined by the calibrated link")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
+  app.add_option("--comm", o.comm,
+                 "A strategy's time per bucket measured on the ranks predicted (a comm-only sweep there, e.g. by "
+                 "ob-check-prediction --comm-from): SYNC@RANKS:MIB=MS,MIB=MS,...; used instead of the calibrated "
+                 "time scaled to those ranks (repeatable)");
   app.add_option("--sync", o.sync, "Predict this calibrated strategy only (default: the best at each point)");
   o.fixed = app.add_option("--bucket-mb", o.bucket_mb,
                            "Predict this plan instead of the best one: buckets of at most this many MiB, as "
@@ -148,6 +93,7 @@ struct Inputs {
   std::vector<Link> links;
   phase4::Calibration calibration;  // with --model: that model's estimate
   std::vector<std::string> step_names;  // the backward steps' names
+  std::vector<phase4::MeasuredComm> measured;  // --comm
 };
 
 // The backward steps' names of a measured calibration: its transformer's tensors (the model read again by name, its
@@ -191,7 +137,7 @@ Inputs read_inputs(const Options& o) {
                 "rank counts above --gpus-per-node " + std::to_string(o.per_node) +
                     " must fill whole nodes of that many GPUs (" + std::to_string(n) + " does not)");
   }
-  for (const auto& item : ob::split_list(o.links_text)) in.links.push_back(parse_link(item));
+  for (const auto& item : ob::split_list(o.links_text)) in.links.push_back(phase4::parse_link(item));
   ob::require(!in.links.empty(), "--links", o.links_text, "ib400, eth100 or NAME:GBPS:LATENCY_US");
   std::vector<ob::NamedPath> outputs;
   if (!o.csv.empty()) outputs.push_back({"--csv", o.csv});
@@ -229,10 +175,15 @@ Inputs read_inputs(const Options& o) {
   }
   ob::require(o.sync.empty() || in.calibration.strategy(o.sync) != nullptr, "--sync", o.sync,
               "a strategy the calibration holds");
+  for (const auto& text : o.comm) {
+    in.measured.push_back(phase4::parse_measured_comm(text));
+    ob::require(in.calibration.strategy(in.measured.back().sync) != nullptr, "--comm", text,
+                "a strategy the calibration holds");
+  }
   // Points across nodes need a strategy that runs there.
   const bool across = std::any_of(in.ranks.begin(), in.ranks.end(), [&](int n) { return n > o.per_node; });
   const bool any = std::any_of(in.calibration.strategies.begin(), in.calibration.strategies.end(), [&](const auto& s) {
-    return (o.sync.empty() || s.sync == o.sync) && runs_across_nodes(s.sync);
+    return (o.sync.empty() || s.sync == o.sync) && phase4::runs_across_nodes(s.sync);
   });
   ob::require(!across || any, o.sync.empty() ? "--calibration" : "--sync", o.sync.empty() ? o.calibration_path : o.sync,
               "a strategy that runs across nodes (one without peer access: nccl, sharded) where --ranks exceed "
@@ -241,12 +192,13 @@ Inputs read_inputs(const Options& o) {
 }
 
 // One point's row: the best strategy's plan (or the given plan) on `n` ranks over `link`, and DDP's best cap.
-std::vector<std::string> point_row(const Options& o, const phase4::Calibration& c, const Link& link, int n) {
+std::vector<std::string> point_row(const Options& o, const Inputs& in, const Link& link, int n) {
+  const phase4::Calibration& c = in.calibration;
   std::vector<phase4::PlanChoice> kept;
   for (const auto& s : c.strategies) {
     if (!o.sync.empty() && s.sync != o.sync) continue;
-    if (n > o.per_node && !runs_across_nodes(s.sync)) continue;
-    const phase4::Target target(scaled_comm(s, c.ranks, n, o.per_node, link), n);
+    if (n > o.per_node && !phase4::runs_across_nodes(s.sync)) continue;
+    const phase4::Target target(phase4::comm_at(s, c.ranks, n, o.per_node, link, in.measured), n);
     if (o.fixed->count()) {  // the given plan, as the strategy runs it
       auto plan = phase4::plan_by_size(c.layout(), o.bucket_mb, o.first_bucket_mb);
       if (!s.sharded.empty()) plan = phase4::align_plan_to_steps(plan, c.layout());
@@ -262,8 +214,8 @@ std::vector<std::string> point_row(const Options& o, const phase4::Calibration& 
   double ddp_ms = 0;
   const auto* ddp = phase4::ddp_like(c);
   const double cap = phase4::best_ddp_cap(
-      c, ddp ? phase4::Target(scaled_comm(*ddp, c.ranks, n, o.per_node, link), n) : phase4::Target(), &ddp_ms,
-      o.ddp_min_cap_mb);
+      c, ddp ? phase4::Target(phase4::comm_at(*ddp, c.ranks, n, o.per_node, link, in.measured), n) : phase4::Target(),
+      &ddp_ms, o.ddp_min_cap_mb);
   auto mb = [](std::uint64_t elements) { return ob::format_number(elements * 4.0 / (1 << 20), 4); };
   return {link.name,
           std::to_string(n),
@@ -327,7 +279,7 @@ int main(int argc, char** argv) {
                         "largest_bucket_mb", "slowdown", "extrapolated", "ddp_bucket_cap_mb", "ddp_predicted_ms",
                         "calibrated_gpu", "calibrated_ranks", "calibration_commit", "model", "compute_estimated"});
     for (const auto& link : in.links) {
-      for (int n : in.ranks) table.add_row(point_row(options, in.calibration, link, n));
+      for (int n : in.ranks) table.add_row(point_row(options, in, link, n));
     }
     if (!options.layers_csv.empty()) {
       const auto layers = layers_table(in.calibration, in.step_names, options);

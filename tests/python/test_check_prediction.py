@@ -126,3 +126,57 @@ def test_the_predictions_figure_counts_the_points_in_the_band(tmp_path):
                                 capture_output=True, text=True, timeout=120)
         assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
         assert len(result.stderr.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_bucket_times_measured_on_the_target_ranks_replace_the_scaled_ones(predictor, tmp_path):
+    """--comm-from: a comm-only sweep on the measured runs' ranks (one strategy, one node) gives each size's time per
+    bucket, (step - first bucket) * size / (gradient - first bucket), the first from the sweep of its own size; the
+    prediction is phase4_predict's with those times (--comm) instead of the calibration's scaled to 4 ranks; a sweep
+    of a strategy no calibration holds, of two strategies or without the first bucket's size exits 2."""
+    from overlap_bench import check_prediction
+
+    cal = calibration(tmp_path)
+    head = "system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,time_ms_max,"
+    sweep = tmp_path / "comm4.csv"  # 16 MiB on 4 ranks: 16 buckets of 1 MiB in 1.6 ms, 1 + 15 in 1.2, 1 + 1 in 0.9
+    sweep.write_text(head + "hidden,layers,batch,bucket_mb,first_bucket_mb,buckets,grad_mb,sync\n" + "".join(
+        f"overlap-bench,phase4,comm,4,0,10,{ms},1,1,1,1024,4,256,{mb},1,{b},16,nccl\n"
+        for mb, b, ms in [(1, 16, 1.6), (4, 5, 1.2), (16, 2, 0.9)]))
+    sync, ranks, text = check_prediction.comm_table_of(sweep)
+    assert (sync, ranks) == ("nccl", 4) and text == "nccl@4:1=0.1,4=0.293333,16=0.853333", text
+    measured = tmp_path / "step.csv"
+    measured.write_text(head + "hidden,layers,batch,bucket_mb,first_bucket_mb,plan,sync\n"
+                        "overlap-bench,phase4,overlap,4,0,20,7,1,1,1,1024,4,256,4,1,caps,nccl\n")
+    out = tmp_path / "check.csv"
+    command = [*tool("check_prediction.py"), "--calibrations", str(cal), "--measured", str(measured), "--csv",
+               str(out), "--predictor", str(predictor)]
+    assert subprocess.run(command, capture_output=True, text=True, timeout=120).returncode == 0
+    scaled = pd.read_csv(out)["predicted_ms"][0]
+    result = subprocess.run(command + ["--comm-from", str(sweep)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    given = subprocess.run([str(predictor), "--calibration", str(cal), "--ranks", "4", "--sync", "nccl", "--bucket-mb",
+                            "4", "--comm", text], capture_output=True, text=True, timeout=60)
+    assert given.returncode == 0, given.stderr
+    with_comm = pd.read_csv(out)["predicted_ms"][0]
+    assert with_comm == pytest.approx(float(given.stdout.splitlines()[1].split(",")[4]), rel=1e-5)
+    assert with_comm != pytest.approx(scaled, rel=1e-3)  # the measured times, not the scaled ones
+    lines = sweep.read_text().splitlines(keepends=True)
+    for bad_text, words in (("".join(lines).replace(",nccl\n", ",sharded-ce\n"), "no calibration holds its strategy"),
+                            ("".join(lines).replace(",nccl\n", ",ce\n", 1), "a comm-only sweep over bucket sizes"),
+                            ("".join(lines[:1] + lines[2:]), "--first-bucket-mb among its sizes")):
+        bad = tmp_path / "bad.csv"
+        bad.write_text(bad_text)
+        result = subprocess.run(command + ["--comm-from", str(bad)], capture_output=True, text=True, timeout=120)
+        assert result.returncode == 2 and words in result.stderr, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+def test_phase4_predict_refuses_measured_times_it_cannot_use(predictor, tmp_path):
+    """--comm: a strategy the calibration lacks, a sharded one, one size, sizes out of order or a bad rank count."""
+    cal = calibration(tmp_path)
+    for text, words in (("ce@4:1=0.1,4=0.2", "a strategy the calibration holds"),
+                        ("sharded@4:1=0.1,4=0.2", "calibrated per layer"), ("nccl@4:1=0.1", "two sizes or more"),
+                        ("nccl@4:4=0.1,1=0.2", "increasing order"), ("nccl@1:1=0.1,4=0.2", "ranks >= 2"),
+                        ("nccl@4:1=0,4=0.2", "times > 0")):
+        result = subprocess.run([str(predictor), "--calibration", str(cal), "--ranks", "4", "--comm", text],
+                                capture_output=True, text=True, timeout=60)
+        assert result.returncode == 2 and f"--comm: '{text}' is invalid" in result.stderr and words in result.stderr

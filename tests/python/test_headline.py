@@ -234,3 +234,39 @@ def test_phase3_strategies_as_rows_of_one_process(tmp_path, phase3):
     assert table.loc["nonblocking@2", "baseline"] == "thread@2" and len(table) == 4
     assert table["compute_ms"].notna().all() and table["overhead"].gt(0).all()
     assert sorted(p.name for p in (out / "runs").glob("r*-p3.csv")) == ["r0-p3.csv", "r1-p3.csv"]
+
+
+def test_predictions_before_the_runs_with_bucket_times_measured_on_the_target(predictor, tmp_path):
+    """--predict-from: per configuration, cap and strategy the step on --gpus ranks from another rank count's
+    calibration, and the planner's plan; --comm-from: a strategy's comm-only sweep on those ranks replaces its scaled
+    bucket times (the `comm` column names them); --comm-from without --predict-from exits 2."""
+    from test_check_prediction import calibration
+
+    calibrations = tmp_path / "cal"
+    calibrations.mkdir()
+    calibration(tmp_path).rename(calibrations / "1024x4x256.calibration.json")
+    experiment = tmp_path / "e.toml"
+    experiment.write_text('name = "t"\nrounds = 2\niters = 5\nconfigs = ["1024x4x256"]\nstrategies = ["nccl"]\n'
+                          'caps_mb = [4]\nplanned_syncs = ["nccl"]\nddp_caps_mb = [25]\nfsdp2 = false\n'
+                          'baseline = "ddp-25"\n')
+    sweep = tmp_path / "comm4.csv"
+    sweep.write_text("system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,time_ms_max,hidden,"
+                     "layers,batch,bucket_mb,first_bucket_mb,buckets,grad_mb,sync\n" + "".join(
+                         f"overlap-bench,phase4,comm,4,0,10,{ms},1,1,1,1024,4,256,{mb},1,{b},16,nccl\n"
+                         for mb, b, ms in [(1, 16, 1.6), (4, 5, 1.2), (16, 2, 0.9)]))
+    env = {**os.environ, "PATH": f"{predictor.parent}{os.pathsep}{os.environ['PATH']}"}
+
+    def predictions(name, *extra):
+        command = [*tool("headline.py"), "--experiment", str(experiment), "--gpus", "4", "--out", str(tmp_path / name),
+                   "--predict-from", str(calibrations), *extra]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
+        assert result.returncode == 0, result.stderr
+        return pd.read_csv(tmp_path / name / "predictions.csv").set_index("label")
+
+    scaled, measured = predictions("scaled"), predictions("measured", "--comm-from", str(sweep))
+    assert list(scaled.index) == ["nccl", "planned"] and (scaled["ranks"] == 4).all()
+    assert scaled["comm"].isna().all() and (measured["comm"] == "nccl@4:1=0.1,4=0.293333,16=0.853333").all()
+    assert measured.loc["nccl", "predicted_ms"] != pytest.approx(scaled.loc["nccl", "predicted_ms"], rel=1e-3)
+    alone = subprocess.run([*tool("headline.py"), "--out", str(tmp_path / "x"), "--comm-from", str(sweep)],
+                           capture_output=True, text=True, timeout=60)
+    assert alone.returncode == 2 and "--comm-from: needs --predict-from" in alone.stderr, alone.stderr
