@@ -173,6 +173,9 @@ def parse_args(argv=None):
                         "set beside the measured steps in prediction-check.csv")
     parser.add_argument("--predict-from", metavar="DIR", help="write --out/predictions.csv from the calibrations in "
                         "DIR (a headline's calibration/) for --gpus ranks, before the runs that test them; run nothing")
+    parser.add_argument("--configs", metavar="HxLxB,...", help="run these of the experiment's configurations only "
+                        "(a comparison too long for one call split over several; each configuration's contenders "
+                        "still share its rounds)")
     parser.add_argument("--comm-from", metavar="CSV", nargs="+", default=[], help="with --predict-from: phase 4 "
                         "comm-only sweeps over bucket sizes on --gpus ranks, one per strategy (ob-check-prediction "
                         "--comm-from): its time per bucket there instead of the calibrated one scaled")
@@ -182,6 +185,13 @@ def parse_args(argv=None):
             raise ob_tool.UsageError("--comm-from: needs --predict-from")
         args.tables = [check_prediction.comm_table_of(path) for path in args.comm_from]
         args.spec = load_experiment(args.experiment)
+        if args.configs:
+            chosen = args.configs.split(",")
+            unknown = [c for c in chosen if c not in args.spec["configs"]]
+            if unknown or len(set(chosen)) != len(chosen):
+                raise ob_tool.UsageError(f"--configs: '{args.configs}' is invalid: distinct configurations of the "
+                                         f"experiment ({','.join(args.spec['configs'])})")
+            args.spec["configs"] = chosen
         if not 1 <= args.gpus <= 1024:
             raise ob_tool.UsageError(f"--gpus: '{args.gpus}' is invalid: 1 to 1024")
         out = pathlib.Path(args.out)

@@ -270,3 +270,20 @@ def test_predictions_before_the_runs_with_bucket_times_measured_on_the_target(pr
     alone = subprocess.run([*tool("headline.py"), "--out", str(tmp_path / "x"), "--comm-from", str(sweep)],
                            capture_output=True, text=True, timeout=60)
     assert alone.returncode == 2 and "--comm-from: needs --predict-from" in alone.stderr, alone.stderr
+
+
+def test_configs_split_an_experiment_over_calls(tmp_path):
+    """--configs: the experiment's configurations named run alone (each still calibrated and compared in its own
+    rounds); one the experiment lacks, or named twice, exits 2."""
+    base = [*tool("headline.py"), "--experiment", str(REPO / "experiments" / "planner.toml"), "--gpus", "4",
+            "--build", str(tmp_path), "--dry-run"]
+    result = subprocess.run(base + ["--out", str(tmp_path / "a"), "--configs", "4096x16x8192,1024x32x256"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    calibrated = [line.split(":")[0] for line in result.stdout.splitlines() if line.startswith("calibrate ")]
+    assert calibrated == ["calibrate 4096x16x8192", "calibrate 1024x32x256"]
+    assert "--sweep shape=4096x16x8192,1024x32x256 " in result.stdout
+    for bad in ("4096x16x8192,9x9x9", "1024x32x256,1024x32x256"):
+        result = subprocess.run(base + ["--out", str(tmp_path / "b"), "--configs", bad], capture_output=True,
+                                text=True, timeout=60)
+        assert result.returncode == 2 and f"--configs: '{bad}' is invalid" in result.stderr, result.stderr
