@@ -46,7 +46,7 @@ std::string compare_weights(const std::vector<float>& got, const std::vector<flo
 //  - overlap against seq: the same reductions in the same order on the same data, so the same weights (<= 1e-6);
 //  - --graph: the replayed seq against eager seq, bit for bit;
 //  - --comm-dtype bf16: the error bf16 communication puts into one step's gradient (<= kBf16GradientTolerance);
-//  - --sync other than nccl: seq against the nccl strategy's seq (<= kStrategyTolerance), and the synchronised
+//  - --sync other than nccl: seq against the nccl strategy's seq (<= strategy_tolerance(ranks)), and the synchronised
 //    gradient against a plain fp32 all-reduce;
 //  - --accum-steps K: K micro-steps against one step on the K-times batch (fp32 tolerance, 1e-5).
 std::string check_point(const Config& config, Trainer& trainer, const BucketPlan& plan, MPI_Comm comm, int rank,
@@ -69,7 +69,7 @@ std::string check_point(const Config& config, Trainer& trainer, const BucketPlan
     const double error = ob::max_across_ranks({trainer.comm_gradient_error(plan)}, comm)[0];
     trainer.reset_weights();
     row.set("comm_grad_rel_error", error);
-    const double tolerance = bf16 ? kBf16GradientTolerance : kStrategyTolerance;
+    const double tolerance = bf16 ? kBf16GradientTolerance : strategy_tolerance(ranks);
     if (!(error <= tolerance)) {
       note("--sync " + config.sync + " --comm-dtype " + name(config.comm_dtype) + ": gradient relative error " +
            ob::format_number(error) + " above " + ob::format_number(tolerance));
@@ -80,7 +80,7 @@ std::string check_point(const Config& config, Trainer& trainer, const BucketPlan
     const Config nccl = config.strategy_reference();
     Trainer reference(nccl.step_spec(), rank, ranks, trainer.comm(), comm);
     const auto want = weights_after(reference, ob::Mode::kSeq, plan, origin, true, &agree);
-    note(compare_weights(seq, want, kStrategyTolerance, "--sync " + config.sync + " differs from --sync nccl",
+    note(compare_weights(seq, want, strategy_tolerance(ranks), "--sync " + config.sync + " differs from --sync nccl",
                          "sync_vs_nccl", comm, row));
   }
   if (config.accum_steps > 1) {
