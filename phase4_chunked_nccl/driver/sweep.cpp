@@ -92,10 +92,11 @@ ShardedCalibration sharded_step(const Config& config, const ModeRun& compute, co
   return s;
 }
 
-// One calibrated size of `strategy` from its plan's comm-only and overlapped runs: c(m) the median of the full-size
-// buckets (the last one may be smaller), g(m), r(m) and sigma(m) (planner.hpp).
-void add_size(StrategyCalibration& strategy, const BucketPlan& plan, const ModeRun& alone, const ModeRun& overlapped,
-              double compute_backward, MPI_Comm comm) {
+// One calibrated size of `strategy` (its plan cut at `mb`) from its plan's comm-only and overlapped runs: c(m) the
+// median of the full-size buckets (the last one may be smaller), g(m), r(m) and sigma(m), and the overlapped step the
+// planner's correction divides by its prediction (planner.hpp).
+void add_size(StrategyCalibration& strategy, double mb, const BucketPlan& plan, const ModeRun& alone,
+              const ModeRun& overlapped, double compute_backward, MPI_Comm comm) {
   const std::uint64_t largest = plan.largest();
   std::vector<double> full;
   double busy = 0;  // the comm stream's time in its buckets
@@ -112,6 +113,8 @@ void add_size(StrategyCalibration& strategy, const BucketPlan& plan, const ModeR
   strategy.gap_ms.push_back(std::max(0.0, alone_ms - busy) / plan.buckets.size());
   strategy.stretch.push_back(summed_medians(overlapped.bucket_ms, comm) / summed_medians(alone.bucket_ms, comm));
   strategy.slowdown.push_back(ob::slowest_median(overlapped.backward_total_ms, comm) / compute_backward - 1);
+  strategy.plan_mb.push_back(mb);
+  strategy.overlap_ms.push_back(ob::summarize(ob::max_across_ranks(overlapped.iter_ms, comm)).p50);
 }
 
 // The planner's calibration (planner.hpp): for each planned strategy a compute-only run (the fastest all-reduce
@@ -175,7 +178,7 @@ Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, 
         sharded_iteration = iteration;
         strategy.sharded = sharded_step(config, compute, alone, overlapped, comm);
       }
-      add_size(strategy, plan, alone, overlapped, compute_backward, comm);
+      add_size(strategy, mb, plan, alone, overlapped, compute_backward, comm);
     }
     calibration.strategies.push_back(strategy);
   }

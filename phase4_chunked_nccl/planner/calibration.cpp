@@ -108,6 +108,15 @@ StrategyCalibration strategy_from_json(const nlohmann::json& entry, const std::s
       throw ob::UsageError("--calibration: '" + source + "' is invalid: " + where + "slowdown must be > -1");
     }
   }
+  // Calibrations made before the plans' overlapped steps were recorded hold none: no correction.
+  if (entry.contains("overlap_ms") || entry.contains("plan_mb")) {
+    s.plan_mb = field<std::vector<double>>(entry, "plan_mb", where, source);
+    s.overlap_ms = field<std::vector<double>>(entry, "overlap_ms", where, source);
+    if (s.plan_mb.size() != n || s.overlap_ms.size() != n)
+      throw invalid(where + "plan_mb and overlap_ms need one value a size");
+    require_positive(s.plan_mb, where + "plan_mb", source);
+    require_positive(s.overlap_ms, where + "overlap_ms", source);
+  }
   if (row->schedule == kShardedSchedule) {
     s.sharded = sharded_from_json(field<nlohmann::json>(entry, "sharded", where, source), where + "sharded.", source);
   }
@@ -132,6 +141,7 @@ nlohmann::json Calibration::to_json() const {
                     {"gap_ms", s.gap_ms},
                     {"stretch", s.stretch},
                     {"slowdown", s.slowdown}});
+    if (!s.overlap_ms.empty()) list.back()["plan_mb"] = s.plan_mb, list.back()["overlap_ms"] = s.overlap_ms;
     if (s.sharded.empty()) continue;
     const ShardedCalibration& h = s.sharded;
     list.back()["sharded"] = {{"prefetch", h.prefetch},

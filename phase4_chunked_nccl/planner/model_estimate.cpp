@@ -52,6 +52,7 @@ Calibration estimate_model(const Calibration& c, const ModelWork& work) {
         "another model: calibrate an all-reduce one too (--plan-syncs nccl,...)");
   }
   for (StrategyCalibration& s : e.strategies) {
+    s.plan_mb.clear(), s.overlap_ms.clear();  // the residuals are of the calibrated model's plans, not this one's
     const std::size_t n = s.bytes.size();
     if (n >= 2 && s.bytes.back() >= whole * (1 - 1e-9)) {
       s.slowdown.back() = s.slowdown[n - 2];

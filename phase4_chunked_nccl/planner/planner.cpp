@@ -73,7 +73,16 @@ struct Model {
   std::vector<double> steps = sharded.empty() ? calibration.step_ms : sharded.step_ms;
   double compute_start = 0, comm_start = 0, tail_ms = 0;
 
-  Model(const Calibration& c, const StrategyCalibration& s, const Target& t) : calibration(c), strategy(s), target(t) {
+  // Measured / predicted overlapped step of the calibration's plan of each size (empty: no correction).
+  std::vector<double> residual;
+
+  Model(const Calibration& c, const StrategyCalibration& s, const Target& t, bool corrected = true)
+      : calibration(c), strategy(s), target(t) {
+    start();
+    if (corrected) residual = residuals();
+  }
+  void start() {
+    const Calibration& c = calibration;
     const double backward = ob::sum_ms(steps);
     if (sharded.empty()) {
       compute_start = c.forward_ms;
@@ -93,6 +102,9 @@ struct Model {
     const double tasks = ob::sum_ms(sharded.layer_ms) + ob::sum_ms(sharded.update_ms) + sharded.forward_rest_ms;
     tail_ms = overhead_ms(sharded.iteration_ms, tasks + backward);
   }
+  std::vector<double> residuals() const;  // below predict_with, which it runs
+  // A plan as the strategy runs it: a sharded one's buckets hold whole tensors.
+  BucketPlan as_run(const BucketPlan& plan) const { return sharded.empty() ? plan : align_plan_to_steps(plan, layout); }
   // Forward layer l's gather on the target: as the reductions' time at that layer's size scales (1 calibrated).
   double gather_scale(std::size_t l) const {
     if (!target.comm) return 1.0;
@@ -174,7 +186,30 @@ Prediction predict_with(const Model& model, const BucketPlan& plan) {
   double compute_end = model.compute_start, comm_end = model.comm_start;
   ob::run_pipeline(steps, comm_ms, ready, compute_end, comm_end);
   prediction.step_ms = std::max(compute_end, comm_end) + model.tail_ms;
+  if (!model.residual.empty() && !plan.buckets.empty()) {  // the residual at the plan's sizes, weighted as sigma_plan
+    double corrected = 0;
+    for (const Bucket& bucket : plan.buckets) {  // (buckets of no isolated time, as extrapolated: weighed equally)
+      const double bytes = bucket_bytes(bucket);
+      const double weight = total > 0 ? model.isolated_ms(bytes) : 1.0;
+      corrected += weight * log_linear(model.strategy.bytes, model.residual, bytes);
+    }
+    prediction.residual = corrected / (total > 0 ? total : plan.buckets.size());
+    prediction.step_ms *= prediction.residual;
+  }
   return prediction;
+}
+
+std::vector<double> Model::residuals() const {
+  const StrategyCalibration& s = strategy;
+  if (s.overlap_ms.size() != s.bytes.size() || s.plan_mb.size() != s.bytes.size()) return {};
+  static const Target kCalibrated;  // the calibrated ranks and link
+  const Model calibrated(calibration, strategy, kCalibrated, false);
+  std::vector<double> out;
+  for (std::size_t k = 0; k < s.bytes.size(); ++k) {
+    const BucketPlan plan = as_run(plan_by_size(layout, s.plan_mb[k], s.plan_mb[k]));
+    out.push_back(s.overlap_ms[k] / predict_with(calibrated, plan).step_ms);
+  }
+  return out;
 }
 
 bool same_plan(const BucketPlan& a, const BucketPlan& b) {
@@ -226,7 +261,7 @@ std::vector<PlanChoice> choose_plans(const Calibration& calibration, const std::
     PlanChoice best{strategy.sync, {}, {}};
     best.prediction.step_ms = std::numeric_limits<double>::infinity();
     auto consider = [&](const BucketPlan& given) {  // as the strategy runs it: a sharded one, in whole tensors
-      const BucketPlan plan = strategy.sharded.empty() ? given : align_plan_to_steps(given, model.layout);
+      const BucketPlan plan = model.as_run(given);
       const Prediction prediction = predict_with(model, plan);
       if (prediction.step_ms < best.prediction.step_ms) best = {strategy.sync, plan, prediction};
       return prediction;

@@ -17,6 +17,13 @@
 // DDP's own (plan_like_ddp: whole steps) plans of kCandidateCapsMb (a slowdown that grows with size can favour small buckets that no single-sigma
 // programme picks).
 //
+// Correction. The calibration also times, per size, the overlapped step of its plan of equal buckets; the model's own
+// prediction of that plan (on the calibrated ranks and link) leaves a residual, measured / predicted, per size. A
+// plan's prediction is multiplied by the residual at its buckets' sizes (linear in log2 of the size, weighted by
+// their time as sigma_plan is), on any ranks and link: what the model misses of a strategy (ce's sums and stream
+// waits, a sharded schedule's gathers) is measured, not modelled. Calibrations made before the steps were recorded
+// hold none: no correction.
+//
 // Sharded strategies (sharded, sharded-ce: schedule/sharded.cu) are planned the same way from their own calibration:
 // their compute-only step (each forward layer's time and deferred update, the backward steps), each layer's
 // all-gather alone, its stretch and the forward's slowdown under overlap. The predicted step replays the schedule's
@@ -53,6 +60,9 @@ struct ShardedCalibration {
 struct StrategyCalibration {
   std::string sync;
   std::vector<double> bytes, comm_ms, gap_ms, stretch, slowdown;
+  // Per size: the cap its plan was cut at (MiB; plan_by_size, whole tensors for a sharded strategy) and that plan's
+  // measured overlapped step (slowest rank's median). Empty in calibrations made before they were recorded.
+  std::vector<double> plan_mb, overlap_ms;
   ShardedCalibration sharded;
 
   // c(m): linear between the two calibrated sizes around m (latency + bytes / bandwidth of that range); outside the
@@ -123,6 +133,7 @@ using CommTime = std::function<double(double bytes)>;
 struct Prediction {
   double step_ms = 0;
   double slowdown = 0;  // sigma_plan
+  double residual = 1;  // the correction step_ms holds: measured / predicted at the plan's sizes (1: none)
   bool extrapolated = false;  // a bucket outside the calibrated sizes
 };
 

@@ -122,6 +122,38 @@ TEST(Planner, DdpsBestCapKeepsToTheCandidatesOfAtLeastAMinimum) {
   EXPECT_EQ(phase4::best_ddp_cap(c, {}, &kept_ms, 5000), 1024);  // none so large: the largest candidate
 }
 
+TEST(Planner, TheCalibratedPlansOwnStepsCorrectThePrediction) {
+  auto c = calibration(4);  // 4 MiB of gradient: the 16 MiB size's plan is the 4 MiB one's, one bucket
+  auto& s = c.strategies[0];
+  auto step = [&](double mb) { return phase4::predict(c, s, phase4::plan_by_size(4, 512, mb, mb)).step_ms; };
+  const double one = step(1), four = step(4);
+  const auto two = phase4::plan_by_size(4, 512, 2, 2);  // two buckets of 2 MiB
+  const double uncorrected = phase4::predict(c, s, two).step_ms;
+  EXPECT_EQ(phase4::predict(c, s, two).residual, 1.0);  // none recorded: no correction
+  s.plan_mb = {1, 4, 16};
+  s.overlap_ms = {1.1 * one, 1.2 * four, 1.2 * four};  // the model 10 % fast on 1 MiB buckets, 20 % on 4 MiB
+  EXPECT_NEAR(step(1), 1.1 * one, 1e-9);  // each calibrated plan predicted as measured
+  EXPECT_NEAR(step(4), 1.2 * four, 1e-9);
+  const auto p = phase4::predict(c, s, two);  // halfway in log2 between 1 and 4 MiB
+  EXPECT_NEAR(p.residual, 1.15, 1e-12);
+  EXPECT_NEAR(p.step_ms, 1.15 * uncorrected, 1e-9);
+  const auto back = phase4::Calibration::from_json(c.to_json(), "cal.json");  // kept in the file
+  EXPECT_EQ(back.strategies[0].overlap_ms, s.overlap_ms);
+  EXPECT_EQ(back.strategies[0].plan_mb, s.plan_mb);
+  auto json = c.to_json();
+  json["strategies"][0]["overlap_ms"] = nlohmann::json::array({1.0});
+  EXPECT_THROW(phase4::Calibration::from_json(json, "cal.json"), ob::UsageError);
+  // The planner chooses by the corrected step: a strategy the model favours but whose plans measured slower loses.
+  auto two_strategies = calibration(4);
+  auto favoured = two_strategies.strategies[0];
+  favoured.sync = "ce";
+  favoured.comm_ms = {0.05, 0.4, 1.6};  // faster by the model
+  favoured.plan_mb = {1, 4, 16};
+  favoured.overlap_ms = {100, 100, 100};  // far slower as measured
+  two_strategies.strategies.push_back(favoured);
+  EXPECT_EQ(phase4::choose_plans(two_strategies, {}).front().sync, "nccl");
+}
+
 TEST(Planner, CalibrationFileRoundTripsAndNamesWhatIsWrong) {
   const auto c = calibration(4);
   const auto back = phase4::Calibration::from_json(c.to_json(), "cal.json");
