@@ -2,9 +2,11 @@
 """The planner's predictions against the steps that tested them: one point per row (configuration x plan x layout)
 of one or more checks, ob-headline's prediction-check.csv or check_prediction.py's table (both hold predicted_ms and
 measured_ms), measured over predicted on log axes, the diagonal and its +-10 % band drawn, one colour per CSV (named
-with --names, e.g. the layout: "4 GPUs, one node", "2 x 2 emulated nodes"). Prints how many points lie in the band.
+with --names, e.g. the layout: "4 GPUs, one node", "2 x 2 emulated nodes"; checks given one name are one set, as the
+parts of a comparison split over calls). Prints how many points lie in the band; --csv writes per name, and over all,
+the points, how many lie in the band and the mean and worst |error| (error = measured / predicted - 1).
 
-Usage: plot_predictions.py CHECK.csv [...] --names NAME [...] -o predictions.png [--title TEXT]
+Usage: plot_predictions.py CHECK.csv [...] --names NAME [...] -o predictions.png [--title TEXT] [--csv summary.csv]
 """
 import matplotlib
 
@@ -66,18 +68,34 @@ def plot(checks, output, title):
     return inside, len(values)
 
 
+def summary(checks):
+    """Per name and over all (name "all"): points, within_band, mean_abs_error, worst_abs_error."""
+    rows = []
+    for name, pairs in [*checks, ("all", pd.concat([p for _, p in checks], ignore_index=True))]:
+        error = (pairs["measured_ms"] / pairs["predicted_ms"] - 1).abs()
+        rows.append({"name": name, "points": len(pairs), "within_band": int((error <= BAND).sum()),
+                     "mean_abs_error": error.mean(), "worst_abs_error": error.max()})
+    return pd.DataFrame(rows)
+
+
 def main(argv=None):
     parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
     parser.add_argument("checks", nargs="+", metavar="CHECK.csv", help="checks holding predicted_ms and measured_ms")
     parser.add_argument("--names", nargs="+", required=True, help="a name per CHECK.csv, in the same order")
     parser.add_argument("-o", "--output", required=True, help="the figure to write (.png)")
     parser.add_argument("--title", default="The planner's predictions against the measured steps")
+    parser.add_argument("--csv", help="write per name and over all: points, within the band, mean and worst |error|")
     args = parser.parse_args(argv)
     if len(args.names) != len(args.checks):
         raise ob_tool.UsageError(f"--names: {len(args.names)} given for {len(args.checks)} checks: one each")
-    ob_tool.require_outputs([("-o", args.output)], [("CHECK", c) for c in args.checks])
-    checks = [(name, load(path)) for name, path in zip(args.names, args.checks)]
+    ob_tool.require_outputs([("-o", args.output)] + ([("--csv", args.csv)] if args.csv else []),
+                            [("CHECK", c) for c in args.checks])
+    loaded = [(name, load(path)) for name, path in zip(args.names, args.checks)]
+    checks = [(name, pd.concat([p for n, p in loaded if n == name], ignore_index=True))
+              for name in dict.fromkeys(args.names)]
     inside, total = plot(checks, args.output, args.title)
+    if args.csv:
+        ob_tool.write_text_atomic(args.csv, summary(checks).to_csv(index=False))
     print(f"{args.output}: {total} predictions, {inside} within +-{BAND:.0%} of the measured step")
     return 0
 

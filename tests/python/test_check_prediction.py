@@ -116,6 +116,17 @@ def test_the_predictions_figure_counts_the_points_in_the_band(tmp_path):
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "4 predictions, 3 within +-10%" in result.stdout and png.stat().st_size > 10000
+    # --csv: per name (checks of one name are one set) and over all, the points in the band, mean and worst |error|
+    summary = tmp_path / "summary.csv"
+    result = subprocess.run(script + [str(check), str(check), str(emulated), "--names", "one", "one", "two", "-o",
+                                      str(tmp_path / "q.png"), "--csv", str(summary)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    table = pd.read_csv(summary).set_index("name")
+    assert list(table.index) == ["one", "two", "all"] and list(table["points"]) == [6, 1, 7]
+    assert list(table["within_band"]) == [4, 1, 5]
+    assert table.loc["one", "worst_abs_error"] == pytest.approx(0.2)
+    assert table.loc["all", "mean_abs_error"] == pytest.approx((2 * (0.05 + 0.2 + 0.08) + 1 / 40) / 7)
     bad = tmp_path / "bad.csv"
     for text, names in (("a,b\n1,2\n", ["x"]), ("predicted_ms,measured_ms\n-1,2\n", ["x"]),
                         ("predicted_ms,measured_ms\nten,2\n", ["x"]), ("predicted_ms,measured_ms\n1,2\n", [])):
