@@ -285,6 +285,10 @@ std::vector<PlanChoice> choose_plans(const Calibration& calibration, const std::
       consider(plan_by_size(model.layout, mb, 1.0));
       consider(plan_like_ddp(model.layout, mb));
     }
+    // The correction weighs plans by their sizes, which no programme sees: the calibrated plans themselves, and one
+    // bucket a backward step (--plan layer's), are candidates too.
+    for (double mb : strategy.plan_mb) consider(plan_by_size(model.layout, mb, mb));
+    consider(plan_from_ends(model.layout, model.layout.ends));
     choices.push_back(best);
   }
   std::stable_sort(choices.begin(), choices.end(), [](const PlanChoice& a, const PlanChoice& b) {

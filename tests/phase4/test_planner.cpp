@@ -152,6 +152,10 @@ TEST(Planner, TheCalibratedPlansOwnStepsCorrectThePrediction) {
   favoured.overlap_ms = {100, 100, 100};  // far slower as measured
   two_strategies.strategies.push_back(favoured);
   EXPECT_EQ(phase4::choose_plans(two_strategies, {}).front().sync, "nccl");
+  // The choice is no worse, corrected, than the calibrated plans and one bucket a layer (--plan layer's).
+  const auto chosen = phase4::choose_plans(c, {}).front().prediction.step_ms;
+  EXPECT_LE(chosen, phase4::predict(c, s, phase4::plan_by_size(4, 512, 1, 1)).step_ms + 1e-9);
+  EXPECT_LE(chosen, phase4::predict(c, s, phase4::plan_by_size(4, 512, 4, 4)).step_ms + 1e-9);
 }
 
 TEST(Planner, CalibrationFileRoundTripsAndNamesWhatIsWrong) {
