@@ -58,8 +58,7 @@ def load_part(path):
             raise bad(where, f"'binary' must be one of {', '.join(BINARIES)}")
         if "command" in step and set(step) & {"ranks", "prefix", "mpirun", "launcher", "env", "args"}:
             raise bad(where, "a 'command' stands alone: no ranks, prefix, launcher, environment or arguments")
-        torchrun = "module" in step and "ranks" in step
-        if step.get("launcher", "torchrun") != "torchrun" or ("launcher" in step) > torchrun:
+        if "launcher" in step and (step["launcher"] != "torchrun" or "module" not in step or "ranks" not in step):
             raise bad(where, "'launcher' is 'torchrun', for a module on 'ranks'")
         for name, values in step.get("matrix", {}).items():
             if values != "@configs" and not (isinstance(values, list) and values and

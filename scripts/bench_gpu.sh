@@ -7,11 +7,9 @@
 # overlap_bench/bench_parts.py; the resolved experiment, every command as it ran, is written to <out>/experiment.json.
 #
 # Usage: scripts/bench_gpu.sh [--out DIR] [--part PART]... [--config H,L,B]... [--dry-run] [--list]
-#   --part PART  run this part (repeatable; default: every part, in experiments/bench.toml's order); the parts:
-#              test, phase1, phase3, phase4 and its sweeps, knobs, strategies and sharded schedules, planner,
-#              interference, phase3-osu, nvtx, ddp, transports, sanitize, headline (issue 49's comparison in one
-#              call), gate (phase 4 of the build OB_GATE_BASE_BUILD names against this one)
-#   --list     print every part with its summary
+#   --part PART  run this part (repeatable; default: every part, in experiments/bench.toml's order)
+#   --list     print every part with its summary (e.g. headline: issue 49's comparison in one call; gate: phase 4 of
+#              the build OB_GATE_BASE_BUILD names against this one)
 #   --config H,L,B  run the steps that loop over the six configurations on this one only (repeatable): a part too
 #              long for one call split over several
 #   --out DIR  results folder (default results/runs/<host>-gpu-<date-time>)

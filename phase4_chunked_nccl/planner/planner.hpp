@@ -14,8 +14,9 @@
 // step exactly. sigma_plan lies between the calibrated extremes: the programme runs at 17 values across them and
 // then at the best plan's own sigma_plan until the plan repeats; the best prediction wins. Exact where sigma does not
 // depend on size; otherwise the best of those programmes' plans and of the equal, DDP-style (1 MiB first bucket) and
-// DDP's own (plan_like_ddp: whole steps) plans of kCandidateCapsMb (a slowdown that grows with size can favour small buckets that no single-sigma
-// programme picks).
+// DDP's own (plan_like_ddp: whole steps) plans of kCandidateCapsMb (a slowdown that grows with size can favour small
+// buckets that no single-sigma programme picks), of the calibrated plans and of one bucket a backward step (the
+// correction below depends on a plan's sizes, which no programme sees).
 //
 // Correction. The calibration also times, per size, the overlapped step of its plan of equal buckets; the model's own
 // prediction of that plan (on the calibrated ranks and link) leaves a residual, measured / predicted, per size. A

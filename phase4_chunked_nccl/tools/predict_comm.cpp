@@ -37,8 +37,9 @@ Link parse_link(const std::string& text) {
 // The calibrated 2-rank fit, taken apart as alpha (latency) + bytes / beta at each size, rebuilt for `ranks` ranks:
 // the cheaper of a ring ((n - 1) alpha + 2 (n - 1) / n bytes / beta) and a tree (log2(n) alpha + bytes / beta
 // within a node: on NVSwitch 4 ranks' all-reduces took about 2 ranks' time per byte in round 1; with NCCL 2.28 on
-// 4 x H200, 1.28-1.40 times it, which --comm gives where it was measured; across nodes the same bandwidth term as the ring's: the link carries no fewer bytes per rank, and
-// bytes / beta predicted 2 x 2 emulated nodes' steps a third fast).
+// 4 x H200, 1.28-1.40 times it, which --comm gives where it was measured; across nodes the same bandwidth term as the
+// ring's: the link carries no fewer bytes per rank, and bytes / beta predicted 2 x 2 emulated nodes' steps a third
+// fast).
 // Across nodes (ranks > per_node) alpha is at least the link's hop latency and beta at most its bandwidth. A sharded
 // strategy's reduce-scatters (and all-to-alls) have no tree: the ring's (n - 1) / n share scales them.
 CommTime scaled_comm(const StrategyCalibration& s, int calibrated_ranks, int ranks, int per_node, const Link& link) {
