@@ -64,9 +64,7 @@ double sum_ms(const std::vector<double>& values) {
   return total;
 }
 
-double step_bound(double end, double tasks, double t_comp, double t_comm) {
-  return std::max(end + std::max(0.0, t_comp - tasks), t_comm);
-}
+double step_bound(double end, double t_comp, double t_comm) { return std::max({end, t_comp, t_comm}); }
 
 double pipeline_bound_ms(const std::vector<double>& compute_ms, const std::vector<double>& comm_ms,
                          const std::vector<int>& ready_after) {
@@ -77,8 +75,7 @@ double pipeline_bound_ms(const std::vector<double>& compute_ms, const std::vecto
 
 double schedule_bound_ms(double head_ms, const std::vector<double>& compute_ms, const std::vector<double>& comm_ms,
                          const std::vector<int>& ready_after, double tail_ms, double t_comp, double t_comm) {
-  const double bound = head_ms + pipeline_bound_ms(compute_ms, comm_ms, ready_after) + tail_ms;
-  return step_bound(bound, head_ms + sum_ms(compute_ms) + tail_ms, t_comp, t_comm);
+  return step_bound(head_ms + pipeline_bound_ms(compute_ms, comm_ms, ready_after) + tail_ms, t_comp, t_comm);
 }
 
 double equal_chunk_pipeline_ms(int chunks, double chunk_compute_ms, double chunk_comm_ms) {

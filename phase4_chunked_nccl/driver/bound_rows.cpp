@@ -31,16 +31,6 @@ const ob::SummaryRow* launch_bound_comm(const std::vector<ob::SummaryRow>& rows)
   return host || latency ? comm : nullptr;
 }
 
-// The overlapped row, where its host was still enqueuing the step's collectives for at least kLaunchBoundShare of it:
-// the step ran at the host's pace, and the bound's overhead term (the compute-only step's time outside its tasks,
-// added as one lump) is no lower bound of such a step (4 x H200, 1024,32,256 with 22 us GEMMs: the host enqueuing
-// for 52 % of the overlapped step, the bound 2.1 % above it, beyond its 1.2 % spread). Null otherwise.
-const ob::SummaryRow* host_paced_overlap(const std::vector<ob::SummaryRow>& rows) {
-  const ob::SummaryRow* overlap = ob::find_row(rows, ob::Mode::kOverlap);
-  if (!overlap) return nullptr;
-  return overlap->number("enqueue_span_ms_p50") >= kLaunchBoundShare * overlap->time_ms.p50 ? overlap : nullptr;
-}
-
 }  // namespace
 
 void label_bounds(std::vector<ob::SummaryRow>& rows, bool bounded, std::ostream* progress) {
@@ -60,16 +50,6 @@ void label_bounds(std::vector<ob::SummaryRow>& rows, bool bounded, std::ostream*
                 << comm->time_ms.p50 << " ms, the host enqueuing them for " << comm->number("enqueue_span_ms_p50")
                 << ": they ran at the pace of their launches, so the bound rows are a model here (METRICS.md, "
                 << "bound_kind)" << std::endl;
-    }
-  }
-  const ob::SummaryRow* paced = bounded ? host_paced_overlap(rows) : nullptr;
-  if (paced) {
-    bounded = false;
-    if (progress) {
-      *progress << "phase4: note: the host enqueued the overlapped step's collectives for "
-                << paced->number("enqueue_span_ms_p50") << " of its " << paced->time_ms.p50
-                << " ms: it ran at the host's pace, so the bound rows are a model here (METRICS.md, bound_kind)"
-                << std::endl;
     }
   }
   // A bound is made of the compute-only and comm-only runs' medians: it moves as far as they do, and carries the

@@ -32,9 +32,7 @@ double sharded_bound_ms(const ShardedStep& step, double t_comp, double t_comm) {
   double compute_end = 0.0, comm_end = 0.0;
   sharded_forward(step, compute_end, comm_end);
   ob::run_pipeline(step.backward_ms, step.bucket_ms, step.ready_after, compute_end, comm_end);
-  const double tasks =
-      ob::sum_ms(step.layer_ms) + step.forward_rest_ms + ob::sum_ms(step.backward_ms) + ob::sum_ms(step.update_ms);
-  return ob::step_bound(std::max(compute_end, comm_end), tasks, t_comp, t_comm);
+  return ob::step_bound(std::max(compute_end, comm_end), t_comp, t_comm);
 }
 
 }  // namespace phase4

@@ -4,7 +4,7 @@
 // waits for the gather. The first `prefetch` layers (0: all) are updated and gathered before the first forward
 // layer; layer l + prefetch just before forward layer l. `forward_rest_ms` (the loss) follows the last layer; then
 // the backward pipeline of ob::pipeline_bound_ms() with the per-bucket reductions (`bucket_ms`) queued behind the
-// gathers. Nothing follows the last reduction (the update is the next step's). Overhead and T_comm as in
+// gathers. Nothing follows the last reduction (the update is the next step's). Never below T_comp nor T_comm, as
 // ob::schedule_bound_ms().
 #pragma once
 

@@ -1,5 +1,5 @@
 // Phase 4's bound rows (driver/bound_rows.cpp): a lower bound where the schedule's isolated parts make one, a model
-// where they cannot (the copy-engine pipelines, a comm-only or overlapped step at the host's pace), a bound above its
+// where they cannot (the copy-engine pipelines, a comm-only step at the host's pace), a bound above its
 // step said, and an overlapped step faster than its compute-only one said.
 #include <gtest/gtest.h>
 
@@ -69,30 +69,27 @@ TEST(Phase4Bounds, ACommOnlyStepAtTheHostsPaceMakesTheBoundAModel) {
   EXPECT_EQ(rows[2].get("bound_kind"), "bound");
 }
 
-TEST(Phase4Bounds, AnOverlappedStepAtTheHostsPaceMakesTheBoundAModel) {
-  // 4 x H200, 1024,32,256, nccl-sym: the host enqueued the collectives for 1.128 of the overlapped step's 2.178 ms,
-  // and the bound (2.224 ms) lay above the step beyond its 1.2 % spread.
+TEST(Phase4Bounds, AnOverlappedStepAtTheHostsPaceKeepsItsBound) {
+  // 4 x H100, 1024,32,256, sharded at 64 MB: the host enqueued the collectives for 1.129 of the overlapped step's
+  // 2.773 ms. The bound no longer adds the compute-only step's time outside its tasks after the pipeline (metrics.hpp):
+  // such a step hides it behind its communication. It stays a bound, and is checked.
   std::vector<ob::SummaryRow> rows(3);
   rows[0].mode = ob::Mode::kComm;
-  rows[0].set_times({0.836, 0.84, 0.83, 0.836});
-  rows[0].config("buckets", 6).set("enqueue_span_ms_p50", 0.101);
+  rows[0].set_times({1.855, 1.86, 1.85, 1.855});
+  rows[0].config("buckets", 3).set("enqueue_span_ms_p50", 0.068);
   rows[1].mode = ob::Mode::kOverlap;
-  rows[1].set_times({2.178, 2.2, 2.17, 2.178});
-  rows[1].time_ci_rel = 0.012;
-  rows[1].set("enqueue_span_ms_p50", 1.128);
-  rows[2] = ob::derived_row(ob::Mode::kBound, 2.224, rows[1]);
+  rows[1].set_times({2.773, 2.78, 2.77, 2.773});
+  rows[1].time_ci_rel = 0.01;
+  rows[1].set("enqueue_span_ms_p50", 1.129);
+  rows[2] = ob::derived_row(ob::Mode::kBound, 2.566, rows[1]);  // T_comp: the step's pipeline ends before it
   std::ostringstream said;
   phase4::label_bounds(rows, true, &said);
-  EXPECT_EQ(rows[2].get("bound_kind"), "model");
-  EXPECT_NE(said.str().find("note: the host enqueued the overlapped step's collectives for 1.128 of its 2.178 ms"),
-            std::string::npos)
-      << said.str();
-  EXPECT_EQ(said.str().find("warning"), std::string::npos) << said.str();
-  rows[1].set("enqueue_span_ms_p50", 0.9);  // under half: the GPU set the pace, the bound holds and is checked
+  EXPECT_EQ(rows[2].get("bound_kind"), "bound");
+  EXPECT_TRUE(said.str().empty()) << said.str();
+  rows[2] = ob::derived_row(ob::Mode::kBound, 2.894, rows[1]);  // the old bound, overhead added after the pipeline
   std::ostringstream checked;
   phase4::label_bounds(rows, true, &checked);
-  EXPECT_EQ(rows[2].get("bound_kind"), "bound");
-  EXPECT_NE(checked.str().find("warning: bound 2.224 ms is above the overlapped step 2.178 ms"), std::string::npos)
+  EXPECT_NE(checked.str().find("warning: bound 2.894 ms is above the overlapped step 2.773 ms"), std::string::npos)
       << checked.str();
 }
 

@@ -76,8 +76,10 @@ TEST(ScheduleBound, HeadPipelineTailAndOverhead) {
   // forward 2, backward pieces {4, 1}, buckets {3, 3} ready after pieces 0 and 1, update 1:
   // 2 + pipeline (4 -> comm 4..7, 5 -> comm 7..10) = 2 + 10, + 1 = 13; tasks sum to 8, T_comp 8: no overhead.
   EXPECT_DOUBLE_EQ(ob::schedule_bound_ms(2, {4, 1}, {3, 3}, {0, 1}, 1, 8, 6), 13);
-  // A compute-only iteration of 9.5 ms carries 1.5 ms beyond its tasks: the bound carries it too.
-  EXPECT_DOUBLE_EQ(ob::schedule_bound_ms(2, {4, 1}, {3, 3}, {0, 1}, 1, 9.5, 6), 14.5);
+  // A compute-only iteration of 9.5 ms carries 1.5 ms beyond its tasks; where those gaps fell is not measured, and the
+  // 3 ms the compute stream waits for the last bucket can hide them: not added to the pipeline's end.
+  EXPECT_DOUBLE_EQ(ob::schedule_bound_ms(2, {4, 1}, {3, 3}, {0, 1}, 1, 9.5, 6), 13);
+  EXPECT_DOUBLE_EQ(ob::schedule_bound_ms(2, {4, 1}, {3, 3}, {0, 1}, 1, 14, 6), 14);  // a step is never below T_comp
   EXPECT_GE(ob::schedule_bound_ms(0, {1, 1}, {0.1, 0.1}, {0, 1}, 0, 5, 0.3), 5);  // never below T_comp
   EXPECT_DOUBLE_EQ(ob::schedule_bound_ms(0, {1}, {3}, {0}, 0, 1, 4.5), 4.5);  // nor below T_comm
 }
