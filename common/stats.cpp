@@ -61,6 +61,12 @@ double slowest_median(const std::vector<double>& local, MPI_Comm comm) {
   return std::isinf(slowest) ? std::numeric_limits<double>::quiet_NaN() : slowest;
 }
 
+double fastest_median(const std::vector<double>& local, MPI_Comm comm) {
+  const double mine = local.empty() ? std::numeric_limits<double>::infinity() : summarize(local).p50;
+  const double fastest = reduce_across_ranks({mine}, MPI_MIN, comm)[0];
+  return std::isinf(fastest) ? std::numeric_limits<double>::quiet_NaN() : fastest;
+}
+
 std::vector<std::size_t> shuffled_order(std::size_t n, std::uint64_t seed) {
   std::vector<std::size_t> order(n);
   std::iota(order.begin(), order.end(), std::size_t{0});

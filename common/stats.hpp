@@ -31,6 +31,12 @@ std::vector<double> max_across_ranks(const std::vector<double>& local, MPI_Comm 
 // rank; all ranks must call it).
 double slowest_median(const std::vector<double>& local, MPI_Comm comm);
 
+// The fastest rank's median: min over ranks (NaN likewise). A collective's own time: a rank that reached it before a
+// later one times the wait too. A schedule bound replays each rank's own tasks (its local medians) and the
+// collectives at this time, and keeps the slowest rank's bound: per-task slowest medians summed put every rank's slow
+// tasks into one schedule, above any rank's own (4 x H200, 1024,32,256, nccl: such a "bound" 2.4 % above its step).
+double fastest_median(const std::vector<double>& local, MPI_Comm comm);
+
 // 0..n-1 in an order shuffled from `seed`, the same on every machine and compiler: Fisher-Yates (from the last
 // position down, each swapped with position mt19937_64() % (i + 1)) over the standard's fully specified mt19937_64
 // (std::shuffle's algorithm is the library's own). A sweep's points run in this order (phase 4 --order-seed).

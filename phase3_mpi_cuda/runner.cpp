@@ -233,20 +233,22 @@ Result run(const Config& config, Backend& backend, const std::string& device_nam
   }
   result.failure = checks.first();
 
-  // Schedule bound: forward, the chunks' isolated medians through the pipeline, then the update.
+  // Schedule bound: forward, the chunks' isolated medians through the pipeline, then the update; each rank's own
+  // compute medians and the collectives' own time, the slowest rank's bound (ob::fastest_median).
   std::vector<double> compute, comm_ms;
   std::vector<int> ready;
   for (int k = 0; k < config.chunks; ++k) {
-    compute.push_back(ob::slowest_median(compute_run->chunk_compute_ms[k], comm));
-    comm_ms.push_back(ob::slowest_median(comm_run->chunk_comm_ms[k], comm));
+    compute.push_back(ob::summarize(compute_run->chunk_compute_ms[k]).p50);
+    comm_ms.push_back(ob::fastest_median(comm_run->chunk_comm_ms[k], comm));
     ready.push_back(k);
   }
   ob::OverlapInputs inputs;
   inputs.compute_time_field = "compute_total_ms_p50";
-  inputs.bound_ms = ob::schedule_bound_ms(ob::slowest_median(compute_run->forward_ms, comm), compute, comm_ms, ready,
-                                          ob::slowest_median(compute_run->update_ms, comm),
-                                          ob::find_row(result.rows, ob::Mode::kCompute)->time_ms.p50,
-                                          ob::find_row(result.rows, ob::Mode::kComm)->time_ms.p50);
+  const double mine = ob::schedule_bound_ms(ob::summarize(compute_run->forward_ms).p50, compute, comm_ms, ready,
+                                            ob::summarize(compute_run->update_ms).p50,
+                                            ob::find_row(result.rows, ob::Mode::kCompute)->time_ms.p50,
+                                            ob::find_row(result.rows, ob::Mode::kComm)->time_ms.p50);
+  inputs.bound_ms = ob::max_across_ranks({mine}, comm)[0];
   ob::derive_overlap_rows(result.rows, base, inputs);
   return result;
 }

@@ -97,16 +97,16 @@ std::string check_point(const Config& config, Trainer& trainer, const BucketPlan
   return checks.first();
 }
 
-// A run's communication as per-task medians (slowest rank): per bucket, and per forward layer's gather (sharded
-// strategies only).
+// A run's communication as per-task medians, the collective's own time (ob::fastest_median): per bucket, and per
+// forward layer's gather (sharded strategies only).
 struct CommTasks {
   std::vector<double> buckets, gathers;
 };
 
 CommTasks comm_medians(const ModeRun& run, MPI_Comm comm) {
   CommTasks tasks;
-  for (const auto& samples : run.bucket_ms) tasks.buckets.push_back(ob::slowest_median(samples, comm));
-  for (const auto& samples : run.gather_ms) tasks.gathers.push_back(ob::slowest_median(samples, comm));
+  for (const auto& samples : run.bucket_ms) tasks.buckets.push_back(ob::fastest_median(samples, comm));
+  for (const auto& samples : run.gather_ms) tasks.gathers.push_back(ob::fastest_median(samples, comm));
   return tasks;
 }
 
@@ -117,23 +117,24 @@ CommTasks fastest_of(CommTasks a, const CommTasks& b) {
   return a;
 }
 
-// The schedule's bound (the trainer's schedule knows how) from the compute run's per-part medians and the
-// communication's per-task medians, slowest rank.
+double local_median(const std::vector<double>& samples) { return ob::summarize(samples).p50; }
+
+// The schedule's bound (the trainer's schedule knows how): each rank's from its own compute run's per-part medians
+// and the communication's per-task medians, the slowest rank's (ob::fastest_median says why).
 double bound_from(const Config& config, Trainer& trainer, const BucketPlan& plan, const ModeRun& compute,
                   const CommTasks& tasks, double t_comp, double t_comm, MPI_Comm comm) {
   MeasuredParts parts;
-  for (int s = 0; s < config.layers; ++s) parts.backward_ms.push_back(ob::slowest_median(compute.step_ms[s], comm));
-  for (const auto& samples : compute.layer_ms) parts.layer_ms.push_back(ob::slowest_median(samples, comm));
-  for (const auto& samples : compute.layer_update_ms)
-    parts.layer_update_ms.push_back(ob::slowest_median(samples, comm));
+  for (int s = 0; s < config.layers; ++s) parts.backward_ms.push_back(local_median(compute.step_ms[s]));
+  for (const auto& samples : compute.layer_ms) parts.layer_ms.push_back(local_median(samples));
+  for (const auto& samples : compute.layer_update_ms) parts.layer_update_ms.push_back(local_median(samples));
   for (const auto& bucket : plan.buckets) parts.ready_after.push_back(bucket.ready_after);
-  parts.forward_ms = ob::slowest_median(compute.forward_ms, comm);
-  parts.update_ms = ob::slowest_median(compute.update_ms, comm);
+  parts.forward_ms = local_median(compute.forward_ms);
+  parts.update_ms = local_median(compute.update_ms);
   parts.bucket_ms = tasks.buckets;
   parts.gather_ms = tasks.gathers;
   parts.t_comp = t_comp;
   parts.t_comm = t_comm;
-  return trainer.bound(parts);
+  return ob::max_across_ranks({trainer.bound(parts)}, comm)[0];
 }
 
 // --mode interference: a row per message size, the slowest rank's medians over the passes (METRICS.md, "The

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cmath>
+
 #include "common/errors.hpp"
 #include "common/mpi_check.hpp"
 #include "common/mpi_session.hpp"
@@ -18,6 +20,16 @@ TEST(RankReduce, SlowestRankPerIteration) {
   EXPECT_DOUBLE_EQ(max[1], 10.0);
   const auto sum = ob::sum_across_ranks(mine, MPI_COMM_WORLD);
   EXPECT_DOUBLE_EQ(sum[0], size + size * (size - 1) / 2.0);
+}
+
+TEST(RankReduce, SlowestAndFastestRanksMedians) {
+  const int rank = ob::testing::world_rank(), size = ob::testing::world_size();
+  // Rank r's samples {r, r + 1, r + 2}: its median r + 1. An empty rank is left out; none at all is NaN.
+  const std::vector<double> mine = {1.0 * rank, rank + 1.0, rank + 2.0};
+  EXPECT_DOUBLE_EQ(ob::slowest_median(mine, MPI_COMM_WORLD), size);
+  EXPECT_DOUBLE_EQ(ob::fastest_median(mine, MPI_COMM_WORLD), 1.0);
+  EXPECT_DOUBLE_EQ(ob::fastest_median(rank == 0 ? std::vector<double>{} : mine, MPI_COMM_WORLD), 2.0);
+  EXPECT_TRUE(std::isnan(ob::fastest_median({}, MPI_COMM_WORLD)));
 }
 
 TEST(RankReduce, CurrentRankIsKnownUnderMpi) { EXPECT_EQ(ob::current_rank(), ob::testing::world_rank()); }
