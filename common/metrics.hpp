@@ -69,8 +69,8 @@ double pipeline_bound_ms(const std::vector<double>& compute_ms, const std::vecto
 // (the compute-only step, with the iteration's time outside its tasks: launch gaps, loop, barrier exit) nor T_comm
 // (the communication alone takes that long), so T_ideal <= bound. That outside time is not added to the pipeline's
 // end: where it lies in the step is not measured, and an overlapped step hides the part the compute stream spends
-// waiting for its launches behind its communication (4 x H100, 1024,32,256, sharded at 64 MB: the host enqueuing
-// for 41 % of the step, a bound adding it after the pipeline lay 4 % above the step).
+// waiting for its launches behind its communication (4 x H100, 1024,32,256: the host enqueuing for 41 % of a step,
+// a bound adding it after the pipeline lay 4 % above that step).
 double schedule_bound_ms(double head_ms, const std::vector<double>& compute_ms, const std::vector<double>& comm_ms,
                          const std::vector<int>& ready_after, double tail_ms, double t_comp, double t_comm);
 
