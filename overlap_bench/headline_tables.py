@@ -13,7 +13,8 @@ from overlap_bench import compare_stats
 from overlap_bench import ob_csv
 from overlap_bench import ob_tool
 
-OUTPUTS = ["headline.csv", "headline.contenders.csv", "headline.meta.json", "headline.png", "prediction-check.csv"]
+OUTPUTS = ["headline.csv", "headline.contenders.csv", "headline.meta.json", "headline.png", "prediction-check.csv",
+           "bounds.csv"]
 P4_PROCESS = "p4"
 WIDE = 0.02  # the issue's target: a ratio's interval within +-2 %
 
@@ -63,20 +64,34 @@ def bound_above(point):
     return bool(bound["time_ms_p50"].iloc[0] * (1 - bound_spread) > step["time_ms_p50"] * (1 + relative_spread(step)))
 
 
-def bounds_above(runs, rounds, config):
-    """Phase 4 bound rows above their overlapped step beyond their intervals (bound_above), over every round."""
+def bound_rows(runs, rounds, config):
+    """Every phase 4 point's bound row beside its overlapped and compute-only steps, per round (bounds.csv: METRICS.md,
+    "The headline"): `enqueue_share` the share of the overlapped step for which the host was still enqueuing its
+    collectives, `above` the bound above its step beyond both intervals (bound_above)."""
     h, l, b = shape(config)
-    count = 0
+    rows = []
     for round_index in sorted(rounds["round"].unique()):
         frame = ob_csv.load_summary(runs / f"r{round_index}-{P4_PROCESS}.csv")
         frame = frame[(frame["hidden"] == h) & (frame["layers"] == l) & (frame["batch"] == b)]
         keys = [c for c in ("sync", "plan", "bucket_mb") if c in frame.columns]
-        count += sum(bound_above(point) for _, point in frame.groupby(keys, dropna=False))
-    return count
+        for key, point in frame.groupby(keys, dropna=False):
+            time = dict(zip(point["mode"], point["time_ms_p50"]))
+            if "bound" not in time or "overlap" not in time:
+                continue
+            overlap = point[point["mode"] == "overlap"].iloc[0]
+            kind = point.loc[point["mode"] == "bound", "bound_kind"].iloc[0] if "bound_kind" in point else "bound"
+            enqueue = overlap.get("enqueue_span_ms_p50", math.nan)
+            rows.append({"config": config, "round": int(round_index), **dict(zip(keys, key)), "bound_kind": kind,
+                         "bound_ms": time["bound"], "overlap_ms": time["overlap"],
+                         "compute_ms": time.get("compute", math.nan),
+                         "enqueue_share": enqueue / time["overlap"], "bound_over_step": time["bound"] / time["overlap"],
+                         "above": int(bound_above(point))})
+    return rows
 
 
 def tables(compare_dir, spec, seed):
-    """(headline, contenders): the per-configuration table and every contender against the experiment's baseline."""
+    """(headline, contenders, bounds): the per-configuration table, every contender against the experiment's baseline,
+    and every phase 4 point's bound row (bound_rows)."""
     compare_dir = pathlib.Path(compare_dir)
     table = pd.read_csv(compare_dir / "compare.csv")
     rounds = pd.read_csv(compare_dir / "compare.rounds.csv")
@@ -88,7 +103,7 @@ def tables(compare_dir, spec, seed):
                           "overhead_ratio", "overhead_ci_lo", "overhead_ci_hi", "carried_by", "overhead",
                           "beats_compute", "baseline_pick"]]
     steps = {n: g.sort_values("round")["time_ms"].tolist() for n, g in rounds.groupby("contender")}
-    rows = []
+    rows, bounds = [], []
     for config in spec["configs"]:
         mine = against[against["config"] == config]
         p4 = mine[mine["process"] == P4_PROCESS]
@@ -126,12 +141,14 @@ def tables(compare_dir, spec, seed):
             row.update({"fsdp2_vs_ddp": fsdp["ratio"].iloc[0], "fsdp2_vs_ddp_lo": fsdp["ratio_ci_lo"].iloc[0],
                         "fsdp2_vs_ddp_hi": fsdp["ratio_ci_hi"].iloc[0]})
         shown = mine[mine["verdict"] != "baseline"]
+        points = bound_rows(runs, rounds, config)
+        bounds += points
         row.update({"contenders": len(mine), "beats_compute": int(mine["beats_compute"].sum()),
-                    "bounds_above": bounds_above(runs, rounds, config),
+                    "bounds_above": sum(point["above"] for point in points),
                     "narrow_share": float(((shown["ratio_ci_hi"] - shown["ratio_ci_lo"]) / 2 / shown["ratio"]
                                            <= WIDE).mean()) if len(shown) else math.nan})
         rows.append(row)
-    return pd.DataFrame(rows), contenders.reset_index(drop=True)
+    return pd.DataFrame(rows), contenders.reset_index(drop=True), pd.DataFrame(bounds)
 
 
 PREDICTION_COLUMNS = ["config", "label", "plan", "predicted_sync", "ranks", "calibrated_ranks", "calibrated_gpu",
@@ -227,7 +244,7 @@ def write(compare_dir, out, spec, timing, predictions=None):
     compare_dir, out = pathlib.Path(compare_dir), pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
     meta = json.loads((compare_dir / "compare.meta.json").read_text())
-    headline, contenders = tables(compare_dir, spec, meta["seed"])
+    headline, contenders, bounds = tables(compare_dir, spec, meta["seed"])
     if headline.empty:
         raise ob_tool.UsageError(f"{compare_dir}: no phase 4 contender of the experiment's configurations in it")
     shown = contenders[contenders["verdict"] != "baseline"]
@@ -250,6 +267,7 @@ def write(compare_dir, out, spec, timing, predictions=None):
     ob_tool.write_text_atomic(out / "headline.contenders.csv", contenders.to_csv(index=False))
     ob_tool.write_text_atomic(out / "headline.meta.json", json.dumps(summary, indent=2, default=str) + "\n")
     ob_tool.write_text_atomic(out / "headline.csv", headline.to_csv(index=False))
+    ob_tool.write_text_atomic(out / "bounds.csv", bounds.to_csv(index=False, float_format="%.6g"))
     for _, row in headline.iterrows():
         print(sentence(row))
     print(f"{summary['rows_within_2pct'] * 100:.0f} % of {summary['rows']} ratios within +-2 %; "

@@ -59,7 +59,8 @@ std::vector<std::uint64_t> piece_ends(const GradientLayout& layout, int pieces) 
   return kept;
 }
 
-// The iteration's time outside its measured tasks (launch gaps, events), added back as schedule_bound_ms does.
+// The iteration's time outside its measured tasks (launch gaps, events), added after the pipeline: a prediction of
+// where it falls (the schedule bound, a lower bound, leaves it to its T_comp term).
 double overhead_ms(double iteration_ms, double tasks_ms) { return std::max(0.0, iteration_ms - tasks_ms); }
 
 struct Model {

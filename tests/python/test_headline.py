@@ -118,6 +118,13 @@ def test_the_tables_from_a_finished_comparison(tmp_path, capsys):
     assert first["beats_compute"] == 0 and first["bounds_above"] == 0
     contenders = pd.read_csv(tmp_path / "headline.contenders.csv")
     assert len(contenders) == 2 * 6 and set(contenders["config"]) == set(CONFIGS)
+    # every point's bound row beside its step, in every round: 2 configurations x 2 strategies x 2 rounds (the fake
+    # planned plan writes none), each at 0.9 of its step (the fake's rounds move it a little), none above it
+    bounds = pd.read_csv(tmp_path / "bounds.csv")
+    assert len(bounds) == 8 and set(bounds["config"]) == set(CONFIGS) and set(bounds["round"]) == {0, 1}
+    assert set(bounds["sync"]) == {"nccl", "ce"} and (bounds["bound_kind"] == "bound").all()
+    assert bounds["bound_over_step"].between(0.85, 0.95).all()
+    assert bounds["above"].sum() == table["bounds_above"].sum() == 0
     meta = json.loads((tmp_path / "headline.meta.json").read_text())
     assert meta["wall_s"] == 12.0 and meta["rows"] == 10 and meta["rounds"] == 2
     out = capsys.readouterr().out
