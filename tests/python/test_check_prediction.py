@@ -60,9 +60,10 @@ def test_check_prediction_names_text_in_a_numeric_column(predictor, tmp_path):
 LAYOUTS = {
     # --transport shm on 2 ranks: 256 MiB in 10 ms, 30 us a bucket; every two ranks joined by that link.
     "shm": (2, "shm", lambda b: b * 0.03 + 10, "shm:26.84:30", "1", "a run on --transport shm, and no --links-from"),
-    # 4 ranks on 2 emulated nodes: 256 MiB in 20 ms (13.42 GB/s, 20.13 on a 4-rank ring's links), 90 us a bucket (30
-    # per hop); 2 GPUs a node over the calibration's own link.
-    "2nodes": (4, "nvlink,2", lambda b: b * 0.09 + 20, "nvlink-2nodes:20.13:30", "2",
+    # 4 ranks on 2 emulated nodes: 256 MiB in 20 ms (13.42 GB/s, 20.13 on a 4-rank ring's links), 90 us a bucket (45
+    # per hop of phase4_predict's log2(4) across a link, not a ring's 3: 30 put a third of it back); 2 GPUs a node
+    # over the calibration's own link.
+    "2nodes": (4, "nvlink,2", lambda b: b * 0.09 + 20, "nvlink-2nodes:20.13:45", "2",
                "over 2 emulated nodes, and no --links-from sweep on it"),
 }
 
@@ -70,8 +71,8 @@ LAYOUTS = {
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_check_prediction_on_a_slower_link_or_across_nodes_is_given_that_layout_s_fit(predictor, tmp_path, layout):
     """A run on --transport shm, or over 2 emulated nodes (`nodes` 2): its prediction is the NVLink calibration over a
-    link fitted from the comm-only sweep of the same layout (step = buckets * alpha + bytes / beta, as a ring of the
-    sweep's ranks); such a run with no sweep, a sweep of another layout, or a summary without comm rows exits 2."""
+    link fitted from the comm-only sweep of the same layout (step = buckets * alpha + bytes / beta, taken apart as
+    phase4_predict puts a link together); such a run with no sweep, a sweep of another layout, or a summary without comm rows exits 2."""
     ranks, columns, step_ms, link, per_node, refused = LAYOUTS[layout]
     named = "transport" if "," not in columns else "transport,nodes"
     cal = calibration(tmp_path)
