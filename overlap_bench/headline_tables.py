@@ -16,6 +16,8 @@ from overlap_bench import ob_tool
 OUTPUTS = ["headline.csv", "headline.contenders.csv", "headline.meta.json", "headline.png", "prediction-check.csv",
            "bounds.csv"]
 P4_PROCESS = "p4"
+BOUND_COLUMNS = ["config", "round", "sync", "plan", "bucket_mb", "bound_kind", "bound_ms", "overlap_ms", "compute_ms",
+                 "enqueue_share", "bound_over_step", "above"]
 WIDE = 0.02  # the target: a ratio's interval within +-2 %
 
 
@@ -148,7 +150,7 @@ def tables(compare_dir, spec, seed):
                     "narrow_share": float(((shown["ratio_ci_hi"] - shown["ratio_ci_lo"]) / 2 / shown["ratio"]
                                            <= WIDE).mean()) if len(shown) else math.nan})
         rows.append(row)
-    return pd.DataFrame(rows), contenders.reset_index(drop=True), pd.DataFrame(bounds)
+    return pd.DataFrame(rows), contenders.reset_index(drop=True), pd.DataFrame(bounds).reindex(columns=BOUND_COLUMNS)
 
 
 PREDICTION_COLUMNS = ["config", "label", "plan", "predicted_sync", "ranks", "calibrated_ranks", "calibrated_gpu",

@@ -72,7 +72,8 @@ LAYOUTS = {
 def test_check_prediction_on_a_slower_link_or_across_nodes_is_given_that_layout_s_fit(predictor, tmp_path, layout):
     """A run on --transport shm, or over 2 emulated nodes (`nodes` 2): its prediction is the NVLink calibration over a
     link fitted from the comm-only sweep of the same layout (step = buckets * alpha + bytes / beta, taken apart as
-    phase4_predict puts a link together); such a run with no sweep, a sweep of another layout, or a summary without comm rows exits 2."""
+    phase4_predict puts a link together); such a run with no sweep, a sweep of another layout, or a summary without
+    comm rows exits 2."""
     ranks, columns, step_ms, link, per_node, refused = LAYOUTS[layout]
     named = "transport" if "," not in columns else "transport,nodes"
     cal = calibration(tmp_path)
