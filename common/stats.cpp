@@ -53,18 +53,23 @@ std::vector<double> reduce_across_ranks(const std::vector<double>& local, MPI_Op
   MPI_CHECK(MPI_Allreduce(local.data(), result.data(), static_cast<int>(local.size()), MPI_DOUBLE, op, comm));
   return result;
 }
+
+// Each rank's median of `local`, reduced over ranks by `op` (MPI_MAX or MPI_MIN); a rank without samples passes the
+// op's identity, and NaN comes back where no rank had any.
+double median_across_ranks(const std::vector<double>& local, MPI_Op op, MPI_Comm comm) {
+  const double none = (op == MPI_MAX ? -1 : 1) * std::numeric_limits<double>::infinity();
+  const double mine = local.empty() ? none : summarize(local).p50;
+  const double reduced = reduce_across_ranks({mine}, op, comm)[0];
+  return std::isinf(reduced) ? std::numeric_limits<double>::quiet_NaN() : reduced;
+}
 }  // namespace
 
 double slowest_median(const std::vector<double>& local, MPI_Comm comm) {
-  const double mine = local.empty() ? -std::numeric_limits<double>::infinity() : summarize(local).p50;
-  const double slowest = max_across_ranks({mine}, comm)[0];
-  return std::isinf(slowest) ? std::numeric_limits<double>::quiet_NaN() : slowest;
+  return median_across_ranks(local, MPI_MAX, comm);
 }
 
 double fastest_median(const std::vector<double>& local, MPI_Comm comm) {
-  const double mine = local.empty() ? std::numeric_limits<double>::infinity() : summarize(local).p50;
-  const double fastest = reduce_across_ranks({mine}, MPI_MIN, comm)[0];
-  return std::isinf(fastest) ? std::numeric_limits<double>::quiet_NaN() : fastest;
+  return median_across_ranks(local, MPI_MIN, comm);
 }
 
 std::vector<std::size_t> shuffled_order(std::size_t n, std::uint64_t seed) {
