@@ -23,6 +23,18 @@ bool warmup_is_steady(const std::vector<double>& ms) {
   return std::fabs(recent - before) <= kSteadyTolerance * recent;
 }
 
+int most_timed_iters(int iters, double min_time_ms) {
+  return min_time_ms > 0 ? std::max(iters, kMostMinTimeIters) : iters;
+}
+
+int timed_iters(const LoopPlan& plan, const std::vector<double>& ms) {
+  if (plan.min_time_ms <= 0 || ms.empty()) return plan.iters;
+  const auto window = ms.end() - std::min<std::ptrdiff_t>(kSteadyWindow, static_cast<std::ptrdiff_t>(ms.size()));
+  const double step_ms = std::max(percentile(std::vector<double>(window, ms.end()), 50), 1e-6);
+  const double wanted = std::ceil(plan.min_time_ms / step_ms);
+  return static_cast<int>(std::clamp<double>(wanted, plan.iters, most_timed_iters(plan.iters, plan.min_time_ms)));
+}
+
 namespace {
 // Every rank's verdict on warm-up joined: go on while any rank is not steady (the loop's barriers need equal counts).
 bool all_steady(bool steady, MPI_Comm comm) {
@@ -31,16 +43,24 @@ bool all_steady(bool steady, MPI_Comm comm) {
   MPI_CHECK(MPI_Allreduce(&local, &all, 1, MPI_INT, MPI_MIN, comm));
   return all == 1;
 }
+
+// The largest of every rank's count (the loop's barriers need equal counts).
+int largest(int count, MPI_Comm comm) {
+  if (comm == MPI_COMM_NULL) return count;
+  int most = 0;
+  MPI_CHECK(MPI_Allreduce(&count, &most, 1, MPI_INT, MPI_MAX, comm));
+  return most;
+}
 }  // namespace
 
 std::vector<double> run_iterations(const LoopPlan& plan, const LoopHooks& hooks) {
   const bool timing = plan.steps <= 0;
   std::vector<double> samples, warmup_ms;
-  samples.reserve(timing ? plan.iters : 0);
   int warmup = timing ? plan.warmup : 0;  // grows while warm-up is not steady, up to max_warmup(plan)
+  int timed = timing ? plan.iters : 0;  // set by timed_iters() once warm-up is over
   const int cap = max_warmup(plan);
-  for (int i = 0; i < (timing ? warmup + plan.iters : plan.steps); ++i) {
-    const Iteration it{i, i - warmup, timing && i >= warmup};
+  for (int i = 0; i < (timing ? warmup + timed : plan.steps); ++i) {
+    const Iteration it{i, i - warmup, timing && i >= warmup, i == (timing ? warmup + timed : plan.steps) - 1};
     if (hooks.prepare) hooks.prepare(it);
     if (plan.comm != MPI_COMM_NULL) MPI_CHECK(MPI_Barrier(plan.comm));  // every iteration starts together
     step_started(iteration_name(mode_name(plan.mode), i, warmup));  // a fault injected here stops this rank
@@ -51,7 +71,13 @@ std::vector<double> run_iterations(const LoopPlan& plan, const LoopHooks& hooks)
     if (!it.timed && timing) warmup_ms.push_back(timer.elapsed_ms());  // across the step and its synchronisation
     if (hooks.check) hooks.check(it);
     if (it.timed) samples.push_back(ms);
-    if (timing && i == warmup - 1 && warmup < cap && !all_steady(warmup_is_steady(warmup_ms), plan.comm)) ++warmup;
+    if (timing && i == warmup - 1) {
+      if (warmup < cap && !all_steady(warmup_is_steady(warmup_ms), plan.comm)) {
+        ++warmup;
+      } else if (plan.min_time_ms > 0) {
+        timed = largest(timed_iters(plan, warmup_ms), plan.comm);
+      }
+    }
   }
   return samples;
 }

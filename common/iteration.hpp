@@ -9,6 +9,11 @@
 // kSteadyTolerance of it, another, up to max_warmup(plan). A warm-up iteration is timed by the host clock across the
 // step and the phase's clock (which synchronises the device). With several ranks every rank goes on while any is not
 // steady. plan.warmup 0 means no warm-up at all.
+//
+// Timed iterations: plan.iters; with plan.min_time_ms > 0 (--min-time-ms, as google/benchmark's min_time), as many
+// more as fill that time where the step is short: after warm-up, ceil(min_time_ms / the median of the last warm-up
+// window), at least plan.iters and at most most_timed_iters() (every rank runs the largest count any rank chose).
+// Without warm-up to estimate the step from, plan.iters.
 #pragma once
 
 #include <mpi.h>
@@ -25,6 +30,7 @@ struct Iteration {
   int index = 0;  // 0 .. warmup + iters - 1 (or steps - 1)
   int iter = 0;  // index - warmup: negative during warm-up, the timed iteration's number after
   bool timed = false;  // this iteration's sample is kept
+  bool last = false;  // the loop's last iteration (the last timed one, or the last of plan.steps)
 };
 
 struct LoopPlan {
@@ -32,6 +38,7 @@ struct LoopPlan {
   int warmup = 0, iters = 0;  // warm-up, then timed iterations
   int steps = 0;  // > 0: that many untimed steps instead (the checks' fixed step counts)
   MPI_Comm comm = MPI_COMM_NULL;  // barrier before each iteration; MPI_COMM_NULL: a single process, no barrier
+  double min_time_ms = 0;  // > 0: timed iterations enough to fill this time (see above)
 };
 
 struct LoopHooks {
@@ -45,6 +52,16 @@ struct LoopHooks {
 
 inline constexpr int kSteadyWindow = 3;
 inline constexpr double kSteadyTolerance = 0.05;
+inline constexpr int kMostMinTimeIters = 1000;  // --min-time-ms adds timed iterations up to this count
+
+// The most timed iterations a loop of `iters` and `min_time_ms` may run: iters, or max(iters, kMostMinTimeIters)
+// with a minimum time. Phases size what they keep per iteration by it.
+int most_timed_iters(int iters, double min_time_ms);
+
+// The timed iterations of `plan` after warm-up times `ms` (oldest first): ceil(min_time_ms / the median of the
+// last kSteadyWindow of them), between plan.iters and most_timed_iters(); plan.iters without a minimum time or
+// warm-up.
+int timed_iters(const LoopPlan& plan, const std::vector<double>& ms);
 
 // The most warm-up iterations the loop may run: 4 x max(plan.warmup, 2 windows); 0 without warm-up or when steps > 0.
 int max_warmup(const LoopPlan& plan);

@@ -17,6 +17,7 @@
 
 #include "common/csv_writer.hpp"
 #include "common/errors.hpp"
+#include "common/iteration.hpp"
 #include "common/metadata.hpp"
 
 namespace ob {
@@ -27,6 +28,11 @@ void add_common_options(CLI::App& app, CommonOptions& options) {
       ->capture_default_str();
   app.add_option("--warmup", options.warmup, "Untimed warm-up iterations per mode")
       ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  app.add_option("--min-time-ms", options.min_time_ms,
+                 "Timed iterations beyond --iters until they fill this many ms, by the warm-up's step (at most " +
+                     std::to_string(kMostMinTimeIters) + "; 0: --iters only)")
+      ->check(finite_in(0, 3.6e6))
       ->capture_default_str();
   app.add_option("--csv", options.csv, "Summary CSV path (default: results/runs/<phase>-<date>.csv)");
   app.add_option("--timeline", options.timeline, "Timeline CSV path; a Chrome trace is written beside it");

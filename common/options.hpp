@@ -17,6 +17,7 @@ namespace ob {
 struct CommonOptions {
   int iters = 20;
   int warmup = 3;
+  double min_time_ms = 0;  // > 0: more timed iterations where the step is short (common/iteration.hpp)
   std::string csv;  // summary CSV; empty: results/runs/<phase>-<time>.csv
   std::string timeline;  // timeline CSV (+ .trace.json); empty: beside the summary
   std::uint64_t seed = 1234;
@@ -24,7 +25,7 @@ struct CommonOptions {
   bool quiet = false;
 };
 
-// Adds --iters --warmup --csv --timeline --seed --check --quiet.
+// Adds --iters --warmup --min-time-ms --csv --timeline --seed --check --quiet.
 void add_common_options(CLI::App& app, CommonOptions& options);
 
 // Parses argv into the options bound to `app`. Returns nothing when the program should go on; otherwise the exit

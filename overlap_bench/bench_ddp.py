@@ -92,6 +92,8 @@ def parse_args():
                         "(threads x sockets at most 64; default: 0, NCCL's own)")
     parser.add_argument("--iters", type=int, default=20, help="timed iterations per mode (default: 20)")
     parser.add_argument("--warmup", type=int, default=5, help="untimed iterations before them (default: 5)")
+    parser.add_argument("--min-time-ms", type=float, default=0.0, help="timed iterations beyond --iters until they "
+                        "fill this many ms, by the warm-up's step (at most 1000), as the binaries' (default: 0)")
     parser.add_argument("--lr", type=float, default=0.01, help="SGD learning rate (default: 0.01)")
     parser.add_argument("--seed", type=int, default=1234, help="seed of the weights and data (default: 1234)")
     parser.add_argument("--csv", required=True, help="summary CSV to write (rank 0)")
@@ -99,6 +101,8 @@ def parse_args():
     check_configs(parser, args.configs)
     checks = [("--iters", args.iters, args.iters >= 1, "at least 1"),
               ("--warmup", args.warmup, args.warmup >= 0, "at least 0"),
+              ("--min-time-ms", args.min_time_ms, math.isfinite(args.min_time_ms) and 0 <= args.min_time_ms <= 3.6e6,
+               "0 to 3600000"),
               ("--bucket-mb", " ".join(map(str, args.bucket_mb)),
                all(math.isfinite(mb) and mb > 0 for mb in args.bucket_mb), "numbers > 0"),
               ("--fsdp", "on", not (args.fsdp and args.default), "not with --default"),

@@ -3,6 +3,7 @@ rank's data, the compute-only step, the manual all-reduce that checks a wrapper'
 with gradients held in one flat buffer per bucket, and the wrapped step of DDP or FSDP2; every step timed with CUDA
 events after warm-up, the slowest rank's time per iteration. Every mode steps with the wrapped step's optimizer and
 zero_grad: the same update, the same work."""
+import math
 import pathlib
 import sys
 
@@ -90,20 +91,39 @@ class Transformer:
         return model.shard_units()
 
 
-def timed(step, iters, warmup):
-    """Per-iteration milliseconds of `step` with CUDA events, after warm-up, each iteration synchronised."""
-    for _ in range(warmup):
-        step()
+MOST_MIN_TIME_ITERS = 1000  # common/iteration.hpp's kMostMinTimeIters
+
+
+def timed_iters(iters, min_time_ms, warmup_ms):
+    """The timed iterations as the binaries choose them (common/iteration.cpp, timed_iters): with a minimum time,
+    ceil(min_time_ms / the median of the last 3 warm-up times), between `iters` and max(iters, 1000); else `iters`."""
+    if min_time_ms <= 0 or not warmup_ms:
+        return iters
+    step_ms = max(float(np.median(warmup_ms[-3:])), 1e-6)
+    return int(min(max(math.ceil(min_time_ms / step_ms), iters), max(iters, MOST_MIN_TIME_ITERS)))
+
+
+def event_ms(step):
+    """One call of `step` timed by CUDA events, synchronised."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    step()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end)
+
+
+def timed(step, iters, warmup, min_time_ms=0.0):
+    """Per-iteration milliseconds of `step` with CUDA events, after warm-up, each iteration synchronised: `iters`
+    of them, or (min_time_ms > 0) as many as fill that time by the warm-up's step, the largest count of any rank."""
+    warmup_ms = [event_ms(step) for _ in range(warmup)]
     torch.cuda.synchronize()
+    count = torch.tensor([timed_iters(iters, min_time_ms, warmup_ms)], device="cuda", dtype=torch.int64)
+    dist.all_reduce(count, op=dist.ReduceOp.MAX)  # every rank the same count: slowest() pairs the iterations
     times = []
-    for _ in range(iters):
+    for _ in range(int(count.item())):
         dist.barrier()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        step()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
+        times.append(event_ms(step))
     return times
 
 
@@ -175,7 +195,7 @@ class Step:
 def compute_rows(args, rank, model, optimizer, step):
     """{mode: per-iteration times} of the compute-only step (no wrapper), and of the same step replayed from a CUDA
     graph (compute-graph: forward, backward and update without launch gaps; skipped with a message where it fails)."""
-    rows = {"compute": timed(step.of(model, optimizer), args.iters, args.warmup)}
+    rows = {"compute": timed(step.of(model, optimizer), args.iters, args.warmup, args.min_time_ms)}
     try:
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
@@ -189,7 +209,7 @@ def compute_rows(args, rank, model, optimizer, step):
             optimizer.zero_grad(set_to_none=False)
             step.backward(model)
             optimizer.step()
-        rows["compute-graph"] = timed(graph.replay, args.iters, args.warmup)
+        rows["compute-graph"] = timed(graph.replay, args.iters, args.warmup, args.min_time_ms)
         # The graph's private pool holds a whole step's activations (36 GB of llama3-8b's 8 blocks at seq 4096):
         # given back before the wrapped runs, which need their own.
         del graph
@@ -270,10 +290,10 @@ def wrapped_run(args, work, model, optimizer, step, manual, world, kind, setting
             flat.div_(world)  # the average, as DDP computes
         optimizer.step()
 
-    modes = {} if args.no_isolated else {"seq": timed(seq_step, args.iters, args.warmup),
-                                         "comm": timed(allreduce_buckets, args.iters, args.warmup)}
+    modes = {} if args.no_isolated else {"seq": timed(seq_step, args.iters, args.warmup, args.min_time_ms),
+                                         "comm": timed(allreduce_buckets, args.iters, args.warmup, args.min_time_ms)}
     wrapped, gradient = wrap(work, kind, setting, not args.default, fresh_model(args, work))
     error = gradient_error(step, wrapped, gradient, manual)
     wrapped_optimizer = torch.optim.SGD(wrapped.parameters(), **optimizer_options(args))
-    modes["overlap"] = timed(step.of(wrapped, wrapped_optimizer), args.iters, args.warmup)
+    modes["overlap"] = timed(step.of(wrapped, wrapped_optimizer), args.iters, args.warmup, args.min_time_ms)
     return (kind, setting, {mode: stats(slowest(times)) for mode, times in modes.items()}, len(groups)), error

@@ -49,6 +49,8 @@ def load_experiment(path):
             raise ob_tool.UsageError(f"--experiment: '{path}' is invalid: '{key}' must be a {kind.__name__}")
     # Phase 4's fixed plans: bucket caps (MiB, the first bucket 1 MiB); absent, its default of 25.
     spec.setdefault("caps_mb", [25])
+    # Timed iterations beyond `iters` where a step is short (--min-time-ms of phase 4 and bench_ddp.py); absent, none.
+    spec.setdefault("min_time_ms", 0)
     checks = [("rounds", 2 <= spec["rounds"] <= 100), ("iters", 1 <= spec["iters"] <= 10000),
               ("caps_mb", isinstance(spec["caps_mb"], list) and bool(spec["caps_mb"]) and
                all(isinstance(c, (int, float)) and not isinstance(c, bool) and 0 < c <= 1e6 for c in spec["caps_mb"])),
@@ -56,6 +58,8 @@ def load_experiment(path):
               ("strategies", all(isinstance(s, str) and compare.PROCESS_NAME.match(s) for s in spec["strategies"])),
               ("planned_syncs", all(isinstance(s, str) and compare.PROCESS_NAME.match(s)
                                     for s in spec["planned_syncs"])),
+              ("min_time_ms", isinstance(spec["min_time_ms"], (int, float))
+               and not isinstance(spec["min_time_ms"], bool) and 0 <= spec["min_time_ms"] <= 60000),
               ("ddp_caps_mb", all(isinstance(c, (int, float)) and 0 < c <= 1e6 for c in spec["ddp_caps_mb"]))]
     for key, ok in checks:
         if not ok:
@@ -81,12 +85,13 @@ def plan(spec, gpus, build, out, python=sys.executable):
                              stem.with_name(f"{config}.calibration.json")))
     files = " ".join(f"--calibration {shlex.quote(str(f))}" for _, _, f in calibrations)
     configs = ",".join(spec["configs"])
+    min_time = f" --min-time-ms {spec['min_time_ms']:g}" if spec["min_time_ms"] else ""
     caps = "" if spec["caps_mb"] == [25] else f" --sweep bucket-mb={','.join(f'{c:g}' for c in spec['caps_mb'])}"
     processes = {"p4": f"{p4} --sweep shape={configs} --sweep sync={','.join(spec['strategies'])}{caps} --sweep "
                        f"plan=caps{',auto' if spec['planned_syncs'] else ''} --plan-syncs {syncs} {files} "
-                       f"--iters {spec['iters']} --order-seed {{seed}} --csv {{csv}}"}
+                       f"--iters {spec['iters']}{min_time} --order-seed {{seed}} --csv {{csv}}"}
     torch = f"{python} -m torch.distributed.run --nproc_per_node {gpus} -m overlap_bench.bench_ddp " \
-            f"--configs {' '.join(c.replace('x', ',') for c in spec['configs'])} --iters {spec['iters']} " \
+            f"--configs {' '.join(c.replace('x', ',') for c in spec['configs'])} --iters {spec['iters']}{min_time} " \
             f"--no-isolated --order-seed {{seed}}"
     if spec["ddp_caps_mb"]:
         processes["ddp"] = f"{torch} --bucket-mb {' '.join(f'{c:g}' for c in spec['ddp_caps_mb'])} --csv {{csv}}"

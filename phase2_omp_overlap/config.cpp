@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "common/csv_writer.hpp"
+#include "common/iteration.hpp"
 
 namespace phase2 {
 
@@ -52,7 +53,8 @@ void add_options(CLI::App& app, Config& config) {
 void validate(const Config& config) {
   ob::parse_fault(config.fault.inject_fault);
   ob::require_timeline_fits("--chunks", std::to_string(config.chunks),
-                            2.0 * config.chunks * config.common.iters * static_cast<double>(config.modes().size()));
+                            2.0 * config.chunks * ob::most_timed_iters(config.common.iters, config.common.min_time_ms) *
+                                static_cast<double>(config.modes().size()));
   // What the user asked for (the default team takes at most that many): refused when it cannot work.
   ob::require_thread_count(config.threads);
   const auto modes = config.modes();
@@ -63,7 +65,8 @@ void validate(const Config& config) {
     const double steps =
         (config.common.iters + 4.0 * std::max(config.common.warmup, 6)) * static_cast<double>(modes.size());
     ob::require_stated_length("--compute-ms", ob::format_number(config.compute_ms),
-                              steps * config.chunks * (config.compute_ms + config.comm_ms) / 1000);
+                              steps * config.chunks * (config.compute_ms + config.comm_ms) / 1000 +
+                                  static_cast<double>(modes.size()) * config.common.min_time_ms / 1000);
   }
   if (config.workload == "real") {
     const double elements = static_cast<double>(config.chunks) * config.chunk_rows * config.hidden;

@@ -110,7 +110,8 @@ ModeRun run_mode(ob::Mode mode, Workload& workload, const Config& config, ob::St
   run.mode = mode;
   const int chunks = config.chunks;
   TaskLog compute_log, comm_log;
-  const ob::LoopPlan plan{mode, config.common.warmup, config.common.iters};  // one process: no barrier
+  const ob::LoopPlan plan{mode, config.common.warmup, config.common.iters, 0, MPI_COMM_NULL,  // one process
+                          config.common.min_time_ms};
   ob::LoopHooks hooks;
   hooks.prepare = [&](const ob::Iteration&) {
     if (mode == ob::Mode::kComm) workload.prepare_comm_only();
@@ -135,7 +136,7 @@ ModeRun run_mode(ob::Mode mode, Workload& workload, const Config& config, ob::St
         run.events.insert(run.events.end(), log->events.begin(), log->events.end());
       }
     }
-    if ((check && it.timed) || it.iter == config.common.iters - 1) {
+    if ((check && it.timed) || it.last) {
       const auto result = workload.check(ob::mode_name(mode));
       if (result.wrong > 0 && run.wrong == 0)
         run.first_wrong = "iteration " + std::to_string(it.iter) + ", " + result.first;

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "common/csv_writer.hpp"
+#include "common/iteration.hpp"
 #include "common/errors.hpp"
 #include "common/timer.hpp"
 
@@ -86,7 +87,8 @@ void validate(const Config& config) {
   ob::require_thread_count(config.threads);
   // Per rank, mode and timed step: each chunk's compute and all-reduce, and its hand-offs.
   ob::require_timeline_fits("--chunks", std::to_string(config.chunks),
-                            4.0 * config.chunks * config.common.iters * static_cast<double>(config.modes().size()));
+                            4.0 * config.chunks * ob::most_timed_iters(config.common.iters, config.common.min_time_ms) *
+                                static_cast<double>(config.modes().size()));
   if (config.busy()) {
     ob::require(config.device != "gpu", "--device", config.device,
                 "--compute busy runs on the host (its busy loop computes nothing): use cpu or auto");
@@ -102,7 +104,8 @@ void validate(const Config& config) {
                     ob::format_number(config.fault.timeout_s) + " s), or the watchdog ends it as a stall");
     const double steps = (config.common.iters + 4.0 * std::max(config.common.warmup, 6)) * config.modes().size();
     ob::require_stated_length("--busy-us", ob::format_number(config.busy_us),
-                              steps * step_s * std::max<std::size_t>(1, config.grad_mb.size()));
+                              (steps * step_s + config.modes().size() * config.common.min_time_ms / 1000) *
+                                  std::max<std::size_t>(1, config.grad_mb.size()));
   } else {
     ob::require(config.probes == 0, "--probes", std::to_string(config.probes), "needs --compute busy");
     ob::require(config.busy_us == 0, "--busy-us", ob::format_number(config.busy_us), "needs --compute busy");

@@ -49,6 +49,7 @@ struct StepSpec {
   int gemm_sm_margin = 0;  // SMs the GEMMs leave to communication
   bool graph = false;  // each step replayed as one captured CUDA graph
   int warmup = 0, iters = 0;  // timed runs: untimed steps first, then timed ones
+  double min_time_ms = 0;  // > 0: timed steps beyond iters to fill it (common/iteration.hpp)
 };
 
 }  // namespace phase4

@@ -71,6 +71,7 @@ StepSpec Config::step_spec() const {
   spec.graph = graph;
   spec.warmup = common.warmup;
   spec.iters = common.iters;
+  spec.min_time_ms = common.min_time_ms;
   return spec;
 }
 

@@ -223,7 +223,7 @@ ob::SummaryRow mode_row(const Config& config, const ob::SummaryRow& base, const 
     if (config.power) {  // the job's energy (every GPU) per timed iteration, and the mean power of one GPU
       const double joules = ob::sum_across_ranks({run.energy_j}, comm)[0];
       const double seconds = ob::max_across_ranks({run.timed_s}, comm)[0];
-      row.set("energy_j_per_iter", joules / config.common.iters).set("power_w_avg", joules / seconds / base.ranks);
+      row.set("energy_j_per_iter", joules / static_cast<double>(run.iter_ms.size())).set("power_w_avg", joules / seconds / base.ranks);
     }
   });
 }

@@ -267,7 +267,7 @@ ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::Stea
 
   std::vector<StepTimes> timed;
   StepMarks marks;
-  const ob::LoopPlan loop{mode, spec_.warmup, spec_.iters, steps, comm_};
+  const ob::LoopPlan loop{mode, spec_.warmup, spec_.iters, steps, comm_, spec_.min_time_ms};
   ob::LoopHooks hooks;
   hooks.prepare = [&](const ob::Iteration&) {
     if (comm_only) {  // the pattern (and the strategy's wire copy): the comm mode times the communication alone
@@ -306,9 +306,8 @@ ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::Stea
   // last step (ranks that differ once differ from then on): checked between timed steps, the GPU would idle between
   // them where the compute-only run does not, and the sharded schedule's deferred update would be settled outside
   // the step that owns it.
-  const int last = timing ? spec_.iters - 1 : steps - 1;
   hooks.check = [&](const ob::Iteration& it) {
-    if (check && (comm_only || it.iter == last)) check_step(mode, it.iter, run);
+    if (check && (comm_only || it.last)) check_step(mode, it.iter, run);
   };
   run.iter_ms = ob::run_iterations(loop, hooks);
   if (timing) {

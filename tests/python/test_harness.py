@@ -157,6 +157,20 @@ def test_the_python_rows_carry_the_binaries_spread_and_unstable_flag():
     assert math.isnan(ddp_steps.stats([5.0])["time_ms_p50_ci_rel"])
 
 
+def test_the_python_baseline_times_as_many_iterations_as_the_binaries():
+    """bench_ddp's --min-time-ms chooses its timed iterations by the binaries' rule (common/iteration.cpp, its cap
+    read from the header): the cases of tests/unit/test_iteration.cpp give the same counts."""
+    from overlap_bench import ddp_steps
+
+    header = (REPO / "common" / "iteration.hpp").read_text()
+    assert f"kMostMinTimeIters = {ddp_steps.MOST_MIN_TIME_ITERS};" in header
+    cases = [(0, [2, 2, 2], 10), (200, [], 10), (200, [90, 2, 2.1, 1.9], 100), (200, [3, 3, 3], 67),
+             (200, [50, 50, 50], 10), (200, [0.001] * 3, ddp_steps.MOST_MIN_TIME_ITERS)]
+    for min_time, warmup_ms, count in cases:
+        assert ddp_steps.timed_iters(10, min_time, warmup_ms) == count, (min_time, warmup_ms)
+    assert ddp_steps.timed_iters(5000, 200, [0.001] * 3) == 5000
+
+
 def test_the_files_columns_are_declared_once_in_the_schema(tmp_path, phase2):
     """overlap_bench/schema.json is the one declaration of the CSV files' columns: a binary's summary starts with its
     summary.leading and its timeline is its timeline.columns (embedded when the binary was built), and the Python

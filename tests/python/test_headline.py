@@ -52,6 +52,10 @@ def test_one_process_per_system_and_a_calibration_per_configuration(tmp_path):
     assert "nccl@4096x16x512=@p4[hidden=4096,layers=16,batch=512,sync=nccl,plan=caps]" in contenders
     assert "planned@1024x32x256=@p4[hidden=1024,layers=32,batch=256,plan=auto]" in contenders
     assert "ddp-64@1024x32x256=@ddp[hidden=1024,layers=32,batch=256,bucket_mb=64]" in contenders
+    # the minimum time per mode, where the experiment sets one, reaches phase 4 and both PyTorch processes alike
+    assert all(" --min-time-ms 250 " in p for p in processes.values())
+    _, args = headline.plan(spec(min_time_ms=0), 4, tmp_path / "build", tmp_path / "out")
+    assert not any("--min-time-ms" in a for a in args)
 
 
 def test_several_caps_make_a_contender_each_and_the_planner_s_experiment_reads():
@@ -69,7 +73,8 @@ def test_several_caps_make_a_contender_each_and_the_planner_s_experiment_reads()
 @pytest.mark.parametrize("text, key", [("caps_mb = [0]", "caps_mb"), ("rounds = 1", "rounds"),
                                        ("configs = ['4096x16']", "configs"),
                                        ("fsdp2 = 1", "fsdp2"), ("ddp_caps_mb = [0]", "ddp_caps_mb"),
-                                       ("iters = 'many'", "iters"), ("strategies = ['a b']", "strategies")])
+                                       ("iters = 'many'", "iters"), ("strategies = ['a b']", "strategies"),
+                                       ("min_time_ms = -1", "min_time_ms")])
 def test_a_bad_experiment_file_is_named(tmp_path, text, key):
     lines = [line for line in EXPERIMENT.read_text().splitlines() if not line.startswith(text.split()[0])]
     path = tmp_path / "bad.toml"

@@ -44,3 +44,43 @@ TEST(SteadyWarmup, WarmupGoesOnWhileStepsStillSpeedUpThenTimesEveryIteration) {
   // No warm-up asked: none run, whatever the times.
   EXPECT_EQ(loop(0, 2, [](int) { return 1; }).first, 0);
 }
+
+TEST(MinimumTime, TimedIterationsFillTheTimeByTheLastWarmupWindowBetweenItersAndTheCap) {
+  ob::LoopPlan plan{ob::Mode::kSeq, 3, 10};
+  EXPECT_EQ(ob::timed_iters(plan, {2, 2, 2}), 10);  // no minimum time: --iters
+  plan.min_time_ms = 200;
+  EXPECT_EQ(ob::timed_iters(plan, {}), 10);  // no warm-up to estimate the step from: --iters
+  EXPECT_EQ(ob::timed_iters(plan, {90, 2, 2.1, 1.9}), 100);  // the last window's median, 2 ms: 200 / 2
+  EXPECT_EQ(ob::timed_iters(plan, {3, 3, 3}), 67);  // rounded up
+  EXPECT_EQ(ob::timed_iters(plan, {50, 50, 50}), 10);  // a long step: never fewer than --iters
+  EXPECT_EQ(ob::timed_iters(plan, {0.001, 0.001, 0.001}), ob::kMostMinTimeIters);  // a tiny one: the cap
+  EXPECT_EQ(ob::most_timed_iters(10, 0), 10);
+  EXPECT_EQ(ob::most_timed_iters(10, 200), ob::kMostMinTimeIters);
+  EXPECT_EQ(ob::most_timed_iters(5000, 200), 5000);  // --iters above the cap stays
+}
+
+TEST(MinimumTime, TheLoopTimesAsManyIterationsAsTheWarmupSays) {
+  // Warm-up steps of at least 4 ms (a busy machine lengthens them, never shortens them): with a 40 ms minimum the
+  // loop times between --iters and 10 iterations, and marks only the final one last.
+  int lasts = 0, last_index = -1, count = 0;
+  ob::LoopHooks hooks;
+  hooks.step = [&](const ob::Iteration& it) {
+    if (!it.timed) std::this_thread::sleep_for(std::chrono::milliseconds(4));
+    lasts += it.last ? 1 : 0;
+    last_index = it.last ? it.index : last_index;
+    ++count;
+  };
+  ob::LoopPlan plan{ob::Mode::kSeq, 1, 2};
+  plan.min_time_ms = 40;
+  const auto samples = ob::run_iterations(plan, hooks);
+  EXPECT_GE(samples.size(), 2u);
+  EXPECT_LE(samples.size(), 10u);
+  EXPECT_EQ(lasts, 1);
+  EXPECT_EQ(last_index, count - 1);
+  // Fixed steps: the last of them is the last.
+  lasts = 0;
+  count = 0;
+  EXPECT_TRUE(ob::run_iterations({ob::Mode::kSeq, 0, 0, 3}, hooks).empty());
+  EXPECT_EQ(lasts, 1);
+  EXPECT_EQ(last_index, 2);
+}
