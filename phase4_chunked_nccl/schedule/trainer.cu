@@ -37,9 +37,10 @@ StepTimes resolve(const StepMarks& m, const std::function<double(int)>& at) {
 
 // A mode's timed steps as per-part times and timeline events (times from the run's origin, `origin_ms` on the host
 // clock): forward, per-layer, backward steps and update on the compute lane; buckets and gathers on the comm lane;
-// the host's enqueue time per bucket on the host lane.
+// the host's enqueue time per bucket on the host lane. The timeline draws the first `drawn` steps (--iters: the further
+// steps of --min-time-ms are timed, not drawn, or a 2 ms step's timeline would hold a hundred steps a mode).
 void collect(const std::vector<StepTimes>& timed, double origin_ms, int rank, int layers, const char* bucket_op,
-             ModeRun& run) {
+             int drawn, ModeRun& run) {
   const ob::Mode mode = run.mode;
   const bool comm_only = mode == ob::Mode::kComm;
   const int nb = static_cast<int>(run.bucket_ms.size());
@@ -50,7 +51,9 @@ void collect(const std::vector<StepTimes>& timed, double origin_ms, int rank, in
     const StepTimes& t = timed[it];
     const int iter = static_cast<int>(it);
     auto event = [&](const std::string& lane, const char* name, int chunk, double from, double to) {
-      run.events.push_back({rank, lane, name, iter, chunk, 1000.0 * (origin_ms + from), 1000.0 * (origin_ms + to)});
+      if (iter < drawn) {
+        run.events.push_back({rank, lane, name, iter, chunk, 1000.0 * (origin_ms + from), 1000.0 * (origin_ms + to)});
+      }
       return to - from;
     };
     if (!comm_only) {
@@ -317,7 +320,7 @@ ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::Stea
     run.energy_j = power_ && long_enough ? power_->energy_j() - energy_start : std::nan("");
   }
 
-  collect(timed, origin_ms, rank_, layers, sync_->bucket_op(), run);
+  collect(timed, origin_ms, rank_, layers, sync_->bucket_op(), timing ? spec_.iters : steps, run);
   return run;
 }
 
