@@ -118,10 +118,11 @@ VariantResult Trainer::run(GemmKernel kernel) {
   d.w.upload(w0_);
   if (config_.common.check) check_first_step(result);
 
-  const ob::LoopPlan plan{ob::Mode::kSeq, config_.common.warmup, config_.common.iters, 0, MPI_COMM_NULL,
-                          config_.common.min_time_ms};
+  const ob::LoopPlan plan{ob::Mode::kSeq, config_.common.warmup,     config_.common.iters, 0,
+                          MPI_COMM_NULL,  config_.common.min_time_ms};
   // One loss per step run: warm-up goes on until steady (common/iteration.hpp), at most max_warmup(plan) steps.
-  const ob::PinnedArray<double> loss_pinned = ob::make_pinned<double>(ob::max_warmup(plan) + ob::most_timed_iters(plan.iters, plan.min_time_ms));
+  const ob::PinnedArray<double> loss_pinned =
+      ob::make_pinned<double>(ob::max_warmup(plan) + ob::most_timed_iters(plan.iters, plan.min_time_ms));
   double* loss_host = loss_pinned.get();
   int steps_run = 0;
   // The common protocol (common/iteration.hpp); the step's time is the CUDA events' span of its four kernels.

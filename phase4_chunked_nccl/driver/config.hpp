@@ -64,6 +64,7 @@ struct Config {
   std::vector<std::string> sweeps;  // NAME=V1,V2,...: one of sweep_names(); several: every combination, first outermost
   bool shuffle = false;  // --order-seed given: the points run in an order shuffled from order_seed
   std::uint64_t order_seed = 0;
+  int passes = 1;  // the modes run this many times in turn, each pass timing its share of --iters (runner.hpp)
   bool shape_swept = false;  // this point's hidden, layers and batch come from a shape sweep (in its label)
   std::vector<double>
       interference_mb;  // --mode interference: the message sizes (MiB; empty: 1, 2, 4, ... to the gradient)

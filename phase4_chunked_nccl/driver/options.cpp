@@ -180,6 +180,11 @@ void add_options(CLI::App& app, Config& config) {
                  "point_order), so a comparison's contenders in one process take turns as they would in fresh "
                  "processes")
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{4294967295ULL}));
+  app.add_option("--passes", config.passes,
+                 "Run the modes this many times in turn, each pass timing its share of --iters (and of --min-time-ms) "
+                 "after its own warm-up, so that a drift over the run reaches every mode alike")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
 }
 
 namespace {
@@ -265,6 +270,8 @@ void validate(const CLI::App& app, Config& config) {
   ob::parse_fault(config.fault.inject_fault);
   validate_network(config);
   config.shuffle = app.count("--order-seed") > 0;
+  ob::require(config.passes <= config.common.iters, "--passes", std::to_string(config.passes),
+              "at most --iters (" + std::to_string(config.common.iters) + "): each pass times one iteration at least");
   validate_sweeps(config);
   ob::require(!(config.plan_mode == PlanMode::kAuto && config.chunks > 0), "--plan", name(config.plan_mode),
               "--plan auto chooses the buckets: not with --chunks");

@@ -223,7 +223,8 @@ ob::SummaryRow mode_row(const Config& config, const ob::SummaryRow& base, const 
     if (config.power) {  // the job's energy (every GPU) per timed iteration, and the mean power of one GPU
       const double joules = ob::sum_across_ranks({run.energy_j}, comm)[0];
       const double seconds = ob::max_across_ranks({run.timed_s}, comm)[0];
-      row.set("energy_j_per_iter", joules / static_cast<double>(run.iter_ms.size())).set("power_w_avg", joules / seconds / base.ranks);
+      row.set("energy_j_per_iter", joules / static_cast<double>(run.iter_ms.size()))
+          .set("power_w_avg", joules / seconds / base.ranks);
     }
   });
 }
@@ -300,13 +301,15 @@ PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob:
   }
   PointResult result;
   const auto modes = config.modes();
-  std::vector<ModeRun> runs;
-  runs.reserve(modes.size());
-  for (const auto mode : modes) {
-    if (progress) *progress << "phase4: " << config.point_label() << ": " << ob::mode_name(mode) << std::endl;
-    trainer.reset_weights();
-    runs.push_back(trainer.run(mode, plan, config.common.check, origin));
-    const ModeRun& run = runs.back();
+  const auto runs = run_passes(trainer, plan, modes, {config.passes, config.common.iters, config.common.min_time_ms},
+                               config.common.check, origin, [&](ob::Mode mode, int pass) {
+                                 if (!progress) return;
+                                 *progress << "phase4: " << config.point_label() << ": " << ob::mode_name(mode)
+                                           << pass_label(pass, config.passes) << std::endl;
+                               });
+  for (std::size_t m = 0; m < modes.size(); ++m) {
+    const ob::Mode mode = modes[m];
+    const ModeRun& run = runs[m];
     const std::uint64_t wrong = ob::total_across_ranks(run.wrong, comm);
     checks.mode_checks(mode, run.ranks_agree, wrong, run.first_wrong);
     ob::SummaryRow row = mode_row(config, base, run, trainer.wire_bytes(), wrong, comm);

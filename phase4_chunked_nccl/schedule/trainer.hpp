@@ -10,6 +10,7 @@
 #include <nccl.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,6 +55,19 @@ struct ModeRun {
   double timed_s = 0;  // host time of the timed iterations (the barriers between included)
 };
 
+// Appends a later run of the same mode and plan to `into` (--passes): its iterations after into's (timeline events
+// renumbered after them), its energy and time added, the checks' outcomes joined (the first failure kept).
+void append_run(ModeRun& into, ModeRun&& more);
+
+// How a point's modes are timed (--passes, --iters, --min-time-ms).
+struct Passes {
+  int passes = 1, iters = 0;
+  double min_time_ms = 0;
+};
+
+// " (pass 2 of 3)" with several passes, else "".
+std::string pass_label(int pass, int passes);
+
 // The interference map at one message size (--interference; METRICS.md, "The interference map"): a backward GEMM of
 // the model's shape (dW = aᵀ·dz, hidden x hidden x batch) in a loop on the compute stream, the strategy's collective
 // of one bucket in a loop on the comm stream, each alone, then both at once twice: the GEMM loop inside a
@@ -88,6 +102,11 @@ class Trainer {
   // to the mode's first timed GPU event).
   ModeRun run(ob::Mode mode, const BucketPlan& plan, bool check, ob::SteadyClock::time_point origin, int steps = 0,
               bool eager = false);
+  // The timed iterations and minimum time of the runs that follow (a pass's share of them: --passes).
+  void set_timing(int iters, double min_time_ms) {
+    spec_.iters = iters;
+    spec_.min_time_ms = min_time_ms;
+  }
 
   // The comm-only run of strategy `sync` on the same plan (bound_ref's isolated communication).
   ModeRun run_comm_with(const std::string& sync, const BucketPlan& plan, ob::SteadyClock::time_point origin);
@@ -116,7 +135,7 @@ class Trainer {
   void check_step(ob::Mode mode, int iter, ModeRun& run);
   std::unique_ptr<Replay> capture(ob::Mode mode, const BucketPlan& plan, cudaStream_t origin_stream);
 
-  const StepSpec spec_;
+  StepSpec spec_;
   int rank_, ranks_;
   ncclComm_t nccl_;
   MPI_Comm comm_;
@@ -131,5 +150,12 @@ class Trainer {
   std::unique_ptr<Model> model_;
   std::unique_ptr<Schedule> schedule_;
 };
+
+// Every mode's run, the modes in turn `timing.passes` times (METRICS.md, "Passes"): pass k times its share of the
+// iterations and of the minimum time after its own warm-up, from the initial weights (announce(mode, k) first); a
+// mode's passes joined in order. The trainer's timing is the whole again afterwards.
+std::vector<ModeRun> run_passes(Trainer& trainer, const BucketPlan& plan, const std::vector<ob::Mode>& modes,
+                                const Passes& timing, bool check, ob::SteadyClock::time_point origin,
+                                const std::function<void(ob::Mode, int)>& announce);
 
 }  // namespace phase4

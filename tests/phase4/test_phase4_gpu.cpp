@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <vector>
 
@@ -85,6 +86,24 @@ TEST_F(Phase4Gpu, ChunkSweepPointsAllCheckOut) {
     EXPECT_EQ(result.failure, "") << point.point_label();
     EXPECT_EQ(result.rows.front().get("buckets"), std::to_string(point.chunks));
   }
+}
+
+// --passes: every mode timed in turn twice, its samples the two passes' together (5 = 3 + 2), the timeline's steps
+// numbered on after the first pass's, the checks passing in both.
+TEST_F(Phase4Gpu, PassesTimeTheModesInTurnAndJoinTheirIterations) {
+  auto config = small();
+  config.common.iters = 5;
+  config.passes = 2;
+  const auto result = run_on_own_trainer(config);
+  EXPECT_EQ(result.failure, "");
+  for (const char* mode : {"compute", "comm", "seq", "overlap"}) EXPECT_EQ(row_of(result, mode).samples.size(), 5u);
+  std::set<int> drawn;
+  for (const auto& event : result.events) {
+    if (event.lane == "overlap:compute") drawn.insert(event.iter);
+  }
+  if (rank_ == 0) EXPECT_EQ(drawn, std::set<int>({0, 1, 2, 3, 4}));  // the timeline is merged on rank 0
+  EXPECT_EQ(phase4::pass_label(0, 1), "");
+  EXPECT_EQ(phase4::pass_label(1, 3), " (pass 2 of 3)");
 }
 
 TEST_F(Phase4Gpu, WeightsAgreeAcrossRanksOnlyWithCommunication) {

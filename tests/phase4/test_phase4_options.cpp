@@ -252,3 +252,12 @@ TEST(Phase4Options, AModelRefusesWhatItCannotRun) {
   }
   EXPECT_EQ(exit_code_of({"--model", "gpt2", "--sweep", "sync=nccl,sharded"}), -1);
 }
+
+TEST(Phase4Options, PassesShareTheIterationsAndNeedOneEach) {
+  phase4::Config config;
+  ASSERT_EQ(exit_code_of({"--iters", "12", "--passes", "3"}, &config), -1);
+  EXPECT_EQ(config.passes, 3);
+  EXPECT_EQ(exit_code_of({"--iters", "12", "--passes", "12"}), -1);  // one timed step a pass
+  EXPECT_EQ(exit_code_of({"--iters", "4", "--passes", "5"}), ob::kExitUsage);  // a pass without a timed step
+  EXPECT_EQ(exit_code_of({"--passes", "0"}), ob::kExitUsage);
+}

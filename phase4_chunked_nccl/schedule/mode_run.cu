@@ -1,0 +1,72 @@
+// A mode's runs joined across passes (--passes): every per-iteration vector continued, nothing averaged.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "phase4_chunked_nccl/schedule/trainer.hpp"
+
+namespace phase4 {
+
+namespace {
+void extend(std::vector<double>& into, const std::vector<double>& more) {
+  into.insert(into.end(), more.begin(), more.end());
+}
+
+// Per part ([part][iteration]): each part's iterations continued (a side without the parts takes the other's shape).
+void extend(std::vector<std::vector<double>>& into, const std::vector<std::vector<double>>& more) {
+  if (into.empty()) into.assign(more.size(), {});
+  for (std::size_t k = 0; k < more.size() && k < into.size(); ++k) extend(into[k], more[k]);
+}
+}  // namespace
+
+void append_run(ModeRun& into, ModeRun&& more) {
+  const int before = static_cast<int>(into.iter_ms.size());
+  extend(into.iter_ms, more.iter_ms);
+  extend(into.forward_ms, more.forward_ms);
+  extend(into.update_ms, more.update_ms);
+  extend(into.backward_total_ms, more.backward_total_ms);
+  extend(into.enqueue_ms, more.enqueue_ms);
+  extend(into.enqueue_span_ms, more.enqueue_span_ms);
+  for (auto part :
+       {&ModeRun::step_ms, &ModeRun::bucket_ms, &ModeRun::gather_ms, &ModeRun::layer_ms, &ModeRun::layer_update_ms}) {
+    extend(into.*part, more.*part);
+  }
+  for (auto& event : more.events) {
+    event.iter += before;
+    into.events.push_back(std::move(event));
+  }
+  into.ranks_agree = into.ranks_agree && more.ranks_agree;
+  if (into.first_wrong.empty()) into.first_wrong = std::move(more.first_wrong);
+  into.wrong = std::max(into.wrong, more.wrong);
+  into.energy_j += more.energy_j;  // NaN (no figure) on either side: none
+  into.timed_s += more.timed_s;
+}
+
+std::string pass_label(int pass, int passes) {
+  return passes > 1 ? " (pass " + std::to_string(pass + 1) + " of " + std::to_string(passes) + ")" : "";
+}
+
+std::vector<ModeRun> run_passes(Trainer& trainer, const BucketPlan& plan, const std::vector<ob::Mode>& modes,
+                                const Passes& timing, bool check, ob::SteadyClock::time_point origin,
+                                const std::function<void(ob::Mode, int)>& announce) {
+  const int passes = timing.passes, iters = timing.iters;
+  std::vector<ModeRun> runs(modes.size());
+  for (int pass = 0; pass < passes; ++pass) {
+    trainer.set_timing(iters / passes + (pass < iters % passes ? 1 : 0), timing.min_time_ms / passes);
+    for (std::size_t m = 0; m < modes.size(); ++m) {
+      if (announce) announce(modes[m], pass);
+      trainer.reset_weights();
+      ModeRun run = trainer.run(modes[m], plan, check, origin);
+      if (pass == 0) {
+        runs[m] = std::move(run);
+      } else {
+        append_run(runs[m], std::move(run));
+      }
+    }
+  }
+  trainer.set_timing(iters, timing.min_time_ms);
+  return runs;
+}
+
+}  // namespace phase4
