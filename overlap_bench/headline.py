@@ -51,6 +51,8 @@ def load_experiment(path):
     spec.setdefault("caps_mb", [25])
     # Timed iterations beyond `iters` where a step is short (--min-time-ms of phase 4 and bench_ddp.py); absent, none.
     spec.setdefault("min_time_ms", 0)
+    # Phase 4's modes in turn this many times a point (--passes); absent, once.
+    spec.setdefault("passes", 1)
     checks = [("rounds", 2 <= spec["rounds"] <= 100), ("iters", 1 <= spec["iters"] <= 10000),
               ("caps_mb", isinstance(spec["caps_mb"], list) and bool(spec["caps_mb"]) and
                all(isinstance(c, (int, float)) and not isinstance(c, bool) and 0 < c <= 1e6 for c in spec["caps_mb"])),
@@ -60,6 +62,8 @@ def load_experiment(path):
                                     for s in spec["planned_syncs"])),
               ("min_time_ms", isinstance(spec["min_time_ms"], (int, float))
                and not isinstance(spec["min_time_ms"], bool) and 0 <= spec["min_time_ms"] <= 60000),
+              ("passes", isinstance(spec["passes"], int) and not isinstance(spec["passes"], bool)
+               and 1 <= spec["passes"] <= spec["iters"]),
               ("ddp_caps_mb", all(isinstance(c, (int, float)) and 0 < c <= 1e6 for c in spec["ddp_caps_mb"]))]
     for key, ok in checks:
         if not ok:
@@ -86,10 +90,11 @@ def plan(spec, gpus, build, out, python=sys.executable):
     files = " ".join(f"--calibration {shlex.quote(str(f))}" for _, _, f in calibrations)
     configs = ",".join(spec["configs"])
     min_time = f" --min-time-ms {spec['min_time_ms']:g}" if spec["min_time_ms"] else ""
+    passes = f" --passes {spec['passes']}" if spec["passes"] > 1 else ""
     caps = "" if spec["caps_mb"] == [25] else f" --sweep bucket-mb={','.join(f'{c:g}' for c in spec['caps_mb'])}"
     processes = {"p4": f"{p4} --sweep shape={configs} --sweep sync={','.join(spec['strategies'])}{caps} --sweep "
                        f"plan=caps{',auto' if spec['planned_syncs'] else ''} --plan-syncs {syncs} {files} "
-                       f"--iters {spec['iters']}{min_time} --order-seed {{seed}} --csv {{csv}}"}
+                       f"--iters {spec['iters']}{min_time}{passes} --order-seed {{seed}} --csv {{csv}}"}
     torch = f"{python} -m torch.distributed.run --nproc_per_node {gpus} -m overlap_bench.bench_ddp " \
             f"--configs {' '.join(c.replace('x', ',') for c in spec['configs'])} --iters {spec['iters']}{min_time} " \
             f"--no-isolated --order-seed {{seed}}"

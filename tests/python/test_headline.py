@@ -57,6 +57,10 @@ def test_one_process_per_system_and_a_calibration_per_configuration(tmp_path):
     _, args = headline.plan(spec(min_time_ms=150), 4, tmp_path / "build", tmp_path / "out")
     processes = dict(args[i + 1].split("=", 1) for i, a in enumerate(args) if a == "--process")
     assert all(" --min-time-ms 150 " in p for p in processes.values())
+    # phase 4's modes in turn, where the experiment asks for passes: phase 4 alone has them
+    _, args = headline.plan(spec(passes=3), 4, tmp_path / "build", tmp_path / "out")
+    processes = dict(args[i + 1].split("=", 1) for i, a in enumerate(args) if a == "--process")
+    assert " --passes 3 " in processes["p4"] and all("--passes" not in processes[p] for p in ("ddp", "fsdp2"))
 
 
 def test_several_caps_make_a_contender_each_and_the_planner_s_experiment_reads():
@@ -75,7 +79,7 @@ def test_several_caps_make_a_contender_each_and_the_planner_s_experiment_reads()
                                        ("configs = ['4096x16']", "configs"),
                                        ("fsdp2 = 1", "fsdp2"), ("ddp_caps_mb = [0]", "ddp_caps_mb"),
                                        ("iters = 'many'", "iters"), ("strategies = ['a b']", "strategies"),
-                                       ("min_time_ms = -1", "min_time_ms")])
+                                       ("min_time_ms = -1", "min_time_ms"), ("passes = 13", "passes")])
 def test_a_bad_experiment_file_is_named(tmp_path, text, key):
     lines = [line for line in EXPERIMENT.read_text().splitlines() if not line.startswith(text.split()[0])]
     path = tmp_path / "bad.toml"
