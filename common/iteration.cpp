@@ -4,11 +4,16 @@
 #include <cmath>
 
 #include "common/mpi_check.hpp"
+#include "common/options.hpp"
 #include "common/stats.hpp"
 #include "common/timer.hpp"
 #include "common/watchdog.hpp"
 
 namespace ob {
+
+LoopPlan loop_plan(Mode mode, const CommonOptions& common, MPI_Comm comm, int steps) {
+  return {mode, common.warmup, common.iters, steps, comm, common.min_time_ms};
+}
 
 int max_warmup(const LoopPlan& plan) {
   if (plan.steps > 0 || plan.warmup <= 0) return 0;

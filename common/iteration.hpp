@@ -41,6 +41,11 @@ struct LoopPlan {
   double min_time_ms = 0;  // > 0: timed iterations enough to fill this time (see above)
 };
 
+struct CommonOptions;  // common/options.hpp
+
+// The loop a phase runs from its common options: their warm-up, iterations and minimum time.
+LoopPlan loop_plan(Mode mode, const CommonOptions& common, MPI_Comm comm = MPI_COMM_NULL, int steps = 0);
+
 struct LoopHooks {
   std::function<void(const Iteration&)> prepare;  // before the barrier, untimed (may be empty)
   std::function<void(const Iteration&)> step;  // the work of one iteration

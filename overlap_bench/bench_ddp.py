@@ -17,6 +17,7 @@ TORCH_NCCL_HIGH_PRIORITY=1, fused SGD, zero_grad(set_to_none=True)) unless --def
 tensors in the same backward order, batched-GEMM attention, cross-entropy on next tokens), --seq tokens x
 --micro-batch sequences per GPU, optionally its first --blocks blocks; FSDP2 then shards each block.
 Each --bucket-mb value is one wrapped run; a value given again is a repeat, kept as its own rows (column repeat).
+--passes P times the compute-only step and every wrapped run in turn P times, as phase 4's --passes its modes.
 --fsdp runs PyTorch FSDP2 instead (system pytorch-fsdp2: fully_shard on every layer and the model, eager, without
 and with resharding after the forward, or as --reshard-after-forward says; column reshard_after_forward). DDP's and
 FSDP2's gradients are checked against a manual all-reduce of the same step's gradients. Writes phase 4's summary
@@ -38,7 +39,7 @@ from overlap_bench import ob_metrics  # noqa: E402
 from overlap_bench import ob_tool  # noqa: E402
 
 from overlap_bench.ddp_steps import (Mlp, Step, Transformer, compute_rows, fresh_model, manual_gradients,  # noqa: E402
-                       optimizer_options, slowest, stats, torch, dist, wrapped_run)
+                       optimizer_options, pass_share, slowest, stats, torch, dist, wrapped_run)
 IMPORTED = time.monotonic()
 
 
@@ -94,6 +95,9 @@ def parse_args():
     parser.add_argument("--warmup", type=int, default=5, help="untimed iterations before them (default: 5)")
     parser.add_argument("--min-time-ms", type=float, default=0.0, help="timed iterations beyond --iters until they "
                         "fill this many ms, by the warm-up's step (at most 1000), as the binaries' (default: 0)")
+    parser.add_argument("--passes", type=int, default=1, help="time the compute-only and every wrapped step in turn "
+                        "this many times, each pass its share of --iters (and of --min-time-ms) after its own "
+                        "warm-up, as phase 4's --passes (default: 1)")
     parser.add_argument("--lr", type=float, default=0.01, help="SGD learning rate (default: 0.01)")
     parser.add_argument("--seed", type=int, default=1234, help="seed of the weights and data (default: 1234)")
     parser.add_argument("--csv", required=True, help="summary CSV to write (rank 0)")
@@ -101,6 +105,7 @@ def parse_args():
     check_configs(parser, args.configs)
     checks = [("--iters", args.iters, args.iters >= 1, "at least 1"),
               ("--warmup", args.warmup, args.warmup >= 0, "at least 0"),
+              ("--passes", args.passes, 1 <= args.passes <= args.iters, "from 1 to --iters"),
               ("--min-time-ms", args.min_time_ms, math.isfinite(args.min_time_ms) and 0 <= args.min_time_ms <= 3.6e6,
                "0 to 3600000"),
               ("--bucket-mb", " ".join(map(str, args.bucket_mb)),
@@ -173,21 +178,35 @@ def shuffled(items, seed, salt=""):
 
 
 def run_config(args, work, rank, world):
-    """Times one configuration (`work`: an Mlp or a Transformer). Returns (compute rows {mode: stats}, per wrapped
-    run [(kind, setting, {mode: stats}, buckets)], the largest relative gradient error against a manual all-reduce)."""
+    """Times one configuration (`work`: an Mlp or a Transformer): the compute-only steps, then every wrapped run, in
+    turn --passes times, each pass timing its share of --iters and --min-time-ms after its own warm-up on a freshly
+    wrapped model (ddp_steps.pass_share), a row's iterations those of every pass. Returns (compute rows {mode:
+    stats}, per wrapped run [(kind, setting, {mode: stats}, buckets)], the largest relative gradient error against a
+    manual all-reduce)."""
     model = fresh_model(args, work)  # identical initial weights on every rank
     generator = torch.Generator(device="cuda").manual_seed(args.seed * 1000003 + 17 * (rank + 1))
     step = Step(work, *work.data(generator), set_to_none=not args.default)  # each rank's data differs
     optimizer = torch.optim.SGD(list(model.parameters()), **optimizer_options(args))
-    rows = compute_rows(args, rank, model, optimizer, step)
     manual = manual_gradients(args, work, step, world)  # checked first, before any timed wrapped step
-    runs, worst = [], 0.0
-    for kind, setting in settings(args, work):
-        run, error = wrapped_run(args, work, model, optimizer, step, manual, world, kind, setting)
-        runs.append(run)
-        worst = max(worst, error)
-        # the next run builds its own wrapped model (its buckets replace these gradients)
-    return {mode: stats(slowest(times)) for mode, times in rows.items()}, runs, worst
+    rows, runs, worst = {}, {}, 0.0
+    for k in range(args.passes):
+        share = pass_share(args, args.passes, k)
+        for mode, times in compute_rows(share, rank, model, optimizer, step).items():
+            rows.setdefault(mode, []).extend(times)
+        for index, (kind, setting) in enumerate(settings(args, work)):
+            (_, _, modes, buckets), error = wrapped_run(share, work, model, optimizer, step, manual, world, kind,
+                                                        setting)
+            joined = runs.setdefault(index, (kind, setting, {}, buckets))[2]
+            for mode, times in modes.items():
+                joined.setdefault(mode, []).extend(times)
+            worst = max(worst, error)
+            # the next run builds its own wrapped model (its buckets replace these gradients)
+
+    def summarized(times_by_mode):
+        return {mode: stats(slowest(times)) for mode, times in times_by_mode.items()}
+
+    return summarized(rows), [(kind, setting, summarized(modes), buckets)
+                              for kind, setting, modes, buckets in runs.values()], worst
 
 
 def summary_rows(args, system, world, work, compute, runs, worst):
@@ -278,7 +297,7 @@ def main():
                 "gpus": [{"gpu_name": torch.cuda.get_device_name(0)}], "ranks": world, "clock": "cuda_event",
                 "commit": ob_tool.commit_id(),
                 # seconds since the process started: torch imported, the process group up; each configuration's run
-                "timings_s": timings, "order_seed": args.order_seed, "point_order": order,
+                "timings_s": timings, "order_seed": args.order_seed, "point_order": order, "passes": args.passes,
                 "emulated_nodes": args.emulate_nodes,
                 "config_columns": ["system", "phase", "ranks", "chunks", "iters", *CONFIG_KEYS]}
         meta_path = path.with_name(path.stem + ".meta.json")

@@ -3,6 +3,7 @@ rank's data, the compute-only step, the manual all-reduce that checks a wrapper'
 with gradients held in one flat buffer per bucket, and the wrapped step of DDP or FSDP2; every step timed with CUDA
 events after warm-up, the slowest rank's time per iteration. Every mode steps with the wrapped step's optimizer and
 zero_grad: the same update, the same work."""
+import copy
 import math
 import pathlib
 import sys
@@ -101,6 +102,15 @@ def timed_iters(iters, min_time_ms, warmup_ms):
         return iters
     step_ms = max(float(np.median(warmup_ms[-3:])), 1e-6)
     return int(min(max(math.ceil(min_time_ms / step_ms), iters), max(iters, MOST_MIN_TIME_ITERS)))
+
+
+def pass_share(args, passes, k):
+    """A copy of `args` with pass k's share of --iters (the first iters mod passes passes one more) and of
+    --min-time-ms, as phase 4's run_passes splits them (METRICS.md, "Passes")."""
+    share = copy.copy(args)
+    share.iters = args.iters // passes + (1 if k < args.iters % passes else 0)
+    share.min_time_ms = args.min_time_ms / passes
+    return share
 
 
 def event_ms(step):
@@ -274,7 +284,8 @@ def wrap(work, kind, setting, expert, model):
 def wrapped_run(args, work, model, optimizer, step, manual, world, kind, setting):
     """One wrapped run: seq (backward into the run's bucket views, then each bucket all-reduced in place and
     averaged) and comm (those all-reduces alone) on the unwrapped model, unless --no-isolated; then a fresh model
-    wrapped, its gradients checked, its step timed (overlap). Returns ((kind, setting, {mode: stats}, buckets),
+    wrapped, its gradients checked, its step timed (overlap). Returns ((kind, setting, {mode: this rank's
+    per-iteration times}, buckets),
     the gradients' largest relative error)."""
     groups, flats = bucket_views(list(reversed(list(model.parameters()))), kind, setting)
 
@@ -296,4 +307,4 @@ def wrapped_run(args, work, model, optimizer, step, manual, world, kind, setting
     error = gradient_error(step, wrapped, gradient, manual)
     wrapped_optimizer = torch.optim.SGD(wrapped.parameters(), **optimizer_options(args))
     modes["overlap"] = timed(step.of(wrapped, wrapped_optimizer), args.iters, args.warmup, args.min_time_ms)
-    return (kind, setting, {mode: stats(slowest(times)) for mode, times in modes.items()}, len(groups)), error
+    return (kind, setting, modes, len(groups)), error

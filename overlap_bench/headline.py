@@ -51,7 +51,8 @@ def load_experiment(path):
     spec.setdefault("caps_mb", [25])
     # Timed iterations beyond `iters` where a step is short (--min-time-ms of phase 4 and bench_ddp.py); absent, none.
     spec.setdefault("min_time_ms", 0)
-    # Phase 4's modes in turn this many times a point (--passes); absent, once.
+    # Phase 4's modes, bench_ddp.py's steps and the calibration's runs (at most 3 passes: its --iters) in turn this
+    # many times a point (--passes); absent, once.
     spec.setdefault("passes", 1)
     checks = [("rounds", 2 <= spec["rounds"] <= 100), ("iters", 1 <= spec["iters"] <= 10000),
               ("caps_mb", isinstance(spec["caps_mb"], list) and bool(spec["caps_mb"]) and
@@ -81,11 +82,12 @@ def plan(spec, gpus, build, out, python=sys.executable):
     p4 = f"{MPI} -np {gpus} {build}/phase4_chunked_nccl/phase4_chunked_nccl"
     syncs = ",".join(spec["planned_syncs"])
     calibrations = []
+    cal_passes = f" --passes {min(spec['passes'], 3)}" if spec["passes"] > 1 else ""
     for config in spec["configs"]:
         h, l, b = headline_tables.shape(config)
         stem = out / "calibration" / config
         calibrations.append((config, f"{p4} --hidden {h} --layers {l} --batch {b} --calibrate --plan-syncs {syncs} "
-                                     f"--mode compute --iters 3 --csv {shlex.quote(str(stem))}.csv",
+                                     f"--mode compute --iters 3{cal_passes} --csv {shlex.quote(str(stem))}.csv",
                              stem.with_name(f"{config}.calibration.json")))
     files = " ".join(f"--calibration {shlex.quote(str(f))}" for _, _, f in calibrations)
     configs = ",".join(spec["configs"])
@@ -96,8 +98,8 @@ def plan(spec, gpus, build, out, python=sys.executable):
                        f"plan=caps{',auto' if spec['planned_syncs'] else ''} --plan-syncs {syncs} {files} "
                        f"--iters {spec['iters']}{min_time}{passes} --order-seed {{seed}} --csv {{csv}}"}
     torch = f"{python} -m torch.distributed.run --nproc_per_node {gpus} -m overlap_bench.bench_ddp " \
-            f"--configs {' '.join(c.replace('x', ',') for c in spec['configs'])} --iters {spec['iters']}{min_time} " \
-            f"--no-isolated --order-seed {{seed}}"
+            f"--configs {' '.join(c.replace('x', ',') for c in spec['configs'])} --iters {spec['iters']}{min_time}" \
+            f"{passes} --no-isolated --order-seed {{seed}}"
     if spec["ddp_caps_mb"]:
         processes["ddp"] = f"{torch} --bucket-mb {' '.join(f'{c:g}' for c in spec['ddp_caps_mb'])} --csv {{csv}}"
     if spec["fsdp2"]:
@@ -154,12 +156,13 @@ def predict(spec, calibrations, ranks, predictor, tables=()):
                                    *extra, *comm], capture_output=True, text=True, timeout=600)
             if done.returncode:
                 raise ob_tool.UsageError(f"phase4_predict on {path}: {done.stderr.strip()[:200]}")
-            row = pd.read_csv(io.StringIO(done.stdout)).iloc[0]
+            row = pd.read_csv(io.StringIO(done.stdout)).fillna({"comm_measured": ""}).iloc[0]
             rows.append({"config": config, "label": sync, "plan": plan, "predicted_sync": row["sync"],
                          "ranks": ranks, "predicted_ms": row["predicted_ms"], "buckets": row["buckets"],
                          "calibrated_gpu": row["calibrated_gpu"], "calibrated_ranks": row["calibrated_ranks"],
                          "calibration_commit": row["calibration_commit"], "calibration": str(path),
-                         "comm": " ".join(t for t in comm[1::2] if t.startswith(f"{row['sync']}@"))})
+                         "comm": " ".join(t for t in comm[1::2]
+                                          if row["comm_measured"] and t.startswith(f"{row['comm_measured']}@"))})
     table = pd.DataFrame(rows)  # the planner's plan: the least predicted step over the planned strategies
     planned = table[table["label"] == "planned"]
     keep = planned.loc[planned.groupby("config")["predicted_ms"].idxmin()].index if len(planned) else []

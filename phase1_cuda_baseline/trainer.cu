@@ -118,8 +118,7 @@ VariantResult Trainer::run(GemmKernel kernel) {
   d.w.upload(w0_);
   if (config_.common.check) check_first_step(result);
 
-  const ob::LoopPlan plan{ob::Mode::kSeq, config_.common.warmup,     config_.common.iters, 0,
-                          MPI_COMM_NULL,  config_.common.min_time_ms};
+  const ob::LoopPlan plan = ob::loop_plan(ob::Mode::kSeq, config_.common);
   // One loss per step run: warm-up goes on until steady (common/iteration.hpp), at most max_warmup(plan) steps.
   const ob::PinnedArray<double> loss_pinned =
       ob::make_pinned<double>(ob::max_warmup(plan) + ob::most_timed_iters(plan.iters, plan.min_time_ms));

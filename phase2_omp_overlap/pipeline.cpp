@@ -110,12 +110,7 @@ ModeRun run_mode(ob::Mode mode, Workload& workload, const Config& config, ob::St
   run.mode = mode;
   const int chunks = config.chunks;
   TaskLog compute_log, comm_log;
-  const ob::LoopPlan plan{mode,
-                          config.common.warmup,
-                          config.common.iters,
-                          0,
-                          MPI_COMM_NULL,  // one process
-                          config.common.min_time_ms};
+  const ob::LoopPlan plan = ob::loop_plan(mode, config.common);  // one process: no barrier
   ob::LoopHooks hooks;
   hooks.prepare = [&](const ob::Iteration&) {
     if (mode == ob::Mode::kComm) workload.prepare_comm_only();

@@ -275,7 +275,7 @@ ModeRun run_mode(ob::Mode mode, Backend& backend, const Config& config, MPI_Comm
                                                 config.compute_threads());
   }
   backend.run_back_to_back(mode == kProgress);
-  const ob::LoopPlan plan{mode, config.common.warmup, config.common.iters, steps, comm, config.common.min_time_ms};
+  const ob::LoopPlan plan = ob::loop_plan(mode, config.common, comm, steps);
   ob::LoopHooks hooks;
   hooks.prepare = [&](const ob::Iteration& it) {
     if (exact) backend.write_comm(pattern);

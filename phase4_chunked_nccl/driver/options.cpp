@@ -182,7 +182,7 @@ void add_options(CLI::App& app, Config& config) {
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{4294967295ULL}));
   app.add_option("--passes", config.passes,
                  "Run the modes this many times in turn, each pass timing its share of --iters (and of --min-time-ms) "
-                 "after its own warm-up, so that a drift over the run reaches every mode alike")
+                 "after its own warm-up, so that a drift over the run reaches every mode alike (the calibration's too)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
 }

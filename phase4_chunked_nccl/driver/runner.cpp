@@ -301,12 +301,12 @@ PointResult run_point(const Config& config, Trainer& trainer, MPI_Comm comm, ob:
   }
   PointResult result;
   const auto modes = config.modes();
-  const auto runs = run_passes(trainer, plan, modes, {config.passes, config.common.iters, config.common.min_time_ms},
-                               config.common.check, origin, [&](ob::Mode mode, int pass) {
-                                 if (!progress) return;
-                                 *progress << "phase4: " << config.point_label() << ": " << ob::mode_name(mode)
-                                           << pass_label(pass, config.passes) << std::endl;
-                               });
+  const auto runs =
+      run_passes(trainer, plan, modes, config.passes, config.common.check, origin, [&](ob::Mode mode, int pass) {
+        if (!progress) return;
+        *progress << "phase4: " << config.point_label() << ": " << ob::mode_name(mode)
+                  << pass_label(pass, config.passes) << std::endl;
+      });
   for (std::size_t m = 0; m < modes.size(); ++m) {
     const ob::Mode mode = modes[m];
     const ModeRun& run = runs[m];

@@ -117,10 +117,10 @@ void add_size(StrategyCalibration& strategy, double mb, const BucketPlan& plan, 
   strategy.overlap_ms.push_back(ob::summarize(ob::max_across_ranks(overlapped.iter_ms, comm)).p50);
 }
 
-// The planner's calibration (planner.hpp): for each planned strategy a compute-only run (the fastest all-reduce
-// one's times are kept; a sharded strategy keeps its own), and for each size of calibration_sizes() a plan of equal
-// buckets run comm-only and overlapped; a size whose buckets, as the strategy runs them, are no larger than the last
-// one's (a sharded strategy's whole tensors) is not run again.
+// The planner's calibration (planner.hpp): for each planned strategy and each size of calibration_sizes() a plan of
+// equal buckets run compute-only, comm-only and overlapped, in turn --passes times (the fastest all-reduce compute-only
+// run's times are kept; a sharded strategy keeps its own); a size whose buckets, as the strategy runs them, are no
+// larger than the last one's (a sharded strategy's whole tensors) is not run again.
 Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, int ranks, MPI_Comm comm,
                           ob::SteadyClock::time_point origin, CommCache& comms, std::ostream* progress) {
   Calibration calibration = describe_run(base.step_spec(), ranks, gpu);
@@ -160,8 +160,10 @@ Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, 
       // buckets slow the compute-only step (gpt2-xl's 5,942 buckets of 1 MiB: 209 ms against 178 ms); divided by
       // the first size's run, every larger size read as compute sped up by communication (slowdown -0.24). The
       // calibration's compute times are those of the fastest compute-only run, of any size and strategy.
-      trainer.reset_weights();
-      const ModeRun compute = trainer.run(ob::Mode::kCompute, plan, false, origin);
+      // The three modes in turn --passes times (a host-paced step drifts in a process: METRICS.md, "Passes").
+      const auto runs = run_passes(trainer, plan, {ob::Mode::kCompute, ob::Mode::kComm, ob::Mode::kOverlap},
+                                   config.passes, false, origin);
+      const ModeRun &compute = runs[0], &alone = runs[1], &overlapped = runs[2];
       const double compute_backward = ob::slowest_median(compute.backward_total_ms, comm);
       const double iteration = ob::summarize(ob::max_across_ranks(compute.iter_ms, comm)).p50;
       if (!sharded && (best_iteration == 0 || iteration < best_iteration)) {
@@ -170,10 +172,6 @@ Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, 
         calibration.update_ms = ob::slowest_median(compute.update_ms, comm);
         calibration.step_ms = medians(compute.step_ms, comm);
       }
-      trainer.reset_weights();
-      const ModeRun alone = trainer.run(ob::Mode::kComm, plan, false, origin);
-      trainer.reset_weights();
-      const ModeRun overlapped = trainer.run(ob::Mode::kOverlap, plan, false, origin);
       if (sharded && (sharded_iteration == 0 || iteration < sharded_iteration)) {
         sharded_iteration = iteration;
         strategy.sharded = sharded_step(config, compute, alone, overlapped, comm);

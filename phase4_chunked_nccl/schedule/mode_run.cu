@@ -48,12 +48,13 @@ std::string pass_label(int pass, int passes) {
 }
 
 std::vector<ModeRun> run_passes(Trainer& trainer, const BucketPlan& plan, const std::vector<ob::Mode>& modes,
-                                const Passes& timing, bool check, ob::SteadyClock::time_point origin,
+                                int passes, bool check, ob::SteadyClock::time_point origin,
                                 const std::function<void(ob::Mode, int)>& announce) {
-  const int passes = timing.passes, iters = timing.iters;
+  const int iters = trainer.iters();
+  const double min_time_ms = trainer.min_time_ms();
   std::vector<ModeRun> runs(modes.size());
   for (int pass = 0; pass < passes; ++pass) {
-    trainer.set_timing(iters / passes + (pass < iters % passes ? 1 : 0), timing.min_time_ms / passes);
+    trainer.set_timing(iters / passes + (pass < iters % passes ? 1 : 0), min_time_ms / passes);
     for (std::size_t m = 0; m < modes.size(); ++m) {
       if (announce) announce(modes[m], pass);
       trainer.reset_weights();
@@ -65,7 +66,7 @@ std::vector<ModeRun> run_passes(Trainer& trainer, const BucketPlan& plan, const 
       }
     }
   }
-  trainer.set_timing(iters, timing.min_time_ms);
+  trainer.set_timing(iters, min_time_ms);
   return runs;
 }
 

@@ -320,7 +320,7 @@ ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::Stea
     run.energy_j = power_ && long_enough ? power_->energy_j() - energy_start : std::nan("");
   }
 
-  collect(timed, origin_ms, rank_, layers, sync_->bucket_op(), timing ? spec_.iters : steps, run);
+  collect(timed, origin_ms, rank_, layers, sync_->bucket_op(), spec_.iters, run);
   return run;
 }
 

@@ -59,12 +59,6 @@ struct ModeRun {
 // renumbered after them), its energy and time added, the checks' outcomes joined (the first failure kept).
 void append_run(ModeRun& into, ModeRun&& more);
 
-// How a point's modes are timed (--passes, --iters, --min-time-ms).
-struct Passes {
-  int passes = 1, iters = 0;
-  double min_time_ms = 0;
-};
-
 // " (pass 2 of 3)" with several passes, else "".
 std::string pass_label(int pass, int passes);
 
@@ -107,6 +101,8 @@ class Trainer {
     spec_.iters = iters;
     spec_.min_time_ms = min_time_ms;
   }
+  int iters() const { return spec_.iters; }
+  double min_time_ms() const { return spec_.min_time_ms; }
 
   // The comm-only run of strategy `sync` on the same plan (bound_ref's isolated communication).
   ModeRun run_comm_with(const std::string& sync, const BucketPlan& plan, ob::SteadyClock::time_point origin);
@@ -151,11 +147,11 @@ class Trainer {
   std::unique_ptr<Schedule> schedule_;
 };
 
-// Every mode's run, the modes in turn `timing.passes` times (METRICS.md, "Passes"): pass k times its share of the
-// iterations and of the minimum time after its own warm-up, from the initial weights (announce(mode, k) first); a
-// mode's passes joined in order. The trainer's timing is the whole again afterwards.
+// Every mode's run, the modes in turn `passes` times (METRICS.md, "Passes"): pass k times its share of the trainer's
+// iterations and minimum time after its own warm-up, from the initial weights (announce(mode, k) first, may be
+// empty); a mode's passes joined in order. The trainer's timing is the whole again afterwards.
 std::vector<ModeRun> run_passes(Trainer& trainer, const BucketPlan& plan, const std::vector<ob::Mode>& modes,
-                                const Passes& timing, bool check, ob::SteadyClock::time_point origin,
-                                const std::function<void(ob::Mode, int)>& announce);
+                                int passes, bool check, ob::SteadyClock::time_point origin,
+                                const std::function<void(ob::Mode, int)>& announce = {});
 
 }  // namespace phase4

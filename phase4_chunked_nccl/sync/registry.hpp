@@ -35,6 +35,9 @@ struct SyncRow {
   bool bounded = true;
   // The strategy on NCCL's own kernels whose isolated communication bound_ref also takes ("": this one's).
   std::string reference;
+  // A sharded strategy: the all-reduce one on the same engines, whose time per bucket measured on more ranks
+  // (phase4_predict --comm) gives its collectives' rise with the rank count ("": none, scaled as a ring).
+  std::string scales_as;
   // Device buffers beyond the model's own, in gradients (the gradient itself included), for the memory estimate.
   double buffers = 1;
   std::unique_ptr<GradientSync> (*make)(const SyncContext&) = nullptr;  // null in a build without CUDA

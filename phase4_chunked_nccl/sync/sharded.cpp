@@ -205,6 +205,7 @@ SyncRow sharded_row() {
   row.schedule = kShardedSchedule;
   row.graph = row.accumulation = false;
   row.reference = "sharded";
+  row.scales_as = "nccl";
   row.buffers = 2.5;  // the gradient, this rank's reduced slices (at most half), the gathered gradient of the checks
   row.make = OB_SYNC_FACTORY(make_sharded);
   return row;
@@ -219,6 +220,7 @@ SyncRow sharded_copy_engine_row() {
   row.cta_policy = CtaPolicy::kZero;
   row.bounded = false;
   row.peer_access = true;
+  row.scales_as = "ce";
   row.buffers = 3;  // the gradient, the received slices, the gathered gradient of the checks
   row.make = OB_SYNC_FACTORY(make_sharded_copy_engine);
   return row;

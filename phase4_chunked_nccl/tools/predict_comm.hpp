@@ -38,8 +38,11 @@ MeasuredComm parse_measured_comm(const std::string& text);
 // The measured times as the model's communication.
 CommTime measured_comm(const MeasuredComm& measured);
 
-// The communication of strategy `s` on `ranks` ranks: measured there if `measured` holds it, else scaled.
-CommTime comm_at(const StrategyCalibration& s, int calibrated_ranks, int ranks, int per_node, const Link& link,
-                 const std::vector<MeasuredComm>& measured);
+// The communication of calibration c's strategy `s` on `ranks` ranks: measured there if `measured` holds it; for a
+// sharded strategy whose all-reduce twin (SyncRow::scales_as) `measured` and `c` hold, its calibrated time times the
+// twin's measured / calibrated time at the same size; else scaled. `used` (may be null): the measured strategy
+// whose times it takes, "" where scaled.
+CommTime comm_at(const Calibration& c, const StrategyCalibration& s, int ranks, int per_node, const Link& link,
+                 const std::vector<MeasuredComm>& measured, std::string* used = nullptr);
 
 }  // namespace phase4

@@ -195,10 +195,11 @@ Inputs read_inputs(const Options& o) {
 std::vector<std::string> point_row(const Options& o, const Inputs& in, const Link& link, int n) {
   const phase4::Calibration& c = in.calibration;
   std::vector<phase4::PlanChoice> kept;
+  std::vector<std::string> used;  // per kept choice: the measured strategy whose times it took
   for (const auto& s : c.strategies) {
     if (!o.sync.empty() && s.sync != o.sync) continue;
     if (n > o.per_node && !phase4::runs_across_nodes(s.sync)) continue;
-    const phase4::Target target(phase4::comm_at(s, c.ranks, n, o.per_node, link, in.measured), n);
+    const phase4::Target target(phase4::comm_at(c, s, n, o.per_node, link, in.measured, &used.emplace_back()), n);
     if (o.fixed->count()) {  // the given plan, as the strategy runs it
       auto plan = phase4::plan_by_size(c.layout(), o.bucket_mb, o.first_bucket_mb);
       if (!s.sharded.empty()) plan = phase4::align_plan_to_steps(plan, c.layout());
@@ -207,14 +208,15 @@ std::vector<std::string> point_row(const Options& o, const Inputs& in, const Lin
       kept.push_back(phase4::choose_plans(c, {s.sync}, target).front());
     }
   }
-  const phase4::PlanChoice* best = &kept.front();
-  for (const auto& choice : kept) {
-    if (choice.prediction.step_ms < best->prediction.step_ms) best = &choice;
+  std::size_t best_index = 0;
+  for (std::size_t k = 1; k < kept.size(); ++k) {
+    if (kept[k].prediction.step_ms < kept[best_index].prediction.step_ms) best_index = k;
   }
+  const phase4::PlanChoice* best = &kept[best_index];
   double ddp_ms = 0;
   const auto* ddp = phase4::ddp_like(c);
   const double cap = phase4::best_ddp_cap(
-      c, ddp ? phase4::Target(phase4::comm_at(*ddp, c.ranks, n, o.per_node, link, in.measured), n) : phase4::Target(),
+      c, ddp ? phase4::Target(phase4::comm_at(c, *ddp, n, o.per_node, link, in.measured), n) : phase4::Target(),
       &ddp_ms, o.ddp_min_cap_mb);
   auto mb = [](std::uint64_t elements) { return ob::format_number(elements * 4.0 / (1 << 20), 4); };
   return {link.name,
@@ -233,7 +235,8 @@ std::vector<std::string> point_row(const Options& o, const Inputs& in, const Lin
           std::to_string(c.ranks),
           c.commit,
           c.model,
-          c.compute_estimated ? "1" : "0"};
+          c.compute_estimated ? "1" : "0",
+          used[best_index]};
 }
 
 // Every backward step of the best plan on the calibrated ranks and link (no network): its gradient, its compute
@@ -277,7 +280,8 @@ int main(int argc, char** argv) {
     }
     ob::CsvTable table({"link", "ranks", "nodes", "sync", "predicted_ms", "buckets", "first_bucket_mb",
                         "largest_bucket_mb", "slowdown", "extrapolated", "ddp_bucket_cap_mb", "ddp_predicted_ms",
-                        "calibrated_gpu", "calibrated_ranks", "calibration_commit", "model", "compute_estimated"});
+                        "calibrated_gpu", "calibrated_ranks", "calibration_commit", "model", "compute_estimated",
+                        "comm_measured"});
     for (const auto& link : in.links) {
       for (int n : in.ranks) table.add_row(point_row(options, in, link, n));
     }

@@ -128,6 +128,7 @@ BENCH_DDP = [
     (["--reshard-after-forward", "0"], "--reshard-after-forward"),
     (["--fsdp", "--reshard-after-forward", "2"], "--reshard-after-forward"),
     (["--socket-threads", "4"], "--socket-threads"), (["--socks-per-thread", "65"], "--socks-per-thread"),
+    (["--passes", "0"], "--passes"), (["--iters", "4", "--passes", "5"], "--passes"),
 ]
 
 

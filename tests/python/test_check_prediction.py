@@ -2,13 +2,14 @@
 step phase4_predict gives for its rank count and plan, on the calibrated link or, for a slower transport or emulated
 nodes, over the link fitted from that layout's comm-only sweep; bad inputs exit 2 naming them; and the figure of
 predicted against measured (overlap_bench/plot_predictions.py)."""
+import io
 import subprocess
 
 import pandas as pd
 import pytest
 
 from conftest import tool
-from test_predict import calibration, predict
+from test_predict import MIB, calibration, predict
 
 
 def test_check_prediction_compares_measured_steps_with_the_calibrations_prediction(predictor, tmp_path):
@@ -193,3 +194,30 @@ def test_phase4_predict_refuses_measured_times_it_cannot_use(predictor, tmp_path
         result = subprocess.run([str(predictor), "--calibration", str(cal), "--ranks", "4", "--comm", text],
                                 capture_output=True, text=True, timeout=60)
         assert result.returncode == 2 and f"--comm: '{text}' is invalid" in result.stderr and words in result.stderr
+
+
+def test_a_sharded_strategy_rises_with_the_ranks_as_its_all_reduce_twin_measured_there(predictor, tmp_path):
+    """phase4_predict --comm nccl@4: sharded (scales_as nccl) takes nccl's measured / calibrated time at each size:
+    times 1.5, the ring's share from 2 ranks to 4 for lines through zero, the same step as scaled without --comm;
+    times 1, less; comm_measured names the strategy whose times a row took."""
+    nccl = {"sync": "nccl", "bytes": [4 * MIB, 16 * MIB], "comm_ms": [0.8, 3.2], "stretch": [1.1, 1.1],
+            "slowdown": [0.1, 0.1]}
+    layers = [0.5, 0.5, 0.5, 0.5]
+    sharded = dict(nccl, sync="sharded", comm_ms=[0.4, 1.6], sharded={
+        "prefetch": 0, "forward_rest_ms": 0.01, "iteration_ms": 5.0, "gather_stretch": 1.0, "forward_slowdown": 0.0,
+        "layer_ms": layers, "update_ms": [0.05] * 4, "gather_ms": [0.4] * 4, "step_ms": [1.0] * 4})
+    cal = calibration(tmp_path, strategies=[nccl, sharded])
+
+    def step(*comm):
+        done = subprocess.run([str(predictor), "--calibration", str(cal), "--ranks", "4", "--sync", "sharded",
+                               "--bucket-mb", "4", *comm], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        row = pd.read_csv(io.StringIO(done.stdout), keep_default_na=False).iloc[0]
+        return row["predicted_ms"], row["comm_measured"]
+
+    scaled, used = step()
+    assert used == ""
+    ring, used = step("--comm", "nccl@4:4=1.2,16=4.8")
+    assert ring == pytest.approx(scaled, rel=1e-4) and used == "nccl"
+    flat, _ = step("--comm", "nccl@4:4=0.8,16=3.2")
+    assert flat < scaled * 0.97

@@ -171,6 +171,21 @@ def test_the_python_baseline_times_as_many_iterations_as_the_binaries():
     assert ddp_steps.timed_iters(5000, 200, [0.001] * 3) == 5000
 
 
+def test_the_python_baseline_splits_its_passes_as_phase_4():
+    """bench_ddp's --passes: pass k times iters // P, the first iters mod P passes one more, and a P-th of the minimum
+    time, as phase 4's run_passes (the rule read from schedule/mode_run.cu)."""
+    import argparse
+
+    from overlap_bench import ddp_steps
+
+    source = (REPO / "phase4_chunked_nccl" / "schedule" / "mode_run.cu").read_text()
+    assert "iters / passes + (pass < iters % passes ? 1 : 0), min_time_ms / passes" in source
+    args = argparse.Namespace(iters=12, min_time_ms=90.0, warmup=5)
+    assert [ddp_steps.pass_share(args, 5, k).iters for k in range(5)] == [3, 3, 2, 2, 2]
+    assert [ddp_steps.pass_share(args, 3, k).min_time_ms for k in range(3)] == [30.0] * 3
+    assert ddp_steps.pass_share(args, 1, 0).iters == 12 and args.iters == 12 and args.warmup == 5  # args untouched
+
+
 def test_the_files_columns_are_declared_once_in_the_schema(tmp_path, phase2):
     """overlap_bench/schema.json is the one declaration of the CSV files' columns: a binary's summary starts with its
     summary.leading and its timeline is its timeline.columns (embedded when the binary was built), and the Python

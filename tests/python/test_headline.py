@@ -57,10 +57,13 @@ def test_one_process_per_system_and_a_calibration_per_configuration(tmp_path):
     _, args = headline.plan(spec(min_time_ms=150), 4, tmp_path / "build", tmp_path / "out")
     processes = dict(args[i + 1].split("=", 1) for i, a in enumerate(args) if a == "--process")
     assert all(" --min-time-ms 150 " in p for p in processes.values())
-    # phase 4's modes in turn, where the experiment asks for passes: phase 4 alone has them
-    _, args = headline.plan(spec(passes=3), 4, tmp_path / "build", tmp_path / "out")
+    # the modes in turn, where the experiment asks for passes: phase 4's, both PyTorch processes', the
+    # calibration's (at most its 3 iterations)
+    calibrations, args = headline.plan(spec(passes=1), 4, tmp_path / "build", tmp_path / "out")
+    assert not any("--passes" in a for a in args) and "--passes" not in calibrations[0][1]
+    calibrations, args = headline.plan(spec(passes=4), 4, tmp_path / "build", tmp_path / "out")
     processes = dict(args[i + 1].split("=", 1) for i, a in enumerate(args) if a == "--process")
-    assert " --passes 3 " in processes["p4"] and all("--passes" not in processes[p] for p in ("ddp", "fsdp2"))
+    assert all(" --passes 4 " in p for p in processes.values()) and " --passes 3 " in calibrations[0][1]
 
 
 def test_several_caps_make_a_contender_each_and_the_planner_s_experiment_reads():
