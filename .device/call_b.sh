@@ -15,6 +15,6 @@ trap finish EXIT
 { pwd; nvidia-smi; nvidia-smi topo -m; } > $L/machine.txt 2>&1
 B=$PWD/.gpu/default; $B/phase4_chunked_nccl/phase4_chunked_nccl --version > $L/version.txt
 echo "GPUs $GPUS: $(nvidia-smi -L | head -1); $(head -1 $L/version.txt)"
-PRED=""; [ -f .device/predictions.csv ] && PRED="--predictions .device/predictions.csv"
+PRED=""; nvidia-smi -L | grep -q H200 && [ -f .device/predictions.csv ] && PRED="--predictions .device/predictions.csv"
 python3 -m overlap_bench.headline --gpus $GPUS --build $B --out $L/headline --deadline ${DEADLINE:-565} $PRED > $L/headline.log 2>&1
 echo "headline rc $? at $(el) s"; tail -9 $L/headline.log | cut -c1-300

@@ -126,7 +126,7 @@ def tables(compare_dir, spec, seed):
                "best_vs_floor_hi": floor_hi}
         planned = p4[p4["label"] == "planned"]
         if len(planned):
-            chosen = pd.read_csv(runs / "r0-p4.csv")
+            chosen = ob_csv.load_summary(runs / f"r0-{P4_PROCESS}.csv")
             h, l, b = shape(config)
             pick = chosen[(chosen["mode"] == "overlap") & (chosen["plan"] == "auto") & (chosen["hidden"] == h) &
                           (chosen["layers"] == l) & (chosen["batch"] == b)]

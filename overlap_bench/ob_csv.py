@@ -73,6 +73,9 @@ def _check_numeric(path, frame, columns):
 
 def _load(path, required, kind):
     path = pathlib.Path(path)
+    packed = path.with_name(path.name + ".gz")
+    if not path.exists() and packed.is_file():  # a published comparison's run, kept gzipped (results/README.md)
+        path = packed
     try:
         ob_tool.require_input(path, "a CSV")
     except ob_tool.UsageError as error:
