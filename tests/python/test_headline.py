@@ -178,6 +178,20 @@ def test_analyze_remakes_the_tables_without_running(tmp_path):
     assert analyzed["commit"] and "--analyze" in analyzed["command_line"]  # which commit remade the tables
 
 
+def test_the_published_headline_is_remade_from_its_gzipped_runs(tmp_path):
+    """A published comparison keeps its runs' CSVs gzipped (results/README.md, "Size"): --analyze reads them and
+    remakes results/4xH200/headline's table, floors and planned plans included, to the published numbers."""
+    folder = REPO / "results" / "4xH200" / "headline"
+    assert not list((folder / "compare" / "runs").glob("*.csv"))  # only .csv.gz
+    result = subprocess.run([*tool("headline.py"), "--analyze", folder, "--out", tmp_path / "again"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    again, published = (pd.read_csv(p / "headline.csv") for p in (tmp_path / "again", folder))
+    numeric = published.select_dtypes("number").columns
+    assert list(again["config"]) == list(published["config"])
+    assert (again[numeric] - published[numeric]).abs().max().max() < 1e-9
+
+
 def write_spec(tmp_path):
     path = tmp_path / "small.toml"
     path.write_text("\n".join(f"{k} = {json.dumps(v)}" for k, v in spec().items()) + "\n")
