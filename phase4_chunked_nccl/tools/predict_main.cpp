@@ -50,10 +50,15 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--gpus-per-node", o.per_node, "GPUs per node joined by the calibrated link")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
+  std::string twins;  // the sharded strategies and the all-reduce whose rise their collectives take
+  for (const auto& row : phase4::sync_rows()) {
+    if (!row.scales_as.empty()) twins += (twins.empty() ? "" : ", ") + row.name + ": " + row.scales_as + "'s";
+  }
   app.add_option("--comm", o.comm,
                  "A strategy's time per bucket measured on the ranks predicted (a comm-only sweep there, e.g. by "
                  "ob-check-prediction --comm-from): SYNC@RANKS:MIB=MS,MIB=MS,...; used instead of the calibrated "
-                 "time scaled to those ranks (repeatable)");
+                 "time scaled to those ranks, and as the rise of a sharded strategy's collectives (" +
+                     twins + ") (repeatable)");
   app.add_option("--sync", o.sync, "Predict this calibrated strategy only (default: the best at each point)");
   o.fixed = app.add_option("--bucket-mb", o.bucket_mb,
                            "Predict this plan instead of the best one: buckets of at most this many MiB, as "

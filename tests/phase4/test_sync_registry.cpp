@@ -70,6 +70,16 @@ TEST(SyncRegistry, RowsSayWhatTheRestOfPhase4NeedsToKnow) {
   EXPECT_THROW(phase4::sync_row("ring"), std::invalid_argument);
   const auto names = phase4::sync_names();
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
+  // A sharded strategy's collectives rise with the ranks as an all-reduce on the same engines (phase4_predict --comm).
+  EXPECT_EQ(phase4::sync_row("sharded").scales_as, "nccl");
+  EXPECT_EQ(phase4::sync_row("sharded-ce").scales_as, "ce");
+  for (const auto& row : phase4::sync_rows()) {
+    if (row.scales_as.empty()) continue;
+    const auto& twin = phase4::sync_row(row.scales_as);
+    EXPECT_EQ(row.schedule, phase4::kShardedSchedule) << row.name;
+    EXPECT_EQ(twin.schedule, phase4::kAllReduceSchedule) << row.name;
+    EXPECT_EQ(twin.peer_access, row.peer_access) << row.name;
+  }
 }
 
 namespace {
