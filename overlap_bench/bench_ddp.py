@@ -95,9 +95,8 @@ def parse_args():
     parser.add_argument("--warmup", type=int, default=5, help="untimed iterations before them (default: 5)")
     parser.add_argument("--min-time-ms", type=float, default=0.0, help="timed iterations beyond --iters until they "
                         "fill this many ms, by the warm-up's step (at most 1000), as the binaries' (default: 0)")
-    parser.add_argument("--passes", type=int, default=1, help="time the compute-only and every wrapped step in turn "
-                        "this many times, each pass its share of --iters (and of --min-time-ms) after its own "
-                        "warm-up, as phase 4's --passes (default: 1)")
+    parser.add_argument("--passes", type=int, default=1, help="time the compute-only and wrapped steps in turn this "
+                        "many times, each pass its share of --iters and --min-time-ms, as phase 4's (default: 1)")
     parser.add_argument("--lr", type=float, default=0.01, help="SGD learning rate (default: 0.01)")
     parser.add_argument("--seed", type=int, default=1234, help="seed of the weights and data (default: 1234)")
     parser.add_argument("--csv", required=True, help="summary CSV to write (rank 0)")
