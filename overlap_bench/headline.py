@@ -54,6 +54,8 @@ def load_experiment(path):
     # Phase 4's modes, bench_ddp.py's steps and the calibration's runs (at most 3 passes: its --iters) in turn this
     # many times a point (--passes); absent, once.
     spec.setdefault("passes", 1)
+    # Phase 4's steps and its calibration's captured in CUDA graphs and replayed (--graph); absent, eager.
+    spec.setdefault("graph", False)
     checks = [("rounds", 2 <= spec["rounds"] <= 100), ("iters", 1 <= spec["iters"] <= 10000),
               ("caps_mb", isinstance(spec["caps_mb"], list) and bool(spec["caps_mb"]) and
                all(isinstance(c, (int, float)) and not isinstance(c, bool) and 0 < c <= 1e6 for c in spec["caps_mb"])),
@@ -65,6 +67,7 @@ def load_experiment(path):
                and not isinstance(spec["min_time_ms"], bool) and 0 <= spec["min_time_ms"] <= 60000),
               ("passes", isinstance(spec["passes"], int) and not isinstance(spec["passes"], bool)
                and 1 <= spec["passes"] <= spec["iters"]),
+              ("graph", isinstance(spec["graph"], bool)),
               ("ddp_caps_mb", all(isinstance(c, (int, float)) and 0 < c <= 1e6 for c in spec["ddp_caps_mb"]))]
     for key, ok in checks:
         if not ok:
@@ -83,11 +86,12 @@ def plan(spec, gpus, build, out, python=sys.executable):
     syncs = ",".join(spec["planned_syncs"])
     calibrations = []
     cal_passes = f" --passes {min(spec['passes'], 3)}" if spec["passes"] > 1 else ""
+    graph = " --graph" if spec["graph"] else ""
     for config in spec["configs"]:
         h, l, b = headline_tables.shape(config)
         stem = out / "calibration" / config
         calibrations.append((config, f"{p4} --hidden {h} --layers {l} --batch {b} --calibrate --plan-syncs {syncs} "
-                                     f"--mode compute --iters 3{cal_passes} --csv {shlex.quote(str(stem))}.csv",
+                                     f"--mode compute --iters 3{cal_passes}{graph} --csv {shlex.quote(str(stem))}.csv",
                              stem.with_name(f"{config}.calibration.json")))
     files = " ".join(f"--calibration {shlex.quote(str(f))}" for _, _, f in calibrations)
     configs = ",".join(spec["configs"])
@@ -96,7 +100,7 @@ def plan(spec, gpus, build, out, python=sys.executable):
     caps = "" if spec["caps_mb"] == [25] else f" --sweep bucket-mb={','.join(f'{c:g}' for c in spec['caps_mb'])}"
     processes = {"p4": f"{p4} --sweep shape={configs} --sweep sync={','.join(spec['strategies'])}{caps} --sweep "
                        f"plan=caps{',auto' if spec['planned_syncs'] else ''} --plan-syncs {syncs} {files} "
-                       f"--iters {spec['iters']}{min_time}{passes} --order-seed {{seed}} --csv {{csv}}"}
+                       f"--iters {spec['iters']}{min_time}{passes}{graph} --order-seed {{seed}} --csv {{csv}}"}
     torch = f"{python} -m torch.distributed.run --nproc_per_node {gpus} -m overlap_bench.bench_ddp " \
             f"--configs {' '.join(c.replace('x', ',') for c in spec['configs'])} --iters {spec['iters']}{min_time}" \
             f"{passes} --no-isolated --order-seed {{seed}}"

@@ -86,6 +86,9 @@ class Schedule {
   // the next step when the weights are reset.
   virtual void settle() {}
   virtual void reset() {}
+  // Work done eagerly before one step of `mode` is captured into a CUDA graph (--graph): state the step's replays
+  // carry from one to the next, and the connections its collectives open on first use.
+  virtual void before_capture(ob::Mode /*mode*/) {}
 
  protected:
   // One step of `mode`: seq, overlap or comm.

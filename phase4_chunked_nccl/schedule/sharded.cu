@@ -72,6 +72,14 @@ class ShardedSchedule final : public Schedule {
 
   void reset() override { shards_.drop_deferred(); }
 
+  // The gathers' connections opened (gathering the ranks' equal weights changes no bit), and an overlapped step's
+  // deferred update made unconditional: each replay applies the previous one's, the first an update of nothing.
+  void before_capture(ob::Mode mode) override {
+    for (int layer = 1; layer <= r_.spec.model.layers; ++layer) shards_.gather(layer, r_.model.weights(), r_.comm);
+    if (mode == ob::Mode::kOverlap || mode == ob::Mode::kCompute)
+      shards_.defer_empty_update(r_.update_scale, r_.compute);
+  }
+
  private:
   // Forward layer `layer`'s weights from every rank's slices, on the comm stream.
   void gather(int layer, StepMarks& m) {
@@ -103,7 +111,7 @@ class ShardedSchedule final : public Schedule {
       m.update_begin[layer - 1] = previous >= 0 ? previous : m.mark(r_.compute);
       shards_.apply_deferred(layer, r_.model.weights(), r_.compute);
       m.update_end[layer - 1] = m.mark(r_.compute);
-      if (m.update_end[layer - 1] >= 0) {
+      if (m.update_end[layer - 1] >= 0 && !capturing(r_.comm)) {
         CUDA_CHECK(cudaStreamWaitEvent(r_.comm, m.log->event(m.update_end[layer - 1]), 0));
       } else {
         hand_over(r_.compute, layer_event(reached_, layer), r_.comm);
@@ -123,6 +131,13 @@ class ShardedSchedule final : public Schedule {
       CUDA_CHECK(cudaStreamWaitEvent(r_.compute, layer_event(gathered_, layer), 0));
       m.layer_begin[layer - 1] = last;
     };
+  }
+
+  // While a step is captured, a wait on an event recorded as a graph node (the marks) is left to an event of its own.
+  static bool capturing(cudaStream_t stream) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
+    return status != cudaStreamCaptureStatusNone;
   }
 
   cudaEvent_t layer_event(std::vector<ob::CudaEvent>& events, int layer) {  // made on first use

@@ -247,6 +247,8 @@ std::unique_ptr<Replay> Trainer::capture(ob::Mode mode, const BucketPlan& plan, 
     for (const auto& bucket : plan.buckets) sync_->synchronise(bucket, comm_stream_);
     CUDA_CHECK(cudaDeviceSynchronize());
   }
+  schedule_->before_capture(mode);
+  CUDA_CHECK(cudaDeviceSynchronize());
   replay->step.capture(origin_stream, [&] { schedule_->run(mode, plan, replay->marks); });
   return replay;
 }

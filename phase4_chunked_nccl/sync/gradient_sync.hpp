@@ -99,6 +99,9 @@ class ShardedSync : public GradientSync {
   virtual void defer_update(float scale) = 0;
   virtual void apply_deferred(int layer, float* weights, cudaStream_t compute) = 0;
   virtual void drop_deferred() = 0;
+  // A deferred update of zero gradients, as if a step had just deferred one that changes nothing: a captured
+  // overlapped step applies the previous step's update unconditionally (--graph), and its first replay has none.
+  virtual void defer_empty_update(float scale, cudaStream_t stream) = 0;
 };
 
 // The strategy --sync `name` names, made by its row's factory.

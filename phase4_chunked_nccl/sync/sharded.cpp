@@ -84,6 +84,13 @@ class ZeroSharded final : public ShardedSync {
 
   void drop_deferred() override { deferred_.clear(); }
 
+  void defer_empty_update(float scale, cudaStream_t stream) override {
+    for (const CommBuffer<float>* buffer : {&grads_, &received_}) {
+      if (buffer->bytes() > 0) CUDA_CHECK(cudaMemsetAsync(buffer->get(), 0, buffer->bytes(), stream));
+    }
+    defer_update(scale);
+  }
+
   void gather(int layer, float* weights, cudaStream_t comm) override {
     const Slot& slot = slots_[slots_.size() - static_cast<std::size_t>(layer)];
     if (slot.slice == 0) return;  // a tensor smaller than the ranks' slices: all tail, already the same everywhere
@@ -203,7 +210,7 @@ SyncRow sharded_row() {
       "ZeRO-1 style: ncclReduceScatter per bucket in the backward, each rank updates its slices, "
       "ncclAllGather per layer during the next forward (buckets rounded to whole layers or tensors; fp32)";
   row.schedule = kShardedSchedule;
-  row.graph = row.accumulation = false;
+  row.accumulation = false;
   row.reference = "sharded";
   row.scales_as = "nccl";
   row.buffers = 2.5;  // the gradient, this rank's reduced slices (at most half), the gathered gradient of the checks

@@ -10,6 +10,8 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "common/cuda/cuda_check.hpp"
@@ -239,11 +241,15 @@ TEST_F(Phase4Gpu, EverySyncStrategyChecksOut) {
 // The sharded strategies on layers the ranks do not divide (191^2 = 36,481 elements: every rank's slice plus a tail
 // of 1 on two ranks, of 65 for the copy engines' 64-element slices), a prefetch depth of one layer and buckets of
 // several layers: checked as every strategy (above), and the all-gathers of the overlapped step lie inside its forward,
-// the reductions inside its backward.
+// the reductions inside its backward; eagerly and replayed from a CUDA graph (--graph: the replayed steps' weights
+// equal to the eager steps' bit for bit, the deferred update of one replay applied by the next).
 TEST_F(Phase4Gpu, ShardedStrategiesTakeUnevenSlicesAndGatherInsideTheForward) {
-  for (const std::string name : {"sharded", "sharded-ce"}) {
+  for (const auto& [name, graph] : std::vector<std::pair<std::string, bool>>{
+           {"sharded", false}, {"sharded-ce", false}, {"sharded", true}, {"sharded-ce", true}}) {
+    SCOPED_TRACE(name + (graph ? " --graph" : ""));
     auto config = small();
     config.sync = name;
+    config.graph = graph;
     config.hidden = 191;
     config.layers = 4;
     config.prefetch = 1;
@@ -260,6 +266,7 @@ TEST_F(Phase4Gpu, ShardedStrategiesTakeUnevenSlicesAndGatherInsideTheForward) {
     EXPECT_EQ(row_of(result, "comm").get("wrong"), "0") << name;
     EXPECT_EQ(row_of(result, "overlap").get("overlap_vs_seq_bitwise"), "1") << name;
     EXPECT_LE(row_of(result, "overlap").number("sync_vs_nccl_rel_error"), phase4::kStrategyTolerance) << name;
+    if (graph) EXPECT_EQ(row_of(result, "overlap").get("graph_vs_eager_bitwise"), "1");
     if (rank_ != 0) continue;
     // Per iteration and rank: the forward's span, each all-gather's, each reduction's.
     std::map<std::pair<int, int>, std::pair<double, double>> forward, backward;

@@ -64,7 +64,8 @@ TEST(SyncRegistry, RowsSayWhatTheRestOfPhase4NeedsToKnow) {
   EXPECT_EQ(phase4::sync_row("ce").cta_policy, phase4::CtaPolicy::kZero);
   EXPECT_EQ(phase4::sync_row("sharded-ce").schedule, phase4::kShardedSchedule);
   EXPECT_EQ(phase4::sync_row("sharded-ce").reference, "sharded");
-  EXPECT_FALSE(phase4::sync_row("sharded").graph);
+  EXPECT_TRUE(phase4::sync_row("sharded").graph);  // its deferred update made unconditional in a captured step
+  EXPECT_FALSE(phase4::sync_row("sharded").accumulation);
   EXPECT_TRUE(phase4::sync_row("nccl-sym").bf16);
   EXPECT_EQ(phase4::find_sync("ring"), nullptr);
   EXPECT_THROW(phase4::sync_row("ring"), std::invalid_argument);

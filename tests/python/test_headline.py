@@ -64,6 +64,12 @@ def test_one_process_per_system_and_a_calibration_per_configuration(tmp_path):
     calibrations, args = headline.plan(spec(passes=4), 4, tmp_path / "build", tmp_path / "out")
     processes = dict(args[i + 1].split("=", 1) for i, a in enumerate(args) if a == "--process")
     assert all(" --passes 4 " in p for p in processes.values()) and " --passes 3 " in calibrations[0][1]
+    # CUDA graphs, where the experiment asks for them: phase 4's steps and its calibration's, not PyTorch's
+    assert not any("--graph" in a for a in args)
+    calibrations, args = headline.plan(spec(graph=True), 4, tmp_path / "build", tmp_path / "out")
+    processes = dict(args[i + 1].split("=", 1) for i, a in enumerate(args) if a == "--process")
+    assert " --graph " in processes["p4"] and " --graph " in calibrations[0][1]
+    assert "--graph" not in processes["ddp"] + processes["fsdp2"]
 
 
 def test_several_caps_make_a_contender_each_and_the_planner_s_experiment_reads():
@@ -82,7 +88,8 @@ def test_several_caps_make_a_contender_each_and_the_planner_s_experiment_reads()
                                        ("configs = ['4096x16']", "configs"),
                                        ("fsdp2 = 1", "fsdp2"), ("ddp_caps_mb = [0]", "ddp_caps_mb"),
                                        ("iters = 'many'", "iters"), ("strategies = ['a b']", "strategies"),
-                                       ("min_time_ms = -1", "min_time_ms"), ("passes = 13", "passes")])
+                                       ("min_time_ms = -1", "min_time_ms"), ("passes = 13", "passes"),
+                                       ("graph = 1", "graph")])
 def test_a_bad_experiment_file_is_named(tmp_path, text, key):
     lines = [line for line in EXPERIMENT.read_text().splitlines() if not line.startswith(text.split()[0])]
     path = tmp_path / "bad.toml"
