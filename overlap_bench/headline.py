@@ -31,6 +31,7 @@ from overlap_bench import compare
 from overlap_bench import compare_runs
 from overlap_bench import headline_tables
 from overlap_bench import ob_tool
+from overlap_bench import packs
 
 MPI = "mpirun --bind-to none -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS"
 # The checkout's experiment file, or (installed, run from a checkout) the working directory's.
@@ -217,7 +218,7 @@ def parse_args(argv=None):
                 raise ob_tool.UsageError(f"--out: '{args.out}' is invalid: it already holds predictions.csv")
             args.dry_run = True  # no build needed
         elif args.analyze:
-            if not (pathlib.Path(args.analyze) / "compare" / "compare.csv").is_file():
+            if not packs.exists(pathlib.Path(args.analyze) / "compare" / "compare.csv"):
                 raise ob_tool.UsageError(f"--analyze: '{args.analyze}' is invalid: no compare/compare.csv in it")
         elif (out / "headline.csv").exists() or (out / "compare").exists():
             raise ob_tool.UsageError(f"--out: '{args.out}' is invalid: it already holds a headline")
@@ -244,8 +245,8 @@ def main(argv=None):
         return 0
     predictions = args.predictions_table
     if args.analyze:
-        timing = json.loads((pathlib.Path(args.analyze) / "headline.meta.json").read_text()) \
-            if (pathlib.Path(args.analyze) / "headline.meta.json").is_file() else {}
+        timing = json.loads(packs.read_text(pathlib.Path(args.analyze) / "headline.meta.json")) \
+            if packs.exists(pathlib.Path(args.analyze) / "headline.meta.json") else {}
         timing = {k: timing[k] for k in ("wall_s", "calibration_s", "command_line", "experiment", "experiment_spec")
                   if k in timing}
         # the tables remade later, maybe by a newer commit than the runs': which one, and how

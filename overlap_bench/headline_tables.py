@@ -12,6 +12,7 @@ import pandas as pd
 from overlap_bench import compare_stats
 from overlap_bench import ob_csv
 from overlap_bench import ob_tool
+from overlap_bench import packs
 
 OUTPUTS = ["headline.csv", "headline.contenders.csv", "headline.meta.json", "headline.png", "prediction-check.csv",
            "bounds.csv"]
@@ -95,8 +96,8 @@ def tables(compare_dir, spec, seed):
     """(headline, contenders, bounds): the per-configuration table, every contender against the experiment's baseline,
     and every phase 4 point's bound row (bound_rows)."""
     compare_dir = pathlib.Path(compare_dir)
-    table = pd.read_csv(compare_dir / "compare.csv")
-    rounds = pd.read_csv(compare_dir / "compare.rounds.csv")
+    table = packs.read_csv(compare_dir / "compare.csv")
+    rounds = packs.read_csv(compare_dir / "compare.rounds.csv")
     runs = compare_dir / "runs"
     against = table[table["baseline_spec"] == spec["baseline"]].copy()
     against["config"] = against["group"]
@@ -245,7 +246,7 @@ def write(compare_dir, out, spec, timing, predictions=None):
     predictions.csv, is given) and prints a sentence per configuration."""
     compare_dir, out = pathlib.Path(compare_dir), pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    meta = json.loads((compare_dir / "compare.meta.json").read_text())
+    meta = json.loads(packs.read_text(compare_dir / "compare.meta.json"))
     headline, contenders, bounds = tables(compare_dir, spec, meta["seed"])
     if headline.empty:
         raise ob_tool.UsageError(f"{compare_dir}: no phase 4 contender of the experiment's configurations in it")

@@ -34,6 +34,7 @@ from overlap_bench import ob_csv
 
 
 from overlap_bench import ob_tool
+from overlap_bench import packs
 
 OPEN = re.compile(r"^<!-- generated: (?P<spec>.*?) -->$")
 CLOSE = "<!-- /generated -->"
@@ -116,14 +117,15 @@ def excerpt_block(base, plain, keyed):
 def index_block(base, _plain, _keyed):
     """One row per folder of published results that holds metadata: hardware, commits and dates, from the files."""
     rows = []
-    for folder in sorted({p.parent for p in base.rglob("*.meta.json")}):
+    found = packs.rglob(base, "*.meta.json")  # packed ones too (packs.py)
+    for folder in sorted({p.parent for p in found}):
         relative = folder.relative_to(base)
         if relative.parts[:1] == ("runs",):
             continue
         metas = []
-        for path in sorted(folder.glob("*.meta.json")):
+        for path in (p for p in found if p.parent == folder):
             try:
-                meta = json.loads(path.read_text())
+                meta = json.loads(packs.read_text(path))
             except ValueError:
                 continue
             if isinstance(meta, dict):

@@ -21,6 +21,7 @@ import pandas as pd  # noqa: E402
 import PIL.Image  # noqa: E402  (matplotlib's dependency)
 
 from overlap_bench import ob_tool  # noqa: E402
+from overlap_bench import packs  # noqa: E402
 
 # The files' columns, declared once in schema.json (the binaries embed the same file when they are built): what a
 # reader requires of each kind, which of those hold finite numbers and which a non-empty name. Which columns describe
@@ -73,15 +74,19 @@ def _check_numeric(path, frame, columns):
 
 def _load(path, required, kind):
     path = pathlib.Path(path)
-    packed = path.with_name(path.name + ".gz")
-    if not path.exists() and packed.is_file():  # a published comparison's run, kept gzipped (results/README.md)
-        path = packed
-    try:
-        ob_tool.require_input(path, "a CSV")
-    except ob_tool.UsageError as error:
-        raise ob_tool.UsageError(f"{path}: {str(error).split(' is invalid: ', 1)[-1]}") from None
-    try:
-        frame = pd.read_csv(path, index_col=False)  # a trailing comma on a row is no index column
+    gzipped = path.with_name(path.name + ".gz")
+    if not packs.exists(path) and packs.exists(gzipped):  # a published comparison's run, gzipped (results/README.md)
+        path = gzipped
+    source = path
+    if not path.exists() and packs.exists(path):  # kept in its folder's pack
+        source = io.BytesIO(packs.read_bytes(path))
+    else:
+        try:
+            ob_tool.require_input(path, "a CSV")
+        except ob_tool.UsageError as error:
+            raise ob_tool.UsageError(f"{path}: {str(error).split(' is invalid: ', 1)[-1]}") from None
+    try:  # a trailing comma on a row is no index column
+        frame = pd.read_csv(source, index_col=False, compression="gzip" if path.suffix == ".gz" else None)
     except pd.errors.EmptyDataError:
         raise ob_tool.UsageError(f"{path}: empty file (no header)") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as error:
@@ -109,7 +114,7 @@ def meta_path(path):
 def _declared_config_columns(path):
     """The configuration columns the summary's metadata names; none without a readable sidecar."""
     try:
-        meta = json.loads(meta_path(path).read_text())
+        meta = json.loads(packs.read_text(meta_path(path)))
     except (OSError, ValueError):
         return []
     columns = meta.get("config_columns", []) if isinstance(meta, dict) else []
@@ -248,10 +253,11 @@ def read_metadata(summary_path):
     """The summary's metadata sidecar as a dict ({} when there is none); a sidecar that is not a JSON object is a
     usage error naming it."""
     path = meta_path(summary_path)
-    if not path.is_file():
+    if not packs.exists(path):
         return {}
     try:
-        meta = json.loads(ob_tool.require_input(path, "a metadata sidecar", 64 << 20).read_text())
+        loose = path.is_file() and ob_tool.require_input(path, "a metadata sidecar", 64 << 20)
+        meta = json.loads(loose.read_text() if loose else packs.read_text(path))
     except (OSError, ValueError, UnicodeDecodeError) as error:
         raise ob_tool.UsageError(f"{path}: unreadable metadata ({str(error).splitlines()[0]})") from None
     if not isinstance(meta, dict):

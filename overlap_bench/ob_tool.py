@@ -186,6 +186,13 @@ def write_text_atomic(path, text):
         temporary.write_text(text)
 
 
+def write_bytes_atomic(path, data):
+    """write_text_atomic for bytes."""
+    path = pathlib.Path(path)
+    with staged(path, f".{path.name}.{os.getpid()}.tmp") as temporary:
+        temporary.write_bytes(data)
+
+
 REPO = pathlib.Path(__file__).resolve().parent.parent  # a checkout's root; the folder that holds the package
 
 

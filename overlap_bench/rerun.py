@@ -13,6 +13,7 @@ import shlex
 from overlap_bench import ob_csv
 
 from overlap_bench import ob_tool
+from overlap_bench import packs
 
 # Variables a launcher or the job sets for each run or rank: replaying them would be wrong.
 LAUNCHER_SET = ("OMPI_COMM_WORLD_", "OMPI_MCA_orte_", "OMPI_MCA_ess", "OMPI_MCA_pmix", "OMPI_MCA_initial_wdir",
@@ -59,10 +60,10 @@ def with_output(argv, csv):
 
 def rerun_command(summary, csv=None):
     meta_path = ob_csv.meta_path(summary)
-    if not meta_path.is_file():
+    if not packs.exists(meta_path):
         raise ob_tool.UsageError(f"{summary}: no metadata beside it ({meta_path.name})")
     try:
-        meta = json.loads(meta_path.read_text())
+        meta = json.loads(packs.read_text(meta_path))
     except json.JSONDecodeError as error:
         raise ob_tool.UsageError(f"{meta_path}: not JSON ({error.msg})") from None
     if not isinstance(meta, dict) or meta.get("suite") != "overlap-bench":
@@ -91,7 +92,7 @@ def main():
     parser.add_argument("summary", type=pathlib.Path, help="a summary CSV with its .meta.json beside it")
     parser.add_argument("--csv", type=pathlib.Path, help="where the rerun writes its summary")
     args = parser.parse_args()
-    if not args.summary.is_file():
+    if not packs.exists(args.summary):
         raise ob_tool.UsageError(f"{args.summary}: no such file")
     print(rerun_command(args.summary, args.csv))
     return 0

@@ -7,6 +7,7 @@ import subprocess
 import pytest
 
 from conftest import REPO, tool
+from overlap_bench import packs
 
 MARKDOWN = [REPO / "README.md", REPO / "METRICS.md", REPO / "DESIGN.md", *sorted((REPO / "docs").glob("*.md")),
             *sorted(p for p in (REPO / "results").rglob("*.md")
@@ -109,11 +110,19 @@ def test_readme_is_a_guide_of_at_most_200_lines():
 @pytest.mark.skipif(not (REPO / ".git").exists(), reason="needs a checkout")
 def test_tracked_results_stay_within_15_mb():
     """A clone stays small (results/README.md, "Size"): timelines only where a README shows them, compare runs' CSVs
-    without their console logs, and their metadata of the first round only."""
+    without their console logs, and their metadata of the first round only; on disk too, each file rounded up to a
+    4 KB block, for every folder's files that no Markdown names are packed into one (overlap_bench/packs.py)."""
     listed = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z", "results"], capture_output=True, check=True)
     files = [REPO / name for name in listed.stdout.decode().split("\0") if name]
     size = sum(path.stat().st_size for path in files if path.is_file())
     assert size <= 15 * 1000 * 1000, f"tracked results/ holds {size / 1e6:.1f} MB"
+    on_disk = sum(-(-path.stat().st_size // 4096) * 4096 for path in files if path.is_file())
+    assert on_disk <= 15 * 1000 * 1000, f"tracked results/ takes {on_disk / 1e6:.1f} MB on disk"
+    named = packs.named_by_markdown(REPO)
+    unpacked = [f for f in files if f.suffix not in {".md", ".png"} and f.name != packs.PACK
+                and f.resolve() not in named]
+    assert not unpacked, f"files no Markdown names, not packed (python3 -m overlap_bench.packs pack results): " \
+                         f"{unpacked[:3]}"
     later = [f for f in files if f.parent.name == "runs" and f.name.startswith(("r1-", "r2-", "r3-", "r4-"))
              and f.name.endswith(".meta.json")]
     assert not later, later[:3]

@@ -57,7 +57,7 @@ def cases(build, paths, rng):
     """(name, command, the output it must not leave) for every tool: each file of the corpus where the tool reads a
     file, and extreme values of its numeric options."""
     p4 = build / "phase4_chunked_nccl"
-    calibration = REPO / "results/2xH200/planner/planner-4096-16-512.calibration.json"
+    calibration = REPO / "tests/data/planner-4096-16-512.calibration.json"  # results/2xH200/planner's
     tools = {  # tool: (command prefix, [options taking a file; "" a positional file], [numeric options], {needed})
         "phase2": ([build / "phase2_omp_overlap" / "phase2_omp_overlap"], [],
                    ["--chunks", "--compute-ms", "--comm-ms", "--iters", "--jitter", "--hidden"], {}),

@@ -4,6 +4,8 @@ import re
 
 import pandas as pd
 
+from overlap_bench import packs
+
 from conftest import REPO, run
 
 QUICK = ["--iters", "2", "--warmup", "0", "--chunks", "3"]
@@ -34,10 +36,10 @@ def test_every_phase2_column_is_documented(phase2, tmp_path):
 def test_every_published_column_is_documented():
     """Every column and metadata key in results/<N>x<GPU>/ is defined in METRICS.md."""
     names = documented_names()
-    published = [p for p in REPO.glob("results/**/*.csv") if "runs" not in p.parts]
+    published = [p for p in packs.rglob(REPO / "results", "*.csv") if "runs" not in p.parts]  # packed ones too
     for path in published:
-        missing = [c for c in pd.read_csv(path, nrows=1).columns if c not in names]
+        missing = [c for c in packs.read_csv(path, nrows=1).columns if c not in names]
         assert not missing, f"{path.name}: columns missing from METRICS.md: {missing}"
-    for path in REPO.glob("results/**/*.meta.json"):
-        missing = [k for k in json.loads(path.read_text()) if k not in names]
+    for path in packs.rglob(REPO / "results", "*.meta.json"):
+        missing = [k for k in json.loads(packs.read_text(path)) if k not in names]
         assert not missing, f"{path.name}: keys missing from METRICS.md: {missing}"

@@ -14,6 +14,7 @@ from conftest import REPO
 from overlap_bench import bench_ddp
 from overlap_bench import ddp_steps
 from overlap_bench import ob_tool
+from overlap_bench import packs
 
 HAS_GIT = shutil.which("git") is not None and (REPO / ".git").exists()
 
@@ -26,12 +27,12 @@ def in_history(commit):
 @pytest.mark.skipif(not HAS_GIT, reason="needs git and a checkout")
 def test_every_published_commit_is_in_history_or_marked_unverified():
     bad = []
-    metas = sorted((REPO / "results").rglob("*.meta.json"))
+    metas = packs.rglob(REPO / "results", "*.meta.json")  # packed ones too
     assert metas, "no published metadata found"
     for path in metas:
         if "runs" in path.relative_to(REPO / "results").parts[:1]:
             continue  # ad-hoc runs, git-ignored
-        commit = json.loads(path.read_text()).get("commit")
+        commit = json.loads(packs.read_text(path)).get("commit")
         if not isinstance(commit, str) or not commit:
             bad.append(f"{path}: no commit")
             continue

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import REPO, tool
 
-CALIBRATION = REPO / "results" / "2xH200" / "planner" / "planner-4096-16-512.calibration.json"
+CALIBRATION = REPO / "tests" / "data" / "planner-4096-16-512.calibration.json"  # results/2xH200/planner's
 ENV = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
 

@@ -2,6 +2,7 @@
 with their intervals; the table's marks (!, n.r., ~) explained where they appear; crowded cores said."""
 import subprocess
 
+from overlap_bench import packs
 from overlap_bench import verdict
 
 from conftest import REPO, tool
@@ -97,7 +98,6 @@ def test_one_rule_of_not_resolved_in_the_console_the_csv_and_the_verdict(tmp_pat
     """The binaries write `<metric>_resolved` by the rule their console marks n.r. with (common/metrics.cpp); the
     verdict reads it, and for summaries written before it applies the same closed interval. Checked on a run of
     today's binary and on every published summary."""
-    import glob
 
     import pandas as pd
 
@@ -114,9 +114,9 @@ def test_one_rule_of_not_resolved_in_the_console_the_csv_and_the_verdict(tmp_pat
     assert ("n.r." in console) == (not row["overlap_pct_resolved"] or not row["speedup_resolved"]
                                    or not row["overlap_efficiency_resolved"])
     checked = 0
-    for path in glob.glob(str(REPO / "results" / "**" / "*.csv"), recursive=True):
+    for path in packs.rglob(REPO / "results", "*.csv"):  # packed ones too
         try:
-            frame = pd.read_csv(path)
+            frame = packs.read_csv(path)
         except Exception:  # noqa: BLE001 - not every CSV is a summary
             continue
         if not {"overlap_pct", "overlap_pct_ci_lo", "overlap_pct_ci_hi", "mode"} <= set(frame.columns):

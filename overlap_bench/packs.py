@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""A published folder's small files packed into one (results/README.md, "Size"): every file of a folder under
+results/ that no Markdown names (a link, or a source of a generated block) and that is no figure is kept in that
+folder's `packed.tar.gz`, so that a clone holds a few hundred files of data rather than thousands, each rounded up to
+a disk block. The suite's readers take a packed file where its loose one is asked for (`read_bytes`, `read_text`,
+`read_csv`, `exists`, `rglob`); `tar xzf DIR/packed.tar.gz -C DIR` puts a folder's files back.
+
+  python3 -m overlap_bench.packs pack results/      packs every folder's unnamed files (an existing pack is extended)
+  python3 -m overlap_bench.packs unpack results/    puts every packed file back beside its pack, and removes the packs
+
+Packs are made reproducibly (members sorted, no times, owners or modes of the machine that made them)."""
+import functools
+import gzip
+import io
+import pathlib
+import re
+import shlex
+import tarfile
+
+from overlap_bench import ob_tool
+
+PACK = "packed.tar.gz"
+LINK = re.compile(r"\]\(([^)#\s]+)")
+BLOCK = re.compile(r"<!-- generated: (\S+)(.*?) -->")
+
+
+@functools.lru_cache(maxsize=None)
+def _members(pack):
+    """Every member of a pack, by name (read once)."""
+    with tarfile.open(pack, "r:gz") as archive:
+        return {m.name: archive.extractfile(m).read() for m in archive.getmembers() if m.isfile()}
+
+
+def _packed(path):
+    path = pathlib.Path(path)
+    pack = path.parent / PACK
+    return _members(pack.resolve()).get(path.name) if pack.is_file() else None
+
+
+def exists(path):
+    """A loose file or a packed one."""
+    return pathlib.Path(path).is_file() or _packed(path) is not None
+
+
+def read_bytes(path):
+    """The loose file's bytes, or its folder's packed member's; FileNotFoundError when neither holds it."""
+    path = pathlib.Path(path)
+    if path.is_file():
+        return path.read_bytes()
+    data = _packed(path)
+    if data is None:
+        raise FileNotFoundError(f"{path}: no such file (loose or in {path.parent / PACK})")
+    return data
+
+
+def read_text(path):
+    return read_bytes(path).decode()
+
+
+def read_csv(path, **options):
+    """pandas.read_csv of a loose or packed CSV (gzipped where its name ends in .gz)."""
+    import pandas as pd
+
+    compression = "gzip" if str(path).endswith(".gz") else None
+    return pd.read_csv(io.BytesIO(read_bytes(path)), compression=compression, **options)
+
+
+def rglob(root, pattern):
+    """Loose files under `root` matching `pattern`, and packed ones as the paths they would have loose, sorted."""
+    root = pathlib.Path(root)
+    found = {p for p in root.rglob(pattern) if p.is_file() and p.name != PACK}
+    for pack in root.rglob(PACK):
+        found |= {pack.parent / name for name in _members(pack.resolve()) if pathlib.PurePath(name).match(pattern)}
+    return sorted(found)
+
+
+def named_by_markdown(repo):
+    """Every file a Markdown file of the repository links to or names as a generated block's source (globs expanded)."""
+    named = set()
+    for page in repo.rglob("*.md"):
+        if ".git" in page.parts or "build" in page.relative_to(repo).parts[:1]:
+            continue
+        text = page.read_text(errors="replace")
+        for target in LINK.findall(text):
+            named.add((page.parent / target).resolve())
+        for _kind, arguments in BLOCK.findall(text):
+            for word in shlex.split(arguments):
+                if "=" not in word:
+                    named |= {p.resolve() for p in page.parent.glob(word)}
+    return named
+
+
+def pack(root, repo=ob_tool.REPO):
+    """Packs every folder's files under `root` that no Markdown names and that are no figure or page."""
+    named = named_by_markdown(pathlib.Path(repo))
+    folders = 0
+    for folder in sorted({p.parent for p in pathlib.Path(root).rglob("*") if p.is_file()}):
+        loose = [p for p in sorted(folder.iterdir()) if p.is_file() and p.name != PACK
+                 and p.suffix not in {".md", ".png"} and p.resolve() not in named]
+        if not loose:
+            continue
+        members = dict(_members((folder / PACK).resolve())) if (folder / PACK).is_file() else {}
+        members.update({p.name: p.read_bytes() for p in loose})
+        _write(folder / PACK, members)
+        for path in loose:
+            path.unlink()
+        folders += 1
+    return folders
+
+
+def _write(target, members):
+    buffer = io.BytesIO()
+    with gzip.GzipFile(fileobj=buffer, mode="wb", compresslevel=9, mtime=0, filename="") as zipped:
+        with tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as archive:
+            for name in sorted(members):
+                info = tarfile.TarInfo(name)
+                info.size, info.mode = len(members[name]), 0o644
+                archive.addfile(info, io.BytesIO(members[name]))
+    ob_tool.write_bytes_atomic(target, buffer.getvalue())
+    _members.cache_clear()
+
+
+def unpack(root):
+    """Puts every packed file under `root` back beside its pack and removes the packs."""
+    packs = sorted(pathlib.Path(root).rglob(PACK))
+    for path in packs:
+        for name, data in _members(path.resolve()).items():
+            ob_tool.write_bytes_atomic(path.parent / name, data)
+        path.unlink()
+    _members.cache_clear()
+    return len(packs)
+
+
+def main():
+    parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
+    parser.add_argument("action", choices=["pack", "unpack"])
+    parser.add_argument("root", type=pathlib.Path, help="the folder whose subfolders to pack or unpack (results/)")
+    args = parser.parse_args()
+    if not args.root.is_dir():
+        raise ob_tool.UsageError(f"{args.root}: not a directory")
+    count = pack(args.root) if args.action == "pack" else unpack(args.root)
+    print(f"packs: {count} folder(s) {args.action}ed under {args.root}")
+    return 0
+
+
+def cli():
+    """The console command ob-packs (pyproject.toml) and `python3 -m overlap_bench.packs`."""
+    raise SystemExit(ob_tool.main_guard(main))
+
+
+if __name__ == "__main__":
+    cli()
