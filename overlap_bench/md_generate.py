@@ -119,8 +119,7 @@ def index_block(base, _plain, _keyed):
     rows = []
     found = packs.rglob(base, "*.meta.json")  # packed ones too (packs.py)
     for folder in sorted({p.parent for p in found}):
-        relative = folder.relative_to(base)
-        if relative.parts[:1] == ("runs",):
+        if (relative := folder.relative_to(base)).parts[:1] == ("runs",):
             continue
         metas = []
         for path in (p for p in found if p.parent == folder):
@@ -136,8 +135,7 @@ def index_block(base, _plain, _keyed):
         commits = sorted({str(m.get("commit", "unknown")) for m in metas})
         dates = sorted(str(m.get("date_utc", ""))[:10] for m in metas if m.get("date_utc"))
         span = dates[0] if dates and dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}" if dates else ""
-        link = f"[{relative}]({relative})"
-        rows.append(f"| {link} | {len(metas)} | {ob_csv.markdown('; '.join(hardware))} | "
+        rows.append(f"| [{relative}]({relative}) | {len(metas)} | {ob_csv.markdown('; '.join(hardware))} | "
                     f"{ob_csv.markdown(', '.join(commits))} | {span} |")
     return "\n".join(["| folder | runs | hardware | commits | dates |", "|---|---|---|---|---|"] + rows)
 

@@ -35,10 +35,9 @@ StepTimes resolve(const StepMarks& m, const std::function<double(int)>& at) {
           all(m.layer_begin), all(m.layer_end),    all(m.update_begin), all(m.update_end)};
 }
 
-// A mode's timed steps as per-part times and timeline events (times from the run's origin, `origin_ms` on the host
-// clock): forward, per-layer, backward steps and update on the compute lane; buckets and gathers on the comm lane;
-// the host's enqueue time per bucket on the host lane. The timeline draws the first `drawn` steps (--iters: the further
-// steps of --min-time-ms are timed, not drawn, or a 2 ms step's timeline would hold a hundred steps a mode).
+// A mode's timed steps as per-part times and timeline events (from the run's origin, `origin_ms` on the host clock):
+// forward, layers, backward steps and update on the compute lane, buckets and gathers on the comm lane, enqueue times on
+// the host lane; the first `drawn` steps only (--iters: --min-time-ms's further steps would crowd the timeline).
 void collect(const std::vector<StepTimes>& timed, double origin_ms, int rank, int layers, const char* bucket_op,
              int drawn, ModeRun& run) {
   const ob::Mode mode = run.mode;
@@ -237,8 +236,7 @@ ModeRun Trainer::run_comm_with(const std::string& sync, const BucketPlan& plan, 
   return run(ob::Mode::kComm, plan, false, origin);
 }
 
-// --graph: one step of `mode` captured (NCCL's connections made first, outside the capture), its marks recorded
-// again by every replay.
+// --graph: one step of `mode` captured (connections opened first, outside it), its marks recorded by every replay.
 std::unique_ptr<Replay> Trainer::capture(ob::Mode mode, const BucketPlan& plan, cudaStream_t origin_stream) {
   auto replay = std::make_unique<Replay>();
   replay->marks = StepMarks(&replay->log, spec_.model.layers, plan);

@@ -1,7 +1,7 @@
-// Phase 4 on GPUs under mpirun (1 and 2 ranks): every mode and every --sync strategy with --check, both kinds of
-// bucket layout, overlap equal to seq, exact all-reduce, the schedule bound between ideal and seq, overlap no faster
-// than compute-only and no bound above overlap (transformers: test_transformer_gpu.cpp; the device checkers fed
-// corrupted buffers: test_checkers_gpu.cpp). Skips (exit 77) without a CUDA device.
+// Phase 4 on GPUs under mpirun (1 and 2 ranks): every mode and --sync strategy with --check, both bucket layouts, overlap
+// equal to seq, exact all-reduce, the bound between ideal and seq, overlap no faster than compute-only, no bound above
+// it (transformers: test_transformer_gpu.cpp; checkers fed corrupted buffers: test_checkers_gpu.cpp). Skips (exit 77)
+// without a CUDA device.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -11,7 +11,6 @@
 #include <set>
 #include <stdexcept>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "common/cuda/cuda_check.hpp"
@@ -240,9 +239,8 @@ TEST_F(Phase4Gpu, EverySyncStrategyChecksOut) {
 
 // The sharded strategies on layers the ranks do not divide (191^2 = 36,481 elements: every rank's slice plus a tail
 // of 1 on two ranks, of 65 for the copy engines' 64-element slices), a prefetch depth of one layer and buckets of
-// several layers: checked as every strategy (above), and the all-gathers of the overlapped step lie inside its forward,
-// the reductions inside its backward; eagerly and replayed from a CUDA graph (--graph: the replayed steps' weights
-// equal to the eager steps' bit for bit, the deferred update of one replay applied by the next).
+// several layers, eagerly and replayed (--graph: each replay applies the last one's deferred update): checked as every
+// strategy (above), the all-gathers of the overlapped step inside its forward, the reductions inside its backward.
 TEST_F(Phase4Gpu, ShardedStrategiesTakeUnevenSlicesAndGatherInsideTheForward) {
   for (const auto& [name, graph] : std::vector<std::pair<std::string, bool>>{
            {"sharded", false}, {"sharded-ce", false}, {"sharded", true}, {"sharded-ce", true}}) {
@@ -349,6 +347,3 @@ TEST_F(Phase4Gpu, GemmSmMarginChecksOutAndRefusesAMarginOfEverySm) {
   config.gemm_sm_margin = sms;
   EXPECT_THROW(phase4::require_sm_margin({config}), ob::UsageError);
 }
-
-// The device checkers can fail: a corrupted all-reduce result is counted exactly, a changed weight changes the
-// fingerprint.
