@@ -190,11 +190,13 @@ def kind_of(path):
     """'summary', 'timeline', 'power' or None from a CSV's header (None for what is not a regular file: a FIFO
     would block the read)."""
     try:
-        ob_tool.require_input(path, "a CSV")
+        packed = not pathlib.Path(path).exists() and packs.exists(path)
+        if not packed:
+            ob_tool.require_input(path, "a CSV")
     except ob_tool.UsageError:
         return None
     try:
-        header = pd.read_csv(path, nrows=0).columns
+        header = (packs.read_csv(path, nrows=0) if packed else pd.read_csv(path, nrows=0)).columns
     except Exception:  # noqa: BLE001 - anything unreadable is not one of ours
         return None
     if all(c in header for c in TIMELINE_COLUMNS):

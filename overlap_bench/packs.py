@@ -3,7 +3,7 @@
 results/ that no Markdown names (a link, or a source of a generated block) and that is no figure is kept in that
 folder's `packed.tar.gz`, so that a clone holds a few hundred files of data rather than thousands, each rounded up to
 a disk block. The suite's readers take a packed file where its loose one is asked for (`read_bytes`, `read_text`,
-`read_csv`, `exists`, `rglob`); `tar xzf DIR/packed.tar.gz -C DIR` puts a folder's files back.
+`read_csv`, `exists`, `glob`, `rglob`); `tar xzf DIR/packed.tar.gz -C DIR` puts a folder's files back.
 
   python3 -m overlap_bench.packs pack results/      packs every folder's unnamed files (an existing pack is extended)
   python3 -m overlap_bench.packs unpack results/    puts every packed file back beside its pack, and removes the packs
@@ -65,13 +65,20 @@ def read_csv(path, **options):
     return pd.read_csv(io.BytesIO(read_bytes(path)), compression=compression, **options)
 
 
+def glob(folder, pattern):
+    """The folder's loose files matching `pattern`, and its packed ones as the paths they would have loose, sorted."""
+    folder = pathlib.Path(folder)
+    found = {p for p in folder.glob(pattern) if p.is_file() and p.name != PACK}
+    if (folder / PACK).is_file():
+        found |= {folder / n for n in _members((folder / PACK).resolve()) if pathlib.PurePath(n).match(pattern)}
+    return sorted(found)
+
+
 def rglob(root, pattern):
     """Loose files under `root` matching `pattern`, and packed ones as the paths they would have loose, sorted."""
     root = pathlib.Path(root)
-    found = {p for p in root.rglob(pattern) if p.is_file() and p.name != PACK}
-    for pack in root.rglob(PACK):
-        found |= {pack.parent / name for name in _members(pack.resolve()) if pathlib.PurePath(name).match(pattern)}
-    return sorted(found)
+    folders = {root} | {p for p in root.rglob("*") if p.is_dir()}
+    return sorted(path for folder in folders for path in glob(folder, pattern))
 
 
 def named_by_markdown(repo):

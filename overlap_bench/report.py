@@ -14,6 +14,7 @@ import pandas as pd
 from overlap_bench import ob_csv
 
 from overlap_bench import ob_tool
+from overlap_bench import packs
 from overlap_bench import plot_chunks
 from overlap_bench import plot_gantt
 from overlap_bench import plot_interference
@@ -124,7 +125,7 @@ COMPARE_COLUMNS = ["contender", "baseline_pick", "median_ms", "median_ci_rel", "
 def is_comparison(path):
     """compare.csv of ob-compare (overlap_bench/compare.py)."""
     try:
-        return {"contender", "ratio", "verdict"} <= set(pd.read_csv(path, nrows=0).columns)
+        return {"contender", "ratio", "verdict"} <= set(packs.read_csv(path, nrows=0).columns)
     except Exception:  # noqa: BLE001 - anything unreadable is not one
         return False
 
@@ -132,7 +133,7 @@ def is_comparison(path):
 def load_comparison(path):
     """ob-compare's table with the columns its section reads, their numbers finite (a usage error naming the file,
     column and row otherwise)."""
-    table = pd.read_csv(path)
+    table = packs.read_csv(path)
     missing = [c for c in COMPARE_COLUMNS + ["baseline", "rounds", "unstable"] if c not in table.columns]
     if missing:
         raise ob_tool.UsageError(f"{path}: missing column '{missing[0]}' (not written by ob-compare)")
@@ -191,13 +192,13 @@ def write_report(directory):
     if not directory.is_dir():
         raise ob_tool.UsageError(f"{directory}: not a directory")
     ob_tool.require_outputs([("the report", directory / "report.md")])
-    csvs = sorted(directory.glob("*.csv"))
+    csvs = packs.glob(directory, "*.csv")  # packed ones too (a published folder)
     kinds = {path: ob_csv.kind_of(path) for path in csvs}
     if not any(kinds.values()) and not any(is_comparison(p) for p in csvs):
         raise ob_tool.UsageError(f"{directory}: no overlap-bench CSV (summary or timeline) in it")
     loaders = {"summary": check_summary, "power": ob_csv.load_power,
                # A timeline with its header only (a sweep before sweeps kept their events): nothing to draw.
-               "timeline": lambda path: len(path.read_text().splitlines()) > 1 and ob_csv.load_timeline(path)}
+               "timeline": lambda path: len(packs.read_text(path).splitlines()) > 1 and ob_csv.load_timeline(path)}
     for path, kind in kinds.items():  # every CSV checked before anything is written
         if kind:
             loaders[kind](path)
@@ -213,13 +214,13 @@ def write_report(directory):
         if kinds[path] is None and is_comparison(path):
             lines += comparison_section(path)
     for path in csvs:
-        if kinds[path] == "timeline" and len(path.read_text().splitlines()) > 1:
+        if kinds[path] == "timeline" and len(packs.read_text(path).splitlines()) > 1:
             lines += timeline_section(path, figures)
     for path in csvs:
         if kinds[path] == "power":  # <stem>.power.csv: shaded where <stem>.timeline.csv has overlapped iterations
             power = figures / f"{path.stem}.png"
             timeline = path.parent / (path.name[: -len(".power.csv")] + ".timeline.csv")
-            spans = plot_power.mode_spans(ob_csv.load_timeline(timeline), "overlap") if timeline.is_file() else []
+            spans = plot_power.mode_spans(ob_csv.load_timeline(timeline), "overlap") if packs.exists(timeline) else []
             plot_power.plot(ob_csv.load_power(path), power, spans)
             lines += [f"## {path.stem}", "", f"![{power.name}](figures/{power.name})", ""]
     report = directory / "report.md"

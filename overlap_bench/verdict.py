@@ -13,6 +13,7 @@ import pathlib
 from overlap_bench import ob_csv
 
 from overlap_bench import ob_tool
+from overlap_bench import packs
 
 OVERLAPPED = ("overlap", "thread", "nonblocking", "progress")
 
@@ -193,7 +194,7 @@ def main():
     summaries = []
     for text in args.paths:
         path = pathlib.Path(text)
-        found = sorted(path.glob("*.csv")) if path.is_dir() else [path]
+        found = packs.glob(path, "*.csv") if path.is_dir() else [path]  # packed ones too
         summaries += [p for p in found if p.is_dir() or ob_csv.kind_of(p) == "summary" or not path.is_dir()]
     if not summaries:
         raise ob_tool.UsageError(f"{args.paths[0]}: no summary CSV in it")

@@ -46,6 +46,10 @@ def test_only_files_no_markdown_names_are_packed_and_readers_find_them(tmp_path)
     pd.testing.assert_frame_equal(packs.read_csv(folder / "p3.csv"), pd.read_csv(GOLDEN))
     assert packs.rglob(tmp_path / "results", "*.meta.json") == [folder / "p3.meta.json"]
     assert packs.read_bytes(folder / "runs" / "r0-p4.csv.gz") == b"\x1f\x8b gzipped bytes"
+    assert ob_csv.kind_of(folder / "p3.csv") == "summary" and ob_csv.kind_of(folder / "p3.log") is None
+    assert packs.glob(folder, "p3*") == [folder / "p3.csv", folder / "p3.log", folder / "p3.meta.json"]
+    said = subprocess.run([*tool("verdict"), folder], capture_output=True, text=True)  # a folder's packed summaries
+    assert said.returncode == 0 and "\np3: " in said.stdout, said.stderr
     # the index of published folders reads packed metadata
     assert "[2xH200/run](2xH200/run) | 1 | 1 x NVIDIA H200 | abc1234 | 2026-11-28" in md_generate.index_block(
         tmp_path / "results", [], {})
