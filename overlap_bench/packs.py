@@ -98,10 +98,12 @@ def named_by_markdown(repo):
 
 
 def pack(root, repo=ob_tool.REPO):
-    """Packs every folder's files under `root` that no Markdown names and that are no figure or page."""
-    named = named_by_markdown(pathlib.Path(repo))
+    """Packs every folder's files under `root` (but its runs/) that no Markdown names and that are no figure or page."""
+    named, root = named_by_markdown(pathlib.Path(repo)), pathlib.Path(root)
     folders = 0
-    for folder in sorted({p.parent for p in pathlib.Path(root).rglob("*") if p.is_file()}):
+    for folder in sorted({p.parent for p in root.rglob("*") if p.is_file()}):
+        if folder.relative_to(root).parts[:1] == ("runs",):  # results/runs/: ad-hoc runs, never published
+            continue
         loose = [p for p in sorted(folder.iterdir()) if p.is_file() and p.name != PACK
                  and p.suffix not in {".md", ".png"} and p.resolve() not in named]
         if not loose:

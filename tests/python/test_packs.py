@@ -34,7 +34,10 @@ def published(tmp_path):
 
 def test_only_files_no_markdown_names_are_packed_and_readers_find_them(tmp_path):
     folder = published(tmp_path)
+    (tmp_path / "results" / "runs").mkdir()  # ad-hoc runs (git-ignored) are left alone
+    (tmp_path / "results" / "runs" / "phase3.csv").write_text("mode\n")
     assert packs.pack(tmp_path / "results", repo=tmp_path) == 2  # the folder and its runs/
+    assert (tmp_path / "results" / "runs" / "phase3.csv").is_file()
     loose = sorted(p.name for p in folder.iterdir() if p.is_file())
     assert loose == ["README.md", "figure.png", "linked.csv", packs.PACK, "source.csv"]
     assert [p.name for p in (folder / "runs").iterdir()] == [packs.PACK]
