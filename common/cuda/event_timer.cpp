@@ -18,11 +18,15 @@ void EventLog::reserve(int count) {
   }
 }
 
-int EventLog::record(cudaStream_t stream) {
-  reserve(used_ + 1);
+bool capturing(cudaStream_t stream) {
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
-  if (capture == cudaStreamCaptureStatusActive) {
+  return capture == cudaStreamCaptureStatusActive;
+}
+
+int EventLog::record(cudaStream_t stream) {
+  reserve(used_ + 1);
+  if (capturing(stream)) {
     CUDA_CHECK(cudaEventRecordWithFlags(events_[used_], stream, cudaEventRecordExternal));
   } else {
     CUDA_CHECK(cudaEventRecord(events_[used_], stream));

@@ -9,6 +9,9 @@
 
 namespace ob {
 
+// Whether `stream` is being captured into a CUDA graph (--graph): its work is recorded, not run.
+bool capturing(cudaStream_t stream);
+
 class EventLog {
  public:
   EventLog() = default;

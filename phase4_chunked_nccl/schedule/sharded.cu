@@ -111,7 +111,8 @@ class ShardedSchedule final : public Schedule {
       m.update_begin[layer - 1] = previous >= 0 ? previous : m.mark(r_.compute);
       shards_.apply_deferred(layer, r_.model.weights(), r_.compute);
       m.update_end[layer - 1] = m.mark(r_.compute);
-      if (m.update_end[layer - 1] >= 0 && !capturing(r_.comm)) {
+      // Captured (--graph), the marks are graph nodes: the gather waits for an event of its own.
+      if (m.update_end[layer - 1] >= 0 && !ob::capturing(r_.comm)) {
         CUDA_CHECK(cudaStreamWaitEvent(r_.comm, m.log->event(m.update_end[layer - 1]), 0));
       } else {
         hand_over(r_.compute, layer_event(reached_, layer), r_.comm);
@@ -131,13 +132,6 @@ class ShardedSchedule final : public Schedule {
       CUDA_CHECK(cudaStreamWaitEvent(r_.compute, layer_event(gathered_, layer), 0));
       m.layer_begin[layer - 1] = last;
     };
-  }
-
-  // While a step is captured, a wait on an event recorded as a graph node (the marks) is left to an event of its own.
-  static bool capturing(cudaStream_t stream) {
-    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
-    return status != cudaStreamCaptureStatusNone;
   }
 
   cudaEvent_t layer_event(std::vector<ob::CudaEvent>& events, int layer) {  // made on first use
