@@ -72,21 +72,29 @@ def _check_numeric(path, frame, columns):
         frame[column] = values
 
 
+def _opened(path, what, most=ob_tool.MOST_INPUT_BYTES):
+    """A loose input, checked (ob_tool.require_input), or the copy its folder's pack keeps (packs.py), as bytes."""
+    path = pathlib.Path(path)
+    if not path.exists() and packs.exists(path):
+        return io.BytesIO(packs.read_bytes(path))
+    return ob_tool.require_input(path, what, most)
+
+
+def _compression(path):
+    return "gzip" if pathlib.Path(path).suffix == ".gz" else None
+
+
 def _load(path, required, kind):
     path = pathlib.Path(path)
     gzipped = path.with_name(path.name + ".gz")
     if not packs.exists(path) and packs.exists(gzipped):  # a published comparison's run, gzipped (results/README.md)
         path = gzipped
-    source = path
-    if not path.exists() and packs.exists(path):  # kept in its folder's pack
-        source = io.BytesIO(packs.read_bytes(path))
-    else:
-        try:
-            ob_tool.require_input(path, "a CSV")
-        except ob_tool.UsageError as error:
-            raise ob_tool.UsageError(f"{path}: {str(error).split(' is invalid: ', 1)[-1]}") from None
+    try:
+        source = _opened(path, "a CSV")
+    except ob_tool.UsageError as error:
+        raise ob_tool.UsageError(f"{path}: {str(error).split(' is invalid: ', 1)[-1]}") from None
     try:  # a trailing comma on a row is no index column
-        frame = pd.read_csv(source, index_col=False, compression="gzip" if path.suffix == ".gz" else None)
+        frame = pd.read_csv(source, index_col=False, compression=_compression(path))
     except pd.errors.EmptyDataError:
         raise ob_tool.UsageError(f"{path}: empty file (no header)") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as error:
@@ -190,13 +198,11 @@ def kind_of(path):
     """'summary', 'timeline', 'power' or None from a CSV's header (None for what is not a regular file: a FIFO
     would block the read)."""
     try:
-        packed = not pathlib.Path(path).exists() and packs.exists(path)
-        if not packed:
-            ob_tool.require_input(path, "a CSV")
+        source = _opened(path, "a CSV")
     except ob_tool.UsageError:
         return None
     try:
-        header = (packs.read_csv(path, nrows=0) if packed else pd.read_csv(path, nrows=0)).columns
+        header = pd.read_csv(source, nrows=0, compression=_compression(path)).columns
     except Exception:  # noqa: BLE001 - anything unreadable is not one of ours
         return None
     if all(c in header for c in TIMELINE_COLUMNS):
@@ -258,8 +264,8 @@ def read_metadata(summary_path):
     if not packs.exists(path):
         return {}
     try:
-        loose = path.is_file() and ob_tool.require_input(path, "a metadata sidecar", 64 << 20)
-        meta = json.loads(loose.read_text() if loose else packs.read_text(path))
+        source = _opened(path, "a metadata sidecar", 64 << 20)
+        meta = json.loads(source.read() if isinstance(source, io.BytesIO) else source.read_bytes())
     except (OSError, ValueError, UnicodeDecodeError) as error:
         raise ob_tool.UsageError(f"{path}: unreadable metadata ({str(error).splitlines()[0]})") from None
     if not isinstance(meta, dict):

@@ -21,7 +21,6 @@ from overlap_bench import ob_tool
 
 PACK = "packed.tar.gz"
 LINK = re.compile(r"\]\(([^)#\s]+)")
-BLOCK = re.compile(r"<!-- generated: (\S+)(.*?) -->")
 
 
 @functools.lru_cache(maxsize=None)
@@ -82,18 +81,19 @@ def rglob(root, pattern):
 
 
 def named_by_markdown(repo):
-    """Every file a Markdown file of the repository links to or names as a generated block's source (globs expanded)."""
+    """Every file a Markdown file of the repository links to or names as a generated block's source (globs expanded;
+    the blocks parsed as md_generate parses them)."""
+    from overlap_bench import md_generate  # it reads through this module: imported where needed, not at the top
+
     named = set()
     for page in repo.rglob("*.md"):
         if ".git" in page.parts or "build" in page.relative_to(repo).parts[:1]:
             continue
         text = page.read_text(errors="replace")
-        for target in LINK.findall(text):
-            named.add((page.parent / target).resolve())
-        for _kind, arguments in BLOCK.findall(text):
-            for word in shlex.split(arguments):
-                if "=" not in word:
-                    named |= {p.resolve() for p in page.parent.glob(word)}
+        named |= {(page.parent / target).resolve() for target in LINK.findall(text)}
+        for _open, _close, spec in md_generate.blocks(page, text.split("\n")):
+            plain, _keyed = md_generate.options(shlex.split(spec)[1:])
+            named |= {p.resolve() for word in plain for p in page.parent.glob(word)}
     return named
 
 
