@@ -57,7 +57,7 @@ def summary(stats, system, world):
     are three or more: its kernels warm up)."""
     frame = pd.DataFrame([{"rank": s.rank, "step": s.step, "step_ms": s.step_ms, "comm_ms": s.comm_ms,
                            "compute_ms": s.compute_ms, "exposed_ms": s.exposed_ms, "wait_ms": s.wait_ms,
-                           "slowdown_ms": s.slowdown_ms,
+                           "slowdown_ms": s.slowdown_ms, "host_ms": s.host_ms,
                            "slowed_ms": s.slowed_ms, "buckets": len(s.buckets),
                            "grad_mb": sum(b[1] for b in s.buckets) / (1 << 20)} for s in stats])
     steps = sorted(frame["step"].unique())
@@ -81,7 +81,7 @@ def summary(stats, system, world):
                         "compute_slowdown": (frame["slowdown_ms"].sum() / frame["slowed_ms"].sum()
                                              if frame["slowed_ms"].sum() > 0 else np.nan),
                         "added_ms": exposed + slowest["slowdown_ms"].median(),
-                        "peer_wait_ms": slowest["wait_ms"].median()})
+                        "peer_wait_ms": slowest["wait_ms"].median(), "host_comm_ms": slowest["host_ms"].median()})
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -180,7 +180,8 @@ def sentences(table, advised):
              f"{row['overlap_pct']:.0f} % of it hidden behind compute, {row['exposed_comm_ms']:.3f} ms exposed; "
              f"compute ran {100 * row['compute_slowdown']:.0f} % slower beside communication "
              f"({row['slowdown_ms']:.3f} ms a step): {row['added_ms']:.3f} ms added to the compute by "
-             "communication"]
+             f"communication, and {row['host_comm_ms']:.3f} ms more where the GPU waited for its host in the "
+             "communication's own calls"]
     if advised:
         lines.append(advised["sentence"])
     return lines

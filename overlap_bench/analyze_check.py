@@ -7,7 +7,8 @@ HTA's get_comm_comp_overlap (where the HolisticTraceAnalysis package is installe
 
 Writes --csv: label, system, ranks, rank, traced_step_ms, step_ms, compute_ms, target_added_ms, added_ms, error
 (added / target - 1), exposed_comm_ms, slowdown_ms, peer_wait_ms (of the exposed communication, the wait for a later
-rank), error_without_wait ((added - peer_wait) / target - 1), overlap_pct, hta_overlap_pct.
+rank), error_without_wait ((added - peer_wait) / target - 1), host_comm_ms (the wrapper's host calls while the GPU
+ran nothing), error_with_host ((added + host_comm) / target - 1), overlap_pct, hta_overlap_pct.
 
 Usage: ob-analyze-check results/runs/traces --csv check.csv
 """
@@ -64,6 +65,8 @@ def check(folder):
                          "error": summary["added_ms"] / target - 1, "exposed_comm_ms": summary["exposed_comm_ms"],
                          "slowdown_ms": summary["slowdown_ms"], "peer_wait_ms": summary["peer_wait_ms"],
                          "error_without_wait": (summary["added_ms"] - summary["peer_wait_ms"]) / target - 1,
+                         "host_comm_ms": summary["host_comm_ms"],
+                         "error_with_host": (summary["added_ms"] + summary["host_comm_ms"]) / target - 1,
                          "overlap_pct": rank.overlap_pct,
                          "hta_overlap_pct": hta.get(rank.rank, float("nan"))})
     return pd.DataFrame(rows)

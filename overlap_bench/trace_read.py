@@ -5,7 +5,8 @@ Nsight Systems' exported SQLite (`nsys export --type sqlite`), and this suite's 
 What is kept per rank: every GPU kernel and memset (start, end, name, stream, grid and block, the launching call's
 correlation id, and for a collective its name, element count and type), the launching CUDA runtime calls' host
 times, the profiler's step markers (ProfilerStep#N), and the autograd functions and AccumulateGrad calls of the
-backward (host ranges, each AccumulateGrad with its parameter's shape): what gradient became ready when.
+backward (host ranges, each AccumulateGrad with its parameter's shape): what gradient became ready when, and the host
+ranges of the data-parallel wrapper's own calls (WRAPPER_CALLS): what communication costs the launching host.
 """
 import gzip
 import math
@@ -17,6 +18,9 @@ from overlap_bench import ob_csv
 
 from overlap_bench import ob_tool
 
+# The host calls of the data-parallel wrapper and its collectives, by name prefix: c10d's collectives and their
+# records, NCCL's host annotations, DDP's reducer (the gradient copied into its bucket), FSDP2's hooks and copies.
+WRAPPER_CALLS = ("c10d::", "record_param_comms", "nccl:", "torch::distributed::reducer::", "FSDP::", "fsdp::")
 DTYPE_BYTES = {"Float": 4, "float": 4, "Half": 2, "BFloat16": 2, "Double": 8, "Int": 4, "Long": 8, "Byte": 1}
 
 
@@ -50,6 +54,7 @@ class RankTrace:
     backward: list = field(default_factory=list)  # (host start, host end, name) of autograd functions
     grads: list = field(default_factory=list)  # (host time, elements) of each AccumulateGrad
     optimizer: list = field(default_factory=list)  # (host start, host end) of optimizer steps
+    wrapper: list = field(default_factory=list)  # (host start, host end) of the wrapper's calls (WRAPPER_CALLS)
     system: str = ""
 
 
@@ -88,7 +93,9 @@ def _keep(trace, event):
         trace.grads.append((ts, float(math.prod(dims)) if dims else 0.0))
     elif cat == "cpu_op" and name.startswith("autograd::engine::evaluate_function: ") and "AccumulateGrad" not in name:
         trace.backward.append((ts, ts + dur, name.split(": ", 1)[1]))
-    elif cat == "user_annotation" and name.startswith("FSDP"):
+    if cat in ("cpu_op", "user_annotation") and name.startswith(WRAPPER_CALLS):
+        trace.wrapper.append((ts, ts + dur))
+    if cat == "user_annotation" and name.startswith("FSDP"):
         trace.system = "pytorch-fsdp2"
 
 

@@ -99,6 +99,7 @@ class StepStats:
     slowed_ms: float  # those kernels' time alone (the denominator of the slowdown)
     buckets: list  # (collective, bytes, ms, start, end) of each collective in launch order
     wait_ms: float = 0.0  # of the exposed communication, the wait for a later rank's collective (peer_waits)
+    host_ms: float = 0.0  # the wrapper's host calls while the GPU ran nothing (host_comm)
 
     @property
     def step_ms(self):
@@ -124,9 +125,19 @@ def alone_medians(trace):
     return {key: float(np.median(v)) for key, v in alone.items()}, comm
 
 
+def host_comm(trace, start, end, busy):
+    """Microseconds within [start, end) the wrapper's host calls (trace_read.WRAPPER_CALLS) took while the GPU ran
+    nothing (`busy`: the cover of every kernel, memset and copy of the rank): the GPU waited for its host, which was
+    in communication code."""
+    calls = Cover((max(a, start), min(b, end)) for a, b in trace.wrapper if b > start and a < end)
+    return minus(calls, busy)
+
+
 def step_stats(trace):
-    """Per step of one rank: its span, communication, compute, exposed communication and slowdown."""
+    """Per step of one rank: its span, communication, compute, exposed communication, slowdown and the host time of
+    the wrapper's calls while the GPU idled."""
     medians, comm_all = alone_medians(trace)
+    busy = Cover((k.start, k.end) for k in trace.kernels)
     stats = []
     for number, kernels in steps_of(trace):
         comm = Cover((k.start, k.end) for k in kernels if k.comm)
@@ -139,9 +150,10 @@ def step_stats(trace):
             slowed += medians[(k.name, k.shape)]
         buckets = [(k.collective or k.name, k.nbytes, (k.end - k.start) / 1e3, k.start, k.end)
                    for k in sorted(kernels, key=lambda k: k.start) if k.comm]
-        stats.append(StepStats(trace.rank, number, min(k.start for k in kernels), max(k.end for k in kernels),
-                               length(comm) / 1e3, length(compute) / 1e3, minus(comm, compute) / 1e3,
-                               slowdown / 1e3, slowed / 1e3, buckets))
+        start, end = min(k.start for k in kernels), max(k.end for k in kernels)
+        stats.append(StepStats(trace.rank, number, start, end, length(comm) / 1e3, length(compute) / 1e3,
+                               minus(comm, compute) / 1e3, slowdown / 1e3, slowed / 1e3, buckets,
+                               host_ms=host_comm(trace, start, end, busy) / 1e3))
     return stats
 
 
