@@ -2,15 +2,16 @@
 """ob-analyze: your own data-parallel job, from its profiler trace: per rank and step the communication (NCCL
 kernels, by collective and bytes) and the compute, the share of communication hidden behind compute and the exposed
 rest, the compute slowdown under overlap (the same kernels, by name and launch shape, timed while a collective ran
-against while none did, in the same trace), each collective tied to its bucket, and for DDP the bucket cap the
-planner's model expects best, with the step it predicts and what the prediction rests on (METRICS.md, "Your own
-job").
+against while none did, in the same trace), the wrapper's own kernels and its host calls while the GPU waited for
+them, each collective tied to its bucket, and for DDP the bucket cap the planner's model expects best, with the step
+it predicts and what the prediction rests on (METRICS.md, "Your own job").
 
 TRACE... are the PyTorch profiler's Chrome traces (`export_chrome_trace`, one per rank, gzip too; DDP, FSDP/FSDP2 or
 any job), Nsight Systems' SQLite export, or a phase 4 timeline CSV. Steps are the profiler's step markers
 (ProfilerStep#N) or, without them, the repetition of the kernel sequence. Writes into --out: analysis.csv (this
 suite's summary columns: the traced step as `overlap`, its compute and communication as `compute` and `comm`, with
-overlap_pct, exposed_comm_ms, compute_slowdown, added_ms), analysis.ranks.csv (per rank over every step),
+overlap_pct, exposed_comm_ms, compute_slowdown, added_ms, wrapper_gpu_ms, host_comm_ms, total_added_ms),
+analysis.ranks.csv (per rank over every step),
 analysis.buckets.csv (every collective: rank, step, its place, bytes, time), analysis.timeline.csv (this suite's
 timeline schema: report.py, ob-plot-gantt and ob_trace read it), analysis.meta.json (the traces and their SHA-256
 digests, the advice) and analysis.png (one step's Gantt).
@@ -58,6 +59,7 @@ def summary(stats, system, world):
     frame = pd.DataFrame([{"rank": s.rank, "step": s.step, "step_ms": s.step_ms, "comm_ms": s.comm_ms,
                            "compute_ms": s.compute_ms, "exposed_ms": s.exposed_ms, "wait_ms": s.wait_ms,
                            "slowdown_ms": s.slowdown_ms, "host_ms": s.host_ms,
+                           "wrapper_gpu_ms": s.wrapper_gpu_ms, "total_added_ms": s.total_added_ms,
                            "slowed_ms": s.slowed_ms, "buckets": len(s.buckets),
                            "grad_mb": sum(b[1] for b in s.buckets) / (1 << 20)} for s in stats])
     steps = sorted(frame["step"].unique())
@@ -81,7 +83,9 @@ def summary(stats, system, world):
                         "compute_slowdown": (frame["slowdown_ms"].sum() / frame["slowed_ms"].sum()
                                              if frame["slowed_ms"].sum() > 0 else np.nan),
                         "added_ms": exposed + slowest["slowdown_ms"].median(),
-                        "peer_wait_ms": slowest["wait_ms"].median(), "host_comm_ms": slowest["host_ms"].median()})
+                        "peer_wait_ms": slowest["wait_ms"].median(), "host_comm_ms": slowest["host_ms"].median(),
+                        "wrapper_gpu_ms": slowest["wrapper_gpu_ms"].median(),
+                        "total_added_ms": slowest["total_added_ms"].median()})
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -8,7 +8,9 @@ HTA's get_comm_comp_overlap (where the HolisticTraceAnalysis package is installe
 Writes --csv: label, system, ranks, rank, traced_step_ms, step_ms, compute_ms, target_added_ms, added_ms, error
 (added / target - 1), exposed_comm_ms, slowdown_ms, peer_wait_ms (of the exposed communication, the wait for a later
 rank), error_without_wait ((added - peer_wait) / target - 1), host_comm_ms (the wrapper's host calls while the GPU
-ran nothing), error_with_host ((added + host_comm) / target - 1), overlap_pct, hta_overlap_pct.
+ran nothing), wrapper_gpu_ms (its own kernels where no other ran), total_added_ms (added + wrapper_gpu + host_comm),
+error_total (total_added / target - 1), target_lo_ms and target_hi_ms (the target's 95 % interval where trace_job.py
+measured it), verdict ("within 10 %", "inside the target's interval", or "off"), overlap_pct, hta_overlap_pct.
 
 Usage: ob-analyze-check results/runs/traces --csv check.csv
 """
@@ -42,6 +44,14 @@ def hta_overlap(files):
     return dict(zip(table["rank"], table["comp_comm_overlap_pctg"]))
 
 
+def verdict(total, target, lo, hi):
+    """Whether the analysis' total added time stands with the job's own: within 10 % of the target, else inside the
+    target's interval (a target its measurement does not resolve that finely), else off."""
+    if abs(total / target - 1) <= 0.10:
+        return "within 10 %"
+    return "inside the target's interval" if lo <= total <= hi else "off"
+
+
 def check(folder):
     folder = pathlib.Path(folder)
     jobs = pd.read_csv(ob_tool.require_input(folder / "trace_job.csv", "FOLDER"))
@@ -58,6 +68,8 @@ def check(folder):
             ranks = pd.read_csv(out / "analysis.ranks.csv")
         hta = hta_overlap(files)
         target = job.step_ms - job.compute_ms
+        lo, hi = getattr(job, "target_lo_ms", float("nan")), getattr(job, "target_hi_ms", float("nan"))
+        total = summary["total_added_ms"]
         for rank in ranks.itertuples():
             rows.append({"label": job.label, "system": job.system, "ranks": job.ranks, "rank": rank.rank,
                          "traced_step_ms": summary["time_ms_p50"], "step_ms": job.step_ms,
@@ -65,8 +77,9 @@ def check(folder):
                          "error": summary["added_ms"] / target - 1, "exposed_comm_ms": summary["exposed_comm_ms"],
                          "slowdown_ms": summary["slowdown_ms"], "peer_wait_ms": summary["peer_wait_ms"],
                          "error_without_wait": (summary["added_ms"] - summary["peer_wait_ms"]) / target - 1,
-                         "host_comm_ms": summary["host_comm_ms"],
-                         "error_with_host": (summary["added_ms"] + summary["host_comm_ms"]) / target - 1,
+                         "wrapper_gpu_ms": summary["wrapper_gpu_ms"], "host_comm_ms": summary["host_comm_ms"],
+                         "total_added_ms": total, "error_total": total / target - 1, "target_lo_ms": lo,
+                         "target_hi_ms": hi, "verdict": verdict(total, target, lo, hi),
                          "overlap_pct": rank.overlap_pct,
                          "hta_overlap_pct": hta.get(rank.rank, float("nan"))})
     return pd.DataFrame(rows)

@@ -9,7 +9,8 @@ Launch with torchrun, one process per GPU:
   torchrun --nproc_per_node=2 -m overlap_bench.trace_job --configs 4096,16,512 --bucket-mb 25 --out traces/
 Writes per configuration and setting <out>/<label>.rank<R>.trace.json.gz and one <out>/trace_job.csv (label, system,
 model, hidden, layers, batch, bucket_mb, ranks, step_ms, compute_ms: medians of the slowest rank over --iters untimed by
-the profiler) with its metadata.
+the profiler, the two timed in turn over --passes so that a drift of the clocks falls on both; target_lo_ms and
+target_hi_ms: the 95 % bootstrap interval of step_ms - compute_ms) with its metadata.
 """
 import gzip
 import json
@@ -19,6 +20,8 @@ import shutil
 import socket
 import sys
 import time
+
+import numpy as np
 
 from overlap_bench import bench_ddp
 from overlap_bench import ob_tool
@@ -32,11 +35,15 @@ def parse_args():
     parser.add_argument("--fsdp", action="store_true", help="FSDP2 (fully_shard per layer) instead of DDP")
     parser.add_argument("--iters", type=int, default=20, help="timed steps without the profiler (default: 20)")
     parser.add_argument("--steps", type=int, default=4, help="steps the profiler records (default: 4)")
+    parser.add_argument("--passes", type=int, default=4, help="the compute-only and the wrapped step timed in turn "
+                        "this many times, --iters shared among them (default: 4)")
     parser.add_argument("--out", required=True, help="folder to write (created)")
     args = parser.parse_args()
     bench_ddp.check_configs(parser, args.configs)
     if not 1 <= args.steps <= 50 or not 1 <= args.iters <= 10000:
         parser.error("--steps: 1 to 50, --iters: 1 to 10000")
+    if not 1 <= args.passes <= args.iters:
+        parser.error(f"--passes: '{args.passes}' is invalid: from 1 to --iters")
     if not all(0 < mb <= 1e6 for mb in args.bucket_mb):
         parser.error(f"--bucket-mb: '{args.bucket_mb}' is invalid: numbers in (0, 1e6]")
     for option, value, ok, allowed in bench_ddp.work_checks(args):
@@ -50,9 +57,23 @@ def parse_args():
     return args
 
 
-def median_slowest(step, iters):
-    times = slowest(timed(step, iters, 5))
-    return sorted(times)[len(times) // 2]
+def in_turn(steps, iters, passes):
+    """Per step function, the slowest rank's times of `iters` iterations, the functions timed in turn `passes`
+    times (each pass its share of `iters`, after a warm-up of its own)."""
+    times = [[] for _ in steps]
+    for k in range(passes):
+        for step, mine in zip(steps, times):
+            mine += slowest(timed(step, iters // passes + (1 if k < iters % passes else 0), 3))
+    return times
+
+
+def difference_interval(step, compute, seed=1234, count=1000):
+    """95 % bootstrap interval of median(step) - median(compute), each resampled on its own."""
+    rng = np.random.default_rng(seed)
+    step, compute = np.asarray(step), np.asarray(compute)
+    diffs = np.median(rng.choice(step, (count, len(step))), axis=1) - \
+        np.median(rng.choice(compute, (count, len(compute))), axis=1)
+    return tuple(float(v) for v in np.percentile(diffs, [2.5, 97.5]))
 
 
 def trace(step, steps, path):
@@ -78,11 +99,11 @@ def run(args, work, setting, rank, world):
     def stepper(model):
         return steps.of(model, torch.optim.SGD(model.parameters(), **options))
 
-    compute = median_slowest(stepper(model), args.iters)
     torch.manual_seed(1234)
     wrapped, _ = wrap(work, "fsdp" if args.fsdp else "ddp", 0 if args.fsdp else setting, True, work.build("cuda"))
     step = stepper(wrapped)
-    step_ms = median_slowest(step, args.iters)
+    computes, steps_ms = in_turn([stepper(model), step], args.iters, args.passes)
+    lo, hi = difference_interval(steps_ms, computes)
     label = f"{'fsdp2' if args.fsdp else 'ddp'}-{work.tag}" + \
         ("" if args.fsdp else f"-{setting:g}mb")
     path = pathlib.Path(args.out) / f"{label}.rank{rank}.trace.json"
@@ -93,7 +114,8 @@ def run(args, work, setting, rank, world):
     shape = {key: work.keys.get(key, "") for key in ("model", "hidden", "layers", "batch")}
     return {"label": label, "system": "pytorch-fsdp2" if args.fsdp else "pytorch-ddp", **shape,
             "bucket_mb": "" if args.fsdp else setting, "ranks": world,
-            "step_ms": step_ms, "compute_ms": compute, "traced_steps": args.steps}
+            "step_ms": float(np.median(steps_ms)), "compute_ms": float(np.median(computes)),
+            "target_lo_ms": lo, "target_hi_ms": hi, "traced_steps": args.steps}
 
 
 def main():

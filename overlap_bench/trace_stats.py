@@ -100,6 +100,7 @@ class StepStats:
     buckets: list  # (collective, bytes, ms, start, end) of each collective in launch order
     wait_ms: float = 0.0  # of the exposed communication, the wait for a later rank's collective (peer_waits)
     host_ms: float = 0.0  # the wrapper's host calls while the GPU ran nothing (host_comm)
+    wrapper_gpu_ms: float = 0.0  # the wrapper's own kernels (not collectives) while no other kernel ran
 
     @property
     def step_ms(self):
@@ -113,6 +114,12 @@ class StepStats:
     def added_ms(self):
         return self.exposed_ms + self.slowdown_ms
 
+    @property
+    def total_added_ms(self):
+        """Everything the trace shows the wrapper adding to the compute-only step: added_ms, its own kernels and its
+        host calls while the GPU waited."""
+        return self.added_ms + self.wrapper_gpu_ms + self.host_ms
+
 
 def alone_medians(trace):
     """Per compute kernel (name and launch shape), the median duration of its instances that ran with no collective
@@ -125,6 +132,12 @@ def alone_medians(trace):
     return {key: float(np.median(v)) for key, v in alone.items()}, comm
 
 
+def inside(t, cover):
+    """Whether time `t` lies in the disjoint sorted intervals `cover`."""
+    i = bisect.bisect_right(cover.ends, t)
+    return i < len(cover) and cover[i][0] <= t
+
+
 def host_comm(trace, start, end, busy):
     """Microseconds within [start, end) the wrapper's host calls (trace_read.WRAPPER_CALLS) took while the GPU ran
     nothing (`busy`: the cover of every kernel, memset and copy of the rank): the GPU waited for its host, which was
@@ -134,14 +147,18 @@ def host_comm(trace, start, end, busy):
 
 
 def step_stats(trace):
-    """Per step of one rank: its span, communication, compute, exposed communication, slowdown and the host time of
-    the wrapper's calls while the GPU idled."""
+    """Per step of one rank: its span, communication, compute, exposed communication, slowdown, the wrapper's own
+    kernels (those its host calls launched: DDP's copies into its buckets, FSDP2's copy-in and copy-out) where no
+    other kernel ran, and the host time of the wrapper's calls while the GPU idled."""
     medians, comm_all = alone_medians(trace)
     busy = Cover((k.start, k.end) for k in trace.kernels)
+    calls = Cover(trace.wrapper)
     stats = []
     for number, kernels in steps_of(trace):
         comm = Cover((k.start, k.end) for k in kernels if k.comm)
         compute = Cover((k.start, k.end) for k in kernels if not k.comm)
+        mine = {id(k) for k in kernels if not k.comm and inside(trace.launches.get(k.correlation, -1.0), calls)}
+        others = Cover((k.start, k.end) for k in kernels if id(k) not in mine)
         slowdown = slowed = 0.0
         for k in kernels:
             if k.comm or (k.name, k.shape) not in medians or overlap_with(k.start, k.end, comm_all) == 0:
@@ -153,7 +170,9 @@ def step_stats(trace):
         start, end = min(k.start for k in kernels), max(k.end for k in kernels)
         stats.append(StepStats(trace.rank, number, start, end, length(comm) / 1e3, length(compute) / 1e3,
                                minus(comm, compute) / 1e3, slowdown / 1e3, slowed / 1e3, buckets,
-                               host_ms=host_comm(trace, start, end, busy) / 1e3))
+                               host_ms=host_comm(trace, start, end, busy) / 1e3,
+                               wrapper_gpu_ms=minus(Cover((k.start, k.end) for k in kernels if id(k) in mine),
+                                                    others) / 1e3))
     return stats
 
 

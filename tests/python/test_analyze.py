@@ -253,3 +253,32 @@ def test_memory_follows_the_kernels_not_the_file(tmp_path):
     assert result.returncode == 0, result.stderr
     rss_mb = int(result.stdout.split("maxrss")[-1]) / 1024
     assert path.stat().st_size > 50e6 and rss_mb < 400, rss_mb
+
+
+def test_the_check_holds_the_whole_added_time_against_the_job_s_own(tmp_path):
+    """ob-analyze-check on the shipped 2-GPU traces: the DDP job's step minus its compute-only step (1.468 ms,
+    unprofiled) against the analysis' total (exposed communication 0.963 + slowdown + DDP's own kernels + its host
+    calls while the GPU waited: 1.39 ms): within 10 %; FSDP2's traced step, its host slowed by the profiler, is off."""
+    result = subprocess.run([*tool("analyze_check.py"), DATA / "2gpu", "--csv", tmp_path / "c.csv"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    table = pd.read_csv(tmp_path / "c.csv").drop_duplicates("label").set_index("label")
+    ddp = table.loc["ddp-1024x8x256-25mb"]
+    assert math.isclose(ddp["target_added_ms"], 1.4684, rel_tol=1e-3)
+    assert math.isclose(ddp["total_added_ms"], ddp["added_ms"] + ddp["wrapper_gpu_ms"] + ddp["host_comm_ms"])
+    assert abs(ddp["error_total"]) < 0.10 and ddp["verdict"] == "within 10 %"
+    assert table.loc["fsdp2-1024x8x256", "verdict"] == "off"  # no interval in that trace_job.csv: NaN holds nothing
+    from overlap_bench import analyze_check
+
+    assert analyze_check.verdict(1.3, 1.0, 0.8, 1.4) == "inside the target's interval"
+    assert analyze_check.verdict(1.5, 1.0, 0.8, 1.4) == "off"
+
+
+def test_the_target_s_interval_is_the_difference_of_two_medians():
+    from overlap_bench import trace_job
+
+    step, compute = [10.0 + 0.01 * i for i in range(21)], [9.0 + 0.01 * i for i in range(21)]
+    lo, hi = trace_job.difference_interval(step, compute)
+    assert lo < 1.0 < hi and hi - lo < 0.2
+    lo, hi = trace_job.difference_interval([10.0] * 5, [9.0] * 5)
+    assert lo == hi == 1.0
