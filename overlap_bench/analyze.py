@@ -184,8 +184,8 @@ def sentences(table, advised):
              f"{row['overlap_pct']:.0f} % of it hidden behind compute, {row['exposed_comm_ms']:.3f} ms exposed; "
              f"compute ran {100 * row['compute_slowdown']:.0f} % slower beside communication "
              f"({row['slowdown_ms']:.3f} ms a step): {row['added_ms']:.3f} ms added to the compute by "
-             f"communication, and {row['host_comm_ms']:.3f} ms more where the GPU waited for its host in the "
-             "communication's own calls"]
+             f"communication; the wrapper's own kernels took {row['wrapper_gpu_ms']:.3f} ms more and its host calls "
+             f"{row['host_comm_ms']:.3f} ms while the GPU waited for them: {row['total_added_ms']:.3f} ms in all"]
     if advised:
         lines.append(advised["sentence"])
     return lines

@@ -8,6 +8,7 @@ times, the profiler's step markers (ProfilerStep#N), and the autograd functions 
 backward (host ranges, each AccumulateGrad with its parameter's shape): what gradient became ready when, and the host
 ranges of the data-parallel wrapper's own calls (WRAPPER_CALLS): what communication costs the launching host.
 """
+import array
 import gzip
 import math
 import pathlib
@@ -21,6 +22,9 @@ from overlap_bench import ob_tool
 # The host calls of the data-parallel wrapper and its collectives, by name prefix: c10d's collectives and their
 # records, NCCL's host annotations, DDP's reducer (the gradient copied into its bucket), FSDP2's hooks and copies.
 WRAPPER_CALLS = ("c10d::", "record_param_comms", "nccl:", "torch::distributed::reducer::", "FSDP::", "fsdp::")
+# The wrapper's annotations around the user's own code (DDP's forward wraps the module's): only their host time
+# before the first operator inside them and after the last is the wrapper's (DDP's pre- and post-forward).
+WRAPPING_CALLS = ("DistributedDataParallel.forward",)
 DTYPE_BYTES = {"Float": 4, "float": 4, "Half": 2, "BFloat16": 2, "Double": 8, "Int": 4, "Long": 8, "Byte": 1}
 
 
@@ -55,6 +59,8 @@ class RankTrace:
     grads: list = field(default_factory=list)  # (host time, elements) of each AccumulateGrad
     optimizer: list = field(default_factory=list)  # (host start, host end) of optimizer steps
     wrapper: list = field(default_factory=list)  # (host start, host end) of the wrapper's calls (WRAPPER_CALLS)
+    wrapping: list = field(default_factory=list)  # (host start, host end, thread) of WRAPPING_CALLS, while read
+    ops: dict = field(default_factory=dict)  # thread -> (starts, ends) of its operators, while read
     system: str = ""
 
 
@@ -95,8 +101,35 @@ def _keep(trace, event):
         trace.backward.append((ts, ts + dur, name.split(": ", 1)[1]))
     if cat in ("cpu_op", "user_annotation") and name.startswith(WRAPPER_CALLS):
         trace.wrapper.append((ts, ts + dur))
+    elif cat == "user_annotation" and name.startswith(WRAPPING_CALLS):
+        trace.wrapping.append((ts, ts + dur, event.get("tid")))
+    if cat == "cpu_op":
+        starts, ends = trace.ops.setdefault(event.get("tid"), (array.array("d"), array.array("d")))
+        starts.append(ts)
+        ends.append(ts + dur)
     if cat == "user_annotation" and name.startswith("FSDP"):
         trace.system = "pytorch-fsdp2"
+
+
+def _wrapping_ends(trace):
+    """Adds to trace.wrapper each wrapping annotation's host time before the first operator inside it and after the
+    last (on its thread; all of it where none ran inside), then lets the operators go."""
+    import numpy as np
+
+    threads = {}
+    for tid, (starts, ends) in trace.ops.items():
+        starts, ends = np.frombuffer(starts, dtype=float), np.frombuffer(ends, dtype=float)
+        order = np.argsort(starts, kind="stable")
+        threads[tid] = starts[order], ends[order]
+    for start, end, tid in trace.wrapping:
+        starts, ends = threads.get(tid, (np.empty(0), np.empty(0)))
+        lo, hi = np.searchsorted(starts, start, "left"), np.searchsorted(starts, end, "right")
+        inner = ends[lo:hi] <= end
+        if not inner.any():
+            trace.wrapper.append((start, end))
+            continue
+        trace.wrapper += [(start, float(starts[lo:hi][inner].min())), (float(ends[lo:hi][inner].max()), end)]
+    trace.wrapping, trace.ops = [], {}
 
 
 def read_kineto(path):
@@ -125,6 +158,7 @@ def read_kineto(path):
         with _open(path) as source:  # again, from the events on (the header keys may follow them)
             for event in ijson.items(source, "traceEvents.item", use_float=True):
                 _keep(trace, event)
+        _wrapping_ends(trace)
     except (ijson.JSONError, ijson.IncompleteJSONError, UnicodeDecodeError, EOFError, OSError, ValueError,
             gzip.BadGzipFile) as error:
         if isinstance(error, OSError) and not isinstance(error, (EOFError, gzip.BadGzipFile)) and error.filename:

@@ -105,6 +105,22 @@ def test_the_host_time_of_the_wrapper_s_calls_counts_only_where_the_gpu_waited(t
     assert math.isclose(step.host_ms, 0.045) and step.exposed_ms == 0
 
 
+def test_ddp_s_forward_is_the_wrapper_s_only_before_and_after_the_module_s_own_operators(tmp_path):
+    """DDP's forward (host 10-70 us on thread 1) wraps the module's operators (20-28 and 29-50 us on thread 1; one on
+    thread 2 is another thread's): its own time is 10-20 and 50-70 us. The GPU runs 30-60 and 100-110 us: 10 us of
+    each end while it waited; the first counts though it comes before the step's first kernel (the step marker's
+    start is the host's)."""
+    ops = [("user_annotation", "DistributedDataParallel.forward", 10, 60, 1), ("cpu_op", "aten::linear", 20, 8, 1),
+           ("cpu_op", "aten::relu", 29, 21, 1), ("cpu_op", "aten::add", 55, 10, 2),
+           ("gpu_user_annotation", "DistributedDataParallel.forward", 30, 30, 7)]
+    extra = [{"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "tid": tid} for cat, name, ts, dur, tid in ops]
+    kernels = [(30.0, 30, "gemm", "", 0), (100.0, 10, "gemm", "", 0)]
+    trace = trace_read.read(kineto(tmp_path / "t.json", kernels, [(0.0, 200.0)], extra=extra))[0]
+    assert sorted(trace.wrapper) == [(10, 20), (50, 70)] and not trace.ops
+    (step,) = trace_stats.step_stats(trace)
+    assert math.isclose(step.host_ms, 0.020)
+
+
 def test_without_step_markers_the_kernel_sequence_gives_the_steps(tmp_path):
     kernels = [(s + o, 5, name, "", 0) for s in (0, 100, 200, 300) for o, name in ((0, "a"), (10, "b"), (20, "c"))]
     trace = trace_read.read(kineto(tmp_path / "t.json", kernels, [(0.0, 1000.0)]))[0]
@@ -135,7 +151,7 @@ def test_a_ddp_trace_of_two_ranks_end_to_end(tmp_path):
     assert "% of it hidden behind compute" in result.stdout
     # A host-paced step (its GPU idle most of the time): DDP's calls on the host hold the GPU back; the number is
     # the slowest rank's median over the two kept steps (rank 1's 0.523 and 0.562 ms, tests/data's traces).
-    assert 0.3 < summary.loc["overlap", "host_comm_ms"] < 0.7 and "waited for its host" in result.stdout
+    assert 0.3 < summary.loc["overlap", "host_comm_ms"] < 0.7 and "while the GPU waited for them" in result.stdout
 
 
 def test_fsdp2_and_four_ranks(tmp_path):
@@ -258,7 +274,8 @@ def test_memory_follows_the_kernels_not_the_file(tmp_path):
 def test_the_check_holds_the_whole_added_time_against_the_job_s_own(tmp_path):
     """ob-analyze-check on the shipped 2-GPU traces: the DDP job's step minus its compute-only step (1.468 ms,
     unprofiled) against the analysis' total (exposed communication 0.963 + slowdown + DDP's own kernels + its host
-    calls while the GPU waited: 1.39 ms): within 10 %; FSDP2's traced step, its host slowed by the profiler, is off."""
+    calls while the GPU waited: 1.62 ms, 10.5 % over: no interval in that trace_job.csv to hold it); FSDP2's traced
+    step, its host slowed by the profiler, is further off."""
     result = subprocess.run([*tool("analyze_check.py"), DATA / "2gpu", "--csv", tmp_path / "c.csv"],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
@@ -266,8 +283,10 @@ def test_the_check_holds_the_whole_added_time_against_the_job_s_own(tmp_path):
     ddp = table.loc["ddp-1024x8x256-25mb"]
     assert math.isclose(ddp["target_added_ms"], 1.4684, rel_tol=1e-3)
     assert math.isclose(ddp["total_added_ms"], ddp["added_ms"] + ddp["wrapper_gpu_ms"] + ddp["host_comm_ms"])
-    assert abs(ddp["error_total"]) < 0.10 and ddp["verdict"] == "within 10 %"
-    assert table.loc["fsdp2-1024x8x256", "verdict"] == "off"  # no interval in that trace_job.csv: NaN holds nothing
+    assert math.isclose(ddp["error_total"], ddp["total_added_ms"] / ddp["target_added_ms"] - 1)
+    assert 0.5 < ddp["host_comm_ms"] < 0.8 and 0.0 < ddp["wrapper_gpu_ms"] < 0.05
+    assert 0.10 < ddp["error_total"] < 0.11 and ddp["verdict"] == "off"
+    assert table.loc["fsdp2-1024x8x256", "error_total"] > 0.5
     from overlap_bench import analyze_check
 
     assert analyze_check.verdict(1.3, 1.0, 0.8, 1.4) == "inside the target's interval"
