@@ -10,7 +10,8 @@ Writes --csv: label, system, ranks, rank, traced_step_ms, step_ms, compute_ms, t
 rank), error_without_wait ((added - peer_wait) / target - 1), host_comm_ms (the wrapper's host calls while the GPU
 ran nothing), wrapper_gpu_ms (its own kernels where no other ran), total_added_ms (added + wrapper_gpu + host_comm),
 error_total (total_added / target - 1), target_lo_ms and target_hi_ms (the target's 95 % interval where trace_job.py
-measured it), verdict ("within 10 %", "inside the target's interval", or "off"), overlap_pct, hta_overlap_pct.
+measured it), verdict ("within 10 %", "inside the target's interval", or "off") and verdict_added (the same for
+added_ms), overlap_pct, hta_overlap_pct. With --counts, per measure (added, total) the jobs of each verdict.
 
 Usage: ob-analyze-check results/runs/traces --csv check.csv
 """
@@ -80,8 +81,21 @@ def check(folder):
                          "wrapper_gpu_ms": summary["wrapper_gpu_ms"], "host_comm_ms": summary["host_comm_ms"],
                          "total_added_ms": total, "error_total": total / target - 1, "target_lo_ms": lo,
                          "target_hi_ms": hi, "verdict": verdict(total, target, lo, hi),
+                         "verdict_added": verdict(summary["added_ms"], target, lo, hi),
                          "overlap_pct": rank.overlap_pct,
                          "hta_overlap_pct": hta.get(rank.rank, float("nan"))})
+    return pd.DataFrame(rows)
+
+
+def counts(table):
+    """Per measure (added_ms, total_added_ms), how many jobs (not ranks) stand in each verdict."""
+    jobs = table.drop_duplicates("label")
+    rows = []
+    for measure, column in (("added", "verdict_added"), ("total", "verdict")):
+        found = jobs[column].value_counts()
+        rows.append({"measure": measure, "jobs": len(jobs), "within_10_pct": int(found.get("within 10 %", 0)),
+                     "inside_interval": int(found.get("inside the target's interval", 0)),
+                     "off": int(found.get("off", 0))})
     return pd.DataFrame(rows)
 
 
@@ -89,8 +103,10 @@ def main():
     parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
     parser.add_argument("folder", help="a trace_job.py --out folder")
     parser.add_argument("--csv", required=True, help="the table to write")
+    parser.add_argument("--counts", help="also write per measure the jobs of each verdict to this CSV")
     args = parser.parse_args()
-    ob_tool.require_outputs([("--csv", args.csv), ("--csv (its metadata)", ob_csv.meta_path(args.csv))])
+    ob_tool.require_outputs([("--csv", args.csv), ("--csv (its metadata)", ob_csv.meta_path(args.csv))] +
+                            ([("--counts", args.counts)] if args.counts else []))
     table = check(args.folder)
     try:
         from importlib.metadata import version
@@ -106,6 +122,10 @@ def main():
     ob_tool.write_text_atomic(ob_csv.meta_path(args.csv), json.dumps(meta, indent=2) + "\n")
     ob_tool.write_text_atomic(args.csv, table.to_csv(index=False))
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    tally = counts(table)
+    if args.counts:
+        ob_tool.write_text_atomic(args.counts, tally.to_csv(index=False))
+    print(tally.to_string(index=False))
     return 0
 
 

@@ -276,8 +276,8 @@ def test_the_check_holds_the_whole_added_time_against_the_job_s_own(tmp_path):
     unprofiled) against the analysis' total (exposed communication 0.963 + slowdown + DDP's own kernels + its host
     calls while the GPU waited: 1.62 ms, 10.5 % over: no interval in that trace_job.csv to hold it); FSDP2's traced
     step, its host slowed by the profiler, is further off."""
-    result = subprocess.run([*tool("analyze_check.py"), DATA / "2gpu", "--csv", tmp_path / "c.csv"],
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run([*tool("analyze_check.py"), DATA / "2gpu", "--csv", tmp_path / "c.csv", "--counts",
+                             tmp_path / "n.csv"], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     table = pd.read_csv(tmp_path / "c.csv").drop_duplicates("label").set_index("label")
     ddp = table.loc["ddp-1024x8x256-25mb"]
@@ -287,6 +287,9 @@ def test_the_check_holds_the_whole_added_time_against_the_job_s_own(tmp_path):
     assert 0.5 < ddp["host_comm_ms"] < 0.8 and 0.0 < ddp["wrapper_gpu_ms"] < 0.05
     assert 0.10 < ddp["error_total"] < 0.11 and ddp["verdict"] == "off"
     assert table.loc["fsdp2-1024x8x256", "error_total"] > 0.5
+    counts = pd.read_csv(tmp_path / "n.csv").set_index("measure")
+    assert counts.loc["total"].to_dict() == {"jobs": 2, "within_10_pct": 0, "inside_interval": 0, "off": 2}
+    assert counts.loc["added", "jobs"] == 2 and counts.loc["added", "off"] == 2  # -34 % and +21 %
     from overlap_bench import analyze_check
 
     assert analyze_check.verdict(1.3, 1.0, 0.8, 1.4) == "inside the target's interval"
