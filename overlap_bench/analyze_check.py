@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
 """ob-analyze-check: ob-analyze held against what the traced job measured without the profiler, and beside
-Holistic Trace Analysis: for every job a trace_job.py folder holds (its trace_job.csv and one trace per rank), the
-analyzer's added time (exposed communication + compute slowdown, median traced step) against the job's own step
-minus its compute-only step (unprofiled, same processes), and per rank its share of communication hidden beside
-HTA's get_comm_comp_overlap (where the HolisticTraceAnalysis package is installed; the column is empty otherwise).
+Holistic Trace Analysis: for every job a trace_job.py folder holds (its trace_job.csv and one trace per rank), and
+every phase 4 run in the folder (its summary and its own timeline, no profiler), the analyzer's added time (exposed
+communication + compute slowdown, median traced step) against the job's own step minus its compute-only step
+(unprofiled, same processes), and per rank its share of communication hidden beside HTA's get_comm_comp_overlap
+(where the HolisticTraceAnalysis package is installed and the job's traces are the profiler's; empty otherwise).
 
 Writes --csv: label, system, ranks, rank, traced_step_ms, step_ms, compute_ms, target_added_ms, added_ms, error
 (added / target - 1), exposed_comm_ms, slowdown_ms, peer_wait_ms (of the exposed communication, the wait for a later
 rank), error_without_wait ((added - peer_wait) / target - 1), host_comm_ms (the wrapper's host calls while the GPU
 ran nothing), wrapper_gpu_ms (its own kernels where no other ran), total_added_ms (added + wrapper_gpu + host_comm),
-error_total (total_added / target - 1), target_lo_ms and target_hi_ms (the target's 95 % interval where trace_job.py
-measured it), verdict ("within 10 %", "inside the target's interval", or "off") and verdict_added (the same for
-added_ms), overlap_pct, hta_overlap_pct. With --counts, per measure (added, total) the jobs of each verdict.
+error_total (total_added / target - 1), target_lo_ms and target_hi_ms (the target's 95 % interval where
+trace_job.py or phase 4 measured it), verdict ("within 10 %", "inside the target's interval", or "off") and
+verdict_added (the same for added_ms), overlap_pct, hta_overlap_pct. With --counts, per measure (added, total)
+the jobs of each verdict.
 
 Usage: ob-analyze-check results/runs/traces --csv check.csv
 """
@@ -23,7 +25,9 @@ import shutil
 import sys
 import tempfile
 import time
+import types
 
+import numpy as np
 import pandas as pd
 
 from overlap_bench import analyze
@@ -53,21 +57,53 @@ def verdict(total, target, lo, hi):
     return "inside the target's interval" if lo <= total <= hi else "off"
 
 
-def check(folder):
-    folder = pathlib.Path(folder)
-    jobs = pd.read_csv(ob_tool.require_input(folder / "trace_job.csv", "FOLDER"))
-    rows = []
+def traced_jobs(folder):
+    """(job, its files) of a trace_job.py folder: each job's row of trace_job.csv and its one trace per rank."""
+    jobs = pd.read_csv(folder / "trace_job.csv")
     for job in jobs.itertuples():
         files = sorted(folder.glob(f"{job.label}.rank*.trace.json*"))
         if len(files) != job.ranks:
             raise ob_tool.UsageError(f"{folder}: {job.label} has {len(files)} rank traces, {job.ranks} expected")
+        yield job._asdict(), files
+
+
+def phase4_jobs(folder):
+    """(job, its files) of every phase 4 run in the folder (a summary with its timeline beside it): its own
+    overlapped and compute-only steps (medians of the same process, no profiler) and the target's interval from
+    their medians' intervals (half-widths added in quadrature); the timeline is its trace."""
+    for timeline in sorted(folder.glob("*.timeline.csv")):
+        path = timeline.with_name(timeline.name.replace(".timeline.csv", ".csv"))
+        if not path.is_file():
+            continue
+        frame = ob_csv.load_summary(path)
+        if set(frame["phase"]) != {"phase4"} or not {"overlap", "compute"} <= set(frame["mode"]):
+            continue
+        modes = frame.groupby("mode").first()
+        step, compute = modes.loc["overlap", "time_ms_p50"], modes.loc["compute", "time_ms_p50"]
+        half = float(np.hypot(step * modes.loc["overlap", "time_ms_p50_ci_rel"],
+                              compute * modes.loc["compute", "time_ms_p50_ci_rel"]))
+        yield ({"label": path.stem, "system": "overlap-bench", "ranks": int(modes.loc["overlap", "ranks"]),
+                "step_ms": step, "compute_ms": compute, "target_lo_ms": step - compute - half,
+                "target_hi_ms": step - compute + half}, [timeline])
+
+
+def check(folder):
+    folder = pathlib.Path(folder)
+    if not folder.is_dir():
+        raise ob_tool.UsageError(f"FOLDER: '{folder}' is invalid: a folder of traces or phase 4 runs")
+    jobs = [*(traced_jobs(folder) if (folder / "trace_job.csv").is_file() else []), *phase4_jobs(folder)]
+    if not jobs:
+        raise ob_tool.UsageError(f"{folder}: no trace_job.csv and no phase 4 run with its timeline in it")
+    rows = []
+    for job, files in jobs:
+        job = types.SimpleNamespace(**job)
         with tempfile.TemporaryDirectory() as scratch:
             out = pathlib.Path(scratch) / "a"
             with contextlib.redirect_stdout(io.StringIO()):
                 analyze.main([*map(str, files), "--out", str(out)])
             summary = pd.read_csv(out / "analysis.csv").set_index("mode").loc["overlap"]
             ranks = pd.read_csv(out / "analysis.ranks.csv")
-        hta = hta_overlap(files)
+        hta = hta_overlap(files) if job.system != "overlap-bench" else {}
         target = job.step_ms - job.compute_ms
         lo, hi = getattr(job, "target_lo_ms", float("nan")), getattr(job, "target_hi_ms", float("nan"))
         total = summary["total_added_ms"]

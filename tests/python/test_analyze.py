@@ -304,3 +304,32 @@ def test_the_target_s_interval_is_the_difference_of_two_medians():
     assert lo < 1.0 < hi and hi - lo < 0.2
     lo, hi = trace_job.difference_interval([10.0] * 5, [9.0] * 5)
     assert lo == hi == 1.0
+
+
+def test_a_phase4_run_is_checked_against_its_own_compute_only_step(tmp_path):
+    """A phase 4 run's summary (overlap 1.30 ms, compute-only 1.00 ms, medians within 1 %) and its timeline: each
+    overlapped step a 1000 us backward beside a 500 us all-reduce from 800 us, the backward alone 1000 us in the
+    other step too: 300 us exposed, no slowdown: the added time is the target."""
+    columns = ["system", "phase", "mode", "ranks", "chunks", "iters", "time_ms_p50", "time_ms_p95", "time_ms_min",
+               "time_ms_max", "time_ms_mean", "time_ms_stddev", "time_ms_p50_ci_rel", "unstable"]
+    rows = [["overlap-bench", "phase4", mode, 2, 1, 20, ms, ms, ms, ms, ms, 0.0, 0.01, 0]
+            for mode, ms in (("compute", 1.0), ("overlap", 1.3))]
+    pd.DataFrame(rows, columns=columns).to_csv(tmp_path / "p4.csv", index=False)
+    lines = ["rank,lane,name,iter,chunk,start_us,end_us"]
+    for rank in (0, 1):
+        for it in range(3):
+            base = it * 5000
+            lines += [f"{rank},overlap:compute,backward,{it},0,{base},{base + 1000}",
+                      f"{rank},overlap:comm,allreduce,{it},0,{base + 800},{base + 1300}"]
+    (tmp_path / "p4.timeline.csv").write_text("\n".join(lines) + "\n")
+    result = subprocess.run([*tool("analyze_check.py"), tmp_path, "--csv", tmp_path / "c.csv"], capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    row = pd.read_csv(tmp_path / "c.csv").iloc[0]
+    assert row["label"] == "p4" and row["system"] == "overlap-bench" and math.isclose(row["target_added_ms"], 0.3)
+    assert math.isclose(row["added_ms"], 0.3) and row["verdict"] == "within 10 %"
+    half = math.hypot(0.013, 0.010)
+    assert math.isclose(row["target_lo_ms"], 0.3 - half) and math.isclose(row["target_hi_ms"], 0.3 + half)
+    empty = subprocess.run([*tool("analyze_check.py"), tmp_path / "c.csv", "--csv", tmp_path / "d.csv"],
+                           capture_output=True, text=True, timeout=300)
+    assert empty.returncode == 2 and "a folder of traces" in empty.stderr
