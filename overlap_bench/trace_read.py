@@ -61,6 +61,7 @@ class RankTrace:
     wrapper: list = field(default_factory=list)  # (host start, host end) of the wrapper's calls (WRAPPER_CALLS)
     wrapping: list = field(default_factory=list)  # (host start, host end, thread) of WRAPPING_CALLS, while read
     ops: dict = field(default_factory=dict)  # thread -> (starts, ends) of its operators, while read
+    isolated: dict = field(default_factory=dict)  # (name, shape) -> median us in a compute-only run of the same job
     system: str = ""
 
 
@@ -197,10 +198,12 @@ def read_nsys(path):
 
 def read_timeline(path):
     """This suite's own timeline CSV (a phase 4 run; of a sweep, its first point): its overlapped mode's lanes,
-    every iteration a step, the compute lane's events as compute and the comm lane's as collectives."""
+    every iteration a step, the compute lane's events as compute and the comm lane's as collectives; the same events'
+    median times in the run's compute-only mode, the baseline of their slowdown."""
     frame = ob_csv.load_timeline(path)
-    frame = frame[frame["lane"].str.startswith("overlap:") & ~frame["lane"].str.endswith(":host")]
     frame = frame[frame["point"] == ob_csv.timeline_points(frame)[0]]  # a sweep's first point
+    alone = frame[frame["lane"] == "compute:compute"]
+    frame = frame[frame["lane"].str.startswith("overlap:") & ~frame["lane"].str.endswith(":host")]
     ranks = sorted(frame["rank"].unique())
     if not ranks:
         raise ob_tool.UsageError(f"{path}: no overlapped iteration in it")
@@ -208,6 +211,8 @@ def read_timeline(path):
     for rank in ranks:
         part = frame[frame["rank"] == rank]
         one = RankTrace(str(path), rank=int(rank), world=len(ranks), system="overlap-bench")
+        mine = alone[alone["rank"] == rank]
+        one.isolated = {(name, ""): float((g["end_us"] - g["start_us"]).median()) for name, g in mine.groupby("name")}
         for row in part.itertuples():
             comm = row.lane.endswith(":comm")
             one.kernels.append(Kernel(row.start_us, row.end_us, row.name, 1 if comm else 0, "",

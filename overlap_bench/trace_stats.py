@@ -123,13 +123,14 @@ class StepStats:
 
 def alone_medians(trace):
     """Per compute kernel (name and launch shape), the median duration of its instances that ran with no collective
-    in flight on the same GPU: the baseline of the slowdown."""
+    in flight on the same GPU, or where the trace holds a compute-only run of the same job (phase 4's timeline), of
+    its instances there: the baseline of the slowdown."""
     comm = Cover((k.start, k.end) for k in trace.kernels if k.comm)
     alone = collections.defaultdict(list)
     for k in trace.kernels:
         if not k.comm and overlap_with(k.start, k.end, comm) == 0:
             alone[(k.name, k.shape)].append(k.end - k.start)
-    return {key: float(np.median(v)) for key, v in alone.items()}, comm
+    return {**{key: float(np.median(v)) for key, v in alone.items()}, **trace.isolated}, comm
 
 
 def inside(t, cover):
@@ -163,8 +164,9 @@ def step_stats(trace):
         others = Cover((k.start, k.end) for k in kernels if id(k) not in mine)
         slowdown = slowed = 0.0
         for k in kernels:
-            if k.comm or (k.name, k.shape) not in medians or overlap_with(k.start, k.end, comm_all) == 0:
-                continue
+            if k.comm or (k.name, k.shape) not in medians or (
+                    not trace.isolated and overlap_with(k.start, k.end, comm_all) == 0):
+                continue  # with a compute-only run to hold it against, every compute kernel of the step counts
             slowdown += (k.end - k.start) - medians[(k.name, k.shape)]
             slowed += medians[(k.name, k.shape)]
         buckets = [(k.collective or k.name, k.nbytes, (k.end - k.start) / 1e3, k.start, k.end)

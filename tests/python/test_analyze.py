@@ -330,6 +330,14 @@ def test_a_phase4_run_is_checked_against_its_own_compute_only_step(tmp_path):
     assert math.isclose(row["added_ms"], 0.3) and row["verdict"] == "within 10 %"
     half = math.hypot(0.013, 0.010)
     assert math.isclose(row["target_lo_ms"], 0.3 - half) and math.isclose(row["target_hi_ms"], 0.3 + half)
+    # With the run's compute-only mode in the timeline (the backward 900 us there), every overlapped backward is
+    # held against it, beside a collective or not: 100 us slower a step, 0.4 ms added.
+    for rank in (0, 1):
+        lines += [f"{rank},compute:compute,backward,{it},0,{it * 5000},{it * 5000 + 900}" for it in range(3)]
+    (tmp_path / "p4.timeline.csv").write_text("\n".join(lines) + "\n")
+    (trace, _) = trace_read.read(tmp_path / "p4.timeline.csv")
+    assert trace.isolated == {("backward", ""): 900.0}
+    assert [round(s.slowdown_ms, 6) for s in trace_stats.step_stats(trace)] == [0.1, 0.1, 0.1]
     empty = subprocess.run([*tool("analyze_check.py"), tmp_path / "c.csv", "--csv", tmp_path / "d.csv"],
                            capture_output=True, text=True, timeout=300)
     assert empty.returncode == 2 and "a folder of traces" in empty.stderr
