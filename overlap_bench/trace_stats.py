@@ -114,12 +114,6 @@ class StepStats:
     def added_ms(self):
         return self.exposed_ms + self.slowdown_ms
 
-    @property
-    def total_added_ms(self):
-        """Everything the trace shows the wrapper adding to the compute-only step: added_ms, its own kernels and its
-        host calls while the GPU waited."""
-        return self.added_ms + self.wrapper_gpu_ms + self.host_ms
-
 
 def alone_medians(trace):
     """Per compute kernel (name and launch shape), the median duration of its instances that ran with no collective
