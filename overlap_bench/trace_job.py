@@ -35,6 +35,10 @@ def parse_args():
     parser.add_argument("--fsdp", action="store_true", help="FSDP2 (fully_shard per layer) instead of DDP")
     parser.add_argument("--iters", type=int, default=20, help="timed steps without the profiler (default: 20)")
     parser.add_argument("--steps", type=int, default=4, help="steps the profiler records (default: 4)")
+    parser.add_argument("--profile", choices=("full", "light", "gpu"), default="full",
+                        help="what the profiler records: full (CPU and CUDA activity, operators' input shapes: what "
+                        "the advice reads), light (no shapes) or gpu (CUDA activity only: no host ranges, no step "
+                        "markers) (default: full)")
     parser.add_argument("--passes", type=int, default=4, help="the compute-only and the wrapped step timed in turn "
                         "this many times, --iters shared among them (default: 4)")
     parser.add_argument("--out", required=True, help="folder to write (created)")
@@ -76,10 +80,11 @@ def difference_interval(step, compute, seed=1234, count=1000):
     return tuple(float(v) for v in np.percentile(diffs, [2.5, 97.5]))
 
 
-def trace(step, steps, path):
+def trace(step, steps, path, kind="full"):
     from torch.profiler import ProfilerActivity, profile, schedule
 
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True,
+    activities = [ProfilerActivity.CUDA] + ([] if kind == "gpu" else [ProfilerActivity.CPU])
+    with profile(activities=activities, record_shapes=kind == "full",
                  schedule=schedule(wait=1, warmup=1, active=steps)) as profiler:
         for _ in range(steps + 2):
             step()
@@ -107,7 +112,7 @@ def run(args, work, setting, rank, world):
     label = f"{'fsdp2' if args.fsdp else 'ddp'}-{work.tag}" + \
         ("" if args.fsdp else f"-{setting:g}mb")
     path = pathlib.Path(args.out) / f"{label}.rank{rank}.trace.json"
-    trace(step, args.steps, path)
+    trace(step, args.steps, path, args.profile)
     with open(path, "rb") as source, gzip.open(f"{path}.gz", "wb") as target:
         shutil.copyfileobj(source, target)
     path.unlink()
