@@ -74,16 +74,33 @@ def steps_of(trace):
 
 
 def by_repetition(kernels):
-    """Steps as the repetition of the kernel sequence: the shortest period over which at least 90 % of kernel names
-    repeat, cut where the first kernel's name recurs. A trace with fewer than two periods is one step."""
-    names = [k.name for k in kernels]
-    n = len(names)
+    """Steps as the repetition of the kernel sequence of the stream that ran the most compute kernels (collectives and
+    other streams interleave with it differently from step to step): the shortest period over which its kernel names
+    repeat (99 % of them; else 90 %: a step's layers repeat within it, so the looser rule is taken only where no
+    period holds the stricter one), each step cut where a period begins on that stream and holding every kernel that
+    started from there to the next. A trace with fewer than two periods is one step."""
+    compute = [k for k in kernels if not k.comm]
+    if not compute:
+        return [(0, kernels)]
+    main = collections.Counter(k.stream for k in compute).most_common(1)[0][0]
+    sequence = [k for k in compute if k.stream == main]
+    codes = np.unique([k.name for k in sequence], return_inverse=True)[1]
+    n, loose = len(codes), None
     for period in range(1, n // 2 + 1):
-        same = sum(names[i] == names[i + period] for i in range(n - period))
-        if same >= 0.9 * (n - period):
-            starts = [i for i in range(0, n - period + 1, period)]
-            return [(s, kernels[i:i + period]) for s, i in enumerate(starts)]
-    return [(0, kernels)]
+        same = np.count_nonzero(codes[:-period] == codes[period:]) / (n - period)
+        loose = loose or (period if same >= 0.9 else None)
+        if same >= 0.99:
+            break
+    else:
+        period = loose
+    if period is None:
+        return [(0, kernels)]
+    cuts = [sequence[i].start for i in range(0, n - period + 1, period)]
+    cuts.append(sequence[n - n % period].start if n % period else float("inf"))
+    ordered = sorted(kernels, key=lambda k: k.start)
+    starts = [k.start for k in ordered]
+    return [(s, ordered[bisect.bisect_left(starts, a):bisect.bisect_left(starts, b)])
+            for s, (a, b) in enumerate(zip(cuts, cuts[1:]))]
 
 
 @dataclass
