@@ -150,13 +150,18 @@ def inside(t, cover):
     return i < len(cover) and cover[i][0] <= t
 
 
-def host_comm(trace, start, end, busy):
-    """Microseconds within [start, end) the wrapper's host calls (trace_read.WRAPPER_CALLS, and the ends of
-    WRAPPING_CALLS) took while the GPU ran nothing (`busy`: the cover of every kernel, memset and copy of the rank):
-    the GPU waited for its host, which was in the wrapper's code. `start` is the step marker's where there is one:
-    the host's time before the step's first kernel is the step's too."""
-    calls = Cover((max(a, start), min(b, end)) for a, b in trace.wrapper if b > start and a < end)
-    return minus(calls, busy)
+def host_comm(calls, start, end, busy):
+    """Microseconds within [start, end) the wrapper's host calls (`calls`: the cover of trace_read.WRAPPER_CALLS and
+    the ends of WRAPPING_CALLS) took while the GPU ran nothing (`busy`: the cover of every kernel, memset and copy of
+    the rank): the GPU waited for its host, which was in the wrapper's code. `start` is the step marker's where there
+    is one: the host's time before the step's first kernel is the step's too."""
+    first = bisect.bisect_right(calls.ends, start)
+    clipped = []
+    for a, b in calls[first:]:
+        if a >= end:
+            break
+        clipped.append((max(a, start), min(b, end)))
+    return minus(clipped, busy)
 
 
 def step_stats(trace):
@@ -185,7 +190,7 @@ def step_stats(trace):
         start, end = min(k.start for k in kernels), max(k.end for k in kernels)
         stats.append(StepStats(trace.rank, number, start, end, length(comm) / 1e3, length(compute) / 1e3,
                                minus(comm, compute) / 1e3, slowdown / 1e3, slowed / 1e3, buckets,
-                               host_ms=host_comm(trace, min(start, marks.get(number, start)), end, busy) / 1e3,
+                               host_ms=host_comm(calls, min(start, marks.get(number, start)), end, busy) / 1e3,
                                wrapper_gpu_ms=minus(Cover((k.start, k.end) for k in kernels if id(k) in mine),
                                                     others) / 1e3))
     return stats
