@@ -30,6 +30,7 @@ import time
 import numpy as np
 import pandas as pd
 
+from overlap_bench import advice
 from overlap_bench import compare_runs
 from overlap_bench import ob_csv
 from overlap_bench import ob_tool
@@ -141,8 +142,6 @@ def main(argv=None):
     system = traces[0].system or ("pytorch-fsdp2" if "reduce_scatter" in collectives or "_reduce_scatter_base"
                                   in collectives else "pytorch-ddp" if "allreduce" in collectives else "trace")
     table = summary(stats, system, world)
-    from overlap_bench import advice
-
     advised = advice.advise(traces, stats, world, args.predictor) if system == "pytorch-ddp" else None
     buckets = pd.DataFrame([{"rank": s.rank, "step": s.step, "bucket": i, "collective": b[0], "bytes": b[1],
                              "ms": b[2]} for s in stats for i, b in enumerate(s.buckets)])
@@ -163,7 +162,7 @@ def main(argv=None):
         staging.commit(last="analysis.csv")
     finally:
         staging.discard()
-    for line in sentences(table, advised):
+    for line in sentences(table, advised, advice.gpu_busy(stats) if system != "overlap-bench" else 1.0):
         print(line)
     return 0
 
@@ -178,7 +177,9 @@ def draw(folder):
                     "your job, one traced step")
 
 
-def sentences(table, advised):
+def sentences(table, advised, busy=1.0):
+    """The analysis in words; where the GPU was busy for less than advice.HOST_PACED of the traced step (`busy`), a
+    warning that the profiler's own host work lengthens such a step (results/1xH200/trace-profiles)."""
     row = table.set_index("mode").loc["overlap"]
     lines = [f"{row['system']}, {int(row['ranks'])} ranks, {int(row['iters'])} steps: the step took "
              f"{row['time_ms_p50']:.3f} ms (median, slowest rank); communication {row['comm_ms']:.3f} ms, "
@@ -187,6 +188,10 @@ def sentences(table, advised):
              f"({row['slowdown_ms']:.3f} ms a step): {row['added_ms']:.3f} ms added to the compute by "
              f"communication; the wrapper's own kernels took {row['wrapper_gpu_ms']:.3f} ms more and its host calls "
              f"{row['host_comm_ms']:.3f} ms while the GPU waited for them: {row['total_added_ms']:.3f} ms in all"]
+    if busy < advice.HOST_PACED:
+        lines.append(f"The GPU ran work for {100 * busy:.0f} % of the traced step: its host paces the step, and the "
+                     "profiler's own host work lengthens such a step, so these times are the traced job's, longer "
+                     "than your job's without the profiler (tracing without record_shapes keeps them nearer)")
     if advised:
         lines.append(advised["sentence"])
     return lines

@@ -168,6 +168,7 @@ def test_a_ddp_trace_of_two_ranks_end_to_end(tmp_path):
     # A host-paced step (its GPU idle most of the time): DDP's calls on the host hold the GPU back; the number is
     # the slowest rank's median over the two kept steps (rank 1's 0.523 and 0.562 ms, tests/data's traces).
     assert 0.3 < summary.loc["overlap", "host_comm_ms"] < 0.7 and "while the GPU waited for them" in result.stdout
+    assert "its host paces the step, and the profiler's own host work lengthens such a step" in result.stdout
 
 
 def test_fsdp2_and_four_ranks(tmp_path):
@@ -256,6 +257,7 @@ def test_a_phase4_timeline_is_read_too(tmp_path):
     assert result.returncode == 0, result.stderr
     row = pd.read_csv(tmp_path / "a" / "analysis.csv").set_index("mode").loc["overlap"]
     assert row["system"] == "overlap-bench" and math.isclose(row["overlap_pct"], 100 * 50 / 80)
+    assert "host paces" not in result.stdout  # phase 4's own events: no profiler to lengthen the step
 
 
 def test_memory_follows_the_kernels_not_the_file(tmp_path):
