@@ -104,11 +104,17 @@ def timed_iters(iters, min_time_ms, warmup_ms):
     return int(min(max(math.ceil(min_time_ms / step_ms), iters), max(iters, MOST_MIN_TIME_ITERS)))
 
 
+def pass_iters(iters, passes, k):
+    """Pass k's share of `iters` (the first iters mod passes passes one more), as phase 4's run_passes splits them
+    (METRICS.md, "Passes")."""
+    return iters // passes + (1 if k < iters % passes else 0)
+
+
 def pass_share(args, passes, k):
-    """A copy of `args` with pass k's share of --iters (the first iters mod passes passes one more) and of
-    --min-time-ms, as phase 4's run_passes splits them (METRICS.md, "Passes")."""
+    """A copy of `args` with pass k's share of --iters (pass_iters) and of --min-time-ms, as phase 4's run_passes
+    splits them (METRICS.md, "Passes")."""
     share = copy.copy(args)
-    share.iters = args.iters // passes + (1 if k < args.iters % passes else 0)
+    share.iters = pass_iters(args.iters, passes, k)
     share.min_time_ms = args.min_time_ms / passes
     return share
 

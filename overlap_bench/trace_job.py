@@ -25,7 +25,7 @@ import numpy as np
 
 from overlap_bench import bench_ddp
 from overlap_bench import ob_tool
-from overlap_bench.ddp_steps import Mlp, Step, Transformer, dist, slowest, timed, torch, wrap
+from overlap_bench.ddp_steps import Mlp, Step, Transformer, dist, pass_iters, slowest, timed, torch, wrap
 
 
 def parse_args():
@@ -67,7 +67,7 @@ def in_turn(steps, iters, passes):
     times = [[] for _ in steps]
     for k in range(passes):
         for step, mine in zip(steps, times):
-            mine += slowest(timed(step, iters // passes + (1 if k < iters % passes else 0), 3))
+            mine += slowest(timed(step, pass_iters(iters, passes, k), 3))
     return times
 
 

@@ -15,6 +15,8 @@ import pathlib
 import sqlite3
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from overlap_bench import ob_csv
 
 from overlap_bench import ob_tool
@@ -115,8 +117,6 @@ def _keep(trace, event):
 def _wrapping_ends(trace):
     """Adds to trace.wrapper each wrapping annotation's host time before the first operator inside it and after the
     last (on its thread; all of it where none ran inside), then lets the operators go."""
-    import numpy as np
-
     threads = {}
     for tid, (starts, ends) in trace.ops.items():
         starts, ends = np.frombuffer(starts, dtype=float), np.frombuffer(ends, dtype=float)
