@@ -18,12 +18,16 @@ tensors in the same backward order, batched-GEMM attention, cross-entropy on nex
 --micro-batch sequences per GPU, optionally its first --blocks blocks; FSDP2 then shards each block.
 Each --bucket-mb value is one wrapped run; a value given again is a repeat, kept as its own rows (column repeat).
 --passes P times the compute-only step and every wrapped run in turn P times, as phase 4's --passes its modes.
+--graph (DDP) captures each mode's step once in a CUDA graph, DDP's all-reduces included, and times its replays
+(column graph 1; compute is then the replayed compute-only step): no launch gaps on either side, as phase 4's --graph;
+the replay's gradients are checked too.
 --fsdp runs PyTorch FSDP2 instead (system pytorch-fsdp2: fully_shard on every layer and the model, eager, without
 and with resharding after the forward, or as --reshard-after-forward says; column reshard_after_forward). DDP's and
 FSDP2's gradients are checked against a manual all-reduce of the same step's gradients. Writes phase 4's summary
 columns; the metadata's commit is checked as the binaries' is (ob_tool.commit_id).
 """
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -46,7 +50,7 @@ IMPORTED = time.monotonic()
 # The summary columns that describe a configuration (beside system, phase, ranks, chunks, iters), named in the
 # metadata as the binaries name theirs.
 CONFIG_KEYS = ["hidden", "layers", "batch", "model", "seq", "micro_batch", "blocks", "bucket_mb", "first_bucket_mb",
-               "grad_mb", "tf32", "clock", "reshard_after_forward", "repeat"]
+               "grad_mb", "tf32", "graph", "clock", "reshard_after_forward", "repeat"]
 
 
 def add_work_arguments(parser):
@@ -77,6 +81,7 @@ def parse_args():
                         help="GEMMs on TF32 tensor cores, as phase 4's --tf32 (default: on)")
     parser.add_argument("--default", action="store_true", help="DDP's default settings instead of the expert ones")
     parser.add_argument("--fsdp", action="store_true", help="PyTorch FSDP2 (fully_shard per layer) instead of DDP")
+    parser.add_argument("--graph", action="store_true", help="time each step's CUDA graph replayed (DDP's too)")
     parser.add_argument("--reshard-after-forward", type=int, nargs="+", choices=[0, 1], default=[0, 1],
                         help="with --fsdp: FSDP2's reshard_after_forward, one wrapped run each; one value gives one "
                              "overlap row, as a comparison's contender needs (default: 0 1)")
@@ -110,6 +115,7 @@ def parse_args():
               ("--bucket-mb", " ".join(map(str, args.bucket_mb)),
                all(math.isfinite(mb) and mb > 0 for mb in args.bucket_mb), "numbers > 0"),
               ("--fsdp", "on", not (args.fsdp and args.default), "not with --default"),
+              ("--graph", "on", not (args.graph and (args.fsdp or args.default)), "not with --fsdp or --default"),
               ("--reshard-after-forward", " ".join(map(str, args.reshard_after_forward)),
                args.fsdp or args.reshard_after_forward == [0, 1], "with --fsdp only"),
               ("--lr", args.lr, math.isfinite(args.lr) and args.lr >= 0, "a number >= 0"),
@@ -134,12 +140,9 @@ def parse_args():
     for option, value, ok, allowed in checks:
         if not ok:
             parser.error(f"{option}: '{value}' is invalid: {allowed}")
-    csv = pathlib.Path(args.csv)
-    if csv.suffix != ".csv" or csv.is_dir():
-        parser.error(f"--csv: '{args.csv}' is invalid: a .csv file path")
-    if not csv.resolve().parent.is_dir() or not os.access(csv.resolve().parent, os.W_OK):
-        parser.error(f"--csv: '{args.csv}' is invalid: its directory must exist and be writable")
+    check_csv(parser, args.csv)
     try:
+        csv = pathlib.Path(args.csv)
         inputs = [("--model", pathlib.Path(args.model))] if args.model else []
         ob_tool.require_outputs([("--csv", csv), ("--csv (its metadata)", ob_csv.meta_path(csv))], inputs)
         if args.model:  # one parser of configs, phase4_model's: its errors (a missing key) are ours, before any work
@@ -147,6 +150,15 @@ def parse_args():
     except ob_tool.UsageError as error:
         parser.error(str(error))
     return args
+
+
+def check_csv(parser, text):
+    """--csv: a .csv file path in a writable directory (a usage error otherwise)."""
+    csv = pathlib.Path(text)
+    if csv.suffix != ".csv" or csv.is_dir():
+        parser.error(f"--csv: '{text}' is invalid: a .csv file path")
+    if not csv.resolve().parent.is_dir() or not os.access(csv.resolve().parent, os.W_OK):
+        parser.error(f"--csv: '{text}' is invalid: its directory must exist and be writable")
 
 
 def check_configs(parser, configs):
@@ -184,7 +196,8 @@ def run_config(args, work, rank, world):
     manual all-reduce)."""
     model = fresh_model(args, work)  # identical initial weights on every rank
     generator = torch.Generator(device="cuda").manual_seed(args.seed * 1000003 + 17 * (rank + 1))
-    step = Step(work, *work.data(generator), set_to_none=not args.default)  # each rank's data differs
+    # each rank's data differs; a captured step zeroes the gradients it replays into
+    step = Step(work, *work.data(generator), set_to_none=not (args.default or args.graph))
     optimizer = torch.optim.SGD(list(model.parameters()), **optimizer_options(args))
     manual = manual_gradients(args, work, step, world)  # checked first, before any timed wrapped step
     rows, runs, worst = {}, {}, 0.0
@@ -217,6 +230,7 @@ def summary_rows(args, system, world, work, compute, runs, worst):
             "model": "", "seq": math.nan, "micro_batch": math.nan, "blocks": math.nan, **work.keys,
             "bucket_mb": math.nan,
             "first_bucket_mb": math.nan, "grad_mb": grad_bytes / (1 << 20), "tf32": int(args.tf32),
+            "graph": int(args.graph),
             "clock": "cuda_event", "reshard_after_forward": math.nan, "repeat": 0, "ddp_grad_rel_error": worst}
     lines = [dict(base, mode=mode, **values) for mode, values in compute.items()]
     t_comp = compute["compute"]["time_ms_p50"]
@@ -272,7 +286,9 @@ def main():
         if rank == 0:
             print(f"bench_ddp: {system} {work.label}", file=sys.stderr, flush=True)
         begun = time.monotonic()
-        results, runs, worst = run_config(args, work, rank, world)
+        # --graph: built, warmed up and captured on one side stream, as DDP's capture needs (ddp_steps.graphed)
+        with torch.cuda.stream(torch.cuda.Stream()) if args.graph else contextlib.nullcontext():
+            results, runs, worst = run_config(args, work, rank, world)
         timings[f"config {work.label}"] = round(time.monotonic() - begun, 2)
         if not worst <= 1e-5:  # NaN fails too
             failures.append(f"{work.label}: {system} gradients differ from a manual all-reduce by {worst:.3g} "

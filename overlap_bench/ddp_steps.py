@@ -200,46 +200,60 @@ class Step:
     def backward(self, model):
         self.work.loss(model, self.inputs, self.targets).backward()
 
-    def of(self, model, optimizer):
+    def of(self, model, optimizer, set_to_none=None):
+        set_to_none = self.set_to_none if set_to_none is None else set_to_none
+
         def step():
-            optimizer.zero_grad(set_to_none=self.set_to_none)
+            optimizer.zero_grad(set_to_none=set_to_none)
             self.backward(model)
             optimizer.step()
         return step
 
 
+def graphed(step, eager=3):
+    """`step` captured once in a CUDA graph, returned as its replay: `eager` steps, then the capture, on a side stream
+    unless one is current (DDP is built, warmed up by 11 steps and captured on one: PyTorch's CUDA graphs notes,
+    "Usage with DistributedDataParallel"). It replays into the gradients the eager steps left (zeroed in place)."""
+    current = torch.cuda.current_stream()
+    stream = torch.cuda.Stream() if current == torch.cuda.default_stream() else current
+    stream.wait_stream(current)
+    with torch.cuda.stream(stream):
+        for _ in range(eager):
+            step()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            step()
+    current.wait_stream(stream)
+    return graph.replay
+
+
 def compute_rows(args, rank, model, optimizer, step):
     """{mode: per-iteration times} of the compute-only step (no wrapper), and of the same step replayed from a CUDA
-    graph (compute-graph: forward, backward and update without launch gaps; skipped with a message where it fails)."""
-    rows = {"compute": timed(step.of(model, optimizer), args.iters, args.warmup, args.min_time_ms)}
+    graph (compute-graph: forward, backward and update without launch gaps; skipped with a message where it fails).
+    With --graph the replayed step is the compute-only one (mode compute)."""
+    eager = step.of(model, optimizer)
+    rows = {} if args.graph else {"compute": timed(eager, args.iters, args.warmup, args.min_time_ms)}
     try:
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for _ in range(3):
-                step.of(model, optimizer)()
-        torch.cuda.current_stream().wait_stream(stream)
-        graph = torch.cuda.CUDAGraph()
-        optimizer.zero_grad(set_to_none=False)  # a graph replays into the same gradient tensors
-        with torch.cuda.graph(graph):
-            optimizer.zero_grad(set_to_none=False)
-            step.backward(model)
-            optimizer.step()
-        rows["compute-graph"] = timed(graph.replay, args.iters, args.warmup, args.min_time_ms)
-        # The graph's private pool holds a whole step's activations (36 GB of llama3-8b's 8 blocks at seq 4096):
-        # given back before the wrapped runs, which need their own.
-        del graph
+        replay = graphed(step.of(model, optimizer, set_to_none=False))
+        rows["compute" if args.graph else "compute-graph"] = timed(replay, args.iters, args.warmup, args.min_time_ms)
+        # Its pool holds a step's activations (36 GB for 8 llama3-8b blocks at seq 4096): freed for the wrapped runs.
+        del replay
         torch.cuda.empty_cache()
-    except RuntimeError as error:  # report, do not fail the comparison
+    except RuntimeError as error:  # report, do not fail the comparison (but where the graph is the comparison)
+        if args.graph:
+            raise
         if rank == 0:
             print(f"bench_ddp: compute-graph skipped: {error}", file=sys.stderr)
     return rows
 
 
-def manual_gradients(args, work, step, world):
-    """One backward's gradients on a model no wrapper has touched (none of their hooks run), all-reduced and averaged
-    by hand: what a wrapper's gradients are checked against."""
+def manual_gradients(args, work, step, world, weights=None):
+    """One backward's gradients on a model no wrapper has touched (none of their hooks run), at the initial weights or
+    `weights`', all-reduced and averaged by hand: what a wrapper's gradients are checked against."""
     fresh = fresh_model(args, work)
+    with torch.no_grad():
+        for mine, theirs in zip(fresh.parameters(), weights or []):
+            mine.copy_(theirs)
     step.backward(fresh)
     manual = [p.grad for p in fresh.parameters()]
     del fresh  # its weights; the gradients stay
@@ -249,11 +263,23 @@ def manual_gradients(args, work, step, world):
     return manual
 
 
+def relative_error(model, gradient, manual):
+    """The largest relative error of `model`'s gradients (`gradient(p)`) against `manual`'s."""
+    return max(((gradient(p) - g).norm() / g.norm().clamp_min(1e-30)).item()
+               for p, g in zip(model.parameters(), manual))
+
+
+def replay_error(args, work, step, world, replay, wrapped, gradient):
+    """A captured wrapped step's replay: its gradients against a manual all-reduce at the weights it started from."""
+    weights = [p.detach().clone() for p in wrapped.parameters()]
+    replay()
+    return relative_error(wrapped, gradient, manual_gradients(args, work, step, world, weights))
+
+
 def gradient_error(step, model, gradient, manual):
     """One backward of the wrapped `model`: the largest relative error of its gradients (`gradient(p)`)."""
     step.backward(model)
-    return max(((gradient(p) - g).norm() / g.norm().clamp_min(1e-30)).item()
-               for p, g in zip(model.parameters(), manual))
+    return relative_error(model, gradient, manual)
 
 
 def bucket_views(backward_order, kind, setting):
@@ -290,7 +316,8 @@ def wrap(work, kind, setting, expert, model):
 def wrapped_run(args, work, model, optimizer, step, manual, world, kind, setting):
     """One wrapped run: seq (backward into the run's bucket views, then each bucket all-reduced in place and
     averaged) and comm (those all-reduces alone) on the unwrapped model, unless --no-isolated; then a fresh model
-    wrapped, its gradients checked, its step timed (overlap). Returns ((kind, setting, {mode: this rank's
+    wrapped, its gradients checked, its step timed (overlap); with --graph each of them captured in a CUDA graph and
+    replayed, the replay's gradients checked too. Returns ((kind, setting, {mode: this rank's
     per-iteration times}, buckets),
     the gradients' largest relative error)."""
     groups, flats = bucket_views(list(reversed(list(model.parameters()))), kind, setting)
@@ -307,10 +334,17 @@ def wrapped_run(args, work, model, optimizer, step, manual, world, kind, setting
             flat.div_(world)  # the average, as DDP computes
         optimizer.step()
 
-    modes = {} if args.no_isolated else {"seq": timed(seq_step, args.iters, args.warmup, args.min_time_ms),
-                                         "comm": timed(allreduce_buckets, args.iters, args.warmup, args.min_time_ms)}
+    def as_timed(run, eager=3):
+        return graphed(run, eager) if args.graph else run  # --graph: the run's CUDA graph replayed
+
+    modes = {} if args.no_isolated else {
+        "seq": timed(as_timed(seq_step), args.iters, args.warmup, args.min_time_ms),
+        "comm": timed(as_timed(allreduce_buckets), args.iters, args.warmup, args.min_time_ms)}
     wrapped, gradient = wrap(work, kind, setting, not args.default, fresh_model(args, work))
     error = gradient_error(step, wrapped, gradient, manual)
     wrapped_optimizer = torch.optim.SGD(wrapped.parameters(), **optimizer_options(args))
-    modes["overlap"] = timed(step.of(wrapped, wrapped_optimizer), args.iters, args.warmup, args.min_time_ms)
+    wrapped_step = as_timed(step.of(wrapped, wrapped_optimizer), eager=11)
+    if args.graph:
+        error = max(error, replay_error(args, work, step, world, wrapped_step, wrapped, gradient))
+    modes["overlap"] = timed(wrapped_step, args.iters, args.warmup, args.min_time_ms)
     return (kind, setting, modes, len(groups)), error

@@ -57,6 +57,8 @@ def load_experiment(path):
     spec.setdefault("passes", 1)
     # Phase 4's steps and its calibration's captured in CUDA graphs and replayed (--graph); absent, eager.
     spec.setdefault("graph", False)
+    # DDP's steps likewise (bench_ddp.py --graph; FSDP2's stay eager); absent, eager.
+    spec.setdefault("ddp_graph", False)
     checks = [("rounds", 2 <= spec["rounds"] <= 100), ("iters", 1 <= spec["iters"] <= 10000),
               ("caps_mb", isinstance(spec["caps_mb"], list) and bool(spec["caps_mb"]) and
                all(isinstance(c, (int, float)) and not isinstance(c, bool) and 0 < c <= 1e6 for c in spec["caps_mb"])),
@@ -68,7 +70,7 @@ def load_experiment(path):
                and not isinstance(spec["min_time_ms"], bool) and 0 <= spec["min_time_ms"] <= 60000),
               ("passes", isinstance(spec["passes"], int) and not isinstance(spec["passes"], bool)
                and 1 <= spec["passes"] <= spec["iters"]),
-              ("graph", isinstance(spec["graph"], bool)),
+              ("graph", isinstance(spec["graph"], bool)), ("ddp_graph", isinstance(spec["ddp_graph"], bool)),
               ("ddp_caps_mb", all(isinstance(c, (int, float)) and 0 < c <= 1e6 for c in spec["ddp_caps_mb"]))]
     for key, ok in checks:
         if not ok:
@@ -106,7 +108,8 @@ def plan(spec, gpus, build, out, python=sys.executable):
             f"--configs {' '.join(c.replace('x', ',') for c in spec['configs'])} --iters {spec['iters']}{min_time}" \
             f"{passes} --no-isolated --order-seed {{seed}}"
     if spec["ddp_caps_mb"]:
-        processes["ddp"] = f"{torch} --bucket-mb {' '.join(f'{c:g}' for c in spec['ddp_caps_mb'])} --csv {{csv}}"
+        processes["ddp"] = f"{torch} --bucket-mb {' '.join(f'{c:g}' for c in spec['ddp_caps_mb'])}" \
+                           f"{' --graph' if spec['ddp_graph'] else ''} --csv {{csv}}"
     if spec["fsdp2"]:
         processes["fsdp2"] = f"{torch} --fsdp --reshard-after-forward 0 --csv {{csv}}"
     args = [arg for name, command in processes.items() for arg in ("--process", f"{name}={command}")]

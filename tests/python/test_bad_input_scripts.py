@@ -125,6 +125,7 @@ BENCH_DDP = [
     (["--seed", "-3"], "--seed"), (["--csv", f"{NO_DIR}/x.csv"], "--csv"), (["--csv", "{work}"], "--csv"),
     (["--csv", "{work}/x.txt"], "--csv"), (["--no-such-option"], "--no-such-option"), ([], "--csv"),
     (["--bucket-mb", "25", "-64"], "--bucket-mb"), (["--fsdp", "--default"], "--fsdp"),
+    (["--graph", "--fsdp"], "--graph"), (["--graph", "--default"], "--graph"),
     (["--reshard-after-forward", "0"], "--reshard-after-forward"),
     (["--fsdp", "--reshard-after-forward", "2"], "--reshard-after-forward"),
     (["--socket-threads", "4"], "--socket-threads"), (["--socks-per-thread", "65"], "--socks-per-thread"),

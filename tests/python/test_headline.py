@@ -70,6 +70,11 @@ def test_one_process_per_system_and_a_calibration_per_configuration(tmp_path):
     processes = dict(args[i + 1].split("=", 1) for i, a in enumerate(args) if a == "--process")
     assert " --graph " in processes["p4"] and " --graph " in calibrations[0][1]
     assert "--graph" not in processes["ddp"] + processes["fsdp2"]
+    # DDP's steps too, where the experiment asks (bench_ddp.py --graph), never FSDP2's nor the calibration's
+    calibrations, args = headline.plan(spec(ddp_graph=True), 4, tmp_path / "build", tmp_path / "out")
+    processes = dict(args[i + 1].split("=", 1) for i, a in enumerate(args) if a == "--process")
+    assert " --graph " in processes["ddp"] and "--graph" not in processes["fsdp2"] + processes["p4"]
+    assert "--graph" not in calibrations[0][1]
 
 
 def test_several_caps_make_a_contender_each_and_the_planner_s_experiment_reads():
@@ -89,7 +94,7 @@ def test_several_caps_make_a_contender_each_and_the_planner_s_experiment_reads()
                                        ("fsdp2 = 1", "fsdp2"), ("ddp_caps_mb = [0]", "ddp_caps_mb"),
                                        ("iters = 'many'", "iters"), ("strategies = ['a b']", "strategies"),
                                        ("min_time_ms = -1", "min_time_ms"), ("passes = 13", "passes"),
-                                       ("graph = 1", "graph")])
+                                       ("graph = 1", "graph"), ("ddp_graph = 'yes'", "ddp_graph")])
 def test_a_bad_experiment_file_is_named(tmp_path, text, key):
     lines = [line for line in EXPERIMENT.read_text().splitlines() if not line.startswith(text.split()[0])]
     path = tmp_path / "bad.toml"
