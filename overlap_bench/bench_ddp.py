@@ -196,8 +196,7 @@ def run_config(args, work, rank, world):
     manual all-reduce)."""
     model = fresh_model(args, work)  # identical initial weights on every rank
     generator = torch.Generator(device="cuda").manual_seed(args.seed * 1000003 + 17 * (rank + 1))
-    # each rank's data differs; a captured step zeroes the gradients it replays into
-    step = Step(work, *work.data(generator), set_to_none=not (args.default or args.graph))
+    step = Step(work, *work.data(generator), set_to_none=not args.default)  # each rank's data differs
     optimizer = torch.optim.SGD(list(model.parameters()), **optimizer_options(args))
     manual = manual_gradients(args, work, step, world)  # checked first, before any timed wrapped step
     rows, runs, worst = {}, {}, 0.0

@@ -200,11 +200,9 @@ class Step:
     def backward(self, model):
         self.work.loss(model, self.inputs, self.targets).backward()
 
-    def of(self, model, optimizer, set_to_none=None):
-        set_to_none = self.set_to_none if set_to_none is None else set_to_none
-
+    def of(self, model, optimizer):
         def step():
-            optimizer.zero_grad(set_to_none=set_to_none)
+            optimizer.zero_grad(set_to_none=self.set_to_none)
             self.backward(model)
             optimizer.step()
         return step
@@ -213,7 +211,8 @@ class Step:
 def graphed(step, eager=3):
     """`step` captured once in a CUDA graph, returned as its replay: `eager` steps, then the capture, on a side stream
     unless one is current (DDP is built, warmed up by 11 steps and captured on one: PyTorch's CUDA graphs notes,
-    "Usage with DistributedDataParallel"). It replays into the gradients the eager steps left (zeroed in place)."""
+    "Usage with DistributedDataParallel"). A zero_grad(set_to_none=True) inside is the host's alone: the capture's
+    backward writes its gradients anew, as the eager step's does, and each replay writes those."""
     current = torch.cuda.current_stream()
     stream = torch.cuda.Stream() if current == torch.cuda.default_stream() else current
     stream.wait_stream(current)
@@ -234,7 +233,7 @@ def compute_rows(args, rank, model, optimizer, step):
     eager = step.of(model, optimizer)
     rows = {} if args.graph else {"compute": timed(eager, args.iters, args.warmup, args.min_time_ms)}
     try:
-        replay = graphed(step.of(model, optimizer, set_to_none=False))
+        replay = graphed(eager)
         rows["compute" if args.graph else "compute-graph"] = timed(replay, args.iters, args.warmup, args.min_time_ms)
         # Its pool holds a step's activations (36 GB for 8 llama3-8b blocks at seq 4096): freed for the wrapped runs.
         del replay

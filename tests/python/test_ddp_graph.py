@@ -24,7 +24,7 @@ torch.cuda.set_device(0)
 dist.init_process_group("nccl", device_id=torch.device("cuda", 0))
 args = argparse.Namespace(seed=1, lr=0.01, default=False, fsdp=False, graph=True)
 work = d.Mlp("256,3,32")
-step = d.Step(work, *work.data(torch.Generator(device="cuda").manual_seed(5)), set_to_none=False)
+step = d.Step(work, *work.data(torch.Generator(device="cuda").manual_seed(5)), set_to_none=True)
 with torch.cuda.stream(torch.cuda.Stream()):
     wrapped, gradient = d.wrap(work, "ddp", 25, True, d.fresh_model(args, work))
     optimizer = torch.optim.SGD(wrapped.parameters(), **d.optimizer_options(args))
