@@ -93,7 +93,7 @@ def fake_stats(ms):
 
 def test_every_repeat_is_its_own_rows_with_its_own_seq_and_comm():
     class Args:
-        iters, tf32 = 5, True
+        iters, tf32, graph = 5, True, False
     def modes(seq, comm, ovl):
         return {"seq": fake_stats(seq), "comm": fake_stats(comm), "overlap": fake_stats(ovl)}
     runs = [("ddp", 25.0, modes(10, 4, 8), 5), ("ddp", 64.0, modes(11, 4.5, 9), 3), ("ddp", 25.0, modes(12, 5, 7), 5)]
