@@ -247,8 +247,8 @@ def compute_rows(args, rank, model, optimizer, step):
 
 
 def manual_gradients(args, work, step, world, weights=None):
-    """One backward's gradients on a model no wrapper has touched (none of their hooks run), at the initial weights or
-    `weights`', all-reduced and averaged by hand: what a wrapper's gradients are checked against."""
+    """One backward's gradients on a model no wrapper has touched (none of their hooks run), at the initial weights (or
+    at `weights`), all-reduced and averaged by hand: what a wrapper's gradients are checked against."""
     fresh = fresh_model(args, work)
     with torch.no_grad():
         for mine, theirs in zip(fresh.parameters(), weights or []):
