@@ -17,6 +17,7 @@ from overlap_bench import packs
 OUTPUTS = ["headline.csv", "headline.contenders.csv", "headline.meta.json", "headline.png", "prediction-check.csv",
            "bounds.csv"]
 P4_PROCESS = "p4"
+DDP_PROCESS = "ddp"
 BOUND_COLUMNS = ["config", "round", "sync", "plan", "bucket_mb", "bound_kind", "bound_ms", "overlap_ms", "compute_ms",
                  "enqueue_share", "bound_over_step", "above"]
 WIDE = 0.02  # the issue's target: a ratio's interval within +-2 %
@@ -92,6 +93,16 @@ def bound_rows(runs, rounds, config):
     return rows
 
 
+def replayed(runs, process):
+    """1 where `process`'s first run replayed its steps from CUDA graphs (its summary's `graph` column: bench_ddp.py
+    --graph, phase 4 --graph), else 0 (also where it did not run)."""
+    path = runs / f"r0-{process}.csv"
+    if not (packs.exists(path) or packs.exists(path.with_name(path.name + ".gz"))):
+        return 0
+    frame = ob_csv.load_summary(path)
+    return int("graph" in frame and bool((frame["graph"] == 1).any()))
+
+
 def tables(compare_dir, spec, seed):
     """(headline, contenders, bounds): the per-configuration table, every contender against the experiment's baseline,
     and every phase 4 point's bound row (bound_rows)."""
@@ -107,6 +118,7 @@ def tables(compare_dir, spec, seed):
                           "beats_compute", "baseline_pick"]]
     steps = {n: g.sort_values("round")["time_ms"].tolist() for n, g in rounds.groupby("contender")}
     rows, bounds = [], []
+    ddp_graph = replayed(runs, DDP_PROCESS)
     for config in spec["configs"]:
         mine = against[against["config"] == config]
         p4 = mine[mine["process"] == P4_PROCESS]
@@ -118,7 +130,7 @@ def tables(compare_dir, spec, seed):
             {"best": steps[best["contender"]], "floor": floor}, "best", ["floor"], seed)
         row = {"config": config, "best": best["label"], "best_ms": best["median_ms"], "ddp_pick": best["baseline_pick"],
                "best_vs_ddp": best["ratio"], "best_vs_ddp_lo": best["ratio_ci_lo"],
-               "best_vs_ddp_hi": best["ratio_ci_hi"],
+               "best_vs_ddp_hi": best["ratio_ci_hi"], "ddp_graph": ddp_graph,
                "verdict": best["verdict"], "compute_ratio": best["compute_ratio"],
                "compute_ci_lo": best["compute_ci_lo"], "compute_ci_hi": best["compute_ci_hi"],
                "overhead_ratio": best["overhead_ratio"], "overhead_ci_lo": best["overhead_ci_lo"],
@@ -195,7 +207,9 @@ def sentence(row):
     0.79x, overlap overhead 0.82x: the overhead carries it; 1.12x its floor'."""
     words = {"faster": "faster than", "slower": "slower than", "not resolved": "not resolved against"}
     by = f" by {abs(1 - row['best_vs_ddp']) * 100:.0f} %" if row["verdict"] in ("faster", "slower") else ""
-    text = (f"{row['config']}: {row['best']} is {words.get(row['verdict'], row['verdict'])} DDP at its best cap "
+    replayed = " replayed from CUDA graphs" if row.get("ddp_graph", 0) == 1 else ""  # tables made before: eager
+    text = (f"{row['config']}: {row['best']} is {words.get(row['verdict'], row['verdict'])} DDP{replayed} at its "
+            f"best cap "
             f"({row['ddp_pick']}){by}: {row['best_vs_ddp']:.3f}x [{row['best_vs_ddp_lo']:.3f}, "
             f"{row['best_vs_ddp_hi']:.3f}]")
     if math.isfinite(row["compute_ratio"]):

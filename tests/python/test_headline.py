@@ -156,6 +156,14 @@ def test_the_tables_from_a_finished_comparison(tmp_path, capsys):
     assert "4096x16x512: ce is faster than DDP at its best cap (ddp-64@4096x16x512) by 2" in out
     assert "the planner's plan (ce, 5 buckets)" in out and "x [" in out.split("the planner's plan")[1]
     assert (tmp_path / "headline.png").stat().st_size > 5000
+    # DDP's runs replayed from CUDA graphs (bench_ddp.py --graph: its summary's graph column): the table and the
+    # sentence say so; eager (no such column, or 0) they say nothing
+    assert (table["ddp_graph"] == 0).all()
+    ddp = folder / "runs" / "r0-ddp.csv"
+    pd.read_csv(ddp).assign(graph=1).to_csv(ddp, index=False)
+    assert headline_tables.write(folder, tmp_path / "graphed", spec(), {"wall_s": 12.0}) == 0
+    assert (pd.read_csv(tmp_path / "graphed" / "headline.csv")["ddp_graph"] == 1).all()
+    assert "ce is faster than DDP replayed from CUDA graphs at its best cap" in capsys.readouterr().out
 
 
 def test_a_bound_is_above_its_step_only_beyond_both_intervals():
