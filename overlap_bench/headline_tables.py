@@ -96,8 +96,8 @@ def bound_rows(runs, rounds, config):
 def replayed(runs, process):
     """1 where `process`'s first run replayed its steps from CUDA graphs (its summary's `graph` column: bench_ddp.py
     --graph, phase 4 --graph), else 0 (also where it did not run)."""
-    path = runs / f"r0-{process}.csv"
-    if not (packs.exists(path) or packs.exists(path.with_name(path.name + ".gz"))):
+    path = ob_csv.stored(runs / f"r0-{process}.csv")
+    if path is None:
         return 0
     frame = ob_csv.load_summary(path)
     return int("graph" in frame and bool((frame["graph"] == 1).any()))
@@ -209,8 +209,7 @@ def sentence(row):
     by = f" by {abs(1 - row['best_vs_ddp']) * 100:.0f} %" if row["verdict"] in ("faster", "slower") else ""
     replayed = " replayed from CUDA graphs" if row.get("ddp_graph", 0) == 1 else ""  # tables made before: eager
     text = (f"{row['config']}: {row['best']} is {words.get(row['verdict'], row['verdict'])} DDP{replayed} at its "
-            f"best cap "
-            f"({row['ddp_pick']}){by}: {row['best_vs_ddp']:.3f}x [{row['best_vs_ddp_lo']:.3f}, "
+            f"best cap ({row['ddp_pick']}){by}: {row['best_vs_ddp']:.3f}x [{row['best_vs_ddp_lo']:.3f}, "
             f"{row['best_vs_ddp_hi']:.3f}]")
     if math.isfinite(row["compute_ratio"]):
         text += f"; compute {row['compute_ratio']:.3f}x, overlap overhead {row['overhead_ratio']:.3f}x"

@@ -84,11 +84,16 @@ def _compression(path):
     return "gzip" if pathlib.Path(path).suffix == ".gz" else None
 
 
-def _load(path, required, kind):
+def stored(path):
+    """`path`, or its gzipped copy where only that is kept (a published comparison's runs: results/README.md), loose
+    or packed; None where neither is."""
     path = pathlib.Path(path)
     gzipped = path.with_name(path.name + ".gz")
-    if not packs.exists(path) and packs.exists(gzipped):  # a published comparison's run, gzipped (results/README.md)
-        path = gzipped
+    return path if packs.exists(path) else gzipped if packs.exists(gzipped) else None
+
+
+def _load(path, required, kind):
+    path = stored(path) or pathlib.Path(path)
     try:
         source = _opened(path, "a CSV")
     except ob_tool.UsageError as error:
