@@ -8,11 +8,13 @@ import re
 
 import pandas as pd
 
+from overlap_bench import packs
+
 FOLDER = pathlib.Path("results/1xH200/ddp-spread")
 frames = []
-for path in sorted(FOLDER.glob("[ab]/*-[0-9].csv")):
+for path in [p for call in ("a", "b") for p in packs.glob(FOLDER / call, "*-[0-9].csv")]:
     variant, process = re.fullmatch(r"(\w+)-(\d)", path.stem).groups()
-    frame = pd.read_csv(path).assign(call=path.parent.name.upper(), variant=variant, process=int(process))
+    frame = packs.read_csv(path).assign(call=path.parent.name.upper(), variant=variant, process=int(process))
     frames.append(frame)
 rows = pd.concat(frames)
 rows["config"] = rows["hidden"].astype(str) + "x" + rows["layers"].astype(str) + "x" + rows["batch"].astype(str)
