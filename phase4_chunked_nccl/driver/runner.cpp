@@ -216,6 +216,9 @@ ob::SummaryRow mode_row(const Config& config, const ob::SummaryRow& base, const 
   if (run.mode == ob::Mode::kComm && config.common.check) samples.wrong = wrong;
   return ob::mode_row(base, samples, [&](ob::SummaryRow& row) {
     if (run.mode != ob::Mode::kComm) row.set("backward_ms_p50", ob::slowest_median(run.backward_total_ms, comm));
+    if (!run.marked_ms.empty()) {
+      row.set("marks_slowdown", ob::slowest_median(run.marked_ms, comm) / ob::slowest_median(run.iter_ms, comm) - 1);
+    }
     if (run.mode != ob::Mode::kCompute) {
       row.set("enqueue_ms_p50", ob::slowest_median(run.enqueue_ms, comm))
           .set("enqueue_span_ms_p50", ob::slowest_median(run.enqueue_span_ms, comm));

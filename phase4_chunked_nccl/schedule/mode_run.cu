@@ -21,8 +21,10 @@ void extend(std::vector<std::vector<double>>& into, const std::vector<std::vecto
 }  // namespace
 
 void append_run(ModeRun& into, ModeRun&& more) {
-  const int before = static_cast<int>(into.iter_ms.size());
+  int before = 0;  // the events' steps numbered on after into's
+  for (const auto& event : into.events) before = std::max(before, event.iter + 1);
   extend(into.iter_ms, more.iter_ms);
+  extend(into.marked_ms, more.marked_ms);
   extend(into.forward_ms, more.forward_ms);
   extend(into.update_ms, more.update_ms);
   extend(into.backward_total_ms, more.backward_total_ms);

@@ -21,17 +21,20 @@ std::unique_ptr<Schedule> make_schedule(const std::string& name, const StepResou
   return Schedules::get("schedule", name)(resources, sync);
 }
 
-StepMarks::StepMarks(ob::EventLog* event_log, int layers, const BucketPlan& plan)
-    : log(event_log), step_begin(layers, -1), step_end(layers, -1), bucket_begin(plan.buckets.size(), -1),
-      bucket_end(plan.buckets.size(), -1), gather_begin(layers, -1), gather_end(layers, -1), layer_begin(layers, -1),
-      layer_end(layers, -1), update_begin(layers, -1), update_end(layers, -1) {
-  if (log) {
+StepMarks::StepMarks(ob::EventLog* event_log, int layers, const BucketPlan& plan, bool in_detail)
+    : log(event_log), detail(in_detail), step_begin(layers, -1), step_end(layers, -1),
+      bucket_begin(plan.buckets.size(), -1), bucket_end(plan.buckets.size(), -1), gather_begin(layers, -1),
+      gather_end(layers, -1), layer_begin(layers, -1), layer_end(layers, -1), update_begin(layers, -1),
+      update_end(layers, -1) {
+  if (detailed()) {
     enqueue_begin.resize(plan.buckets.size());
     enqueue_end.resize(plan.buckets.size());
   }
 }
 
-int StepMarks::mark(cudaStream_t stream) { return log ? log->record(stream) : -1; }
+int StepMarks::mark(cudaStream_t stream) { return detailed() ? log->record(stream) : -1; }
+
+int StepMarks::edge(cudaStream_t stream) { return log ? log->record(stream) : -1; }
 
 void Schedule::run(ob::Mode mode, const BucketPlan& plan, StepMarks& marks) {
   if (mode != ob::Mode::kCompute) return step(mode, plan, marks);
@@ -42,7 +45,7 @@ void Schedule::run(ob::Mode mode, const BucketPlan& plan, StepMarks& marks) {
 void Schedule::train(ob::Mode mode, const BucketPlan& plan, StepMarks& m,
                      const std::function<Model::LayerHook()>& before_forward,
                      const std::function<void()>& update_step) {
-  m.start = m.mark(r_.compute);
+  m.start = m.edge(r_.compute);
   accumulate();
   const Model::LayerHook before = before_forward();
   const auto begin = [&](int layer) {  // with no work of its own between two layers, one event ends and begins them
@@ -62,14 +65,14 @@ void Schedule::train(ob::Mode mode, const BucketPlan& plan, StepMarks& m,
   m.update_start = m.mark(r_.compute);
   ob::NvtxRange range("update");
   update_step();
-  m.end = m.mark(r_.compute);
+  m.end = m.edge(r_.compute);
 }
 
 void Schedule::communicate_only(const BucketPlan& plan, StepMarks& m, const std::function<void()>& more) {
-  m.start = m.mark(r_.comm);
+  m.start = m.edge(r_.comm);
   communicate(plan, 0, plan.buckets.size(), true, m);
   if (more) more();
-  m.end = m.mark(r_.comm);
+  m.end = m.edge(r_.comm);
 }
 
 void Schedule::accumulate() {
@@ -91,13 +94,13 @@ void Schedule::communicate(const BucketPlan& plan, std::size_t from, std::size_t
   for (std::size_t b = from; b < to; ++b) {
     ob::NvtxRange range("bucket " + std::to_string(b) + " " + r_.spec.sync.strategy);
     m.bucket_begin[b] = whole && b > from ? m.bucket_end[b - 1] : m.mark(r_.comm);
-    if (m.log) m.enqueue_begin[b] = ob::SteadyClock::now();
+    if (m.detailed()) m.enqueue_begin[b] = ob::SteadyClock::now();
     if (whole) {
       sync_.synchronise(plan.buckets[b], r_.comm);
     } else {
       sync_.communicate(plan.buckets[b], r_.comm);
     }
-    if (m.log) m.enqueue_end[b] = ob::SteadyClock::now();
+    if (m.detailed()) m.enqueue_end[b] = ob::SteadyClock::now();
     m.bucket_end[b] = m.mark(r_.comm);
   }
 }

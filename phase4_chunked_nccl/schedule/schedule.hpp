@@ -29,9 +29,12 @@ class EventLog;
 
 namespace phase4 {
 
-// The events of one step, as indices into an EventLog (-1: not recorded).
+// The events of one step, as indices into an EventLog (-1: not recorded). Without `detail` only the step's first and
+// last (start, end): the timed steps' marks, since an event inside a step costs it time (results/1xH200/marks-cost);
+// their parts are timed on further steps marked in detail (Trainer::run).
 struct StepMarks {
   ob::EventLog* log = nullptr;
+  bool detail = true;
   int start = -1, forward_end = -1, update_start = -1, end = -1;
   std::vector<int> step_begin, step_end;  // per backward step, compute stream
   std::vector<int> bucket_begin, bucket_end;  // per bucket, comm stream
@@ -40,12 +43,14 @@ struct StepMarks {
       // waits enqueued before it)
   std::vector<int> update_begin, update_end;  // per forward layer: its deferred update (the sharded schedule)
   // Per bucket, the host clock around the strategy's communicate(): how long enqueuing it held the host thread
-  // (a collective that blocks the host delays the compute launched after it). Only with a log.
+  // (a collective that blocks the host delays the compute launched after it). Only with a log, in detail.
   std::vector<ob::SteadyClock::time_point> enqueue_begin, enqueue_end;
 
   StepMarks() = default;
-  StepMarks(ob::EventLog* log, int layers, const BucketPlan& plan);
-  int mark(cudaStream_t stream);
+  StepMarks(ob::EventLog* log, int layers, const BucketPlan& plan, bool detail = true);
+  bool detailed() const { return log && detail; }
+  int mark(cudaStream_t stream);  // a part's event (in detail only)
+  int edge(cudaStream_t stream);  // the step's start or end
 };
 
 // What a step runs on; the trainer owns it all.

@@ -1,6 +1,8 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <memory>
+#include <string>
 
 #include "common/cuda/cublas_gemm.hpp"
 #include "common/cuda/cuda_check.hpp"
@@ -8,90 +10,14 @@
 #include "common/iteration.hpp"
 #include "common/mpi_check.hpp"
 #include "common/nvtx.hpp"
+#include "common/stats.hpp"
 #include "common/watchdog.hpp"
 #include "phase4_chunked_nccl/model/kernels.cuh"
+#include "phase4_chunked_nccl/schedule/step_times.hpp"
 #include "phase4_chunked_nccl/schedule/trainer.hpp"
 
 namespace phase4 {
 namespace {
-
-// The same step in milliseconds since the mode's origin event.
-struct StepTimes {
-  double start = 0, forward_end = 0, update_start = 0, end = 0;
-  std::vector<double> step_begin, step_end, bucket_begin, bucket_end, gather_begin, gather_end, layer_begin, layer_end,
-      update_begin, update_end;
-  std::vector<double> enqueue_begin, enqueue_end;  // host clock, ms on the same origin (eager only)
-};
-
-StepTimes resolve(const StepMarks& m, const std::function<double(int)>& at) {
-  auto one = [&](int index) { return index < 0 ? std::nan("") : at(index); };
-  auto all = [&](const std::vector<int>& indices) {
-    std::vector<double> times;
-    for (int index : indices) times.push_back(one(index));
-    return times;
-  };
-  return {one(m.start),       one(m.forward_end),  one(m.update_start), one(m.end),          all(m.step_begin),
-          all(m.step_end),    all(m.bucket_begin), all(m.bucket_end),   all(m.gather_begin), all(m.gather_end),
-          all(m.layer_begin), all(m.layer_end),    all(m.update_begin), all(m.update_end)};
-}
-
-// A mode's timed steps as per-part times and timeline events (from the run's origin, `origin_ms` on the host clock):
-// forward, layers, backward steps and update on the compute lane, buckets and gathers on the comm lane, enqueue times on
-// the host lane; the first `drawn` steps only (--iters: --min-time-ms's further steps would crowd the timeline).
-void collect(const std::vector<StepTimes>& timed, double origin_ms, int rank, int layers, const char* bucket_op,
-             int drawn, ModeRun& run) {
-  const ob::Mode mode = run.mode;
-  const bool comm_only = mode == ob::Mode::kComm;
-  const int nb = static_cast<int>(run.bucket_ms.size());
-  const std::string compute_lane = std::string(ob::mode_name(mode)) + ":compute";
-  const std::string comm_lane = std::string(ob::mode_name(mode)) + ":comm";
-  const std::string host_lane = std::string(ob::mode_name(mode)) + ":host";
-  for (std::size_t it = 0; it < timed.size(); ++it) {
-    const StepTimes& t = timed[it];
-    const int iter = static_cast<int>(it);
-    auto event = [&](const std::string& lane, const char* name, int chunk, double from, double to) {
-      if (iter < drawn) {
-        run.events.push_back({rank, lane, name, iter, chunk, 1000.0 * (origin_ms + from), 1000.0 * (origin_ms + to)});
-      }
-      return to - from;
-    };
-    if (!comm_only) {
-      run.forward_ms.push_back(event(compute_lane, "forward", -1, t.start, t.forward_end));
-      for (int l = 0; l < layers; ++l) {
-        run.layer_ms[l].push_back(t.layer_end[l] - t.layer_begin[l]);
-        if (std::isnan(t.update_begin[l])) continue;  // the sharded schedule's deferred updates, where it made them
-        if (run.layer_update_ms.empty()) run.layer_update_ms.assign(layers, {});
-        run.layer_update_ms[l].push_back(t.update_end[l] - t.update_begin[l]);
-      }
-      double backward = 0;
-      for (int s = 0; s < layers; ++s) {
-        const double ms = event(compute_lane, "backward", layers - s, t.step_begin[s], t.step_end[s]);
-        run.step_ms[s].push_back(ms);
-        backward += ms;
-      }
-      run.backward_total_ms.push_back(backward);
-      run.update_ms.push_back(event(compute_lane, "update", -1, t.update_start, t.end));
-    }
-    if (mode != ob::Mode::kCompute) {
-      for (int b = 0; b < nb; ++b) {
-        run.bucket_ms[b].push_back(event(comm_lane, bucket_op, b, t.bucket_begin[b], t.bucket_end[b]));
-      }
-      for (int l = 0; l < layers; ++l) {  // the sharded schedule's gathers, where it made them
-        if (std::isnan(t.gather_begin[l])) continue;
-        if (run.gather_ms.empty()) run.gather_ms.assign(layers, {});
-        run.gather_ms[l].push_back(event(comm_lane, "allgather", l + 1, t.gather_begin[l], t.gather_end[l]));
-      }
-      double enqueue = 0;
-      for (std::size_t b = 0; b < t.enqueue_begin.size(); ++b) {
-        enqueue += event(host_lane, "enqueue", static_cast<int>(b), t.enqueue_begin[b], t.enqueue_end[b]);
-      }
-      if (!t.enqueue_begin.empty()) {
-        run.enqueue_ms.push_back(enqueue);
-        run.enqueue_span_ms.push_back(t.enqueue_end.back() - t.enqueue_begin.front());
-      }
-    }
-  }
-}
 
 // One captured step, instantiated; destroyed with the run that made it.
 class CapturedStep {
@@ -118,19 +44,6 @@ class CapturedStep {
 };
 
 constexpr std::size_t kCublasWorkspaceBytes = 32u << 20;
-
-// An eager step's times: its marks, and the host's enqueue times per communicated bucket on the same origin.
-StepTimes eager_times(const StepMarks& marks, const ob::EventLog& log, ob::SteadyClock::time_point origin,
-                      double origin_ms) {
-  StepTimes times = resolve(marks, [&](int index) { return log.ms_since_origin(index); });
-  auto host_ms = [&](ob::SteadyClock::time_point t) { return ob::micros_since(origin, t) / 1000.0 - origin_ms; };
-  for (std::size_t b = 0; b < marks.enqueue_begin.size(); ++b) {
-    if (marks.bucket_begin[b] < 0) continue;  // a bucket this mode does not communicate
-    times.enqueue_begin.push_back(host_ms(marks.enqueue_begin[b]));
-    times.enqueue_end.push_back(host_ms(marks.enqueue_end[b]));
-  }
-  return times;
-}
 
 }  // namespace
 
@@ -236,10 +149,16 @@ ModeRun Trainer::run_comm_with(const std::string& sync, const BucketPlan& plan, 
   return run(ob::Mode::kComm, plan, false, origin);
 }
 
-// --graph: one step of `mode` captured (connections opened first, outside it), its marks recorded by every replay.
-std::unique_ptr<Replay> Trainer::capture(ob::Mode mode, const BucketPlan& plan, cudaStream_t origin_stream) {
+cudaStream_t Trainer::first_stream(ob::Mode mode) const {
+  return mode == ob::Mode::kComm ? comm_stream_.get() : compute_.get();
+}
+
+// --graph: one step of `mode` captured (connections opened first, outside it), its marks (in `detail` or its ends
+// only) recorded by every replay.
+std::unique_ptr<Replay> Trainer::capture(ob::Mode mode, const BucketPlan& plan, cudaStream_t origin_stream,
+                                         bool detail) {
   auto replay = std::make_unique<Replay>();
-  replay->marks = StepMarks(&replay->log, spec_.model.layers, plan);
+  replay->marks = StepMarks(&replay->log, spec_.model.layers, plan, detail);
   replay->log.reserve(4 + 8 * spec_.model.layers + 2 * plan.buckets.size());
   if (mode != ob::Mode::kCompute) {
     for (const auto& bucket : plan.buckets) sync_->synchronise(bucket, comm_stream_);
@@ -251,59 +170,69 @@ std::unique_ptr<Replay> Trainer::capture(ob::Mode mode, const BucketPlan& plan, 
   return replay;
 }
 
+// The loop's step and clock: each step replayed (`replay`) or enqueued, marked into `log` from its first timed step
+// on (in `detail`, or its ends only), each timed one's times from the origin (log's first event) kept in `times` and
+// its duration the loop's sample.
+void Trainer::step_hooks(ob::Mode mode, const BucketPlan& plan, const Replay* replay, bool detail, ob::EventLog& log,
+                         ob::SteadyClock::time_point origin, const double& origin_ms, std::vector<StepTimes>& times,
+                         ob::LoopHooks& hooks) {
+  auto marks = std::make_shared<StepMarks>();
+  cudaStream_t stream = first_stream(mode);
+  hooks.step = [=, &plan, &log](const ob::Iteration& it) {
+    *marks = StepMarks(it.timed && !replay ? &log : nullptr, spec_.model.layers, plan, detail);
+    ob::NvtxRange range(std::string(ob::mode_name(mode)) + (detail ? " marked" : ""));
+    if (replay) {
+      replay->step.launch(stream);
+    } else {
+      schedule_->run(mode, plan, *marks);
+    }
+  };
+  hooks.elapsed_ms = [=, &log, &origin_ms, &times](const ob::Iteration& it) {  // CUDA events: first to last mark
+    CUDA_CHECK(cudaDeviceSynchronize());
+    if (!it.timed) return 0.0;
+    if (replay) {
+      times.push_back(
+          resolve(replay->marks, [&](int i) { return ob::ms_between(log.event(0), replay->log.event(i)); }));
+    } else {
+      times.push_back(eager_times(*marks, log, origin, origin_ms));
+    }
+    return times.back().end - times.back().start;
+  };
+}
+
 ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::SteadyClock::time_point origin, int steps,
                      bool eager) {
   double origin_ms = 0, energy_start = 0;
   ob::SteadyClock::time_point timed_start;
   ModeRun run;
   run.mode = mode;
-  const int layers = spec_.model.layers, nb = static_cast<int>(plan.buckets.size());
+  const int layers = spec_.model.layers;
   run.step_ms.assign(layers, {});
-  run.bucket_ms.assign(nb, {});
+  run.bucket_ms.assign(plan.buckets.size(), {});
   run.layer_ms.assign(layers, {});
   const bool timing = steps <= 0, graph = spec_.graph && !eager, comm_only = mode == ob::Mode::kComm;
   const std::size_t n = model_->elements();
-  cudaStream_t first_stream = comm_only ? comm_stream_.get() : compute_.get();
 
-  ob::EventLog log;  // eager: every mark of the timed steps; graph: only the origin
-  const std::unique_ptr<Replay> replay = graph ? capture(mode, plan, first_stream) : nullptr;
-
-  std::vector<StepTimes> timed;
-  StepMarks marks;
-  const ob::LoopPlan loop{mode, spec_.warmup, spec_.iters, steps, comm_, spec_.min_time_ms};
-  ob::LoopHooks hooks;
-  hooks.prepare = [&](const ob::Iteration&) {
+  ob::EventLog log;  // the origin; eager, then the marks of the timed steps and of the breakdown's
+  const std::unique_ptr<Replay> replay = graph ? capture(mode, plan, first_stream(mode), false) : nullptr;
+  const auto refill = [&](const ob::Iteration&) {
     if (comm_only) {  // the pattern (and the strategy's wire copy): the comm mode times the communication alone
       fill_rank_pattern(sync_->gradient(), n, spec_.model.seed, rank_, comm_stream_);
       for (const auto& bucket : plan.buckets) sync_->bucket_ready(bucket, comm_stream_);
     }
     CUDA_CHECK(cudaDeviceSynchronize());
   };
-  hooks.step = [&](const ob::Iteration& it) {
+  std::vector<StepTimes> timed;
+  ob::LoopHooks hooks;
+  step_hooks(mode, plan, replay.get(), false, log, origin, origin_ms, timed, hooks);
+  hooks.prepare = [&](const ob::Iteration& it) {
+    refill(it);
     if (it.timed && log.size() == 0) {  // the origin of this mode's timeline
       log.record(compute_);
       origin_ms = ob::micros_since(origin, ob::SteadyClock::now()) / 1000.0;
       energy_start = power_ ? power_->energy_j() : std::nan("");
       timed_start = ob::SteadyClock::now();
     }
-    marks = StepMarks(it.timed && !graph ? &log : nullptr, layers, plan);
-    ob::NvtxRange range(ob::mode_name(mode));
-    if (replay) {
-      replay->step.launch(first_stream);
-    } else {
-      schedule_->run(mode, plan, marks);
-    }
-  };
-  hooks.elapsed_ms = [&](const ob::Iteration& it) {  // CUDA events: the step's first to last mark
-    CUDA_CHECK(cudaDeviceSynchronize());
-    if (!it.timed) return 0.0;
-    if (replay) {
-      timed.push_back(
-          resolve(replay->marks, [&](int i) { return ob::ms_between(log.event(0), replay->log.event(i)); }));
-    } else {
-      timed.push_back(eager_times(marks, log, origin, origin_ms));
-    }
-    return timed.back().end - timed.back().start;
   };
   // Comm-only steps are checked each (their pattern is refilled before each anyway); the weights once, after the
   // last step (ranks that differ once differ from then on): checked between timed steps, the GPU would idle between
@@ -312,15 +241,23 @@ ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::Stea
   hooks.check = [&](const ob::Iteration& it) {
     if (check && (comm_only || it.last)) check_step(mode, it.iter, run);
   };
-  run.iter_ms = ob::run_iterations(loop, hooks);
-  if (timing) {
-    run.timed_s = ob::micros_since(timed_start, ob::SteadyClock::now()) / 1e6;
-    // NVML's energy counter advances in steps (tens of ms on an H100): shorter windows would read 0.
-    const bool long_enough = run.timed_s >= kShortestEnergyWindowS;
-    run.energy_j = power_ && long_enough ? power_->energy_j() - energy_start : std::nan("");
-  }
+  run.iter_ms = ob::run_iterations({mode, spec_.warmup, spec_.iters, steps, comm_, spec_.min_time_ms}, hooks);
+  if (!timing) return run;
+  run.timed_s = ob::micros_since(timed_start, ob::SteadyClock::now()) / 1e6;
+  // NVML's energy counter advances in steps (tens of ms on an H100): shorter windows would read 0.
+  const bool long_enough = run.timed_s >= kShortestEnergyWindowS;
+  run.energy_j = power_ && long_enough ? power_->energy_j() - energy_start : std::nan("");
 
-  collect(timed, origin_ms, rank_, layers, sync_->bucket_op(), spec_.iters, run);
+  // The breakdown (METRICS.md, "Breakdown"): further steps marked in detail, one untimed first.
+  const std::unique_ptr<Replay> marked_replay = graph ? capture(mode, plan, first_stream(mode), true) : nullptr;
+  std::vector<StepTimes> marked;
+  ob::LoopHooks marked_hooks;
+  step_hooks(mode, plan, marked_replay.get(), true, log, origin, origin_ms, marked, marked_hooks);
+  marked_hooks.prepare = refill;
+  ob::run_iterations({mode, 0, 0, 1, comm_, 0}, marked_hooks);
+  run.marked_ms = ob::run_iterations({mode, 0, std::min(spec_.iters, kBreakdownSteps), 0, comm_, 0}, marked_hooks);
+  const double scale = ob::summarize(run.iter_ms).p50 / ob::summarize(run.marked_ms).p50;
+  collect(marked, scale, origin_ms, rank_, layers, sync_->bucket_op(), run);
   return run;
 }
 

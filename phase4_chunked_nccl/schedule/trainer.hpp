@@ -1,7 +1,7 @@
 // Phase 4's trainer: the model, the strategy (sync/, chosen by --sync), the schedule its row names (schedule/), the
 // compute and comm streams, cuBLAS. It runs a mode's steps through the common iteration protocol
-// (common/iteration.hpp), timed with CUDA events, and turns the marks the schedule made into per-part times and the
-// timeline. With --accum-steps K the first K - 1 micro-steps (forward and backward) only accumulate gradients; the
+// (common/iteration.hpp), timed with CUDA events at each step's start and end, and turns the marks the schedule made
+// on further steps marked in detail (the breakdown) into per-part times and the timeline. With --accum-steps K the first K - 1 micro-steps (forward and backward) only accumulate gradients; the
 // last one is timed and overlapped. With --graph each mode's step is captured once as a CUDA graph (both streams,
 // NCCL calls and timing events included) and replayed every iteration.
 #pragma once
@@ -18,6 +18,7 @@
 #include "common/cuda/device_buffer.hpp"
 #include "common/cuda/handles.hpp"
 #include "common/cuda/power_monitor.hpp"
+#include "common/iteration.hpp"
 #include "common/modes.hpp"
 #include "common/timeline.hpp"
 #include "common/timer.hpp"
@@ -31,7 +32,9 @@ namespace phase4 {
 
 struct ModeRun {
   ob::Mode mode = ob::Mode::kSeq;
-  std::vector<double> iter_ms;  // this rank, per timed iteration
+  std::vector<double> iter_ms;  // this rank, per timed iteration (marked at its ends only)
+  std::vector<double> marked_ms;  // this rank, per step of the breakdown (marked in detail), which the per-part
+      // times, the enqueue times and the timeline come from (Trainer::run)
   std::vector<double> forward_ms, update_ms;  // per iteration (forward: from the step's start, so with K > 1
       // it holds the K - 1 accumulation micro-steps too)
   std::vector<double> backward_total_ms;  // per iteration: sum of the backward steps' compute-stream times
@@ -78,6 +81,12 @@ struct Interference {
 constexpr double kShortestEnergyWindowS = 0.5;
 
 struct Replay;  // a captured step (--graph)
+struct StepTimes;  // a step's marks as times (step_times.hpp)
+
+// A mode's timed steps are marked at their start and end only (an event inside a step costs it microseconds:
+// results/1xH200/marks-cost); its parts are timed on this many further steps marked in detail (fewer where --iters
+// is fewer), after one untimed such step: the breakdown (METRICS.md, "Breakdown").
+constexpr int kBreakdownSteps = 5;
 
 class Trainer {
  public:
@@ -91,9 +100,9 @@ class Trainer {
   // `plan` as this trainer's strategy runs it (gradient_sync.hpp, adapt()).
   BucketPlan adapt(const BucketPlan& plan) const { return sync_->adapt(plan); }
 
-  // `steps` > 0: that many untimed steps (for checks) instead of warm-up + timed iterations. `eager`: no CUDA graph
-  // even with --graph (the reference of the graph check). Timeline times count from `origin` (host clock, aligned
-  // to the mode's first timed GPU event).
+  // Warm-up, the timed iterations, then the breakdown (kBreakdownSteps). `steps` > 0: that many untimed steps (for
+  // checks) instead. `eager`: no CUDA graph even with --graph (the reference of the graph check). Timeline times
+  // count from `origin` (host clock, aligned to the mode's first timed GPU event).
   ModeRun run(ob::Mode mode, const BucketPlan& plan, bool check, ob::SteadyClock::time_point origin, int steps = 0,
               bool eager = false);
   // The timed iterations and minimum time of the runs that follow (a pass's share of them: --passes).
@@ -129,7 +138,11 @@ class Trainer {
  private:
   StepResources resources();
   void check_step(ob::Mode mode, int iter, ModeRun& run);
-  std::unique_ptr<Replay> capture(ob::Mode mode, const BucketPlan& plan, cudaStream_t origin_stream);
+  cudaStream_t first_stream(ob::Mode mode) const;  // the stream a step of `mode` starts on
+  std::unique_ptr<Replay> capture(ob::Mode mode, const BucketPlan& plan, cudaStream_t origin_stream, bool detail);
+  void step_hooks(ob::Mode mode, const BucketPlan& plan, const Replay* replay, bool detail, ob::EventLog& log,
+                  ob::SteadyClock::time_point origin, const double& origin_ms, std::vector<StepTimes>& times,
+                  ob::LoopHooks& hooks);
 
   StepSpec spec_;
   int rank_, ranks_;

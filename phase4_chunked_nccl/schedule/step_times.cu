@@ -1,0 +1,86 @@
+#include "phase4_chunked_nccl/schedule/step_times.hpp"
+
+#include <cmath>
+#include <string>
+
+namespace phase4 {
+
+StepTimes resolve(const StepMarks& m, const std::function<double(int)>& at) {
+  auto one = [&](int index) { return index < 0 ? std::nan("") : at(index); };
+  auto all = [&](const std::vector<int>& indices) {
+    std::vector<double> times;
+    for (int index : indices) times.push_back(one(index));
+    return times;
+  };
+  return {one(m.start),       one(m.forward_end),  one(m.update_start), one(m.end),          all(m.step_begin),
+          all(m.step_end),    all(m.bucket_begin), all(m.bucket_end),   all(m.gather_begin), all(m.gather_end),
+          all(m.layer_begin), all(m.layer_end),    all(m.update_begin), all(m.update_end)};
+}
+
+StepTimes eager_times(const StepMarks& marks, const ob::EventLog& log, ob::SteadyClock::time_point origin,
+                      double origin_ms) {
+  StepTimes times = resolve(marks, [&](int index) { return log.ms_since_origin(index); });
+  auto host_ms = [&](ob::SteadyClock::time_point t) { return ob::micros_since(origin, t) / 1000.0 - origin_ms; };
+  for (std::size_t b = 0; b < marks.enqueue_begin.size(); ++b) {
+    if (marks.bucket_begin[b] < 0) continue;  // a bucket this mode does not communicate
+    times.enqueue_begin.push_back(host_ms(marks.enqueue_begin[b]));
+    times.enqueue_end.push_back(host_ms(marks.enqueue_end[b]));
+  }
+  return times;
+}
+
+void collect(const std::vector<StepTimes>& marked, double scale, double origin_ms, int rank, int layers,
+             const char* bucket_op, ModeRun& run) {
+  const ob::Mode mode = run.mode;
+  const bool comm_only = mode == ob::Mode::kComm;
+  const int nb = static_cast<int>(run.bucket_ms.size());
+  const std::string compute_lane = std::string(ob::mode_name(mode)) + ":compute";
+  const std::string comm_lane = std::string(ob::mode_name(mode)) + ":comm";
+  const std::string host_lane = std::string(ob::mode_name(mode)) + ":host";
+  for (std::size_t it = 0; it < marked.size(); ++it) {
+    const StepTimes& t = marked[it];
+    const int iter = static_cast<int>(it);
+    auto event = [&](const std::string& lane, const char* name, int chunk, double from, double to) {
+      run.events.push_back({rank, lane, name, iter, chunk, 1000.0 * (origin_ms + from), 1000.0 * (origin_ms + to)});
+      return scale * (to - from);
+    };
+    if (!comm_only) {
+      run.forward_ms.push_back(event(compute_lane, "forward", -1, t.start, t.forward_end));
+      for (int l = 0; l < layers; ++l) {
+        run.layer_ms[l].push_back(scale * (t.layer_end[l] - t.layer_begin[l]));
+        if (std::isnan(t.update_begin[l])) continue;  // the sharded schedule's deferred updates, where it made them
+        if (run.layer_update_ms.empty()) run.layer_update_ms.assign(layers, {});
+        run.layer_update_ms[l].push_back(scale * (t.update_end[l] - t.update_begin[l]));
+      }
+      double backward = 0;
+      for (int s = 0; s < layers; ++s) {
+        const double ms = event(compute_lane, "backward", layers - s, t.step_begin[s], t.step_end[s]);
+        run.step_ms[s].push_back(ms);
+        backward += ms;
+      }
+      run.backward_total_ms.push_back(backward);
+      run.update_ms.push_back(event(compute_lane, "update", -1, t.update_start, t.end));
+    }
+    if (mode != ob::Mode::kCompute) {
+      for (int b = 0; b < nb; ++b) {
+        run.bucket_ms[b].push_back(event(comm_lane, bucket_op, b, t.bucket_begin[b], t.bucket_end[b]));
+      }
+      for (int l = 0; l < layers; ++l) {  // the sharded schedule's gathers, where it made them
+        if (std::isnan(t.gather_begin[l])) continue;
+        if (run.gather_ms.empty()) run.gather_ms.assign(layers, {});
+        run.gather_ms[l].push_back(event(comm_lane, "allgather", l + 1, t.gather_begin[l], t.gather_end[l]));
+      }
+      double enqueue = 0;
+      for (std::size_t b = 0; b < t.enqueue_begin.size(); ++b) {
+        event(host_lane, "enqueue", static_cast<int>(b), t.enqueue_begin[b], t.enqueue_end[b]);  // host time: as is
+        enqueue += t.enqueue_end[b] - t.enqueue_begin[b];
+      }
+      if (!t.enqueue_begin.empty()) {
+        run.enqueue_ms.push_back(enqueue);
+        run.enqueue_span_ms.push_back(t.enqueue_end.back() - t.enqueue_begin.front());
+      }
+    }
+  }
+}
+
+}  // namespace phase4
