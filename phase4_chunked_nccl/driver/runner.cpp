@@ -249,8 +249,10 @@ ob::OverlapInputs bound_inputs(const Config& config, Trainer& trainer, const Buc
   if (!compute || !comm_run) return inputs;
   const double t_comp = ob::find_row(rows, ob::Mode::kCompute)->time_ms.p50;
   const double t_comm = ob::find_row(rows, ob::Mode::kComm)->time_ms.p50;
-  const auto own = comm_medians(*comm_run, comm);
-  inputs.bound_ms = bound_from(config, trainer, plan, *compute, own, t_comp, t_comm, comm);
+  // The parts at the timed steps' pace (at_timed_pace): a bound above the step it bounds would be no bound.
+  const ModeRun compute_parts = at_timed_pace(*compute);
+  const auto own = comm_medians(at_timed_pace(*comm_run), comm);
+  inputs.bound_ms = bound_from(config, trainer, plan, compute_parts, own, t_comp, t_comm, comm);
   auto fastest = own;
   double t_comm_ref = t_comm;
   const std::string reference_sync = config.comm_reference();
@@ -260,10 +262,10 @@ ob::OverlapInputs bound_inputs(const Config& config, Trainer& trainer, const Buc
                 << std::endl;
     }
     const auto reference = trainer.run_comm_with(reference_sync, plan, origin);
-    fastest = fastest_of(own, comm_medians(reference, comm));
+    fastest = fastest_of(own, comm_medians(at_timed_pace(reference), comm));
     t_comm_ref = std::min(t_comm, ob::summarize(ob::max_across_ranks(reference.iter_ms, comm)).p50);
   }
-  inputs.bound_ref_ms = bound_from(config, trainer, plan, *compute, fastest, t_comp, t_comm_ref, comm);
+  inputs.bound_ref_ms = bound_from(config, trainer, plan, compute_parts, fastest, t_comp, t_comm_ref, comm);
   return inputs;
 }
 

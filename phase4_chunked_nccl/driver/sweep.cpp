@@ -73,41 +73,47 @@ double summed_medians(const std::vector<std::vector<double>>& tasks, MPI_Comm co
 constexpr double kCalibrationWarmupMs = 500;
 
 // A sharded strategy's step from one size's runs (planner.hpp, ShardedCalibration): the compute-only run's forward
-// layers, deferred updates and backward steps, the comm-only run's gathers, and the overlapped run's stretch of the
-// gathers and slowdown of the forward layers.
+// layers, deferred updates and backward steps, the comm-only run's gathers (at the timed steps' pace: at_timed_pace),
+// and the overlapped run's stretch of the gathers and slowdown of the forward layers (ratios of unscaled parts).
 ShardedCalibration sharded_step(const Config& config, const ModeRun& compute, const ModeRun& alone,
                                 const ModeRun& overlapped, MPI_Comm comm) {
+  const double gathers = summed_medians(alone.gather_ms, comm);
+  const double gather_stretch = gathers > 0 ? summed_medians(overlapped.gather_ms, comm) / gathers : 1.0;
+  const double forward_slowdown =
+      summed_medians(overlapped.layer_ms, comm) / summed_medians(compute.layer_ms, comm) - 1;
+  const ModeRun paced = at_timed_pace(compute);
   ShardedCalibration s;
   s.prefetch = config.prefetch;
-  s.layer_ms = medians(compute.layer_ms, comm);
-  s.update_ms = medians(compute.layer_update_ms, comm);
-  s.step_ms = medians(compute.step_ms, comm);
-  s.gather_ms = medians(alone.gather_ms, comm);
+  s.layer_ms = medians(paced.layer_ms, comm);
+  s.update_ms = medians(paced.layer_update_ms, comm);
+  s.step_ms = medians(paced.step_ms, comm);
+  s.gather_ms = medians(at_timed_pace(alone).gather_ms, comm);
   s.iteration_ms = ob::summarize(ob::max_across_ranks(compute.iter_ms, comm)).p50;
   s.forward_rest_ms =
-      std::max(0.0, ob::slowest_median(compute.forward_ms, comm) - ob::sum_ms(s.layer_ms) - ob::sum_ms(s.update_ms));
-  const double gathers = ob::sum_ms(s.gather_ms);
-  s.gather_stretch = gathers > 0 ? summed_medians(overlapped.gather_ms, comm) / gathers : 1.0;
-  s.forward_slowdown = summed_medians(overlapped.layer_ms, comm) / ob::sum_ms(s.layer_ms) - 1;
+      std::max(0.0, ob::slowest_median(paced.forward_ms, comm) - ob::sum_ms(s.layer_ms) - ob::sum_ms(s.update_ms));
+  s.gather_stretch = gather_stretch;
+  s.forward_slowdown = forward_slowdown;
   return s;
 }
 
 // One calibrated size of `strategy` (its plan cut at `mb`) from its plan's comm-only and overlapped runs: c(m) the
 // median of the full-size buckets (the last one may be smaller), g(m), r(m) and sigma(m), and the overlapped step the
-// planner's correction divides by its prediction (planner.hpp).
+// planner's correction divides by its prediction (planner.hpp). Times at the timed steps' pace (at_timed_pace), the
+// stretch and the slowdown ratios of unscaled parts (`compute_backward` too).
 void add_size(StrategyCalibration& strategy, double mb, const BucketPlan& plan, const ModeRun& alone,
               const ModeRun& overlapped, double compute_backward, MPI_Comm comm) {
+  const ModeRun paced = at_timed_pace(alone);
   const std::uint64_t largest = plan.largest();
   std::vector<double> full;
   double busy = 0;  // the comm stream's time in its buckets
   for (std::size_t b = 0; b < plan.buckets.size(); ++b) {
-    const double ms = ob::slowest_median(alone.bucket_ms[b], comm);
+    const double ms = ob::slowest_median(paced.bucket_ms[b], comm);
     busy += ms;
     if (plan.buckets[b].size() == largest) full.push_back(ms);
   }
   // The comm-only step's time beyond its buckets (a sharded strategy's: beyond its gathers too).
   const double alone_ms = ob::summarize(ob::max_across_ranks(alone.iter_ms, comm)).p50 -
-      (alone.gather_ms.empty() ? 0.0 : summed_medians(alone.gather_ms, comm));
+      (paced.gather_ms.empty() ? 0.0 : summed_medians(paced.gather_ms, comm));
   strategy.bytes.push_back(largest * 4.0);
   strategy.comm_ms.push_back(ob::summarize(full).p50);
   strategy.gap_ms.push_back(std::max(0.0, alone_ms - busy) / plan.buckets.size());
@@ -167,10 +173,11 @@ Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, 
       const double compute_backward = ob::slowest_median(compute.backward_total_ms, comm);
       const double iteration = ob::summarize(ob::max_across_ranks(compute.iter_ms, comm)).p50;
       if (!sharded && (best_iteration == 0 || iteration < best_iteration)) {
+        const ModeRun paced = at_timed_pace(compute);
         best_iteration = calibration.iteration_ms = iteration;
-        calibration.forward_ms = ob::slowest_median(compute.forward_ms, comm);
-        calibration.update_ms = ob::slowest_median(compute.update_ms, comm);
-        calibration.step_ms = medians(compute.step_ms, comm);
+        calibration.forward_ms = ob::slowest_median(paced.forward_ms, comm);
+        calibration.update_ms = ob::slowest_median(paced.update_ms, comm);
+        calibration.step_ms = medians(paced.step_ms, comm);
       }
       if (sharded && (sharded_iteration == 0 || iteration < sharded_iteration)) {
         sharded_iteration = iteration;

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "common/stats.hpp"
 #include "phase4_chunked_nccl/schedule/trainer.hpp"
 
 namespace phase4 {
@@ -43,6 +44,20 @@ void append_run(ModeRun& into, ModeRun&& more) {
   into.wrong = std::max(into.wrong, more.wrong);
   into.energy_j += more.energy_j;  // NaN (no figure) on either side: none
   into.timed_s += more.timed_s;
+}
+
+ModeRun at_timed_pace(ModeRun run) {
+  if (run.marked_ms.empty()) return run;
+  const double scale = ob::summarize(run.iter_ms).p50 / ob::summarize(run.marked_ms).p50;
+  auto times = [scale](std::vector<double>& samples) {
+    for (double& ms : samples) ms *= scale;
+  };
+  for (auto part : {&ModeRun::forward_ms, &ModeRun::update_ms, &ModeRun::backward_total_ms}) times(run.*part);
+  for (auto part :
+       {&ModeRun::step_ms, &ModeRun::bucket_ms, &ModeRun::gather_ms, &ModeRun::layer_ms, &ModeRun::layer_update_ms}) {
+    for (auto& samples : run.*part) times(samples);
+  }
+  return run;
 }
 
 std::string pass_label(int pass, int passes) {

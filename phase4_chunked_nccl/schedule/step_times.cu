@@ -29,8 +29,8 @@ StepTimes eager_times(const StepMarks& marks, const ob::EventLog& log, ob::Stead
   return times;
 }
 
-void collect(const std::vector<StepTimes>& marked, double scale, double origin_ms, int rank, int layers,
-             const char* bucket_op, ModeRun& run) {
+void collect(const std::vector<StepTimes>& marked, double origin_ms, int rank, int layers, const char* bucket_op,
+             ModeRun& run) {
   const ob::Mode mode = run.mode;
   const bool comm_only = mode == ob::Mode::kComm;
   const int nb = static_cast<int>(run.bucket_ms.size());
@@ -42,15 +42,15 @@ void collect(const std::vector<StepTimes>& marked, double scale, double origin_m
     const int iter = static_cast<int>(it);
     auto event = [&](const std::string& lane, const char* name, int chunk, double from, double to) {
       run.events.push_back({rank, lane, name, iter, chunk, 1000.0 * (origin_ms + from), 1000.0 * (origin_ms + to)});
-      return scale * (to - from);
+      return to - from;
     };
     if (!comm_only) {
       run.forward_ms.push_back(event(compute_lane, "forward", -1, t.start, t.forward_end));
       for (int l = 0; l < layers; ++l) {
-        run.layer_ms[l].push_back(scale * (t.layer_end[l] - t.layer_begin[l]));
+        run.layer_ms[l].push_back(t.layer_end[l] - t.layer_begin[l]);
         if (std::isnan(t.update_begin[l])) continue;  // the sharded schedule's deferred updates, where it made them
         if (run.layer_update_ms.empty()) run.layer_update_ms.assign(layers, {});
-        run.layer_update_ms[l].push_back(scale * (t.update_end[l] - t.update_begin[l]));
+        run.layer_update_ms[l].push_back(t.update_end[l] - t.update_begin[l]);
       }
       double backward = 0;
       for (int s = 0; s < layers; ++s) {
@@ -72,8 +72,7 @@ void collect(const std::vector<StepTimes>& marked, double scale, double origin_m
       }
       double enqueue = 0;
       for (std::size_t b = 0; b < t.enqueue_begin.size(); ++b) {
-        event(host_lane, "enqueue", static_cast<int>(b), t.enqueue_begin[b], t.enqueue_end[b]);  // host time: as is
-        enqueue += t.enqueue_end[b] - t.enqueue_begin[b];
+        enqueue += event(host_lane, "enqueue", static_cast<int>(b), t.enqueue_begin[b], t.enqueue_end[b]);
       }
       if (!t.enqueue_begin.empty()) {
         run.enqueue_ms.push_back(enqueue);

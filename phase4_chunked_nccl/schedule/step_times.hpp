@@ -27,11 +27,10 @@ StepTimes resolve(const StepMarks& m, const std::function<double(int)>& at);
 StepTimes eager_times(const StepMarks& marks, const ob::EventLog& log, ob::SteadyClock::time_point origin,
                       double origin_ms);
 
-// A mode's steps marked in detail as per-part times, each scaled by `scale` (the timed steps' median over the
-// marked ones': the parts then sum to the timed step; METRICS.md, "Breakdown"), and as timeline events (unscaled,
-// from the run's origin, `origin_ms` on the host clock): forward, layers, backward steps and update on the compute
-// lane, buckets and gathers on the comm lane, enqueue times on the host lane.
-void collect(const std::vector<StepTimes>& marked, double scale, double origin_ms, int rank, int layers,
-             const char* bucket_op, ModeRun& run);
+// A mode's steps marked in detail as per-part times and timeline events (from the run's origin, `origin_ms` on the host
+// clock): forward, layers, backward steps and update on the compute lane, buckets and gathers on the comm lane,
+// enqueue times on the host lane.
+void collect(const std::vector<StepTimes>& marked, double origin_ms, int rank, int layers, const char* bucket_op,
+             ModeRun& run);
 
 }  // namespace phase4

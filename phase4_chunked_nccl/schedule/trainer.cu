@@ -10,7 +10,6 @@
 #include "common/iteration.hpp"
 #include "common/mpi_check.hpp"
 #include "common/nvtx.hpp"
-#include "common/stats.hpp"
 #include "common/watchdog.hpp"
 #include "phase4_chunked_nccl/model/kernels.cuh"
 #include "phase4_chunked_nccl/schedule/step_times.hpp"
@@ -256,8 +255,7 @@ ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::Stea
   marked_hooks.prepare = refill;
   ob::run_iterations({mode, 0, 0, 1, comm_, 0}, marked_hooks);
   run.marked_ms = ob::run_iterations({mode, 0, std::min(spec_.iters, kBreakdownSteps), 0, comm_, 0}, marked_hooks);
-  const double scale = ob::summarize(run.iter_ms).p50 / ob::summarize(run.marked_ms).p50;
-  collect(marked, scale, origin_ms, rank_, layers, sync_->bucket_op(), run);
+  collect(marked, origin_ms, rank_, layers, sync_->bucket_op(), run);
   return run;
 }
 

@@ -62,6 +62,12 @@ struct ModeRun {
 // renumbered after them), its energy and time added, the checks' outcomes joined (the first failure kept).
 void append_run(ModeRun& into, ModeRun&& more);
 
+// `run` with its parts (forward, layers, backward steps, update, buckets, gathers) scaled by its timed steps' median
+// over its breakdown steps' (this rank's; METRICS.md, "Breakdown"): where the parts follow one another on one stream
+// (the compute-only and comm-only modes) they then sum to the timed step. The bound and the planner's calibration take
+// their absolute times so; a ratio of one part between modes (a slowdown, a stretch) takes both unscaled, their marks
+// alike.
+ModeRun at_timed_pace(ModeRun run);
 // " (pass 2 of 3)" with several passes, else "".
 std::string pass_label(int pass, int passes);
 
