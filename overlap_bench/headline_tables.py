@@ -93,6 +93,27 @@ def bound_rows(runs, rounds, config):
     return rows
 
 
+def best_bound(points, rounds, best, floor):
+    """The best contender's own schedule bound against its floor and its step (why a step misses its floor: the
+    schedule's dependencies, or what the run adds to them): per round, the bound row of the phase 4 point whose
+    overlapped median is the contender's step that round; medians over rounds of the bound, of bound / floor and of
+    step / bound, and the bound's kind (`bound`, or `model` where the host paced the step). Empty without bound rows."""
+    mine = rounds[rounds["contender"] == best].sort_values("round")
+    bounds, kinds, over_floor, over_bound = [], [], [], []
+    for (_, step), lowest in zip(mine.iterrows(), floor):
+        match = [p for p in points if p["round"] == step["round"] and math.isclose(p["overlap_ms"], step["time_ms"],
+                                                                                 rel_tol=1e-9)]
+        if match:
+            bounds.append(match[0]["bound_ms"])
+            kinds.append(match[0]["bound_kind"])
+            over_floor.append(match[0]["bound_ms"] / lowest)
+            over_bound.append(step["time_ms"] / match[0]["bound_ms"])
+    if not bounds:
+        return {}
+    return {"best_bound_ms": float(np.median(bounds)), "best_bound_kind": max(set(kinds), key=kinds.count),
+            "bound_vs_floor": float(np.median(over_floor)), "best_vs_bound": float(np.median(over_bound))}
+
+
 def replayed(runs, process):
     """1 where `process`'s first run replayed its steps from CUDA graphs (its summary's `graph` column: bench_ddp.py
     --graph, phase 4 --graph), else 0 (also where it did not run)."""
@@ -126,6 +147,7 @@ def tables(compare_dir, spec, seed):
             continue
         best = p4.loc[p4["median_ms"].idxmin()]
         floor = floors(runs, rounds, config, best["contender"])
+        points = bound_rows(runs, rounds, config)
         vs_floor, floor_lo, floor_hi, _ = compare_stats.bootstrap_ratios(
             {"best": steps[best["contender"]], "floor": floor}, "best", ["floor"], seed)
         row = {"config": config, "best": best["label"], "best_ms": best["median_ms"], "ddp_pick": best["baseline_pick"],
@@ -136,7 +158,7 @@ def tables(compare_dir, spec, seed):
                "overhead_ratio": best["overhead_ratio"], "overhead_ci_lo": best["overhead_ci_lo"],
                "overhead_ci_hi": best["overhead_ci_hi"], "carried_by": best["carried_by"],
                "floor_ms": float(np.median(floor)), "best_vs_floor": vs_floor, "best_vs_floor_lo": floor_lo,
-               "best_vs_floor_hi": floor_hi}
+               "best_vs_floor_hi": floor_hi, **best_bound(points, rounds, best["contender"], floor)}
         planned = p4[p4["label"] == "planned"]
         if len(planned):
             chosen = ob_csv.load_summary(runs / f"r0-{P4_PROCESS}.csv")
@@ -156,7 +178,6 @@ def tables(compare_dir, spec, seed):
             row.update({"fsdp2_vs_ddp": fsdp["ratio"].iloc[0], "fsdp2_vs_ddp_lo": fsdp["ratio_ci_lo"].iloc[0],
                         "fsdp2_vs_ddp_hi": fsdp["ratio_ci_hi"].iloc[0]})
         shown = mine[mine["verdict"] != "baseline"]
-        points = bound_rows(runs, rounds, config)
         bounds += points
         row.update({"contenders": len(mine), "beats_compute": int(mine["beats_compute"].sum()),
                     "bounds_above": sum(point["above"] for point in points),
@@ -204,7 +225,7 @@ def prediction_check(contenders, predictions):
 
 def sentence(row):
     """'4096x16x512: sharded-ce is faster than DDP at its best cap (ddp-64) by 35 %: 0.647x [0.642, 0.649]; compute
-    0.79x, overlap overhead 0.82x: the overhead carries it; 1.12x its floor'."""
+    0.79x, overlap overhead 0.82x: the overhead carries it; 1.12x its floor (its schedule's bound 1.05x)'."""
     words = {"faster": "faster than", "slower": "slower than", "not resolved": "not resolved against"}
     by = f" by {abs(1 - row['best_vs_ddp']) * 100:.0f} %" if row["verdict"] in ("faster", "slower") else ""
     replayed = " replayed from CUDA graphs" if row.get("ddp_graph", 0) == 1 else ""  # tables made before: eager
@@ -216,6 +237,8 @@ def sentence(row):
         if isinstance(row["carried_by"], str) and row["carried_by"]:
             text += f": the {row['carried_by']} carries it"
     text += f"; {row['best_vs_floor']:.3f}x its floor"
+    if math.isfinite(row.get("bound_vs_floor", math.nan)):  # tables made before it had none
+        text += f" (its schedule's {row['best_bound_kind']} {row['bound_vs_floor']:.3f}x)"
     if isinstance(row.get("planned_sync"), str) and row["planned_sync"]:
         text += (f"; the planner's plan ({row['planned_sync']}, {row['planned_buckets']} buckets) "
                  f"{row['planned_vs_best_strategy']:.3f}x")

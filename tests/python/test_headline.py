@@ -5,6 +5,7 @@ gate's verdicts on builds that differ."""
 import json
 import math
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -137,6 +138,11 @@ def test_the_tables_from_a_finished_comparison(tmp_path, capsys):
     # the floor: max(its compute-only 0.6, the fastest comm-only 0.5) of the base
     assert math.isclose(first["floor_ms"], 6.0, rel_tol=0.03)
     assert math.isclose(first["best_vs_floor"], 8 / 6, rel_tol=0.03)
+    # why it misses the floor: its own point's bound (0.9 of its step, joined by the step's round median) against
+    # the floor, and its step against that bound
+    assert first["best_bound_kind"] == "bound" and math.isclose(first["best_bound_ms"], 0.9 * 8, rel_tol=0.06)
+    assert math.isclose(first["bound_vs_floor"], 0.9 * 8 / 6, rel_tol=0.06)
+    assert math.isclose(first["best_vs_bound"], 1 / 0.9, rel_tol=0.06)
     assert first["planned_sync"] == "ce" and first["planned_buckets"] == 5
     assert math.isclose(first["planned_vs_best_strategy"], 0.82 / 0.8, rel_tol=0.03)
     # its interval over resampled rounds, the fastest fixed plan chosen again in each, holds the ratio
@@ -158,6 +164,7 @@ def test_the_tables_from_a_finished_comparison(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "4096x16x512: ce is faster than DDP at its best cap (ddp-64@4096x16x512) by 2" in out
     assert "the planner's plan (ce, 5 buckets)" in out and "x [" in out.split("the planner's plan")[1]
+    assert re.search(r"x its floor \(its schedule's bound 1\.1\d\dx\)", out)
     assert (tmp_path / "headline.png").stat().st_size > 5000
     # DDP's runs replayed from CUDA graphs (bench_ddp.py --graph: its summary's graph column): the table and the
     # sentence say so; eager (no such column, or 0) they say nothing
