@@ -1,9 +1,10 @@
 // Phase 4's trainer: the model, the strategy (sync/, chosen by --sync), the schedule its row names (schedule/), the
 // compute and comm streams, cuBLAS. It runs a mode's steps through the common iteration protocol
 // (common/iteration.hpp), timed with CUDA events at each step's start and end, and turns the marks the schedule made
-// on further steps marked in detail (the breakdown) into per-part times and the timeline. With --accum-steps K the first K - 1 micro-steps (forward and backward) only accumulate gradients; the
-// last one is timed and overlapped. With --graph each mode's step is captured once as a CUDA graph (both streams,
-// NCCL calls and timing events included) and replayed every iteration.
+// on further steps marked in detail (the breakdown) into per-part times and the timeline. With --accum-steps K the
+// first K - 1 micro-steps (forward and backward) only accumulate gradients; the last one is timed and overlapped. With
+// --graph each mode's step is captured once as a CUDA graph (both streams, NCCL calls and timing events included) and
+// replayed every iteration.
 #pragma once
 
 #include <mpi.h>
@@ -145,7 +146,7 @@ class Trainer {
   StepResources resources();
   void check_step(ob::Mode mode, int iter, ModeRun& run);
   cudaStream_t first_stream(ob::Mode mode) const;  // the stream a step of `mode` starts on
-  std::unique_ptr<Replay> capture(ob::Mode mode, const BucketPlan& plan, cudaStream_t origin_stream, bool detail);
+  std::unique_ptr<Replay> capture(ob::Mode mode, const BucketPlan& plan, bool detail);
   void step_hooks(ob::Mode mode, const BucketPlan& plan, const Replay* replay, bool detail, ob::EventLog& log,
                   ob::SteadyClock::time_point origin, const double& origin_ms, std::vector<StepTimes>& times,
                   ob::LoopHooks& hooks);
