@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from overlap_bench import compare_stats
+from overlap_bench import headline_why
 from overlap_bench import ob_csv
 from overlap_bench import ob_tool
 from overlap_bench import packs
@@ -150,6 +151,11 @@ def tables(compare_dir, spec, seed):
         points = bound_rows(runs, rounds, config)
         vs_floor, floor_lo, floor_hi, _ = compare_stats.bootstrap_ratios(
             {"best": steps[best["contender"]], "floor": floor}, "best", ["floor"], seed)
+        ddp = mine.loc[mine["process"] == DDP_PROCESS, "contender"].tolist()
+        # the floor against DDP at its best cap: no phase 4 schedule of this work goes below it
+        floor_ddp = compare_stats.bootstrap_ratios({"floor": floor, **{n: steps[n] for n in ddp}}, "floor", ddp,
+                                                   seed)[:3] if ddp else (math.nan,) * 3
+        floor_ddp = dict(zip(("floor_vs_ddp", "floor_vs_ddp_lo", "floor_vs_ddp_hi"), floor_ddp))
         row = {"config": config, "best": best["label"], "best_ms": best["median_ms"], "ddp_pick": best["baseline_pick"],
                "best_vs_ddp": best["ratio"], "best_vs_ddp_lo": best["ratio_ci_lo"],
                "best_vs_ddp_hi": best["ratio_ci_hi"], "ddp_graph": ddp_graph,
@@ -158,7 +164,8 @@ def tables(compare_dir, spec, seed):
                "overhead_ratio": best["overhead_ratio"], "overhead_ci_lo": best["overhead_ci_lo"],
                "overhead_ci_hi": best["overhead_ci_hi"], "carried_by": best["carried_by"],
                "floor_ms": float(np.median(floor)), "best_vs_floor": vs_floor, "best_vs_floor_lo": floor_lo,
-               "best_vs_floor_hi": floor_hi, **best_bound(points, rounds, best["contender"], floor)}
+               "best_vs_floor_hi": floor_hi, **floor_ddp,
+               **best_bound(points, rounds, best["contender"], floor)}
         planned = p4[p4["label"] == "planned"]
         if len(planned):
             chosen = ob_csv.load_summary(runs / f"r0-{P4_PROCESS}.csv")
@@ -225,7 +232,8 @@ def prediction_check(contenders, predictions):
 
 def sentence(row):
     """'4096x16x512: sharded-ce is faster than DDP at its best cap (ddp-64) by 35 %: 0.647x [0.642, 0.649]; compute
-    0.79x, overlap overhead 0.82x: the overhead carries it; 1.12x its floor (its schedule's bound 1.05x)'."""
+    0.79x, overlap overhead 0.82x: the overhead carries it; 1.12x its floor (its schedule's bound 1.05x), the floor
+    0.72x DDP's best'."""
     words = {"faster": "faster than", "slower": "slower than", "not resolved": "not resolved against"}
     by = f" by {abs(1 - row['best_vs_ddp']) * 100:.0f} %" if row["verdict"] in ("faster", "slower") else ""
     replayed = " replayed from CUDA graphs" if row.get("ddp_graph", 0) == 1 else ""  # tables made before: eager
@@ -239,6 +247,8 @@ def sentence(row):
     text += f"; {row['best_vs_floor']:.3f}x its floor"
     if math.isfinite(row.get("bound_vs_floor", math.nan)):  # tables made before it had none
         text += f" (its schedule's {row['best_bound_kind']} {row['bound_vs_floor']:.3f}x)"
+    if math.isfinite(row.get("floor_vs_ddp", math.nan)):
+        text += f", the floor {row['floor_vs_ddp']:.3f}x DDP's best"
     if isinstance(row.get("planned_sync"), str) and row["planned_sync"]:
         text += (f"; the planner's plan ({row['planned_sync']}, {row['planned_buckets']} buckets) "
                  f"{row['planned_vs_best_strategy']:.3f}x")
@@ -307,6 +317,9 @@ def write(compare_dir, out, spec, timing, predictions=None):
     ob_tool.write_text_atomic(out / "headline.meta.json", json.dumps(summary, indent=2, default=str) + "\n")
     ob_tool.write_text_atomic(out / "headline.csv", headline.to_csv(index=False))
     ob_tool.write_text_atomic(out / "bounds.csv", bounds.to_csv(index=False, float_format="%.6g"))
+    last_round = int(packs.read_csv(compare_dir / "compare.rounds.csv")["round"].max())
+    for path in headline_why.figures(compare_dir / "runs", last_round, out, headline, spec["strategies"]):
+        print(f"why its best misses its floor: {path}")
     for _, row in headline.iterrows():
         print(sentence(row))
     print(f"{summary['rows_within_2pct'] * 100:.0f} % of {summary['rows']} ratios within +-2 %; "

@@ -32,7 +32,11 @@ def select(frame, iters, ranks, lanes, point=None):
     return frame
 
 
-def plot(frame, output, title):
+MARK_COLOURS = ["#222222", "#9467bd", "#d62728"]
+
+
+def plot(frame, output, title, marks=None):
+    """Draws `frame`'s events; `marks` (name -> ms from the frame's first event) as dashed vertical lines."""
     rows = sorted({(r, lane) for r, lane in zip(frame["rank"], frame["lane"])})
     names = sorted(frame["name"].unique())
     colours = {name: ob_csv.colour(name, ob_csv.TASK_COLOURS) for name in names}
@@ -45,6 +49,11 @@ def plot(frame, output, title):
                        linewidth=0.4)
     for start in frame.groupby("iter")["start_us"].min():  # iteration boundaries
         ax.axvline((start - origin) / 1000.0, color="grey", linestyle=":", linewidth=0.8)
+    for k, (name, ms) in enumerate((marks or {}).items()):
+        colour = MARK_COLOURS[k % len(MARK_COLOURS)]
+        ax.axvline(ms, color=colour, linestyle="--", linewidth=1.0)
+        ax.annotate(f"{name} {ms:.3g} ms", (ms, 0), xycoords=("data", "axes fraction"), xytext=(2, 2 + 9 * k),
+                    textcoords="offset points", fontsize=7, color=colour)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([f"rank {r} {lane}" for r, lane in rows], fontsize=8)
     ax.invert_yaxis()
