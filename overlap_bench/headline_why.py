@@ -3,7 +3,7 @@ whose best phase 4 contender ran more than FLOOR_LIMIT x its floor, a Gantt of t
 in the last round's phase 4 process (every rank's compute and comm streams) under its own compute-only step, each
 from 0, with the floor, the schedule's bound and the measured step drawn: why-<config>.png. The events drawn are kept
 in why.timeline.csv (the suite's timeline schema), from which --analyze draws them again once the round's whole
-timeline is gone.
+timeline is gone (into the folder analysed or another).
 """
 import math
 import pathlib
@@ -49,8 +49,11 @@ def median_step(events, mode):
 
 
 def source_timeline(runs, last_round, out):
-    """The last round's phase 4 timeline, else the events kept by an earlier call (TIMELINE in `out`), else None."""
-    return ob_csv.stored(runs / f"r{last_round}-p4.timeline.csv") or ob_csv.stored(out / TIMELINE)
+    """The last round's phase 4 timeline, else the events kept by an earlier call (TIMELINE in `out`, or in the
+    headline folder that holds `runs`: DIR/compare/runs), else None."""
+    found = [ob_csv.stored(path) for path in (runs / f"r{last_round}-p4.timeline.csv", out / TIMELINE,
+                                              runs.parent.parent / TIMELINE)]
+    return next((path for path in found if path is not None), None)
 
 
 def figures(runs, last_round, out, headline, strategies):
@@ -82,8 +85,9 @@ def figures(runs, last_round, out, headline, strategies):
             drawn.append(step)
         frame = pd.concat(drawn)
         marks = {"floor": row["floor_ms"], "bound": row.get("best_bound_ms", math.nan), "step": row["best_ms"]}
-        title = (f"{row['config']}: {row['best']} ({point}), {row['best_vs_floor']:.3f}x its floor; its schedule's "
-                 f"{row.get('best_bound_kind', 'bound')} {row.get('bound_vs_floor', math.nan):.3f}x the floor")
+        title = (f"{row['config']}: {row['best']}, {row['best_vs_floor']:.3f}x its floor; its schedule's "
+                 f"{row.get('best_bound_kind', 'bound')} {row.get('bound_vs_floor', math.nan):.3f}x the floor\n"
+                 f"median breakdown step of {point} under its compute-only step")
         path = out / f"why-{row['config']}.png"
         plot_gantt.plot(frame, path, title, {k: v for k, v in marks.items() if np.isfinite(v)})
         written.append(path)

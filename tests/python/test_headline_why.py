@@ -60,6 +60,11 @@ def test_the_best_step_beside_its_compute_only_step(tmp_path, capsys):
     figure.unlink()
     assert headline_tables.write(folder, out, spec(), {}) == 0
     assert figure.stat().st_size > 5000 and pd.read_csv(out / headline_why.TIMELINE).equals(kept)
+    # --analyze of a published folder (DIR/compare/runs beside DIR/why.timeline.csv) into another folder
+    (out / headline_why.TIMELINE).rename(folder.parent / headline_why.TIMELINE)
+    assert headline_tables.write(folder, tmp_path / "again", spec(), {}) == 0
+    assert (tmp_path / "again" / "why-4096x16x512.png").stat().st_size > 5000
+    assert pd.read_csv(tmp_path / "again" / headline_why.TIMELINE).equals(kept)
 
 
 def test_no_figure_without_a_timeline_or_within_the_floor(tmp_path):
