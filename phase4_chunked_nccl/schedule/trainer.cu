@@ -154,8 +154,7 @@ cudaStream_t Trainer::first_stream(ob::Mode mode) const {
 
 // --graph: one step of `mode` captured (connections opened first, outside it), its marks (in `detail` or its ends
 // only) recorded by every replay.
-std::unique_ptr<Replay> Trainer::capture(ob::Mode mode, const BucketPlan& plan, cudaStream_t origin_stream,
-                                         bool detail) {
+std::unique_ptr<Replay> Trainer::capture(ob::Mode mode, const BucketPlan& plan, bool detail) {
   auto replay = std::make_unique<Replay>();
   replay->marks = StepMarks(&replay->log, spec_.model.layers, plan, detail);
   replay->log.reserve(4 + 8 * spec_.model.layers + 2 * plan.buckets.size());
@@ -165,7 +164,7 @@ std::unique_ptr<Replay> Trainer::capture(ob::Mode mode, const BucketPlan& plan, 
   }
   schedule_->before_capture(mode);
   CUDA_CHECK(cudaDeviceSynchronize());
-  replay->step.capture(origin_stream, [&] { schedule_->run(mode, plan, replay->marks); });
+  replay->step.capture(first_stream(mode), [&] { schedule_->run(mode, plan, replay->marks); });
   return replay;
 }
 
@@ -213,7 +212,7 @@ ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::Stea
   const std::size_t n = model_->elements();
 
   ob::EventLog log;  // the origin; eager, then the marks of the timed steps and of the breakdown's
-  const std::unique_ptr<Replay> replay = graph ? capture(mode, plan, first_stream(mode), false) : nullptr;
+  const std::unique_ptr<Replay> replay = graph ? capture(mode, plan, false) : nullptr;
   const auto refill = [&](const ob::Iteration&) {
     if (comm_only) {  // the pattern (and the strategy's wire copy): the comm mode times the communication alone
       fill_rank_pattern(sync_->gradient(), n, spec_.model.seed, rank_, comm_stream_);
@@ -248,7 +247,7 @@ ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::Stea
   run.energy_j = power_ && long_enough ? power_->energy_j() - energy_start : std::nan("");
 
   // The breakdown (METRICS.md, "Breakdown"): further steps marked in detail, one untimed first.
-  const std::unique_ptr<Replay> marked_replay = graph ? capture(mode, plan, first_stream(mode), true) : nullptr;
+  const std::unique_ptr<Replay> marked_replay = graph ? capture(mode, plan, true) : nullptr;
   std::vector<StepTimes> marked;
   ob::LoopHooks marked_hooks;
   step_hooks(mode, plan, marked_replay.get(), true, log, origin, origin_ms, marked, marked_hooks);

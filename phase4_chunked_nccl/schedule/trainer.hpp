@@ -146,7 +146,7 @@ class Trainer {
   StepResources resources();
   void check_step(ob::Mode mode, int iter, ModeRun& run);
   cudaStream_t first_stream(ob::Mode mode) const;  // the stream a step of `mode` starts on
-  std::unique_ptr<Replay> capture(ob::Mode mode, const BucketPlan& plan, cudaStream_t origin_stream, bool detail);
+  std::unique_ptr<Replay> capture(ob::Mode mode, const BucketPlan& plan, bool detail);
   void step_hooks(ob::Mode mode, const BucketPlan& plan, const Replay* replay, bool detail, ob::EventLog& log,
                   ob::SteadyClock::time_point origin, const double& origin_ms, std::vector<StepTimes>& times,
                   ob::LoopHooks& hooks);
