@@ -34,7 +34,7 @@ def test_the_published_experiment_is_the_issue_s():
     assert len(experiment["configs"]) == 6 and experiment["rounds"] >= 3
     assert experiment["strategies"] == ["nccl", "nccl-sym", "ce", "sharded", "sharded-ce"]
     assert experiment["ddp_caps_mb"] == [25, 64, 128, 256] and experiment["fsdp2"]
-    # both sides replayed from CUDA graphs, as README's headline was made (results/4xH200/headline-ddp-graph)
+    # both sides replayed from CUDA graphs, as README's headline was made (results/4xH200/headline-85378b9)
     assert experiment["graph"] and experiment["ddp_graph"] and experiment["passes"] == 1
 
 
@@ -208,8 +208,9 @@ def test_analyze_remakes_the_tables_without_running(tmp_path):
 
 def test_the_published_headline_is_remade_from_its_gzipped_runs(tmp_path):
     """A published comparison keeps its runs' CSVs gzipped (results/README.md, "Size"): --analyze reads them and
-    remakes results/4xH200/headline's table, floors and planned plans included, to the published numbers."""
-    folder = REPO / "results" / "4xH200" / "headline"
+    remakes README's headline (results/4xH200/headline-85378b9), floors and planned plans included, to the published
+    numbers, and draws why each best step misses its floor from the events it kept."""
+    folder = REPO / "results" / "4xH200" / "headline-85378b9"
     assert not list((folder / "compare" / "runs").glob("*.csv"))  # only .csv.gz
     result = subprocess.run([*tool("headline.py"), "--analyze", folder, "--out", tmp_path / "again"],
                             capture_output=True, text=True, timeout=300)
@@ -218,6 +219,8 @@ def test_the_published_headline_is_remade_from_its_gzipped_runs(tmp_path):
     numeric = published.select_dtypes("number").columns
     assert list(again["config"]) == list(published["config"])
     assert (again[numeric] - published[numeric]).abs().max().max() < 1e-9
+    missed = published.loc[published["best_vs_floor"] > 1.05, "config"]
+    assert len(missed) and all((tmp_path / "again" / f"why-{c}.png").stat().st_size > 20000 for c in missed)
 
 
 def write_spec(tmp_path):
