@@ -10,7 +10,8 @@ Launch with torchrun, one process per GPU:
 Writes per configuration and setting <out>/<label>.rank<R>.trace.json.gz and one <out>/trace_job.csv (label, system,
 model, hidden, layers, batch, bucket_mb, ranks, step_ms, compute_ms: medians of the slowest rank over --iters untimed by
 the profiler, the two timed in turn over --passes so that a drift of the clocks falls on both; target_lo_ms and
-target_hi_ms: the 95 % bootstrap interval of step_ms - compute_ms) with its metadata.
+target_hi_ms: the 95 % bootstrap interval of step_ms - compute_ms; graph: 1 where both steps were replayed from CUDA
+graphs, --graph) with its metadata.
 """
 import gzip
 import json
@@ -25,7 +26,7 @@ import numpy as np
 
 from overlap_bench import bench_ddp
 from overlap_bench import ob_tool
-from overlap_bench.ddp_steps import Mlp, Step, Transformer, dist, pass_iters, slowest, timed, torch, wrap
+from overlap_bench.ddp_steps import Mlp, Step, Transformer, dist, graphed, pass_iters, slowest, timed, torch, wrap
 
 
 def parse_args():
@@ -41,11 +42,16 @@ def parse_args():
                         "markers) (default: full)")
     parser.add_argument("--passes", type=int, default=4, help="the compute-only and the wrapped step timed in turn "
                         "this many times, --iters shared among them (default: 4)")
+    parser.add_argument("--graph", action="store_true", help="DDP's step and the compute-only step each captured once "
+                        "in a CUDA graph and replayed, traced and timed alike (bench_ddp.py --graph): the profiler "
+                        "then slows no launch (DDP only: FSDP2's hooks are not captured)")
     parser.add_argument("--out", required=True, help="folder to write (created)")
     args = parser.parse_args()
     bench_ddp.check_configs(parser, args.configs)
     if not 1 <= args.steps <= 50 or not 1 <= args.iters <= 10000:
         parser.error("--steps: 1 to 50, --iters: 1 to 10000")
+    if args.graph and args.fsdp:
+        parser.error("--graph: '--fsdp' is invalid with it: FSDP2's hooks are not captured in a CUDA graph")
     if not 1 <= args.passes <= args.iters:
         parser.error(f"--passes: '{args.passes}' is invalid: from 1 to --iters")
     if not all(0 < mb <= 1e6 for mb in args.bucket_mb):
@@ -106,11 +112,13 @@ def run(args, work, setting, rank, world):
 
     torch.manual_seed(1234)
     wrapped, _ = wrap(work, "fsdp" if args.fsdp else "ddp", 0 if args.fsdp else setting, True, work.build("cuda"))
-    step = stepper(wrapped)
-    computes, steps_ms = in_turn([stepper(model), step], args.iters, args.passes)
+    step, compute = stepper(wrapped), stepper(model)
+    if args.graph:  # as bench_ddp.py --graph: DDP warmed up by 11 steps before its capture
+        compute, step = graphed(compute), graphed(step, eager=11)
+    computes, steps_ms = in_turn([compute, step], args.iters, args.passes)
     lo, hi = difference_interval(steps_ms, computes)
     label = f"{'fsdp2' if args.fsdp else 'ddp'}-{work.tag}" + \
-        ("" if args.fsdp else f"-{setting:g}mb")
+        ("" if args.fsdp else f"-{setting:g}mb") + ("-graph" if args.graph else "")
     path = pathlib.Path(args.out) / f"{label}.rank{rank}.trace.json"
     trace(step, args.steps, path, args.profile)
     with open(path, "rb") as source, gzip.open(f"{path}.gz", "wb") as target:
@@ -120,7 +128,7 @@ def run(args, work, setting, rank, world):
     return {"label": label, "system": "pytorch-fsdp2" if args.fsdp else "pytorch-ddp", **shape,
             "bucket_mb": "" if args.fsdp else setting, "ranks": world,
             "step_ms": float(np.median(steps_ms)), "compute_ms": float(np.median(computes)),
-            "target_lo_ms": lo, "target_hi_ms": hi, "traced_steps": args.steps}
+            "target_lo_ms": lo, "target_hi_ms": hi, "traced_steps": args.steps, "graph": int(args.graph)}
 
 
 def main():

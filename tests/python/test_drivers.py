@@ -100,7 +100,8 @@ def test_trace_job_checks_its_model_before_any_work(tmp_path):
     model lacks or a bad size is one line and exit 2, nothing written."""
     for args, words in ((["--model", tmp_path / "none.json"], "--model: '"),
                         (["--model", "gpt2", "--blocks", "99"], "--blocks: '99' is invalid: at most the model's 12"),
-                        (["--model", "gpt2", "--seq", "0"], "--seq: '0' is invalid: from 1 to 1048576")):
+                        (["--model", "gpt2", "--seq", "0"], "--seq: '0' is invalid: from 1 to 1048576"),
+                        (["--graph", "--fsdp"], "--graph: '--fsdp' is invalid with it")):
         result = script("trace_job.py", *args, "--out", tmp_path / "out")
         assert result.returncode == 2 and words in result.stderr, result.stderr
         assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists(), result.stderr
