@@ -13,6 +13,7 @@ the profiler, the two timed in turn over --passes so that a drift of the clocks 
 target_hi_ms: the 95 % bootstrap interval of step_ms - compute_ms; graph: 1 where both steps were replayed from CUDA
 graphs, --graph) with its metadata.
 """
+import contextlib
 import gzip
 import json
 import os
@@ -145,7 +146,9 @@ def main():
     rows = []
     for work in [Transformer(args)] if args.model else [Mlp(text) for text in args.configs]:
         for setting in ([None] if args.fsdp else args.bucket_mb):
-            rows.append(run(args, work, setting, rank, world))
+            # --graph: built, warmed up and captured on one side stream, as DDP's capture needs (bench_ddp.py's way)
+            with torch.cuda.stream(torch.cuda.Stream()) if args.graph else contextlib.nullcontext():
+                rows.append(run(args, work, setting, rank, world))
     if rank == 0:
         import pandas as pd
 
