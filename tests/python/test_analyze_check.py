@@ -82,3 +82,25 @@ def test_a_phase4_run_is_checked_against_its_own_compute_only_step(tmp_path):
     empty = subprocess.run([*tool("analyze_check.py"), tmp_path / "c.csv", "--csv", tmp_path / "d.csv"],
                            capture_output=True, text=True, timeout=300)
     assert empty.returncode == 2 and "a folder of traces" in empty.stderr
+
+
+def test_hta_failing_on_the_traces_leaves_its_column_empty(monkeypatch, capsys):
+    """HTA is another package: where it raises on the traces (HTA 0.5.0 under pandas 3: a TypeError in its own
+    parsing), its column stays empty and one line says why; the check itself goes on."""
+    import sys
+    import types
+
+    from overlap_bench import analyze_check
+
+    class Failing:
+        def __init__(self, trace_dir):
+            raise TypeError("Invalid value '[5 7 9]' for dtype 'int8'")
+
+    module = types.ModuleType("hta.trace_analysis")
+    module.TraceAnalysis = Failing
+    monkeypatch.setitem(sys.modules, "hta", types.ModuleType("hta"))
+    monkeypatch.setitem(sys.modules, "hta.trace_analysis", module)
+    files = sorted((DATA / "2gpu").glob("ddp-*.trace.json.gz"))
+    assert analyze_check.hta_overlap(files) == {}
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "HTA failed on ddp-1024x8x256-25mb.rank0" in err[0] and "TypeError" in err[0]
