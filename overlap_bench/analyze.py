@@ -60,7 +60,7 @@ def summary(stats, system, world):
     frame = pd.DataFrame([{"rank": s.rank, "step": s.step, "step_ms": s.step_ms, "comm_ms": s.comm_ms,
                            "compute_ms": s.compute_ms, "exposed_ms": s.exposed_ms, "wait_ms": s.wait_ms,
                            "slowdown_ms": s.slowdown_ms, "host_ms": s.host_ms,
-                           "wrapper_gpu_ms": s.wrapper_gpu_ms,
+                           "wrapper_gpu_ms": s.wrapper_gpu_ms, "replayed": s.replayed,
                            "slowed_ms": s.slowed_ms, "buckets": len(s.buckets),
                            "grad_mb": sum(b[1] for b in s.buckets) / (1 << 20)} for s in stats])
     steps = sorted(frame["step"].unique())
@@ -86,6 +86,7 @@ def summary(stats, system, world):
                         "added_ms": exposed + slowest["slowdown_ms"].median(),
                         "peer_wait_ms": slowest["wait_ms"].median(), "host_comm_ms": slowest["host_ms"].median(),
                         "wrapper_gpu_ms": slowest["wrapper_gpu_ms"].median(),
+                        "replayed_share": float(frame["replayed"].mean()),
                         "total_added_ms": exposed + sum(slowest[part].median() for part in
                                                         ("slowdown_ms", "wrapper_gpu_ms", "host_ms"))})
         rows.append(row)
@@ -138,11 +139,13 @@ def main(argv=None):
         raise ob_tool.UsageError(f"{args.traces[0]}: no step found in it")
     trace_stats.peer_waits(traces, stats)
     world = max(t.world for t in traces) or len(traces)
-    collectives = {b[0] for s in stats for b in s.buckets}
-    system = traces[0].system or ("pytorch-fsdp2" if "reduce_scatter" in collectives or "_reduce_scatter_base"
-                                  in collectives else "pytorch-ddp" if "allreduce" in collectives else "trace")
+    # the collectives' names (a replayed step's kernels carry none: NCCL's kernel names then)
+    collectives = {b[0].lower().replace("_", "") for s in stats for b in s.buckets}
+    system = traces[0].system or ("pytorch-fsdp2" if any("reducescatter" in c for c in collectives) else
+                                  "pytorch-ddp" if any("allreduce" in c for c in collectives) else "trace")
     table = summary(stats, system, world)
-    advised = advice.advise(traces, stats, world, args.predictor) if system == "pytorch-ddp" else None
+    replayed = table.set_index("mode").loc["overlap", "replayed_share"] > 0.5  # no collective's size in the trace
+    advised = advice.advise(traces, stats, world, args.predictor) if system == "pytorch-ddp" and not replayed else None
     buckets = pd.DataFrame([{"rank": s.rank, "step": s.step, "bucket": i, "collective": b[0], "bytes": b[1],
                              "ms": b[2]} for s in stats for i, b in enumerate(s.buckets)])
     meta = {"suite": "overlap-bench", "tool": "ob-analyze", "commit": ob_tool.commit_id(), "command_line": sys.argv,
@@ -192,6 +195,12 @@ def sentences(table, advised, busy=1.0):
         lines.append(f"The GPU ran work for {100 * busy:.0f} % of the traced step: its host paces the step, and the "
                      "profiler's own host work lengthens such a step, so these times are the traced job's, longer "
                      "than your job's without the profiler (tracing without record_shapes keeps them nearer)")
+    if row.get("replayed_share", 0) > 0.5:
+        lines.append("Its steps were replayed from CUDA graphs: each kernel was launched by a graph launch, so no host "
+                     "call tells the wrapper's own kernels (DDP's gradient division, its copies) from the compute: "
+                     "they count as compute here, in neither the exposed communication nor the slowdown, and the "
+                     "added time is short by them, and no bucket advice is given (a replayed collective's size is "
+                     "not in the trace; results/2xH200/trace-graph)")
     if advised:
         lines.append(advised["sentence"])
     return lines

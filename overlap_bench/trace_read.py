@@ -23,6 +23,7 @@ from overlap_bench import ob_tool
 
 # The host calls of the data-parallel wrapper and its collectives, by name prefix: c10d's collectives and their
 # records, NCCL's host annotations, DDP's reducer (the gradient copied into its bucket), FSDP2's hooks and copies.
+GRAPH_LAUNCHES = ("cudaGraphLaunch", "cuGraphLaunch")  # a CUDA graph's replay: every kernel of it one launch
 WRAPPER_CALLS = ("c10d::", "record_param_comms", "nccl:", "torch::distributed::reducer::", "FSDP::", "fsdp::")
 # The wrapper's annotations around the user's own code (DDP's forward wraps the module's): only their host time
 # before the first operator inside them and after the last is the wrapper's (DDP's pre- and post-forward).
@@ -56,6 +57,7 @@ class RankTrace:
     start_ns: int = 0
     kernels: list = field(default_factory=list)
     launches: dict = field(default_factory=dict)  # correlation -> host time of the launching call (us)
+    graph_launches: set = field(default_factory=set)  # correlations of CUDA graph launches (a replayed step's kernels)
     steps: list = field(default_factory=list)  # (number, host start, host end)
     backward: list = field(default_factory=list)  # (host start, host end, name) of autograd functions
     grads: list = field(default_factory=list)  # (host time, elements) of each AccumulateGrad
@@ -93,6 +95,8 @@ def _keep(trace, event):
                                     elements * DTYPE_BYTES.get(str(args.get("dtype", "Float")), 4)))
     elif cat in ("cuda_runtime", "cuda_driver") and "correlation" in args:
         trace.launches[int(args["correlation"])] = ts
+        if name.startswith(GRAPH_LAUNCHES):
+            trace.graph_launches.add(int(args["correlation"]))
     elif cat == "user_annotation" and name.startswith("ProfilerStep#"):
         trace.steps.append((int(name.split("#", 1)[1]), ts, ts + dur))
     elif cat == "user_annotation" and name.startswith("Optimizer.step"):

@@ -118,6 +118,7 @@ class StepStats:
     wait_ms: float = 0.0  # of the exposed communication, the wait for a later rank's collective (peer_waits)
     host_ms: float = 0.0  # the wrapper's host calls while the GPU ran nothing (host_comm)
     wrapper_gpu_ms: float = 0.0  # the wrapper's own kernels (not collectives) while no other kernel ran
+    replayed: bool = False  # most of its kernels launched by CUDA graph launches: no host call tells the wrapper's
 
     @property
     def step_ms(self):
@@ -192,7 +193,8 @@ def step_stats(trace):
                                minus(comm, compute) / 1e3, slowdown / 1e3, slowed / 1e3, buckets,
                                host_ms=host_comm(calls, min(start, marks.get(number, start)), end, busy) / 1e3,
                                wrapper_gpu_ms=minus(Cover((k.start, k.end) for k in kernels if id(k) in mine),
-                                                    others) / 1e3))
+                                                    others) / 1e3,
+                               replayed=2 * sum(k.correlation in trace.graph_launches for k in kernels) > len(kernels)))
     return stats
 
 

@@ -25,9 +25,10 @@ def analyze(*args, timeout=300):
     return subprocess.run([*ANALYZE, *map(str, args)], capture_output=True, text=True, timeout=timeout)
 
 
-def kineto(path, kernels, steps, rank=0, world=2, base=0, extra=()):
+def kineto(path, kernels, steps, rank=0, world=2, base=0, extra=(), launch="cudaLaunchKernel"):
     """A minimal PyTorch profiler trace: kernels (start us, duration us, name, nccl collective or "", bytes) each
-    launched by a runtime call 1 us before its step's kernels, the steps as ProfilerStep markers (start, end)."""
+    launched by a runtime call (`launch`) 1 us before its step's kernels, the steps as ProfilerStep markers (start,
+    end)."""
     events = [{"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "ts": a, "dur": b - a}
               for n, (a, b) in enumerate(steps)]
     for i, (start, dur, name, collective, nbytes) in enumerate(kernels):
@@ -36,7 +37,7 @@ def kineto(path, kernels, steps, rank=0, world=2, base=0, extra=()):
         if collective:
             args.update({"Collective name": collective, "In msg nelems": nbytes // 4, "dtype": "Float"})
         events.append({"ph": "X", "cat": "kernel", "name": name, "ts": start, "dur": dur, "args": args})
-        events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": step + 1, "dur": 1,
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": launch, "ts": step + 1, "dur": 1,
                        "args": {"correlation": i}})
     events += list(extra)
     text = json.dumps({"schemaVersion": 1, "deviceProperties": [{"name": "Test GPU"}], "baseTimeNanoseconds": base,
@@ -169,6 +170,24 @@ def test_a_ddp_trace_of_two_ranks_end_to_end(tmp_path):
     # the slowest rank's median over the two kept steps (rank 1's 0.523 and 0.562 ms, tests/data's traces).
     assert 0.3 < summary.loc["overlap", "host_comm_ms"] < 0.7 and "while the GPU waited for them" in result.stdout
     assert "its host paces the step, and the profiler's own host work lengthens such a step" in result.stdout
+    assert summary.loc["overlap", "replayed_share"] == 0 and "replayed from CUDA graphs" not in result.stdout
+
+
+def test_steps_replayed_from_cuda_graphs_are_said_to_be(tmp_path):
+    """A step whose kernels one cudaGraphLaunch launched (trace_job.py --graph) is analysed as any other, and the
+    verdict says that no host call tells the wrapper's kernels from the compute there."""
+    kernels = []
+    for start in (0.0, 1000.0):
+        kernels += [(start + 0, 10, "gemm", "", 0), (start + 20, 13, "gemm", "", 0),
+                    (start + 20, 20, "ncclDevKernel_AllReduce", "allreduce", 4 << 20)]
+    path = kineto(tmp_path / "t.json", kernels, [(0.0, 100.0), (1000.0, 1100.0)], launch="cudaGraphLaunch")
+    stats = trace_stats.step_stats(trace_read.read(path)[0])
+    assert [s.replayed for s in stats] == [True, True] and math.isclose(stats[0].exposed_ms, 0.007)
+    result = analyze(path, "--out", tmp_path / "a")
+    assert result.returncode == 0, result.stderr
+    assert ob_csv.load_summary(tmp_path / "a" / "analysis.csv").set_index("mode").loc["overlap", "replayed_share"] == 1
+    assert "Its steps were replayed from CUDA graphs" in result.stdout
+    assert not any(s.replayed for s in trace_stats.step_stats(trace_read.read(two_steps(tmp_path / "e.json"))[0]))
 
 
 def test_fsdp2_and_four_ranks(tmp_path):
