@@ -318,7 +318,8 @@ def write(compare_dir, out, spec, timing, predictions=None):
     ob_tool.write_text_atomic(out / "headline.csv", headline.to_csv(index=False))
     ob_tool.write_text_atomic(out / "bounds.csv", bounds.to_csv(index=False, float_format="%.6g"))
     last_round = int(packs.read_csv(compare_dir / "compare.rounds.csv")["round"].max())
-    for path in headline_why.figures(compare_dir / "runs", last_round, out, headline, spec["strategies"]):
+    timeline = compare_dir / "runs" / f"r{last_round}-{P4_PROCESS}.timeline.csv"
+    for path in headline_why.figures(timeline, out, headline, spec["strategies"]):
         print(f"why its best misses its floor: {path}")
     for _, row in headline.iterrows():
         print(sentence(row))

@@ -43,24 +43,24 @@ def median_step(events, mode):
     mine = events[events["lane"].str.startswith(f"{mode}:")]
     if mine.empty:
         return mine
-    spans = mine.groupby("iter").apply(lambda step: step["end_us"].max() - step["start_us"].min(),
-                                       include_groups=False).sort_values()
+    steps = mine.groupby("iter")
+    spans = (steps["end_us"].max() - steps["start_us"].min()).sort_values()
     return mine[mine["iter"] == spans.index[(len(spans) - 1) // 2]]
 
 
-def source_timeline(runs, last_round, out):
-    """The last round's phase 4 timeline, else the events kept by an earlier call (TIMELINE in `out`, or in the
-    headline folder that holds `runs`: DIR/compare/runs), else None."""
-    found = [ob_csv.stored(path) for path in (runs / f"r{last_round}-p4.timeline.csv", out / TIMELINE,
-                                              runs.parent.parent / TIMELINE)]
+def source_timeline(timeline, out):
+    """`timeline` (the last round's phase 4 timeline, DIR/compare/runs/...), else the events kept by an earlier call
+    (TIMELINE in `out`, or in DIR), else None."""
+    found = [ob_csv.stored(path) for path in (timeline, out / TIMELINE, timeline.parent.parent.parent / TIMELINE)]
     return next((path for path in found if path is not None), None)
 
 
-def figures(runs, last_round, out, headline, strategies):
+def figures(timeline, out, headline, strategies):
     """why-<config>.png for every configuration of `headline` (headline.csv's frame) whose best misses FLOOR_LIMIT x
-    its floor and whose events the timeline holds; writes TIMELINE; returns the figures written."""
-    runs, out = pathlib.Path(runs), pathlib.Path(out)
-    source = source_timeline(runs, last_round, out)
+    its floor and whose events `timeline` (the last round's phase 4 timeline) or a kept TIMELINE holds; writes
+    TIMELINE; returns the figures written."""
+    out = pathlib.Path(out)
+    source = source_timeline(pathlib.Path(timeline), out)
     if source is None:
         return []
     timeline = ob_csv.load_timeline(source)

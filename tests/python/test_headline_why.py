@@ -73,4 +73,4 @@ def test_no_figure_without_a_timeline_or_within_the_floor(tmp_path):
     assert not list((tmp_path / "out").glob("why*"))
     table = pd.read_csv(tmp_path / "out" / "headline.csv").assign(best_vs_floor=1.04)
     fake_timeline(tmp_path / "r1-p4.timeline.csv", "shape=4096x16x512, bucket-mb=25, sync=ce", [8000])
-    assert headline_why.figures(tmp_path, 1, tmp_path / "out", table, ["nccl", "ce"]) == []
+    assert headline_why.figures(tmp_path / "r1-p4.timeline.csv", tmp_path / "out", table, ["nccl", "ce"]) == []
