@@ -18,10 +18,14 @@ the jobs of each verdict.
 Usage: ob-analyze-check results/runs/traces --csv check.csv
 """
 import contextlib
+import importlib.util
 import io
 import json
+import os
 import pathlib
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -35,25 +39,41 @@ from overlap_bench import ob_csv
 from overlap_bench import ob_tool
 
 
-def hta_overlap(files):
-    """rank -> HTA's comp_comm_overlap_pctg for these trace files, or {} without the package, or where HTA itself fails
-    on them (HTA 0.5.0 under pandas 3, say: said in one line, the column left empty; our own check goes on)."""
-    try:
-        from hta.trace_analysis import TraceAnalysis
-    except ImportError:
+HTA_SECONDS = 180  # HTA's own analysis of one job's traces, in a process of its own (its pool can hang)
+HTA_SCRIPT = """import contextlib, io, json, sys
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(sys.stderr):
+    from hta.trace_analysis import TraceAnalysis
+    table = TraceAnalysis(trace_dir=sys.argv[1]).get_comm_comp_overlap(visualize=False)
+print(json.dumps({str(int(r)): float(v) for r, v in zip(table["rank"], table["comp_comm_overlap_pctg"])}))
+"""
+
+
+def hta_overlap(files, seconds=HTA_SECONDS):
+    """rank -> HTA's comp_comm_overlap_pctg for these trace files, or {} without the package. HTA runs in a process
+    of its own, the parent's module path its; where it fails on them (HTA 0.5.0 under pandas 3: a TypeError in its
+    own parsing) or gives no answer within `seconds` (its worker pool, seen hanging on a loaded machine), one line
+    says so and the column stays empty: our own check goes on."""
+    if importlib.util.find_spec("hta") is None:
         return {}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     with tempfile.TemporaryDirectory() as folder:
         for path in files:
             shutil.copy(path, folder)
-        try:
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                table = TraceAnalysis(trace_dir=folder).get_comm_comp_overlap(visualize=False)
-        except Exception as error:  # noqa: BLE001 (another package's failure, whatever its kind)
-            print(f"ob-analyze-check: HTA failed on {pathlib.Path(files[0]).name} and its ranks "
-                  f"({type(error).__name__}: {str(error).splitlines()[0][:120] if str(error) else ''}): "
-                  "hta_overlap_pct left empty", file=sys.stderr)
-            return {}
-    return dict(zip(table["rank"], table["comp_comm_overlap_pctg"]))
+        with subprocess.Popen([sys.executable, "-c", HTA_SCRIPT, folder], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env, start_new_session=True) as child:
+            try:
+                out, err = child.communicate(timeout=seconds)
+                failure = None if child.returncode == 0 else \
+                    (err.strip().splitlines() or [f"exit status {child.returncode}"])[-1][:160]
+            except subprocess.TimeoutExpired:
+                os.killpg(child.pid, signal.SIGKILL)  # HTA's pool workers with it
+                child.communicate()
+                failure = f"no answer within {seconds:g} s"
+    if failure:
+        print(f"ob-analyze-check: HTA failed on {pathlib.Path(files[0]).name} and its ranks ({failure}): "
+              "hta_overlap_pct left empty", file=sys.stderr)
+        return {}
+    return {int(rank): value for rank, value in json.loads(out.strip().splitlines()[-1]).items()}
 
 
 def verdict(total, target, lo, hi):

@@ -3,6 +3,8 @@ the verdicts and their counts, on the traces shipped in tests/data/traces and on
 known (its own timeline, its slowdown against its compute-only mode)."""
 import math
 import subprocess
+import sys
+import time
 
 import pandas as pd
 
@@ -84,23 +86,37 @@ def test_a_phase4_run_is_checked_against_its_own_compute_only_step(tmp_path):
     assert empty.returncode == 2 and "a folder of traces" in empty.stderr
 
 
-def test_hta_failing_on_the_traces_leaves_its_column_empty(monkeypatch, capsys):
-    """HTA is another package: where it raises on the traces (HTA 0.5.0 under pandas 3: a TypeError in its own
-    parsing), its column stays empty and one line says why; the check itself goes on."""
-    import sys
-    import types
+def fake_hta(folder, body):
+    """A package `hta` whose TraceAnalysis(trace_dir).get_comm_comp_overlap() runs `body` (its own lines)."""
+    package = folder / "hta"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "trace_analysis.py").write_text(
+        "import time\nimport pandas as pd\n\n\nclass TraceAnalysis:\n    def __init__(self, trace_dir):\n"
+        "        self.trace_dir = trace_dir\n\n    def get_comm_comp_overlap(self, visualize=False):\n" + body)
+    return folder
 
+
+def test_hta_runs_apart_and_its_failure_or_hang_leaves_its_column_empty(tmp_path, monkeypatch, capsys):
+    """HTA is another package, run in a process of its own: its answer is read; where it raises on the traces (HTA
+    0.5.0 under pandas 3: a TypeError in its own parsing) or never answers (its worker pool, seen hanging on a loaded
+    machine), its column stays empty and one line says why; the check itself goes on."""
     from overlap_bench import analyze_check
 
-    class Failing:
-        def __init__(self, trace_dir):
-            raise TypeError("Invalid value '[5 7 9]' for dtype 'int8'")
-
-    module = types.ModuleType("hta.trace_analysis")
-    module.TraceAnalysis = Failing
-    monkeypatch.setitem(sys.modules, "hta", types.ModuleType("hta"))
-    monkeypatch.setitem(sys.modules, "hta.trace_analysis", module)
     files = sorted((DATA / "2gpu").glob("ddp-*.trace.json.gz"))
-    assert analyze_check.hta_overlap(files) == {}
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "HTA failed on ddp-1024x8x256-25mb.rank0" in err[0] and "TypeError" in err[0]
+    cases = {"answers": "        return pd.DataFrame({'rank': [0, 1], 'comp_comm_overlap_pctg': [12.5, 40.0]})\n",
+             "raises": "        raise TypeError(\"Invalid value '[5 7 9]' for dtype 'int8'\")\n",
+             "hangs": "        time.sleep(600)\n"}
+    for name, body in cases.items():
+        monkeypatch.syspath_prepend(str(fake_hta(tmp_path / name, body)))
+        for module in [m for m in sys.modules if m == "hta" or m.startswith("hta.")]:
+            monkeypatch.delitem(sys.modules, module)
+        started = time.monotonic()
+        got = analyze_check.hta_overlap(files, seconds=5)
+        err = capsys.readouterr().err.strip().splitlines()
+        if name == "answers":
+            assert got == {0: 12.5, 1: 40.0} and not err
+            continue
+        assert got == {} and len(err) == 1 and "HTA failed on ddp-1024x8x256-25mb.rank0" in err[0], err
+        assert ("TypeError" in err[0]) if name == "raises" else ("no answer within 5 s" in err[0])
+        assert time.monotonic() - started < 60
