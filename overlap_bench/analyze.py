@@ -38,6 +38,10 @@ from overlap_bench import trace_read
 from overlap_bench import trace_stats
 
 
+# A trace whose steps are more than this share replayed from CUDA graphs: said so, and no bucket advice.
+REPLAYED = 0.5
+
+
 def parse_args(argv=None):
     parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
     parser.add_argument("traces", nargs="+", help="one trace per rank (or a phase 4 timeline CSV)")
@@ -144,7 +148,7 @@ def main(argv=None):
     system = traces[0].system or ("pytorch-fsdp2" if any("reducescatter" in c for c in collectives) else
                                   "pytorch-ddp" if any("allreduce" in c for c in collectives) else "trace")
     table = summary(stats, system, world)
-    replayed = table.set_index("mode").loc["overlap", "replayed_share"] > 0.5  # no collective's size in the trace
+    replayed = table.set_index("mode").loc["overlap", "replayed_share"] > REPLAYED  # no collective's size in it
     advised = advice.advise(traces, stats, world, args.predictor) if system == "pytorch-ddp" and not replayed else None
     buckets = pd.DataFrame([{"rank": s.rank, "step": s.step, "bucket": i, "collective": b[0], "bytes": b[1],
                              "ms": b[2]} for s in stats for i, b in enumerate(s.buckets)])
@@ -195,7 +199,7 @@ def sentences(table, advised, busy=1.0):
         lines.append(f"The GPU ran work for {100 * busy:.0f} % of the traced step: its host paces the step, and the "
                      "profiler's own host work lengthens such a step, so these times are the traced job's, longer "
                      "than your job's without the profiler (tracing without record_shapes keeps them nearer)")
-    if row.get("replayed_share", 0) > 0.5:
+    if row.get("replayed_share", 0) > REPLAYED:
         lines.append("Its steps were replayed from CUDA graphs: each kernel was launched by a graph launch, so no host "
                      "call tells the wrapper's own kernels (DDP's gradient division, its copies) from the compute: "
                      "they count as compute here, in neither the exposed communication nor the slowdown, and the "

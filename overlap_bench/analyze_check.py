@@ -41,7 +41,7 @@ from overlap_bench import ob_tool
 
 HTA_SECONDS = 180  # HTA's own analysis of one job's traces, in a process of its own (its pool can hang)
 HTA_SCRIPT = """import contextlib, io, json, sys
-with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(sys.stderr):
+with contextlib.redirect_stdout(io.StringIO()):  # HTA's own printing; its errors stay on stderr
     from hta.trace_analysis import TraceAnalysis
     table = TraceAnalysis(trace_dir=sys.argv[1]).get_comm_comp_overlap(visualize=False)
 print(json.dumps({str(int(r)): float(v) for r, v in zip(table["rank"], table["comp_comm_overlap_pctg"])}))

@@ -190,6 +190,19 @@ def test_steps_replayed_from_cuda_graphs_are_said_to_be(tmp_path):
     assert not any(s.replayed for s in trace_stats.step_stats(trace_read.read(two_steps(tmp_path / "e.json"))[0]))
 
 
+def test_a_real_replayed_ddp_trace(tmp_path):
+    """trace_job.py --graph's traces of DDP at 25 MB on 4096x16x512, two H200s (tests/data/traces/2gpu-graph, from
+    results/2xH200/trace-graph): every step replayed, DDP told from NCCL's kernel names (its collectives carry no
+    name there), one all-reduce per 64 MiB layer, and no bucket advice."""
+    result = analyze(*sorted((DATA / "2gpu-graph").glob("*.trace.json.gz")), "--out", tmp_path / "a")
+    assert result.returncode == 0, result.stderr
+    summary = ob_csv.load_summary(tmp_path / "a" / "analysis.csv").set_index("mode")
+    assert summary.loc["overlap", "system"] == "pytorch-ddp" and summary.loc["overlap", "replayed_share"] == 1
+    buckets = pd.read_csv(tmp_path / "a" / "analysis.buckets.csv")
+    assert set(buckets.groupby(["rank", "step"]).size()) == {16}
+    assert "Its steps were replayed from CUDA graphs" in result.stdout and "bucket_cap_mb=" not in result.stdout
+
+
 def test_fsdp2_and_four_ranks(tmp_path):
     fsdp = analyze(*sorted((DATA / "2gpu").glob("fsdp2-*.gz")), "--out", tmp_path / "f")
     assert fsdp.returncode == 0, fsdp.stderr
