@@ -27,7 +27,6 @@ FSDP2's gradients are checked against a manual all-reduce of the same step's gra
 columns; the metadata's commit is checked as the binaries' is (ob_tool.commit_id).
 """
 import argparse
-import contextlib
 import json
 import math
 import os
@@ -42,8 +41,8 @@ from overlap_bench import ob_csv  # noqa: E402 (after the clock starts)
 from overlap_bench import ob_metrics  # noqa: E402
 from overlap_bench import ob_tool  # noqa: E402
 
-from overlap_bench.ddp_steps import (Mlp, Step, Transformer, compute_rows, fresh_model, manual_gradients,  # noqa: E402
-                       optimizer_options, pass_share, slowest, stats, torch, dist, wrapped_run)
+from overlap_bench.ddp_steps import (Mlp, Step, Transformer, compute_rows, fresh_model, graph_stream,  # noqa: E402
+                       manual_gradients, optimizer_options, pass_share, slowest, stats, torch, dist, wrapped_run)
 IMPORTED = time.monotonic()
 
 
@@ -285,8 +284,7 @@ def main():
         if rank == 0:
             print(f"bench_ddp: {system} {work.label}", file=sys.stderr, flush=True)
         begun = time.monotonic()
-        # --graph: built, warmed up and captured on one side stream, as DDP's capture needs (ddp_steps.graphed)
-        with torch.cuda.stream(torch.cuda.Stream()) if args.graph else contextlib.nullcontext():
+        with graph_stream(args.graph):
             results, runs, worst = run_config(args, work, rank, world)
         timings[f"config {work.label}"] = round(time.monotonic() - begun, 2)
         if not worst <= 1e-5:  # NaN fails too

@@ -3,6 +3,7 @@ rank's data, the compute-only step, the manual all-reduce that checks a wrapper'
 with gradients held in one flat buffer per bucket, and the wrapped step of DDP or FSDP2; every step timed with CUDA
 events after warm-up, the slowest rank's time per iteration. Every mode steps with the wrapped step's optimizer and
 zero_grad: the same update, the same work."""
+import contextlib
 import copy
 import math
 import pathlib
@@ -206,6 +207,12 @@ class Step:
             self.backward(model)
             optimizer.step()
         return step
+
+
+def graph_stream(graph):
+    """With `graph` (--graph), the side stream on which a wrapped job is built, warmed up and captured, as DDP's
+    capture needs (graphed); else nothing."""
+    return torch.cuda.stream(torch.cuda.Stream()) if graph else contextlib.nullcontext()
 
 
 def graphed(step, eager=3):

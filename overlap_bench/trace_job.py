@@ -11,9 +11,9 @@ Writes per configuration and setting <out>/<label>.rank<R>.trace.json.gz and one
 model, hidden, layers, batch, bucket_mb, ranks, step_ms, compute_ms: medians of the slowest rank over --iters untimed by
 the profiler, the two timed in turn over --passes so that a drift of the clocks falls on both; target_lo_ms and
 target_hi_ms: the 95 % bootstrap interval of step_ms - compute_ms; graph: 1 where both steps were replayed from CUDA
-graphs, --graph) with its metadata.
+graphs, --graph: the profiler then records one eager step before the replayed ones, whose host calls tell DDP's
+own kernels in them) with its metadata.
 """
-import contextlib
 import gzip
 import json
 import os
@@ -27,7 +27,8 @@ import numpy as np
 
 from overlap_bench import bench_ddp
 from overlap_bench import ob_tool
-from overlap_bench.ddp_steps import Mlp, Step, Transformer, dist, graphed, pass_iters, slowest, timed, torch, wrap
+from overlap_bench.ddp_steps import (Mlp, Step, Transformer, dist, graph_stream, graphed, pass_iters, slowest, timed,
+                                    torch, wrap)
 
 
 def parse_args():
@@ -87,14 +88,17 @@ def difference_interval(step, compute, seed=1234, count=1000):
     return tuple(float(v) for v in np.percentile(diffs, [2.5, 97.5]))
 
 
-def trace(step, steps, path, kind="full"):
+def trace(step, steps, path, kind="full", eager=None):
+    """`steps` of `step` profiled after a wait and a warm-up step; with `eager` (the replayed step's eager self), one
+    step of it first: its host calls tell the wrapper's own kernels, which ob-analyze then finds in the replays."""
     from torch.profiler import ProfilerActivity, profile, schedule
 
     activities = [ProfilerActivity.CUDA] + ([] if kind == "gpu" else [ProfilerActivity.CPU])
+    first = [eager] if eager else []
     with profile(activities=activities, record_shapes=kind == "full",
-                 schedule=schedule(wait=1, warmup=1, active=steps)) as profiler:
-        for _ in range(steps + 2):
-            step()
+                 schedule=schedule(wait=1, warmup=1, active=steps + len(first))) as profiler:
+        for one in [step, step] + first + [step] * steps:
+            one()
             torch.cuda.synchronize()
             profiler.step()
     profiler.export_chrome_trace(str(path))
@@ -114,6 +118,7 @@ def run(args, work, setting, rank, world):
     torch.manual_seed(1234)
     wrapped, _ = wrap(work, "fsdp" if args.fsdp else "ddp", 0 if args.fsdp else setting, True, work.build("cuda"))
     step, compute = stepper(wrapped), stepper(model)
+    eager = step if args.graph else None
     if args.graph:  # as bench_ddp.py --graph: DDP warmed up by 11 steps before its capture
         compute, step = graphed(compute), graphed(step, eager=11)
     computes, steps_ms = in_turn([compute, step], args.iters, args.passes)
@@ -121,7 +126,7 @@ def run(args, work, setting, rank, world):
     label = f"{'fsdp2' if args.fsdp else 'ddp'}-{work.tag}" + \
         ("" if args.fsdp else f"-{setting:g}mb") + ("-graph" if args.graph else "")
     path = pathlib.Path(args.out) / f"{label}.rank{rank}.trace.json"
-    trace(step, args.steps, path, args.profile)
+    trace(step, args.steps, path, args.profile, eager)
     with open(path, "rb") as source, gzip.open(f"{path}.gz", "wb") as target:
         shutil.copyfileobj(source, target)
     path.unlink()
@@ -146,8 +151,7 @@ def main():
     rows = []
     for work in [Transformer(args)] if args.model else [Mlp(text) for text in args.configs]:
         for setting in ([None] if args.fsdp else args.bucket_mb):
-            # --graph: built, warmed up and captured on one side stream, as DDP's capture needs (bench_ddp.py's way)
-            with torch.cuda.stream(torch.cuda.Stream()) if args.graph else contextlib.nullcontext():
+            with graph_stream(args.graph):
                 rows.append(run(args, work, setting, rank, world))
     if rank == 0:
         import pandas as pd

@@ -67,10 +67,31 @@ def steps_of(trace):
             if mine:
                 found.append((number, mine))
         if found:
-            return found
+            return only_replayed(trace, found)
     if trace.steps and not trace.launches:  # a timeline CSV: every iteration's events
         return [(n, [k for k in kernels if start <= k.start < end]) for n, start, end in sorted(trace.steps)]
     return by_repetition(kernels)
+
+
+def replayed(trace, kernels):
+    """Whether most of a step's kernels were launched by CUDA graph launches (replayed)."""
+    return 2 * sum(k.correlation in trace.graph_launches for k in kernels) > len(kernels)
+
+
+def only_replayed(trace, steps):
+    """Where a trace holds replayed steps and eager ones, the replayed: they are the job's steps, the eager ones
+    (trace_job.py --graph profiles one before them) lend them only the wrapper's kernels (wrapper_signatures)."""
+    kept = [(n, ks) for n, ks in steps if replayed(trace, ks)]
+    return kept if kept else steps
+
+
+def wrapper_signatures(trace, calls):
+    """(name, launch shape) of the kernels the wrapper's host calls launched in the trace's eager steps and no other
+    call did: in a replayed step, where one graph launch launched every kernel, these are the wrapper's own."""
+    eager = [k for k in trace.kernels if not k.comm and k.correlation not in trace.graph_launches]
+    theirs = [inside(trace.launches.get(k.correlation, -1.0), calls) for k in eager]
+    return ({(k.name, k.shape) for k, t in zip(eager, theirs) if t}
+            - {(k.name, k.shape) for k, t in zip(eager, theirs) if not t})
 
 
 def by_repetition(kernels):
@@ -117,8 +138,8 @@ class StepStats:
     buckets: list  # (collective, bytes, ms, start, end) of each collective in launch order
     wait_ms: float = 0.0  # of the exposed communication, the wait for a later rank's collective (peer_waits)
     host_ms: float = 0.0  # the wrapper's host calls while the GPU ran nothing (host_comm)
-    wrapper_gpu_ms: float = 0.0  # the wrapper's own kernels (not collectives) while no other kernel ran
-    replayed: bool = False  # most of its kernels launched by CUDA graph launches: no host call tells the wrapper's
+    wrapper_gpu_ms: float = 0.0  # the wrapper's own kernels (not collectives) while no compute kernel ran
+    replayed: bool = False  # most of its kernels launched by CUDA graph launches (wrapper_signatures tell its own)
 
     @property
     def step_ms(self):
@@ -167,21 +188,27 @@ def host_comm(calls, start, end, busy):
 
 def step_stats(trace):
     """Per step of one rank: its span, communication, compute, exposed communication, slowdown, the wrapper's own
-    kernels (those its host calls launched: DDP's copies into its buckets, FSDP2's copy-in and copy-out) where no
-    other kernel ran, and the host time of the wrapper's calls while the GPU idled."""
+    kernels (those its host calls launched: DDP's copies into its buckets and its division, FSDP2's copy-in and
+    copy-out; in a replayed step those of their signatures) where no compute kernel ran, left out of the slowdown,
+    and the host time of the wrapper's calls while the GPU idled."""
     medians, comm_all = alone_medians(trace)
     busy = Cover((k.start, k.end) for k in trace.kernels)
     calls = Cover(trace.wrapper)
+    signatures = wrapper_signatures(trace, calls)
     marks = {number: start for number, start, _ in trace.steps}
     stats = []
     for number, kernels in steps_of(trace):
         comm = Cover((k.start, k.end) for k in kernels if k.comm)
         compute = Cover((k.start, k.end) for k in kernels if not k.comm)
-        mine = {id(k) for k in kernels if not k.comm and inside(trace.launches.get(k.correlation, -1.0), calls)}
-        others = Cover((k.start, k.end) for k in kernels if id(k) not in mine)
+        mine = {id(k) for k in kernels if not k.comm and (
+            (k.name, k.shape) in signatures if k.correlation in trace.graph_launches
+            else inside(trace.launches.get(k.correlation, -1.0), calls))}
+        # The wrapper's kernels where no compute kernel of the job's own ran: a collective beside them hides in them
+        # (the exposed communication leaves that time out), so they hold it on the step's path.
+        others = Cover((k.start, k.end) for k in kernels if not k.comm and id(k) not in mine)
         slowdown = slowed = 0.0
         for k in kernels:
-            if k.comm or (k.name, k.shape) not in medians or (
+            if k.comm or id(k) in mine or (k.name, k.shape) not in medians or (
                     not trace.isolated and overlap_with(k.start, k.end, comm_all) == 0):
                 continue  # with a compute-only run to hold it against, every compute kernel of the step counts
             slowdown += (k.end - k.start) - medians[(k.name, k.shape)]
@@ -194,7 +221,7 @@ def step_stats(trace):
                                host_ms=host_comm(calls, min(start, marks.get(number, start)), end, busy) / 1e3,
                                wrapper_gpu_ms=minus(Cover((k.start, k.end) for k in kernels if id(k) in mine),
                                                     others) / 1e3,
-                               replayed=2 * sum(k.correlation in trace.graph_launches for k in kernels) > len(kernels)))
+                               replayed=replayed(trace, kernels)))
     return stats
 
 

@@ -27,8 +27,8 @@ def analyze(*args, timeout=300):
 
 def kineto(path, kernels, steps, rank=0, world=2, base=0, extra=(), launch="cudaLaunchKernel"):
     """A minimal PyTorch profiler trace: kernels (start us, duration us, name, nccl collective or "", bytes) each
-    launched by a runtime call (`launch`) 1 us before its step's kernels, the steps as ProfilerStep markers (start,
-    end)."""
+    launched by a runtime call (`launch`, or `launch(i, step start)` giving the i-th kernel's call and host time) 1 us
+    after its step's start, the steps as ProfilerStep markers (start, end)."""
     events = [{"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "ts": a, "dur": b - a}
               for n, (a, b) in enumerate(steps)]
     for i, (start, dur, name, collective, nbytes) in enumerate(kernels):
@@ -37,8 +37,8 @@ def kineto(path, kernels, steps, rank=0, world=2, base=0, extra=(), launch="cuda
         if collective:
             args.update({"Collective name": collective, "In msg nelems": nbytes // 4, "dtype": "Float"})
         events.append({"ph": "X", "cat": "kernel", "name": name, "ts": start, "dur": dur, "args": args})
-        events.append({"ph": "X", "cat": "cuda_runtime", "name": launch, "ts": step + 1, "dur": 1,
-                       "args": {"correlation": i}})
+        call, ts = launch(i, step) if callable(launch) else (launch, step + 1)
+        events.append({"ph": "X", "cat": "cuda_runtime", "name": call, "ts": ts, "dur": 1, "args": {"correlation": i}})
     events += list(extra)
     text = json.dumps({"schemaVersion": 1, "deviceProperties": [{"name": "Test GPU"}], "baseTimeNanoseconds": base,
                        "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": world},
@@ -188,6 +188,36 @@ def test_steps_replayed_from_cuda_graphs_are_said_to_be(tmp_path):
     assert ob_csv.load_summary(tmp_path / "a" / "analysis.csv").set_index("mode").loc["overlap", "replayed_share"] == 1
     assert "Its steps were replayed from CUDA graphs" in result.stdout
     assert not any(s.replayed for s in trace_stats.step_stats(trace_read.read(two_steps(tmp_path / "e.json"))[0]))
+
+
+def test_replayed_steps_learn_the_wrapper_kernels_from_an_eager_step(tmp_path):
+    """trace_job.py --graph profiles one eager step before the replays: the kernel its wrapper's host call launched
+    there (name and launch shape) is the wrapper's in the replayed steps too, counted where no compute kernel ran
+    (beside a collective as well: the exposed communication leaves that time out) and not in the slowdown; the
+    eager step lends that and is not one of the job's steps."""
+    kernels, steps = [], [(0.0, 100.0), (1000.0, 1100.0), (2000.0, 2100.0)]
+    for start, div in ((0.0, 12.0), (1000.0, 34.0), (2000.0, 34.0)):
+        kernels += [(start + 0, 10, "gemm", "", 0), (start + 20, 13, "gemm", "", 0),
+                    (start + div, 5, "div", "", 0), (start + 20, 20, "ncclDevKernel_AllReduce", "allreduce", 4 << 20)]
+
+    def launch(i, step):  # the eager step's div inside DDP's reducer call; every later kernel by one graph launch
+        return ("cudaLaunchKernel", step + (3 if i == 2 else 1)) if step == 0 else ("cudaGraphLaunch", step + 1)
+    reducer = {"ph": "X", "cat": "cpu_op", "name": "torch::distributed::reducer::mark_variable_ready", "ts": 2,
+               "dur": 2}
+    path = kineto(tmp_path / "t.json", kernels, steps, launch=launch, extra=[reducer])
+    stats = trace_stats.step_stats(trace_read.read(path)[0])
+    assert [s.step for s in stats] == [1, 2] and all(s.replayed for s in stats)
+    one = stats[0]
+    assert math.isclose(one.wrapper_gpu_ms, 0.005) and math.isclose(one.exposed_ms, 0.002)
+    assert math.isclose(one.slowdown_ms, 0.003)  # the GEMM's 13 us against its 10 alone; the division left out
+    result = analyze(path, "--out", tmp_path / "a")
+    assert result.returncode == 0, result.stderr
+    summary = ob_csv.load_summary(tmp_path / "a" / "analysis.csv").set_index("mode")
+    assert math.isclose(summary.loc["overlap", "total_added_ms"], 0.010)
+    assert "the wrapper's own kernels in them are those of the names and launch shapes" in result.stdout
+    # Without the eager step, the division counts as compute: nothing tells it from the GEMMs
+    bare = kineto(tmp_path / "b.json", kernels[4:], steps[1:], launch="cudaGraphLaunch")
+    assert all(s.wrapper_gpu_ms == 0 for s in trace_stats.step_stats(trace_read.read(bare)[0]))
 
 
 def test_a_real_replayed_ddp_trace(tmp_path):
