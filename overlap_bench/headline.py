@@ -164,7 +164,8 @@ def predict(spec, calibrations, ranks, predictor, tables=()):
                                    *extra, *comm], capture_output=True, text=True, timeout=600)
             if done.returncode:
                 raise ob_tool.UsageError(f"phase4_predict on {path}: {done.stderr.strip()[:200]}")
-            row = pd.read_csv(io.StringIO(done.stdout)).fillna({"comm_measured": ""}).iloc[0]
+            row = pd.read_csv(io.StringIO(done.stdout), dtype={"comm_measured": str})
+            row = row.fillna({"comm_measured": ""}).iloc[0]
             rows.append({"config": config, "label": sync, "plan": plan, "predicted_sync": row["sync"],
                          "ranks": ranks, "predicted_ms": row["predicted_ms"], "buckets": row["buckets"],
                          "calibrated_gpu": row["calibrated_gpu"], "calibrated_ranks": row["calibrated_ranks"],

@@ -11,7 +11,9 @@
 #include "common/metadata.hpp"
 #include "common/metrics.hpp"
 #include "common/options.hpp"
+#include "phase4_chunked_nccl/planner/rank_rise.hpp"
 #include "phase4_chunked_nccl/schedule/sharded_bound.hpp"
+#include "phase4_chunked_nccl/sync/registry.hpp"
 
 namespace phase4 {
 namespace {
@@ -93,7 +95,7 @@ struct Model {
     ShardedStep forward;  // the forward as the calibration ran it, here under overlap
     forward.prefetch = sharded.prefetch;
     forward.forward_rest_ms = sharded.forward_rest_ms;
-    const double share = target.ranks > 0 ? static_cast<double>(c.ranks) / target.ranks : 1.0;
+    const double share = target.ranks > 0 ? update_rise(strategy.sync, c.ranks, target.ranks) : 1.0;
     for (std::size_t l = 0; l < sharded.layer_ms.size(); ++l) {
       forward.layer_ms.push_back(sharded.layer_ms[l] * (1 + sharded.forward_slowdown));
       forward.update_ms.push_back(sharded.update_ms[l] * share);
@@ -106,11 +108,18 @@ struct Model {
   std::vector<double> residuals() const;  // below predict_with, which it runs
   // A plan as the strategy runs it: a sharded one's buckets hold whole tensors.
   BucketPlan as_run(const BucketPlan& plan) const { return sharded.empty() ? plan : align_plan_to_steps(plan, layout); }
-  // Forward layer l's gather on the target: as the reductions' time at that layer's size scales (1 calibrated).
+  // Forward layer l's gather on the target: as the reductions' time at that layer's size scales (1 calibrated), or
+  // on other rank counts, for gathers made of one copy per peer (SyncRow::gathers_by_copies: on the calibrated
+  // node's links, copy engines needing peer access), as copies_rise says.
   double gather_scale(std::size_t l) const {
     if (!target.comm) return 1.0;
     const int step = layout.steps() - 1 - static_cast<int>(l);  // forward layer l is backward step L - 1 - l
     const double bytes = (layout.ends[step] - layout.begin(step)) * kBytesPerElement;
+    const SyncRow* row = find_sync(strategy.sync);
+    if (row && row->gathers_by_copies && target.ranks > 0 && target.ranks != calibration.ranks &&
+        calibration.ranks >= 2) {
+      return copies_rise(strategy, bytes, calibration.ranks, target.ranks);
+    }
     const double calibrated = strategy.comm_ms_at(bytes);
     return calibrated > 0 ? target.comm(bytes) / calibrated : 1.0;
   }

@@ -38,6 +38,12 @@ struct SyncRow {
   // A sharded strategy: the all-reduce one on the same engines, whose time per bucket measured on more ranks
   // (phase4_predict --comm) gives its collectives' rise with the rank count ("": none, scaled as a ring).
   std::string scales_as;
+  // A sharded strategy whose update sums every rank's received copy of its slices (sharded-ce: the reduction's sum
+  // fused into the update): its traffic per tensor of n elements falls as n (1 + 2 / ranks), not as 3 n / ranks.
+  bool update_sums_ranks = false;
+  // A sharded strategy whose all-gather is one copy-engine copy from each peer (sharded-ce): on more ranks it takes
+  // the copies' latency once per peer and their bytes as the (ranks - 1) / ranks share (planner.cpp, gather_scale).
+  bool gathers_by_copies = false;
   // Device buffers beyond the model's own, in gradients (the gradient itself included), for the memory estimate.
   double buffers = 1;
   std::unique_ptr<GradientSync> (*make)(const SyncContext&) = nullptr;  // null in a build without CUDA

@@ -228,6 +228,8 @@ SyncRow sharded_copy_engine_row() {
   row.bounded = false;
   row.peer_access = true;
   row.scales_as = "ce";
+  row.update_sums_ranks = true;
+  row.gathers_by_copies = true;
   row.buffers = 3;  // the gradient, the received slices, the gathered gradient of the checks
   row.make = OB_SYNC_FACTORY(make_sharded_copy_engine);
   return row;

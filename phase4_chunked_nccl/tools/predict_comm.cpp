@@ -104,11 +104,11 @@ CommTime measured_comm(const MeasuredComm& measured) {
   return [times = measured.times](double bytes) { return times.comm_ms_at(bytes); };
 }
 
-// A sharded strategy's reduce-scatters and all-gathers rise with the rank count as the all-reduce on their engines
-// does, not as a ring's (n - 1) / n share: on 4 x H100 (NCCL 2.28, 64 MiB-1 GiB) sharded-ce's reduction took
-// 1.33-1.36 times its 2 ranks' time and ce's all-reduce 1.30-1.35, where the ring's share says 1.5; the twin's rise
-// brought the 2-GPU calibrations' predictions of sharded-ce on 4096,16,512 from 13-20 % high to within 8 %
-// (results/4xH100/planner).
+// A sharded strategy's reduce-scatters (and, but for copy-engine ones, its all-gathers: planner.cpp, gather_scale)
+// rise with the rank count as the all-reduce on their engines does, not as a ring's (n - 1) / n share: on 4 x H100
+// (NCCL 2.28, 64 MiB-1 GiB) sharded-ce's reduction took 1.33-1.36 times its 2 ranks' time and ce's all-reduce
+// 1.30-1.35, where the ring's share says 1.5; the twin's rise brought the 2-GPU calibrations' predictions of
+// sharded-ce on 4096,16,512 from 13-20 % high to within 8 % (results/4xH100/planner).
 CommTime comm_at(const Calibration& c, const StrategyCalibration& s, int ranks, int per_node, const Link& link,
                  const std::vector<MeasuredComm>& measured, std::string* used) {
   std::string none;

@@ -68,6 +68,25 @@ TEST(PlannerSharded, OtherRankCountsScaleTheGathersAndTheUpdates) {
   EXPECT_NEAR(phase4::predict(c, s, plan, target).step_ms, 5.42 + 0.3, 1e-9);
 }
 
+TEST(PlannerSharded, CopyEngineGathersRiseByTheirCopiesAndItsUpdateByItsTraffic) {
+  const auto c = sharded_calibration("sharded-ce");
+  const auto& s = *c.strategy("sharded-ce");
+  const auto plan = phase4::plan_by_size(2, 512, 1, 1);
+  // sharded-ce on 4 ranks: a gather of the 1 MiB layer is a copy from each peer; its own line there (0.1 ms + 0.2 ms
+  // per MiB on 2 ranks: one copy) read as 0.1 ms a copy and 0.2 ms per MiB of the (r - 1) / r share: 3 * 0.1 + 0.2 *
+  // 0.75 / 0.5 = 0.6 ms against 0.3, so 0.3 * 1.5 * 2 = 0.9 ms stretched (the link's doubling is the buckets' only).
+  // Its update reads every rank's received slice and its weight slice twice: 1 + 2 / 4 against 1 + 2 / 2, so 0.075
+  // ms. Forward: updates end at 0.075 and 0.15, gathers at 0.975 and 1.875; layers from 0.975 to 1.475 and from
+  // 1.875 to 2.375, the rest to 2.575. Backward steps end at 3.675 and 4.775; buckets of 0.67 ms to 4.345 and 5.445.
+  const phase4::Target target([&](double bytes) { return 2 * s.comm_ms_at(bytes); }, 4);
+  EXPECT_NEAR(phase4::predict(c, s, plan, target).step_ms, 5.445 + 0.3, 1e-9);
+  // On its calibrated 2 ranks over that slower link, the link's rise is its gathers' too, as for sharded's.
+  const phase4::Target two([&](double bytes) { return 2 * s.comm_ms_at(bytes); }, 2);
+  const auto nccl = sharded_calibration("sharded");
+  EXPECT_NEAR(phase4::predict(c, s, plan, two).step_ms,
+              phase4::predict(nccl, *nccl.strategy("sharded"), plan, two).step_ms, 1e-12);
+}
+
 TEST(PlannerSharded, ItsPlansHoldWholeTensorsAndTheBestStrategyIsChosen) {
   for (const std::string sync : {"sharded", "sharded-ce"}) {
     auto c = sharded_calibration(sync);

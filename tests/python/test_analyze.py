@@ -220,6 +220,27 @@ def test_replayed_steps_learn_the_wrapper_kernels_from_an_eager_step(tmp_path):
     assert all(s.wrapper_gpu_ms == 0 for s in trace_stats.step_stats(trace_read.read(bare)[0]))
 
 
+def test_a_real_replayed_trace_with_its_eager_step(tmp_path):
+    """trace_job.py --graph as it now traces (one eager step, then three replays), DDP at 25 MB on 4096x16x512 on one
+    H200 (tests/data/traces/1gpu-graph-eager; one rank: no collective moves data, DDP's own kernels are all it
+    adds): the eager step lends the division's signature (one per 64 MiB bucket), the replays are the steps, and the
+    added time stands within 10 % of the job's own step minus its compute-only step, measured without the profiler."""
+    folder = DATA / "1gpu-graph-eager"
+    trace = trace_read.read(next(folder.glob("*.trace.json.gz")))[0]
+    signatures = trace_stats.wrapper_signatures(trace, trace_stats.Cover(trace.wrapper))
+    assert len(signatures) == 1 and "AUnaryFunctor" in next(iter(signatures))[0]
+    stats = trace_stats.step_stats(trace)
+    assert len(stats) == 3 and all(s.replayed for s in stats) and min(s.step for s in stats) > min(
+        n for n, _, _ in trace.steps)
+    result = analyze(*folder.glob("*.trace.json.gz"), "--out", tmp_path / "a")
+    assert result.returncode == 0, result.stderr
+    summary = ob_csv.load_summary(tmp_path / "a" / "analysis.csv").set_index("mode").loc["overlap"]
+    job = pd.read_csv(folder / "trace_job.csv").iloc[0]
+    target = job["step_ms"] - job["compute_ms"]
+    assert summary["wrapper_gpu_ms"] > 0.4 and abs(summary["total_added_ms"] / target - 1) < 0.10
+    assert "the wrapper's own kernels in them are those of the names and launch shapes" in result.stdout
+
+
 def test_a_real_replayed_ddp_trace(tmp_path):
     """trace_job.py --graph's traces of DDP at 25 MB on 4096x16x512, two H200s (tests/data/traces/2gpu-graph, from
     results/2xH200/trace-graph): every step replayed, DDP told from NCCL's kernel names (its collectives carry no
