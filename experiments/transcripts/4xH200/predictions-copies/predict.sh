@@ -21,6 +21,14 @@ check() {  # session, 2-GPU calibration, 4-GPU headline
 }
 check d2d71bd "$C/calibration-2gpu" "$W/r/4xH200/headline-graph"
 check 85378b9 "$W/r/2xH200/headline-85378b9/calibration" "$W/r/4xH200/headline-85378b9"
+# The model's structure on its own calibration: the 4-GPU headline from the 4 GPUs' calibration (no rank rise at all).
+python3 -m overlap_bench.headline --predict-from "$W/r/4xH200/headline-85378b9/calibration" --gpus 4 --out "$W/p-self" \
+  > /dev/null
+python3 -m overlap_bench.headline --analyze "$W/r/4xH200/headline-85378b9" --predictions "$W/p-self/predictions.csv" \
+  --out "$W/a-self" --gpus 4 --experiment experiments/headline.toml > /dev/null
+cp "$W/a-self/prediction-check.csv" "$OUT/check-self-85378b9.csv"
+python3 -m overlap_bench.plot_predictions "$OUT/check-self-85378b9.csv" --names "85378b9: 4 GPUs from 4" \
+  -o "$OUT/self.png" --csv "$OUT/self-summary.csv"
 sed "s#$W/r/#results/#g" "$W/p-85378b9/predictions.csv" > "$OUT/predictions.csv"
 python3 -m overlap_bench.plot_predictions "$OUT/check-d2d71bd.csv" "$OUT/check-85378b9.csv" \
   --names "d2d71bd: 4 GPUs from 2 (post hoc)" "85378b9: 4 GPUs from 2 (post hoc)" -o "$OUT/predictions.png" \
