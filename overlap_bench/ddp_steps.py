@@ -1,8 +1,7 @@
-"""The steps bench_ddp.py (and trace_job.py) time, on PyTorch: phase 4's MLP and the transformer as work, each
-rank's data, the compute-only step, the manual all-reduce that checks a wrapper's gradients, DDP's bucket assignment
-with gradients held in one flat buffer per bucket, and the wrapped step of DDP or FSDP2; every step timed with CUDA
-events after warm-up, the slowest rank's time per iteration. Every mode steps with the wrapped step's optimizer and
-zero_grad: the same update, the same work."""
+"""The steps bench_ddp.py and trace_job.py time, on PyTorch: phase 4's MLP and the transformer as work, each rank's
+data, the compute-only step, the manual all-reduce that checks a wrapper's gradients, DDP's bucket assignment with
+gradients in one flat buffer per bucket, the wrapped step of DDP or FSDP2, and its capture in a CUDA graph; each timed
+with CUDA events after warm-up, the slowest rank's per iteration, with the wrapped step's optimizer and zero_grad."""
 import contextlib
 import copy
 import math
@@ -22,12 +21,8 @@ except ImportError:  # bench_ddp.py still checks its arguments, then says what i
 
 
 def make_model(hidden, layers, device=None):
-    modules = []
-    for index in range(layers):
-        modules.append(nn.Linear(hidden, hidden, bias=False, device=device))
-        if index < layers - 1:
-            modules.append(nn.ReLU())
-    return nn.Sequential(*modules)
+    linears = [nn.Linear(hidden, hidden, bias=False, device=device) for _ in range(layers)]
+    return nn.Sequential(*[m for linear in linears for m in (linear, nn.ReLU())][:-1])
 
 
 class Mlp:
@@ -210,16 +205,15 @@ class Step:
 
 
 def graph_stream(graph):
-    """With `graph` (--graph), the side stream on which a wrapped job is built, warmed up and captured, as DDP's
-    capture needs (graphed); else nothing."""
+    """Under --graph, the side stream DDP's capture needs its job built, warmed up and captured on (graphed)."""
     return torch.cuda.stream(torch.cuda.Stream()) if graph else contextlib.nullcontext()
 
 
 def graphed(step, eager=3):
     """`step` captured once in a CUDA graph, returned as its replay: `eager` steps, then the capture, on a side stream
-    unless one is current (DDP is built, warmed up by 11 steps and captured on one: PyTorch's CUDA graphs notes,
-    "Usage with DistributedDataParallel"). A zero_grad(set_to_none=True) inside is the host's alone: the capture's
-    backward writes its gradients anew, as the eager step's does, and each replay writes those."""
+    unless one is current (DDP is built, warmed up by 11 steps and captured on one: PyTorch's CUDA graphs notes, "Usage
+    with DistributedDataParallel"). A zero_grad(set_to_none=True) inside is the host's alone: the capture's backward
+    writes its gradients anew, as the eager step's does, and each replay writes those."""
     current = torch.cuda.current_stream()
     stream = torch.cuda.Stream() if current == torch.cuda.default_stream() else current
     stream.wait_stream(current)

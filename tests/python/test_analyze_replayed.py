@@ -1,0 +1,90 @@
+"""ob-analyze on steps replayed from CUDA graphs (trace_job.py --graph, issue 52): said to be replayed, their wrapper
+kernels told by the names and launch shapes its host calls launched in an eager step of the same trace, on synthetic
+traces whose numbers are known and on real ones shipped in tests/data/traces (1gpu-graph-eager, 2gpu-graph)."""
+import math
+
+import pandas as pd
+
+from overlap_bench import ob_csv, trace_read, trace_stats
+from test_analyze import DATA, analyze, kineto, two_steps
+
+
+def test_steps_replayed_from_cuda_graphs_are_said_to_be(tmp_path):
+    """A step whose kernels one cudaGraphLaunch launched (trace_job.py --graph) is analysed as any other, and the
+    verdict says that no host call tells the wrapper's kernels from the compute there."""
+    kernels = []
+    for start in (0.0, 1000.0):
+        kernels += [(start + 0, 10, "gemm", "", 0), (start + 20, 13, "gemm", "", 0),
+                    (start + 20, 20, "ncclDevKernel_AllReduce", "allreduce", 4 << 20)]
+    path = kineto(tmp_path / "t.json", kernels, [(0.0, 100.0), (1000.0, 1100.0)], launch="cudaGraphLaunch")
+    stats = trace_stats.step_stats(trace_read.read(path)[0])
+    assert [s.replayed for s in stats] == [True, True] and math.isclose(stats[0].exposed_ms, 0.007)
+    result = analyze(path, "--out", tmp_path / "a")
+    assert result.returncode == 0, result.stderr
+    assert ob_csv.load_summary(tmp_path / "a" / "analysis.csv").set_index("mode").loc["overlap", "replayed_share"] == 1
+    assert "Its steps were replayed from CUDA graphs" in result.stdout
+    assert not any(s.replayed for s in trace_stats.step_stats(trace_read.read(two_steps(tmp_path / "e.json"))[0]))
+
+
+def test_replayed_steps_learn_the_wrapper_kernels_from_an_eager_step(tmp_path):
+    """trace_job.py --graph profiles one eager step before the replays: the kernel its wrapper's host call launched
+    there (name and launch shape) is the wrapper's in the replayed steps too, counted where no compute kernel ran
+    (beside a collective as well: the exposed communication leaves that time out) and not in the slowdown; the
+    eager step lends that and is not one of the job's steps."""
+    kernels, steps = [], [(0.0, 100.0), (1000.0, 1100.0), (2000.0, 2100.0)]
+    for start, div in ((0.0, 12.0), (1000.0, 34.0), (2000.0, 34.0)):
+        kernels += [(start + 0, 10, "gemm", "", 0), (start + 20, 13, "gemm", "", 0),
+                    (start + div, 5, "div", "", 0), (start + 20, 20, "ncclDevKernel_AllReduce", "allreduce", 4 << 20)]
+
+    def launch(i, step):  # the eager step's div inside DDP's reducer call; every later kernel by one graph launch
+        return ("cudaLaunchKernel", step + (3 if i == 2 else 1)) if step == 0 else ("cudaGraphLaunch", step + 1)
+    reducer = {"ph": "X", "cat": "cpu_op", "name": "torch::distributed::reducer::mark_variable_ready", "ts": 2,
+               "dur": 2}
+    path = kineto(tmp_path / "t.json", kernels, steps, launch=launch, extra=[reducer])
+    stats = trace_stats.step_stats(trace_read.read(path)[0])
+    assert [s.step for s in stats] == [1, 2] and all(s.replayed for s in stats)
+    one = stats[0]
+    assert math.isclose(one.wrapper_gpu_ms, 0.005) and math.isclose(one.exposed_ms, 0.002)
+    assert math.isclose(one.slowdown_ms, 0.003)  # the GEMM's 13 us against its 10 alone; the division left out
+    result = analyze(path, "--out", tmp_path / "a")
+    assert result.returncode == 0, result.stderr
+    summary = ob_csv.load_summary(tmp_path / "a" / "analysis.csv").set_index("mode")
+    assert math.isclose(summary.loc["overlap", "total_added_ms"], 0.010)
+    assert "the wrapper's own kernels in them are those of the names and launch shapes" in result.stdout
+    # Without the eager step, the division counts as compute: nothing tells it from the GEMMs
+    bare = kineto(tmp_path / "b.json", kernels[4:], steps[1:], launch="cudaGraphLaunch")
+    assert all(s.wrapper_gpu_ms == 0 for s in trace_stats.step_stats(trace_read.read(bare)[0]))
+
+
+def test_a_real_replayed_trace_with_its_eager_step(tmp_path):
+    """trace_job.py --graph as it now traces (one eager step, then three replays), DDP at 25 MB on 4096x16x512 on one
+    H200 (tests/data/traces/1gpu-graph-eager; one rank: no collective moves data, DDP's own kernels are all it
+    adds): the eager step lends the division's signature (one per 64 MiB bucket), the replays are the steps, and the
+    added time stands within 10 % of the job's own step minus its compute-only step, measured without the profiler."""
+    folder = DATA / "1gpu-graph-eager"
+    trace = trace_read.read(next(folder.glob("*.trace.json.gz")))[0]
+    signatures = trace_stats.wrapper_signatures(trace, trace_stats.Cover(trace.wrapper))
+    assert len(signatures) == 1 and "AUnaryFunctor" in next(iter(signatures))[0]
+    stats = trace_stats.step_stats(trace)
+    assert len(stats) == 3 and all(s.replayed for s in stats) and min(s.step for s in stats) > min(
+        n for n, _, _ in trace.steps)
+    result = analyze(*folder.glob("*.trace.json.gz"), "--out", tmp_path / "a")
+    assert result.returncode == 0, result.stderr
+    summary = ob_csv.load_summary(tmp_path / "a" / "analysis.csv").set_index("mode").loc["overlap"]
+    job = pd.read_csv(folder / "trace_job.csv").iloc[0]
+    target = job["step_ms"] - job["compute_ms"]
+    assert summary["wrapper_gpu_ms"] > 0.4 and abs(summary["total_added_ms"] / target - 1) < 0.10
+    assert "the wrapper's own kernels in them are those of the names and launch shapes" in result.stdout
+
+
+def test_a_real_replayed_ddp_trace(tmp_path):
+    """trace_job.py --graph's traces of DDP at 25 MB on 4096x16x512, two H200s (tests/data/traces/2gpu-graph, from
+    results/2xH200/trace-graph): every step replayed, DDP told from NCCL's kernel names (its collectives carry no
+    name there), one all-reduce per 64 MiB layer, and no bucket advice."""
+    result = analyze(*sorted((DATA / "2gpu-graph").glob("*.trace.json.gz")), "--out", tmp_path / "a")
+    assert result.returncode == 0, result.stderr
+    summary = ob_csv.load_summary(tmp_path / "a" / "analysis.csv").set_index("mode")
+    assert summary.loc["overlap", "system"] == "pytorch-ddp" and summary.loc["overlap", "replayed_share"] == 1
+    buckets = pd.read_csv(tmp_path / "a" / "analysis.buckets.csv")
+    assert set(buckets.groupby(["rank", "step"]).size()) == {16}
+    assert "Its steps were replayed from CUDA graphs" in result.stdout and "bucket_cap_mb=" not in result.stdout
