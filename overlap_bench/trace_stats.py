@@ -55,7 +55,8 @@ def minus(intervals, cover):
 
 def steps_of(trace):
     """[(number, [kernels])] of a rank: by the profiler's step markers (a kernel in the step whose host range holds
-    its launching call), or, without markers, by the period of the kernel-name sequence."""
+    its launching call), or, without markers, by the period of the kernel-name sequence; of replayed steps and eager
+    ones, the replayed (only_replayed)."""
     kernels = sorted(trace.kernels, key=lambda k: k.start)
     if trace.steps and trace.launches:
         launched = sorted((trace.launches.get(k.correlation, -1.0), i) for i, k in enumerate(kernels))
@@ -70,7 +71,7 @@ def steps_of(trace):
             return only_replayed(trace, found)
     if trace.steps and not trace.launches:  # a timeline CSV: every iteration's events
         return [(n, [k for k in kernels if start <= k.start < end]) for n, start, end in sorted(trace.steps)]
-    return by_repetition(kernels)
+    return only_replayed(trace, by_repetition(kernels))
 
 
 def replayed(trace, kernels):

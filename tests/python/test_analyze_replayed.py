@@ -32,9 +32,9 @@ def test_replayed_steps_learn_the_wrapper_kernels_from_an_eager_step(tmp_path):
     (beside a collective as well: the exposed communication leaves that time out) and not in the slowdown; the
     eager step lends that and is not one of the job's steps."""
     kernels, steps = [], [(0.0, 100.0), (1000.0, 1100.0), (2000.0, 2100.0)]
-    for start, div in ((0.0, 12.0), (1000.0, 34.0), (2000.0, 34.0)):
+    for start, _ in steps:  # the division beside the all-reduce, after the GEMM
         kernels += [(start + 0, 10, "gemm", "", 0), (start + 20, 13, "gemm", "", 0),
-                    (start + div, 5, "div", "", 0), (start + 20, 20, "ncclDevKernel_AllReduce", "allreduce", 4 << 20)]
+                    (start + 34, 5, "div", "", 0), (start + 20, 20, "ncclDevKernel_AllReduce", "allreduce", 4 << 20)]
 
     def launch(i, step):  # the eager step's div inside DDP's reducer call; every later kernel by one graph launch
         return ("cudaLaunchKernel", step + (3 if i == 2 else 1)) if step == 0 else ("cudaGraphLaunch", step + 1)
@@ -51,6 +51,12 @@ def test_replayed_steps_learn_the_wrapper_kernels_from_an_eager_step(tmp_path):
     summary = ob_csv.load_summary(tmp_path / "a" / "analysis.csv").set_index("mode")
     assert math.isclose(summary.loc["overlap", "total_added_ms"], 0.010)
     assert "the wrapper's own kernels in them are those of the names and launch shapes" in result.stdout
+    # Without step markers (a trace of CUDA activity only) the steps come from the kernel sequence: the eager one
+    # lends its signatures there too and is not a step
+    unmarked = trace_read.read(path)[0]
+    unmarked.steps = []
+    assert [len(ks) for _, ks in trace_stats.steps_of(unmarked)] == [4, 4]
+    assert all(trace_stats.replayed(unmarked, ks) for _, ks in trace_stats.steps_of(unmarked))
     # Without the eager step, the division counts as compute: nothing tells it from the GEMMs
     bare = kineto(tmp_path / "b.json", kernels[4:], steps[1:], launch="cudaGraphLaunch")
     assert all(s.wrapper_gpu_ms == 0 for s in trace_stats.step_stats(trace_read.read(bare)[0]))
