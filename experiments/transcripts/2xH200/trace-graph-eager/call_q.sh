@@ -14,7 +14,7 @@ if [ -n "${GTESTS:-}" ]; then for t in phase4_gpu_tests phase4_rooms_gpu_tests; 
 s=$SECONDS
 timeout 150 python3 -m pytest -q tests/python/test_ddp_graph.py tests/python/test_torch_transformer.py > $L/pytest.log 2>&1; echo "pytest rc $? at $((SECONDS-s)) s"; tail -3 $L/pytest.log
 C=${CONFIGS:-"4096,16,512 2048,24,1024 4096,16,2048 1024,32,4096 1024,32,256 4096,16,8192"}
-R="torchrun --standalone --nproc_per_node=${NPROC:-2} -m overlap_bench.trace_job --graph --steps 3 --iters 40 --passes 4 --out $T"
+R="torchrun --standalone --nproc_per_node=${NPROC:-2} -m overlap_bench.trace_job --graph --steps ${STEPS:-3} --iters 40 --passes 4 --out $T"
 timeout 220 $R --configs $C --bucket-mb 25 64 > $L/ddp.log 2>&1; echo "ddp rc $? at $((SECONDS-s)) s"
 timeout 90 ${R/$T/$L/gpt2-xl} --model gpt2-xl --blocks 4 --seq 1024 --bucket-mb 25 > $L/gpt2xl.log 2>&1; echo "gpt2-xl rc $? at $((SECONDS-s)) s"
 cat $T/trace_job.csv $L/gpt2-xl/trace_job.csv | cut -c1-250; du -sh $L; grep -h -i "error\|Traceback" $L/*.log | head
