@@ -199,17 +199,15 @@ def sentences(table, advised, busy=1.0):
         lines.append(f"The GPU ran work for {100 * busy:.0f} % of the traced step: its host paces the step, and the "
                      "profiler's own host work lengthens such a step, so these times are the traced job's, longer "
                      "than your job's without the profiler (tracing without record_shapes keeps them nearer)")
-    if row.get("replayed_share", 0) > REPLAYED and row["wrapper_gpu_ms"] > 0:
-        lines.append("Its steps were replayed from CUDA graphs: the wrapper's own kernels in them are those of the "
-                     "names and launch shapes its host calls launched in the trace's eager steps (trace_job.py "
-                     "--graph profiles one before them); no bucket advice is given (a replayed collective's size is "
-                     "not in the trace; results/2xH200/trace-graph)")
-    elif row.get("replayed_share", 0) > REPLAYED:
-        lines.append("Its steps were replayed from CUDA graphs: each kernel was launched by a graph launch, and the "
-                     "trace holds no eager step whose host calls tell the wrapper's own kernels (DDP's gradient "
-                     "division, its copies) from the compute: they count as compute here, in neither the exposed "
-                     "communication nor the slowdown, and the added time is short by them (profile one eager step "
-                     "before the replays, as trace_job.py --graph does); no bucket advice is given (a replayed "
+    if row.get("replayed_share", 0) > REPLAYED:
+        told = ("the wrapper's own kernels in them are those of the names and launch shapes its host calls launched "
+                "in the trace's eager steps (trace_job.py --graph profiles one before them)"
+                if row["wrapper_gpu_ms"] > 0 else
+                "each kernel was launched by a graph launch, and the trace holds no eager step whose host calls tell "
+                "the wrapper's own kernels (DDP's gradient division, its copies) from the compute: they count as "
+                "compute here, in neither the exposed communication nor the slowdown, and the added time is short by "
+                "them (profile one eager step before the replays, as trace_job.py --graph does)")
+        lines.append(f"Its steps were replayed from CUDA graphs: {told}; no bucket advice is given (a replayed "
                      "collective's size is not in the trace; results/2xH200/trace-graph)")
     if advised:
         lines.append(advised["sentence"])

@@ -1,7 +1,10 @@
 #!/bin/bash
-# Device call Q (2 GPUs): PyTorch's GPU tests (bench_ddp.py --graph's, after the side stream moved into
+# Device calls Q1-Q5: PyTorch's GPU tests (bench_ddp.py --graph's, after the side stream moved into
 # ddp_steps.graph_stream), then the DDP jobs of ../trace-graph traced again by trace_job.py --graph, which now profiles
-# one eager step before the replayed ones (its host calls tell DDP's own kernels in the replays).
+# one eager step before the replayed ones (its host calls tell DDP's own kernels in the replays). Variables: NPROC
+# (ranks, 2), CONFIGS (the six headline configurations), STEPS (traced steps, 3), GTESTS (set: phase 4's GPU tests
+# first, from .gpu/default). Q1: NPROC=1 CONFIGS="4096,16,512 1024,32,256"; Q2: GTESTS=1 NPROC=1
+# CONFIGS="1024,32,256" (../../1xH200/trace-graph-eager); Q3, Q4: as it stands; Q5: STEPS=8.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 L=$OUT/q; T=$L/traces; mkdir -p $T
