@@ -157,7 +157,7 @@ def main(argv=None):
             "gpus": [{"gpu_name": t.gpu} for t in traces if t.gpu], "nccl": traces[0].nccl,
             "traces": [{"path": str(p), "sha256": digest(p)} for p in args.traces],
             "config_columns": ["system", "phase", "ranks"], "seconds": round(time.monotonic() - started, 1),
-            "advice": advised}
+            "slowdown_baseline": baseline(traces), "advice": advised}
     staging = compare_runs.Staging(args.out, marker="analysis.csv", runs=False)
     try:
         timeline(traces, stats).to_csv(staging.path / "analysis.timeline.csv", index=False)
@@ -169,7 +169,8 @@ def main(argv=None):
         staging.commit(last="analysis.csv")
     finally:
         staging.discard()
-    for line in sentences(table, advised, advice.gpu_busy(stats) if system != "overlap-bench" else 1.0):
+    for line in sentences(table, advised, advice.gpu_busy(stats) if system != "overlap-bench" else 1.0,
+                          meta["slowdown_baseline"]):
         print(line)
     return 0
 
@@ -184,7 +185,19 @@ def draw(folder):
                     "your job, one traced step")
 
 
-def sentences(table, advised, busy=1.0):
+def baseline(traces):
+    """What the slowdown holds the compute kernels against (METRICS.md, "Your own job")."""
+    if all(t.isolated for t in traces):
+        return "compute-only steps" if all(t.compute_only for t in traces) else "compute-only mode"
+    return "lone instances"
+
+
+BASELINES = {"compute-only steps": "against the job's compute-only steps in the trace",
+             "compute-only mode": "against the run's compute-only mode",
+             "lone instances": "against the same kernels' instances with no collective in flight"}
+
+
+def sentences(table, advised, busy=1.0, basis="lone instances"):
     """The analysis in words; where the GPU was busy for less than advice.HOST_PACED of the traced step (`busy`), a
     warning that the profiler's own host work lengthens such a step (results/1xH200/trace-profiles)."""
     row = table.set_index("mode").loc["overlap"]
@@ -192,9 +205,10 @@ def sentences(table, advised, busy=1.0):
              f"{row['time_ms_p50']:.3f} ms (median, slowest rank); communication {row['comm_ms']:.3f} ms, "
              f"{row['overlap_pct']:.0f} % of it hidden behind compute, {row['exposed_comm_ms']:.3f} ms exposed; "
              f"compute ran {100 * row['compute_slowdown']:.0f} % slower beside communication "
-             f"({row['slowdown_ms']:.3f} ms a step): {row['added_ms']:.3f} ms added to the compute by "
-             f"communication; the wrapper's own kernels took {row['wrapper_gpu_ms']:.3f} ms more and its host calls "
-             f"{row['host_comm_ms']:.3f} ms while the GPU waited for them: {row['total_added_ms']:.3f} ms in all"]
+             f"({row['slowdown_ms']:.3f} ms a step, {BASELINES[basis]}): {row['added_ms']:.3f} ms added to the "
+             f"compute by communication; the wrapper's own kernels took {row['wrapper_gpu_ms']:.3f} ms more and its "
+             f"host calls {row['host_comm_ms']:.3f} ms while the GPU waited for them: {row['total_added_ms']:.3f} ms "
+             "in all"]
     if busy < advice.HOST_PACED:
         lines.append(f"The GPU ran work for {100 * busy:.0f} % of the traced step: its host paces the step, and the "
                      "profiler's own host work lengthens such a step, so these times are the traced job's, longer "

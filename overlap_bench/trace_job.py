@@ -12,7 +12,9 @@ model, hidden, layers, batch, bucket_mb, ranks, step_ms, compute_ms: medians of 
 the profiler, the two timed in turn over --passes so that a drift of the clocks falls on both; target_lo_ms and
 target_hi_ms: the 95 % bootstrap interval of step_ms - compute_ms; graph: 1 where both steps were replayed from CUDA
 graphs, --graph: the profiler then records one eager step before the replayed ones, whose host calls tell DDP's
-own kernels in them) with its metadata.
+own kernels in them) with its metadata. Before the job's steps the profiler records --compute-steps of its
+compute-only step, each inside a host range named `ob_compute_only`: ob-analyze holds the job's compute kernels
+against those, in the same trace (a user marks theirs alike).
 """
 import gzip
 import json
@@ -27,6 +29,7 @@ import numpy as np
 
 from overlap_bench import bench_ddp
 from overlap_bench import ob_tool
+from overlap_bench import trace_read
 from overlap_bench.ddp_steps import (Mlp, Step, Transformer, dist, graph_stream, graphed, pass_iters, slowest, timed,
                                     torch, wrap)
 
@@ -42,6 +45,10 @@ def parse_args():
                         help="what the profiler records: full (CPU and CUDA activity, operators' input shapes: what "
                         "the advice reads), light (no shapes) or gpu (CUDA activity only: no host ranges, no step "
                         "markers) (default: full)")
+    parser.add_argument("--compute-steps", type=int, default=2, help="compute-only steps the profiler records "
+                        "before the job's, marked `ob_compute_only`: the slowdown's baseline (default: 2; 0: none, "
+                        "the baseline then the lone instances of each kernel in the job's steps; none with "
+                        "--profile gpu, which records no host range)")
     parser.add_argument("--passes", type=int, default=4, help="the compute-only and the wrapped step timed in turn "
                         "this many times, --iters shared among them (default: 4)")
     parser.add_argument("--graph", action="store_true", help="DDP's step and the compute-only step each captured once "
@@ -52,6 +59,8 @@ def parse_args():
     bench_ddp.check_configs(parser, args.configs)
     if not 1 <= args.steps <= 50 or not 1 <= args.iters <= 10000:
         parser.error("--steps: 1 to 50, --iters: 1 to 10000")
+    if not 0 <= args.compute_steps <= 50:
+        parser.error(f"--compute-steps: '{args.compute_steps}' is invalid: from 0 to 50")
     if args.graph and args.fsdp:
         parser.error("--graph: '--fsdp' is invalid with it: FSDP2's hooks are not captured in a CUDA graph")
     if not 1 <= args.passes <= args.iters:
@@ -88,13 +97,19 @@ def difference_interval(step, compute, seed=1234, count=1000):
     return tuple(float(v) for v in np.percentile(diffs, [2.5, 97.5]))
 
 
-def trace(step, steps, path, kind="full", eager=None):
-    """`steps` of `step` profiled after a wait and a warm-up step; with `eager` (the replayed step's eager self), one
-    step of it first: its host calls tell the wrapper's own kernels, which ob-analyze then finds in the replays."""
-    from torch.profiler import ProfilerActivity, profile, schedule
+def trace(step, steps, path, kind="full", eager=None, compute=None, compute_steps=0):
+    """`steps` of `step` profiled after a wait and a warm-up step; before them `compute_steps` of `compute` (the
+    compute-only step), each inside a COMPUTE_ONLY host range (none with kind "gpu": no host range is recorded), then
+    with `eager` (the replayed step's eager self) one step of it: its host calls tell the wrapper's own kernels, which
+    ob-analyze then finds in the replays."""
+    from torch.profiler import ProfilerActivity, profile, record_function, schedule
+
+    def marked():
+        with record_function(trace_read.COMPUTE_ONLY):
+            compute()
 
     activities = [ProfilerActivity.CUDA] + ([] if kind == "gpu" else [ProfilerActivity.CPU])
-    first = [eager] if eager else []
+    first = ([marked] * compute_steps if compute and kind != "gpu" else []) + ([eager] if eager else [])
     with profile(activities=activities, record_shapes=kind == "full",
                  schedule=schedule(wait=1, warmup=1, active=steps + len(first))) as profiler:
         for one in [step, step] + first + [step] * steps:
@@ -126,7 +141,7 @@ def run(args, work, setting, rank, world):
     label = f"{'fsdp2' if args.fsdp else 'ddp'}-{work.tag}" + \
         ("" if args.fsdp else f"-{setting:g}mb") + ("-graph" if args.graph else "")
     path = pathlib.Path(args.out) / f"{label}.rank{rank}.trace.json"
-    trace(step, args.steps, path, args.profile, eager)
+    trace(step, args.steps, path, args.profile, eager, compute, args.compute_steps)
     with open(path, "rb") as source, gzip.open(f"{path}.gz", "wb") as target:
         shutil.copyfileobj(source, target)
     path.unlink()
@@ -134,7 +149,8 @@ def run(args, work, setting, rank, world):
     return {"label": label, "system": "pytorch-fsdp2" if args.fsdp else "pytorch-ddp", **shape,
             "bucket_mb": "" if args.fsdp else setting, "ranks": world,
             "step_ms": float(np.median(steps_ms)), "compute_ms": float(np.median(computes)),
-            "target_lo_ms": lo, "target_hi_ms": hi, "traced_steps": args.steps, "graph": int(args.graph)}
+            "target_lo_ms": lo, "target_hi_ms": hi, "traced_steps": args.steps, "graph": int(args.graph),
+            "compute_steps": 0 if args.profile == "gpu" else args.compute_steps}
 
 
 def main():

@@ -7,8 +7,12 @@ correlation id, and for a collective its name, element count and type), the laun
 times, the profiler's step markers (ProfilerStep#N), and the autograd functions and AccumulateGrad calls of the
 backward (host ranges, each AccumulateGrad with its parameter's shape): what gradient became ready when, and the host
 ranges of the data-parallel wrapper's own calls (WRAPPER_CALLS): what communication costs the launching host.
+Steps the job ran without its wrapper inside a host range named COMPUTE_ONLY (trace_job.py profiles two before the
+job's) are the slowdown's baseline: their kernels' medians are kept (`isolated`), the kernels themselves are not.
 """
 import array
+import bisect
+import collections
 import gzip
 import math
 import pathlib
@@ -28,6 +32,9 @@ WRAPPER_CALLS = ("c10d::", "record_param_comms", "nccl:", "torch::distributed::r
 # The wrapper's annotations around the user's own code (DDP's forward wraps the module's): only their host time
 # before the first operator inside them and after the last is the wrapper's (DDP's pre- and post-forward).
 WRAPPING_CALLS = ("DistributedDataParallel.forward",)
+# The host range a job marks its compute-only steps with (the same model and optimizer without the wrapper):
+# `with torch.profiler.record_function(COMPUTE_ONLY): step()`.
+COMPUTE_ONLY = "ob_compute_only"
 DTYPE_BYTES = {"Float": 4, "float": 4, "Half": 2, "BFloat16": 2, "Double": 8, "Int": 4, "Long": 8, "Byte": 1}
 
 
@@ -66,6 +73,7 @@ class RankTrace:
     wrapping: list = field(default_factory=list)  # (host start, host end, thread) of WRAPPING_CALLS, while read
     ops: dict = field(default_factory=dict)  # thread -> (starts, ends) of its operators, while read
     isolated: dict = field(default_factory=dict)  # (name, shape) -> median us in a compute-only run of the same job
+    compute_only: list = field(default_factory=list)  # (host start, host end) of COMPUTE_ONLY ranges
     system: str = ""
 
 
@@ -99,6 +107,8 @@ def _keep(trace, event):
             trace.graph_launches.add(int(args["correlation"]))
     elif cat == "user_annotation" and name.startswith("ProfilerStep#"):
         trace.steps.append((int(name.split("#", 1)[1]), ts, ts + dur))
+    elif cat == "user_annotation" and name == COMPUTE_ONLY:
+        trace.compute_only.append((ts, ts + dur))
     elif cat == "user_annotation" and name.startswith("Optimizer.step"):
         trace.optimizer.append((ts, ts + dur))
     elif cat == "cpu_op" and name == "torch::autograd::AccumulateGrad":
@@ -137,6 +147,33 @@ def _wrapping_ends(trace):
     trace.wrapping, trace.ops = [], {}
 
 
+def set_apart_compute_only(trace):
+    """The kernels launched inside the trace's COMPUTE_ONLY host ranges taken out of its kernels, their medians per
+    name and launch shape kept as `isolated` (the baseline of the slowdown, as a phase 4 timeline's compute-only
+    mode is: read_timeline), and the step markers left with no kernel by that taken out of its steps."""
+    if not trace.compute_only:
+        return
+    ranges = sorted(trace.compute_only)
+    starts = [a for a, _ in ranges]
+
+    def inside(t):
+        i = bisect.bisect_right(starts, t) - 1
+        return i >= 0 and t <= ranges[i][1]
+    alone, kept = collections.defaultdict(list), []
+    for k in trace.kernels:
+        if k.correlation in trace.launches and inside(trace.launches[k.correlation]):
+            alone[(k.name, k.shape)].append(k.end - k.start)
+        else:
+            kept.append(k)
+    if not alone:
+        return
+    hosts = sorted(trace.launches[k.correlation] for k in kept if k.correlation in trace.launches)
+    trace.steps = [s for s in trace.steps if bisect.bisect_left(hosts, s[1]) < bisect.bisect_left(hosts, s[2])
+                   or not any(a < s[2] and s[1] < b for a, b in ranges)]
+    trace.kernels = kept
+    trace.isolated = {key: float(np.median(v)) for key, v in alone.items()}
+
+
 def read_kineto(path):
     """A PyTorch profiler trace (Chrome JSON, optionally gzipped), streamed; a usage error naming the file where it
     is not one (not JSON, cut short, no traceEvents, no GPU kernel)."""
@@ -164,6 +201,7 @@ def read_kineto(path):
             for event in ijson.items(source, "traceEvents.item", use_float=True):
                 _keep(trace, event)
         _wrapping_ends(trace)
+        set_apart_compute_only(trace)
     except (ijson.JSONError, ijson.IncompleteJSONError, UnicodeDecodeError, EOFError, OSError, ValueError,
             gzip.BadGzipFile) as error:
         if isinstance(error, OSError) and not isinstance(error, (EOFError, gzip.BadGzipFile)) and error.filename:
@@ -190,11 +228,15 @@ def read_nsys(path):
             trace.launches[correlation] = start / 1e3
         try:
             for start, end, text in db.execute("SELECT start, end, text FROM NVTX_EVENTS WHERE text LIKE "
-                                               "'ProfilerStep#%'"):
-                trace.steps.append((int(text.split("#", 1)[1]), start / 1e3, end / 1e3))
+                                               "'ProfilerStep#%' OR text = ?", (COMPUTE_ONLY,)):
+                if text == COMPUTE_ONLY:
+                    trace.compute_only.append((start / 1e3, end / 1e3))
+                else:
+                    trace.steps.append((int(text.split("#", 1)[1]), start / 1e3, end / 1e3))
         except sqlite3.OperationalError:
             pass
         db.close()
+        set_apart_compute_only(trace)
     except sqlite3.DatabaseError as error:
         raise ob_tool.UsageError(f"{path}: not an Nsight Systems SQLite export ({error})") from None
     return trace
