@@ -10,7 +10,8 @@ TRACE... are the PyTorch profiler's Chrome traces (`export_chrome_trace`, one pe
 any job), Nsight Systems' SQLite export, or a phase 4 timeline CSV. Steps are the profiler's step markers
 (ProfilerStep#N) or, without them, the repetition of the kernel sequence. Writes into --out: analysis.csv (this
 suite's summary columns: the traced step as `overlap`, its compute and communication as `compute` and `comm`, with
-overlap_pct, exposed_comm_ms, compute_slowdown, added_ms, wrapper_gpu_ms, host_comm_ms, total_added_ms),
+overlap_pct, exposed_comm_ms, compute_slowdown, added_ms, wrapper_gpu_ms, host_comm_ms, idle_added_ms,
+total_added_ms),
 analysis.ranks.csv (per rank over every step),
 analysis.buckets.csv (every collective: rank, step, its place, bytes, time), analysis.timeline.csv (this suite's
 timeline schema: report.py, ob-plot-gantt and ob_trace read it), analysis.meta.json (the traces and their SHA-256
@@ -64,7 +65,7 @@ def summary(stats, system, world):
     frame = pd.DataFrame([{"rank": s.rank, "step": s.step, "step_ms": s.step_ms, "comm_ms": s.comm_ms,
                            "compute_ms": s.compute_ms, "exposed_ms": s.exposed_ms, "wait_ms": s.wait_ms,
                            "slowdown_ms": s.slowdown_ms, "host_ms": s.host_ms,
-                           "wrapper_gpu_ms": s.wrapper_gpu_ms, "replayed": s.replayed,
+                           "wrapper_gpu_ms": s.wrapper_gpu_ms, "replayed": s.replayed, "idle_added_ms": s.idle_added_ms,
                            "slowed_ms": s.slowed_ms, "buckets": len(s.buckets),
                            "grad_mb": sum(b[1] for b in s.buckets) / (1 << 20)} for s in stats])
     steps = sorted(frame["step"].unique())
@@ -90,9 +91,11 @@ def summary(stats, system, world):
                         "added_ms": exposed + slowest["slowdown_ms"].median(),
                         "peer_wait_ms": slowest["wait_ms"].median(), "host_comm_ms": slowest["host_ms"].median(),
                         "wrapper_gpu_ms": slowest["wrapper_gpu_ms"].median(),
+                        "idle_added_ms": slowest["idle_added_ms"].median(),
                         "replayed_share": float(frame["replayed"].mean()),
                         "total_added_ms": exposed + sum(slowest[part].median() for part in
-                                                        ("slowdown_ms", "wrapper_gpu_ms", "host_ms"))})
+                                                        ("slowdown_ms", "wrapper_gpu_ms", "host_ms",
+                                                         "idle_added_ms"))})
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -207,8 +210,9 @@ def sentences(table, advised, busy=1.0, basis="lone instances"):
              f"compute ran {100 * row['compute_slowdown']:.0f} % slower beside communication "
              f"({row['slowdown_ms']:.3f} ms a step, {BASELINES[basis]}): {row['added_ms']:.3f} ms added to the "
              f"compute by communication; the wrapper's own kernels took {row['wrapper_gpu_ms']:.3f} ms more and its "
-             f"host calls {row['host_comm_ms']:.3f} ms while the GPU waited for them: {row['total_added_ms']:.3f} ms "
-             "in all"]
+             f"host calls {row['host_comm_ms']:.3f} ms while the GPU waited for them"
+             + (f"; it idled {row['idle_added_ms']:.3f} ms more than in the compute-only steps" if basis ==
+                "compute-only steps" else "") + f": {row['total_added_ms']:.3f} ms in all"]
     if busy < advice.HOST_PACED:
         lines.append(f"The GPU ran work for {100 * busy:.0f} % of the traced step: its host paces the step, and the "
                      "profiler's own host work lengthens such a step, so these times are the traced job's, longer "

@@ -9,7 +9,8 @@ communication + compute slowdown, median traced step) against the job's own step
 Writes --csv: label, system, ranks, rank, traced_step_ms, step_ms, compute_ms, target_added_ms, added_ms, error
 (added / target - 1), exposed_comm_ms, slowdown_ms, peer_wait_ms (of the exposed communication, the wait for a later
 rank), error_without_wait ((added - peer_wait) / target - 1), host_comm_ms (the wrapper's host calls while the GPU
-ran nothing), wrapper_gpu_ms (its own kernels where no other ran), total_added_ms (added + wrapper_gpu + host_comm),
+ran nothing), wrapper_gpu_ms (its own kernels where no other ran), idle_added_ms (the GPU's idle time beyond the
+compute-only steps' a trace holds), total_added_ms (added + wrapper_gpu + host_comm + idle_added),
 error_total (total_added / target - 1), target_lo_ms and target_hi_ms (the target's 95 % interval where
 trace_job.py or phase 4 measured it), verdict ("within 10 %", "inside the target's interval", or "off") and
 verdict_added (the same for added_ms), overlap_pct, hta_overlap_pct. With --counts, per measure (added, total)
@@ -142,6 +143,7 @@ def check(folder):
                          "slowdown_ms": summary["slowdown_ms"], "peer_wait_ms": summary["peer_wait_ms"],
                          "error_without_wait": (summary["added_ms"] - summary["peer_wait_ms"]) / target - 1,
                          "wrapper_gpu_ms": summary["wrapper_gpu_ms"], "host_comm_ms": summary["host_comm_ms"],
+                         "idle_added_ms": summary.get("idle_added_ms", 0.0),
                          "total_added_ms": total, "error_total": total / target - 1, "target_lo_ms": lo,
                          "target_hi_ms": hi, "verdict": verdict(total, target, lo, hi),
                          "verdict_added": verdict(summary["added_ms"], target, lo, hi),

@@ -12,9 +12,10 @@ model, hidden, layers, batch, bucket_mb, ranks, step_ms, compute_ms: medians of 
 the profiler, the two timed in turn over --passes so that a drift of the clocks falls on both; target_lo_ms and
 target_hi_ms: the 95 % bootstrap interval of step_ms - compute_ms; graph: 1 where both steps were replayed from CUDA
 graphs, --graph: the profiler then records one eager step before the replayed ones, whose host calls tell DDP's
-own kernels in them) with its metadata. Before the job's steps the profiler records --compute-steps of its
-compute-only step, each inside a host range named `ob_compute_only`: ob-analyze holds the job's compute kernels
-against those, in the same trace (a user marks theirs alike).
+own kernels in them) with its metadata. The profiler records --compute-steps of the job's compute-only step, half
+before the job's steps and half after them (a drift of the clocks over the traced window falls on both), each inside
+a host range named `ob_compute_only`: ob-analyze holds the job's compute kernels against those, in the same trace (a
+user marks theirs alike).
 """
 import gzip
 import json
@@ -45,10 +46,10 @@ def parse_args():
                         help="what the profiler records: full (CPU and CUDA activity, operators' input shapes: what "
                         "the advice reads), light (no shapes) or gpu (CUDA activity only: no host ranges, no step "
                         "markers) (default: full)")
-    parser.add_argument("--compute-steps", type=int, default=2, help="compute-only steps the profiler records "
-                        "before the job's, marked `ob_compute_only`: the slowdown's baseline (default: 2; 0: none, "
-                        "the baseline then the lone instances of each kernel in the job's steps; none with "
-                        "--profile gpu, which records no host range)")
+    parser.add_argument("--compute-steps", type=int, default=2, help="compute-only steps the profiler records, "
+                        "half before the job's and half after, marked `ob_compute_only`: the slowdown's baseline "
+                        "(default: 2; 0: none, the baseline then the lone instances of each kernel in the job's "
+                        "steps; none with --profile gpu, which records no host range)")
     parser.add_argument("--passes", type=int, default=4, help="the compute-only and the wrapped step timed in turn "
                         "this many times, --iters shared among them (default: 4)")
     parser.add_argument("--graph", action="store_true", help="DDP's step and the compute-only step each captured once "
@@ -98,10 +99,10 @@ def difference_interval(step, compute, seed=1234, count=1000):
 
 
 def trace(step, steps, path, kind="full", eager=None, compute=None, compute_steps=0):
-    """`steps` of `step` profiled after a wait and a warm-up step; before them `compute_steps` of `compute` (the
-    compute-only step), each inside a COMPUTE_ONLY host range (none with kind "gpu": no host range is recorded), then
-    with `eager` (the replayed step's eager self) one step of it: its host calls tell the wrapper's own kernels, which
-    ob-analyze then finds in the replays."""
+    """`steps` of `step` profiled after a wait and a warm-up step; with `eager` (the replayed step's eager self), one
+    step of it before them: its host calls tell the wrapper's own kernels, which ob-analyze then finds in the
+    replays; `compute_steps` of `compute` (the compute-only step), half before those and half after, each inside a
+    COMPUTE_ONLY host range (none with kind "gpu": no host range is recorded)."""
     from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
     def marked():
@@ -109,10 +110,11 @@ def trace(step, steps, path, kind="full", eager=None, compute=None, compute_step
             compute()
 
     activities = [ProfilerActivity.CUDA] + ([] if kind == "gpu" else [ProfilerActivity.CPU])
-    first = ([marked] * compute_steps if compute and kind != "gpu" else []) + ([eager] if eager else [])
+    alone = compute_steps if compute and kind != "gpu" else 0
+    active = [marked] * (alone // 2) + ([eager] if eager else []) + [step] * steps + [marked] * (alone - alone // 2)
     with profile(activities=activities, record_shapes=kind == "full",
-                 schedule=schedule(wait=1, warmup=1, active=steps + len(first))) as profiler:
-        for one in [step, step] + first + [step] * steps:
+                 schedule=schedule(wait=1, warmup=1, active=len(active))) as profiler:
+        for one in [step, step] + active:
             one()
             torch.cuda.synchronize()
             profiler.step()

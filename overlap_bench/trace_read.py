@@ -72,8 +72,9 @@ class RankTrace:
     wrapper: list = field(default_factory=list)  # (host start, host end) of the wrapper's calls (WRAPPER_CALLS)
     wrapping: list = field(default_factory=list)  # (host start, host end, thread) of WRAPPING_CALLS, while read
     ops: dict = field(default_factory=dict)  # thread -> (starts, ends) of its operators, while read
-    isolated: dict = field(default_factory=dict)  # (name, shape) -> median us in a compute-only run of the same job
+    isolated: dict = field(default_factory=dict)  # (name, shape, n) -> median us in a compute-only run (nth_medians)
     compute_only: list = field(default_factory=list)  # (host start, host end) of COMPUTE_ONLY ranges
+    compute_only_idle: float = math.nan  # us: median over those steps of their GPU idle time, first kernel to last
     system: str = ""
 
 
@@ -147,22 +148,41 @@ def _wrapping_ends(trace):
     trace.wrapping, trace.ops = [], {}
 
 
+def union(intervals):
+    """Disjoint, sorted intervals covering `intervals` ((start, end) pairs)."""
+    merged = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return merged
+
+
+def nth_medians(steps):
+    """{(name, shape, n): median us} of the n-th instance of each kernel (name and launch shape) in a step, over
+    `steps` (each a list of Kernels of one compute-only step): one name and shape may run on tensors of many sizes in
+    a step, its n-th instance is the same work in every step of the job."""
+    times = collections.defaultdict(list)
+    for kernels in steps:
+        seen = collections.Counter()
+        for k in sorted(kernels, key=lambda k: k.start):
+            times[(k.name, k.shape, seen[(k.name, k.shape)])].append(k.end - k.start)
+            seen[(k.name, k.shape)] += 1
+    return {key: float(np.median(v)) for key, v in times.items()}
+
+
 def set_apart_compute_only(trace):
-    """The kernels launched inside the trace's COMPUTE_ONLY host ranges taken out of its kernels, their medians per
-    name and launch shape kept as `isolated` (the baseline of the slowdown, as a phase 4 timeline's compute-only
-    mode is: read_timeline), and the step markers left with no kernel by that taken out of its steps."""
-    if not trace.compute_only:
-        return
+    """The kernels launched inside the trace's COMPUTE_ONLY host ranges taken out of its kernels, the medians of
+    their n-th instances kept as `isolated` (nth_medians: the baseline of the slowdown, as a phase 4 timeline's
+    compute-only mode is: read_timeline), and the step markers left with no kernel by that taken out of its steps."""
     ranges = sorted(trace.compute_only)
     starts = [a for a, _ in ranges]
-
-    def inside(t):
-        i = bisect.bisect_right(starts, t) - 1
-        return i >= 0 and t <= ranges[i][1]
     alone, kept = collections.defaultdict(list), []
     for k in trace.kernels:
-        if k.correlation in trace.launches and inside(trace.launches[k.correlation]):
-            alone[(k.name, k.shape)].append(k.end - k.start)
+        i = bisect.bisect_right(starts, trace.launches.get(k.correlation, -math.inf)) - 1
+        if i >= 0 and trace.launches[k.correlation] <= ranges[i][1]:
+            alone[i].append(k)
         else:
             kept.append(k)
     if not alone:
@@ -171,7 +191,9 @@ def set_apart_compute_only(trace):
     trace.steps = [s for s in trace.steps if bisect.bisect_left(hosts, s[1]) < bisect.bisect_left(hosts, s[2])
                    or not any(a < s[2] and s[1] < b for a, b in ranges)]
     trace.kernels = kept
-    trace.isolated = {key: float(np.median(v)) for key, v in alone.items()}
+    trace.isolated = nth_medians(alone.values())
+    trace.compute_only_idle = float(np.median([max(k.end for k in ks) - min(k.start for k in ks) - sum(
+        b - a for a, b in union((k.start, k.end) for k in ks)) for ks in alone.values()]))
 
 
 def read_kineto(path):
@@ -258,7 +280,8 @@ def read_timeline(path):
         part = frame[frame["rank"] == rank]
         one = RankTrace(str(path), rank=int(rank), world=len(ranks), system="overlap-bench")
         mine = alone[alone["rank"] == rank]
-        one.isolated = {(name, ""): float((g["end_us"] - g["start_us"]).median()) for name, g in mine.groupby("name")}
+        one.isolated = nth_medians([Kernel(e.start_us, e.end_us, e.name, 0) for e in events.itertuples()]
+                                   for _, events in mine.groupby("iter"))
         for row in part.itertuples():
             comm = row.lane.endswith(":comm")
             one.kernels.append(Kernel(row.start_us, row.end_us, row.name, 1 if comm else 0, "",

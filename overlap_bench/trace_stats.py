@@ -5,22 +5,13 @@ and launch shape) timed while a collective ran against while none did, in the sa
 """
 import bisect
 import collections
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from overlap_bench import ob_tool
-
-
-def union(intervals):
-    """Disjoint, sorted intervals covering `intervals` ((start, end) pairs)."""
-    merged = []
-    for start, end in sorted(intervals):
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    return merged
+from overlap_bench.trace_read import union
 
 
 def length(intervals):
@@ -141,6 +132,7 @@ class StepStats:
     host_ms: float = 0.0  # the wrapper's host calls while the GPU ran nothing (host_comm)
     wrapper_gpu_ms: float = 0.0  # the wrapper's own kernels (not collectives) while no compute kernel ran
     replayed: bool = False  # most of its kernels launched by CUDA graph launches (wrapper_signatures tell its own)
+    idle_added_ms: float = 0.0  # GPU idle, first kernel to last, beyond the compute-only steps' and host_ms
 
     @property
     def step_ms(self):
@@ -157,14 +149,32 @@ class StepStats:
 
 def alone_medians(trace):
     """Per compute kernel (name and launch shape), the median duration of its instances that ran with no collective
-    in flight on the same GPU, or where the trace holds a compute-only run of the same job (phase 4's timeline), of
-    its instances there: the baseline of the slowdown."""
+    in flight on the same GPU: the baseline of the slowdown where the trace holds no compute-only run of the job."""
     comm = Cover((k.start, k.end) for k in trace.kernels if k.comm)
     alone = collections.defaultdict(list)
     for k in trace.kernels:
         if not k.comm and overlap_with(k.start, k.end, comm) == 0:
             alone[(k.name, k.shape)].append(k.end - k.start)
-    return {**{key: float(np.median(v)) for key, v in alone.items()}, **trace.isolated}, comm
+    return {key: float(np.median(v)) for key, v in alone.items()}, comm
+
+
+def baselines(trace, kernels, mine, medians, comm_all):
+    """(kernel, its baseline us) for the compute kernels of a step that the slowdown counts, the wrapper's (`mine`)
+    left out: where the trace holds a compute-only run of the job (trace.isolated), every one, against the median of
+    the same instance there (its name, shape and place n among the step's instances of them); else those that ran
+    beside a collective, against the median of the same kernel's lone instances."""
+    seen = collections.Counter()
+    for k in sorted(kernels, key=lambda k: k.start):
+        if k.comm or id(k) in mine:
+            continue
+        key = (k.name, k.shape)
+        if trace.isolated:
+            base = trace.isolated.get((*key, seen[key]))
+            seen[key] += 1
+        else:
+            base = medians.get(key) if overlap_with(k.start, k.end, comm_all) > 0 else None
+        if base is not None:
+            yield k, base
 
 
 def inside(t, cover):
@@ -208,18 +218,18 @@ def step_stats(trace):
         # (the exposed communication leaves that time out), so they hold it on the step's path.
         others = Cover((k.start, k.end) for k in kernels if not k.comm and id(k) not in mine)
         slowdown = slowed = 0.0
-        for k in kernels:
-            if k.comm or id(k) in mine or (k.name, k.shape) not in medians or (
-                    not trace.isolated and overlap_with(k.start, k.end, comm_all) == 0):
-                continue  # with a compute-only run to hold it against, every compute kernel of the step counts
-            slowdown += (k.end - k.start) - medians[(k.name, k.shape)]
-            slowed += medians[(k.name, k.shape)]
+        for k, base in baselines(trace, kernels, mine, medians, comm_all):
+            slowdown += (k.end - k.start) - base
+            slowed += base
         buckets = [(k.collective or k.name, k.nbytes, (k.end - k.start) / 1e3, k.start, k.end)
                    for k in sorted(kernels, key=lambda k: k.start) if k.comm]
         start, end = min(k.start for k in kernels), max(k.end for k in kernels)
+        host = host_comm(calls, min(start, marks.get(number, start)), end, busy) / 1e3
+        idle = end - start - length(Cover((k.start, k.end) for k in kernels))
+        gap = 0.0 if math.isnan(trace.compute_only_idle) else max(0.0, (idle - trace.compute_only_idle) / 1e3 - host)
         stats.append(StepStats(trace.rank, number, start, end, length(comm) / 1e3, length(compute) / 1e3,
                                minus(comm, compute) / 1e3, slowdown / 1e3, slowed / 1e3, buckets,
-                               host_ms=host_comm(calls, min(start, marks.get(number, start)), end, busy) / 1e3,
+                               host_ms=host, idle_added_ms=gap,
                                wrapper_gpu_ms=minus(Cover((k.start, k.end) for k in kernels if id(k) in mine),
                                                     others) / 1e3,
                                replayed=replayed(trace, kernels)))

@@ -79,7 +79,7 @@ def test_a_phase4_run_is_checked_against_its_own_compute_only_step(tmp_path):
         lines += [f"{rank},compute:compute,backward,{it},0,{it * 5000},{it * 5000 + 900}" for it in range(3)]
     (tmp_path / "p4.timeline.csv").write_text("\n".join(lines) + "\n")
     (trace, _) = trace_read.read(tmp_path / "p4.timeline.csv")
-    assert trace.isolated == {("backward", ""): 900.0}
+    assert trace.isolated == {("backward", "", 0): 900.0}
     assert [round(s.slowdown_ms, 6) for s in trace_stats.step_stats(trace)] == [0.1, 0.1, 0.1]
     empty = subprocess.run([*tool("analyze_check.py"), tmp_path / "c.csv", "--csv", tmp_path / "d.csv"],
                            capture_output=True, text=True, timeout=300)

@@ -99,26 +99,31 @@ def test_a_real_replayed_ddp_trace(tmp_path):
 
 def test_compute_only_steps_in_the_trace_are_the_slowdowns_baseline(tmp_path):
     """trace_job.py profiles the job's compute-only step (no wrapper) before its steps, each inside a host range
-    named ob_compute_only: their kernels leave the steps and the trace, their medians are what every compute kernel
-    of the job's steps is held against (beside a collective or not), and the verdict says so."""
+    named ob_compute_only: their kernels leave the steps and the trace, and every compute kernel of the job's steps
+    (beside a collective or not) is held against the median of the same instance there: its name, launch shape and
+    place among the step's instances of them (one GEMM kernel on a larger matrix is the third here); the GPU's idle
+    time beyond theirs is added too, and the verdict says so."""
     steps = [(0.0, 100.0), (1000.0, 1100.0), (2000.0, 2100.0), (3000.0, 3100.0)]
-    kernels = [(a + b, 9, "gemm", "", 0) for a, _ in steps[:2] for b in (0.0, 20.0)]
-    for start, _ in steps[2:]:  # the first GEMM alone (10 us: 1 us slower than compute-only), the second beside
-        kernels += [(start + 0, 10, "gemm", "", 0), (start + 20, 13, "gemm", "", 0),
+    kernels = [(a + b, d, "gemm", "", 0) for a, _ in steps[:2] for b, d in ((0.0, 9), (10.0, 9), (20.0, 15))]
+    for start, _ in steps[2:]:  # each GEMM 1 us slower than compute-only, the second beside the all-reduce
+        kernels += [(start + 0, 10, "gemm", "", 0), (start + 20, 10, "gemm", "", 0), (start + 40, 16, "gemm", "", 0),
                     (start + 20, 20, "ncclDevKernel_AllReduce", "allreduce", 4 << 20)]
     marks = [{"ph": "X", "cat": "user_annotation", "name": trace_read.COMPUTE_ONLY, "ts": a + 0.5, "dur": 50}
              for a, _ in steps[:2]]
     path = kineto(tmp_path / "t.json", kernels, steps, extra=marks)
     trace = trace_read.read(path)[0]
-    assert trace.isolated == {("gemm", "[8, 1, 1]x[128, 1, 1]"): 9.0} and len(trace.kernels) == 6
-    assert [n for n, _, _ in trace.steps] == [2, 3]
+    shape = "[8, 1, 1]x[128, 1, 1]"
+    assert trace.isolated == {("gemm", shape, 0): 9.0, ("gemm", shape, 1): 9.0, ("gemm", shape, 2): 15.0}
+    assert len(trace.kernels) == 8 and [n for n, _, _ in trace.steps] == [2, 3]
     stats = trace_stats.step_stats(trace)
     assert [s.step for s in stats] == [2, 3]
-    assert math.isclose(stats[0].slowdown_ms, 0.005) and math.isclose(stats[0].slowed_ms, 0.018)
-    assert math.isclose(stats[0].exposed_ms, 0.007)
+    assert math.isclose(stats[0].slowdown_ms, 0.003) and math.isclose(stats[0].slowed_ms, 0.033)
+    assert math.isclose(stats[0].exposed_ms, 0.010)
+    assert math.isclose(trace.compute_only_idle, 2.0) and math.isclose(stats[0].idle_added_ms, 0.008)
     result = analyze(path, "--out", tmp_path / "a")
     assert result.returncode == 0, result.stderr
     assert "against the job's compute-only steps in the trace" in result.stdout
+    assert "idled 0.008 ms more than in the compute-only steps: 0.021 ms in all" in result.stdout
     meta = json.loads((tmp_path / "a" / "analysis.meta.json").read_text())
     assert meta["slowdown_baseline"] == "compute-only steps"
     # Without the marks the same kernels are steps of the job, and the baseline the lone instances
