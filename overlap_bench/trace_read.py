@@ -159,6 +159,12 @@ def union(intervals):
     return merged
 
 
+def idle(kernels):
+    """Microseconds from the first of `kernels` to the last that none of them ran."""
+    return max(k.end for k in kernels) - min(k.start for k in kernels) - sum(
+        b - a for a, b in union((k.start, k.end) for k in kernels))
+
+
 def nth_medians(steps):
     """{(name, shape, n): median us} of the n-th instance of each kernel (name and launch shape) in a step, over
     `steps` (each a list of Kernels of one compute-only step): one name and shape may run on tensors of many sizes in
@@ -192,8 +198,7 @@ def set_apart_compute_only(trace):
                    or not any(a < s[2] and s[1] < b for a, b in ranges)]
     trace.kernels = kept
     trace.isolated = nth_medians(alone.values())
-    trace.compute_only_idle = float(np.median([max(k.end for k in ks) - min(k.start for k in ks) - sum(
-        b - a for a, b in union((k.start, k.end) for k in ks)) for ks in alone.values()]))
+    trace.compute_only_idle = float(np.median([idle(ks) for ks in alone.values()]))
 
 
 def read_kineto(path):
@@ -267,7 +272,7 @@ def read_nsys(path):
 def read_timeline(path):
     """This suite's own timeline CSV (a phase 4 run; of a sweep, its first point): its overlapped mode's lanes,
     every iteration a step, the compute lane's events as compute and the comm lane's as collectives; the same events'
-    median times in the run's compute-only mode, the baseline of their slowdown."""
+    median times in the run's compute-only mode, the baseline of their slowdown, and its iterations' idle time."""
     frame = ob_csv.load_timeline(path)
     frame = frame[frame["point"] == ob_csv.timeline_points(frame)[0]]  # a sweep's first point
     alone = frame[frame["lane"] == "compute:compute"]
@@ -280,8 +285,10 @@ def read_timeline(path):
         part = frame[frame["rank"] == rank]
         one = RankTrace(str(path), rank=int(rank), world=len(ranks), system="overlap-bench")
         mine = alone[alone["rank"] == rank]
-        one.isolated = nth_medians([Kernel(e.start_us, e.end_us, e.name, 0) for e in events.itertuples()]
-                                   for _, events in mine.groupby("iter"))
+        alone_steps = [[Kernel(e.start_us, e.end_us, e.name, 0) for e in events.itertuples()]
+                       for _, events in mine.groupby("iter")]
+        one.isolated = nth_medians(alone_steps)
+        one.compute_only_idle = float(np.median([idle(ks) for ks in alone_steps])) if alone_steps else math.nan
         for row in part.itertuples():
             comm = row.lane.endswith(":comm")
             one.kernels.append(Kernel(row.start_us, row.end_us, row.name, 1 if comm else 0, "",

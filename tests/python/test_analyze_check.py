@@ -81,6 +81,13 @@ def test_a_phase4_run_is_checked_against_its_own_compute_only_step(tmp_path):
     (trace, _) = trace_read.read(tmp_path / "p4.timeline.csv")
     assert trace.isolated == {("backward", "", 0): 900.0}
     assert [round(s.slowdown_ms, 6) for s in trace_stats.step_stats(trace)] == [0.1, 0.1, 0.1]
+    assert trace.compute_only_idle == 0.0 and all(s.idle_added_ms == 0.0 for s in trace_stats.step_stats(trace))
+    # An all-reduce launched 100 us after the backward ended: the GPU idles 100 us more than compute-only
+    gap = [line.replace(",800,", ",1100,").replace(",5800,", ",6100,").replace(",10800,", ",11100,")
+           .replace(",1300", ",1600").replace(",6300", ",6600").replace(",11300", ",11600") for line in lines]
+    (tmp_path / "p5.timeline.csv").write_text("\n".join(gap) + "\n")
+    (trace, _) = trace_read.read(tmp_path / "p5.timeline.csv")
+    assert [round(s.idle_added_ms, 6) for s in trace_stats.step_stats(trace)] == [0.1, 0.1, 0.1]
     empty = subprocess.run([*tool("analyze_check.py"), tmp_path / "c.csv", "--csv", tmp_path / "d.csv"],
                            capture_output=True, text=True, timeout=300)
     assert empty.returncode == 2 and "a folder of traces" in empty.stderr
