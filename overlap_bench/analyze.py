@@ -2,9 +2,10 @@
 """ob-analyze: your own data-parallel job, from its profiler trace: per rank and step the communication (NCCL
 kernels, by collective and bytes) and the compute, the share of communication hidden behind compute and the exposed
 rest, the compute slowdown under overlap (the same kernels, by name and launch shape, timed while a collective ran
-against while none did, in the same trace), the wrapper's own kernels and its host calls while the GPU waited for
-them, each collective tied to its bucket, and for DDP the bucket cap the planner's model expects best, with the step
-it predicts and what the prediction rests on (METRICS.md, "Your own job").
+against while none did, in the same trace: where it holds steps of the job's model without the wrapper, each inside a
+host range `ob_compute_only`, against the same instance in those), the wrapper's own kernels and its host calls
+while the GPU waited for them, each collective tied to its bucket, and for DDP the bucket cap the planner's model
+expects best, with the step it predicts and what the prediction rests on (METRICS.md, "Your own job").
 
 TRACE... are the PyTorch profiler's Chrome traces (`export_chrome_trace`, one per rank, gzip too; DDP, FSDP/FSDP2 or
 any job), Nsight Systems' SQLite export, or a phase 4 timeline CSV. Steps are the profiler's step markers
