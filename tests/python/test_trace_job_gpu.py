@@ -1,0 +1,36 @@
+"""trace_job.py on one GPU (issue 52): its trace holds the job's compute-only steps, each inside a host range
+ob_compute_only, half before the job's steps and half after, and ob-analyze sets them apart as the slowdown's
+baseline, eager and replayed from CUDA graphs alike. Needs torch and a GPU (skipped without them, as on CI's CPU
+machine)."""
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from conftest import REPO
+from overlap_bench import trace_read, trace_stats
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "1"]
+
+
+@pytest.mark.parametrize("graph", [False, True])
+def test_the_trace_holds_compute_only_steps_around_the_jobs(tmp_path, graph):
+    result = subprocess.run([*TORCHRUN, "-m", "overlap_bench.trace_job", "--configs", "512,4,64", "--bucket-mb", "1",
+                             "--steps", "3", "--compute-steps", "2", "--iters", "4", "--passes", "2", "--out",
+                             str(tmp_path), *(["--graph"] if graph else [])],
+                            capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-2000:]
+    job = pd.read_csv(tmp_path / "trace_job.csv").iloc[0]
+    assert job["compute_steps"] == 2 and job["graph"] == int(graph)
+    trace = trace_read.read(next(tmp_path.glob("*.rank0.trace.json.gz")))[0]
+    assert len(trace.compute_only) == 2 and trace.isolated
+    steps = trace_stats.steps_of(trace)
+    assert len(steps) == 3 and all(trace_stats.replayed(trace, ks) == graph for _, ks in steps)
+    first, last = min(a for a, _ in trace.compute_only), max(a for a, _ in trace.compute_only)
+    hosts = [trace.launches[k.correlation] for _, ks in steps for k in ks if k.correlation in trace.launches]
+    assert first < min(hosts) and max(hosts) < last  # one before the job's steps, one after
