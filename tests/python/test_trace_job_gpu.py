@@ -11,6 +11,7 @@ import pytest
 from conftest import REPO
 from overlap_bench import trace_read, trace_stats
 
+pytest.importorskip("ijson")  # the trace reader's (pyproject.toml): on the GPU image from .whl/
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
     pytest.skip("no CUDA device", allow_module_level=True)
