@@ -7,8 +7,9 @@ correlation id, and for a collective its name, element count and type), the laun
 times, the profiler's step markers (ProfilerStep#N), and the autograd functions and AccumulateGrad calls of the
 backward (host ranges, each AccumulateGrad with its parameter's shape): what gradient became ready when, and the host
 ranges of the data-parallel wrapper's own calls (WRAPPER_CALLS): what communication costs the launching host.
-Steps the job ran without its wrapper inside a host range named COMPUTE_ONLY (trace_job.py profiles two before the
-job's) are the slowdown's baseline: their kernels' medians are kept (`isolated`), the kernels themselves are not.
+Steps the job ran without its wrapper inside a host range named COMPUTE_ONLY (trace_job.py profiles some before the
+job's steps and some after) are the slowdown's baseline: their kernels' medians are kept (`isolated`), the kernels
+themselves are not.
 """
 import array
 import bisect
@@ -182,6 +183,8 @@ def set_apart_compute_only(trace):
     """The kernels launched inside the trace's COMPUTE_ONLY host ranges taken out of its kernels, the medians of
     their n-th instances kept as `isolated` (nth_medians: the baseline of the slowdown, as a phase 4 timeline's
     compute-only mode is: read_timeline), and the step markers left with no kernel by that taken out of its steps."""
+    if not trace.compute_only:
+        return
     ranges = sorted(trace.compute_only)
     starts = [a for a, _ in ranges]
     alone, kept = collections.defaultdict(list), []

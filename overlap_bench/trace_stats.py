@@ -1,7 +1,8 @@
 """What ob-analyze measures in a rank's trace (METRICS.md, "Your own job"): its steps, and per step the
 communication (NCCL kernels: their union in time), the compute (every other kernel and memset), the communication
 hidden behind compute and the exposed rest, and the compute slowdown under overlap: the same compute kernels (name
-and launch shape) timed while a collective ran against while none did, in the same trace.
+and launch shape) timed while a collective ran against while none did, in the same trace (against the same instance
+in the job's compute-only steps where the trace holds them, with the GPU's idle time beyond theirs).
 """
 import bisect
 import collections
