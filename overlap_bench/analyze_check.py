@@ -143,7 +143,7 @@ def check(folder):
                          "slowdown_ms": summary["slowdown_ms"], "peer_wait_ms": summary["peer_wait_ms"],
                          "error_without_wait": (summary["added_ms"] - summary["peer_wait_ms"]) / target - 1,
                          "wrapper_gpu_ms": summary["wrapper_gpu_ms"], "host_comm_ms": summary["host_comm_ms"],
-                         "idle_added_ms": summary.get("idle_added_ms", 0.0),
+                         "idle_added_ms": summary["idle_added_ms"],
                          "total_added_ms": total, "error_total": total / target - 1, "target_lo_ms": lo,
                          "target_hi_ms": hi, "verdict": verdict(total, target, lo, hi),
                          "verdict_added": verdict(summary["added_ms"], target, lo, hi),

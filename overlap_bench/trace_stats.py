@@ -12,8 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from overlap_bench import ob_tool
-from overlap_bench import trace_read
-from overlap_bench.trace_read import union
+from overlap_bench.trace_read import idle, union
 
 
 def length(intervals):
@@ -228,7 +227,7 @@ def step_stats(trace):
         start, end = min(k.start for k in kernels), max(k.end for k in kernels)
         host = host_comm(calls, min(start, marks.get(number, start)), end, busy) / 1e3
         gap = 0.0 if math.isnan(trace.compute_only_idle) else max(
-            0.0, (trace_read.idle(kernels) - trace.compute_only_idle) / 1e3 - host)
+            0.0, (idle(kernels) - trace.compute_only_idle) / 1e3 - host)
         stats.append(StepStats(trace.rank, number, start, end, length(comm) / 1e3, length(compute) / 1e3,
                                minus(comm, compute) / 1e3, slowdown / 1e3, slowed / 1e3, buckets,
                                host_ms=host, idle_added_ms=gap,
