@@ -76,9 +76,10 @@ def test_busy_compute_sweeps_gradient_sizes_and_checks_every_all_reduce(phase3, 
     for _, point in summary.groupby("grad_mb"):
         rows = point.set_index("mode")
         assert list(point["mode"])[:2] == ["comm", "compute"]  # the comm-only run sizes the loop: it runs first
-        # The loops last the all-reduces' medians; the comm-only step adds its own overhead around them (a 0.25 ms
-        # step on a loaded 2-core machine: within a factor of 2).
-        assert rows.loc["compute", "time_ms_p50"] >= 0.5 * rows.loc["comm", "time_ms_p50"]
+        # Each chunk's loop lasts the chunk's all-reduce median, on the wall clock: it cannot end early, however
+        # loaded the machine (the whole comm-only step adds overhead around its all-reduces that grows with the load:
+        # a step held against the other fails on a busy machine, as it did beside two busy loops).
+        assert rows.loc["compute", "chunk_compute_ms_p50"] >= 0.9 * rows.loc["comm", "chunk_comm_ms_p50"]
         for mode in ("thread", "nonblocking", "progress"):
             expected = 100 * (1 - (rows.loc[mode, "time_ms_p50"] - rows.loc["compute", "time_ms_p50"]) /
                               rows.loc["comm", "time_ms_p50"])
