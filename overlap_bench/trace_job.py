@@ -98,11 +98,16 @@ def difference_interval(step, compute, seed=1234, count=1000):
     return tuple(float(v) for v in np.percentile(diffs, [2.5, 97.5]))
 
 
+def recorded(args):
+    """The compute-only steps a trace holds: none with `--profile gpu`, which records no host range to mark them."""
+    return 0 if args.profile == "gpu" else args.compute_steps
+
+
 def trace(step, steps, path, kind="full", eager=None, compute=None, compute_steps=0):
     """`steps` of `step` profiled after a wait and a warm-up step; with `eager` (the replayed step's eager self), one
     step of it before them: its host calls tell the wrapper's own kernels, which ob-analyze then finds in the
     replays; `compute_steps` of `compute` (the compute-only step), half before those and half after, each inside a
-    COMPUTE_ONLY host range (none with kind "gpu": no host range is recorded)."""
+    COMPUTE_ONLY host range (kind "gpu" records no host range: its caller asks for none, `recorded`)."""
     from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
     def marked():
@@ -110,7 +115,7 @@ def trace(step, steps, path, kind="full", eager=None, compute=None, compute_step
             compute()
 
     activities = [ProfilerActivity.CUDA] + ([] if kind == "gpu" else [ProfilerActivity.CPU])
-    alone = compute_steps if compute and kind != "gpu" else 0
+    alone = compute_steps if compute else 0
     active = [marked] * (alone // 2) + ([eager] if eager else []) + [step] * steps + [marked] * (alone - alone // 2)
     with profile(activities=activities, record_shapes=kind == "full",
                  schedule=schedule(wait=1, warmup=1, active=len(active))) as profiler:
@@ -143,7 +148,8 @@ def run(args, work, setting, rank, world):
     label = f"{'fsdp2' if args.fsdp else 'ddp'}-{work.tag}" + \
         ("" if args.fsdp else f"-{setting:g}mb") + ("-graph" if args.graph else "")
     path = pathlib.Path(args.out) / f"{label}.rank{rank}.trace.json"
-    trace(step, args.steps, path, args.profile, eager, compute, args.compute_steps)
+    alone = recorded(args)
+    trace(step, args.steps, path, args.profile, eager, compute, alone)
     with open(path, "rb") as source, gzip.open(f"{path}.gz", "wb") as target:
         shutil.copyfileobj(source, target)
     path.unlink()
@@ -152,7 +158,7 @@ def run(args, work, setting, rank, world):
             "bucket_mb": "" if args.fsdp else setting, "ranks": world,
             "step_ms": float(np.median(steps_ms)), "compute_ms": float(np.median(computes)),
             "target_lo_ms": lo, "target_hi_ms": hi, "traced_steps": args.steps, "graph": int(args.graph),
-            "compute_steps": 0 if args.profile == "gpu" else args.compute_steps}
+            "compute_steps": alone}
 
 
 def main():

@@ -76,8 +76,15 @@ ob_ensure_dependencies() {
   fi
 }
 
-# ob_build PRESET: configure (once) and build with the given CMake preset; prints the build directory.
+# ob_build PRESET: configure (once) and build with the given CMake preset; prints the build directory. Where OB_BUILT
+# names a built tree, that tree is used as it is: ctest sets it for the scripts its tests run, so that none of them
+# relinks the binaries that other tests are running beside it.
 ob_build() {
+  if [ -n "${OB_BUILT:-}" ]; then
+    [ -f "$OB_BUILT/CMakeCache.txt" ] || ob_die "OB_BUILT=$OB_BUILT is not a build tree" 2
+    echo "$OB_BUILT"
+    return
+  fi
   local preset=${1:-default} dir="$OB_ROOT/build/${1:-default}"
   if [ ! -f "$dir/CMakeCache.txt" ]; then
     ob_log "configuring ($preset preset)"

@@ -84,6 +84,8 @@ def test_run_all_quick_end_to_end(tmp_path):
                             text=True, timeout=900, env=env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "overlap-bench summary" in result.stdout
+    # Under ctest (OB_BUILT) it runs the tree under test as it is: no relinking beside the other tests' binaries.
+    assert ("building (default preset" in result.stderr) == ("OB_BUILT" not in env), result.stderr[-2000:]
     for name in ("phase2-synthetic", "phase2-real", "phase3"):
         assert (out / f"{name}.csv").exists(), name
     assert (out / "report.md").exists() and list((out / "figures").glob("*.png"))
