@@ -8,7 +8,8 @@ while the GPU waited for them, each collective tied to its bucket, and for DDP t
 expects best, with the step it predicts and what the prediction rests on (METRICS.md, "Your own job").
 
 TRACE... are the PyTorch profiler's Chrome traces (`export_chrome_trace`, one per rank, gzip too; DDP, FSDP/FSDP2 or
-any job), Nsight Systems' SQLite export, or a phase 4 timeline CSV. Steps are the profiler's step markers
+any job), Nsight Systems' SQLite export, or a phase 4 run's timeline CSV or the Chrome trace beside it (a timeline
+with no overlapped communication lane, as phase 2's and phase 3's, is refused). Steps are the profiler's step markers
 (ProfilerStep#N) or, without them, the repetition of the kernel sequence. Writes into --out: analysis.csv (this
 suite's summary columns: the traced step as `overlap`, its compute and communication as `compute` and `comm`, with
 overlap_pct, exposed_comm_ms, compute_slowdown, added_ms, wrapper_gpu_ms, host_comm_ms, idle_added_ms,

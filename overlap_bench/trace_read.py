@@ -1,6 +1,6 @@
 """Reading a job's own profile into what ob-analyze needs, streamed so that memory stays bounded by the events kept,
 not by the file: the PyTorch profiler's Chrome trace (Kineto JSON, one file per rank, gzip too; read with ijson),
-Nsight Systems' exported SQLite (`nsys export --type sqlite`), and this suite's own timeline CSV.
+Nsight Systems' exported SQLite (`nsys export --type sqlite`), and this suite's own runs (trace_own).
 
 What is kept per rank: every GPU kernel and memset (start, end, name, stream, grid and block, the launching call's
 correlation id, and for a collective its name, element count and type), the launching CUDA runtime calls' host
@@ -21,8 +21,6 @@ import sqlite3
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from overlap_bench import ob_csv
 
 from overlap_bench import ob_tool
 
@@ -79,7 +77,8 @@ class RankTrace:
     system: str = ""
 
 
-def _open(path):
+def open_trace(path):
+    """A trace file to read, gzipped or not (its first bytes tell)."""
     path = ob_tool.require_input(path, "TRACE")
     with open(path, "rb") as probe:
         gzipped = probe.read(2) == b"\x1f\x8b"
@@ -182,7 +181,7 @@ def nth_medians(steps):
 def set_apart_compute_only(trace):
     """The kernels launched inside the trace's COMPUTE_ONLY host ranges taken out of its kernels, the medians of
     their n-th instances kept as `isolated` (nth_medians: the baseline of the slowdown, as a phase 4 timeline's
-    compute-only mode is: read_timeline), and the step markers left with no kernel by that taken out of its steps."""
+    compute-only mode is: trace_own), and the step markers left with no kernel by that taken out of its steps."""
     if not trace.compute_only:
         return
     ranges = sorted(trace.compute_only)
@@ -211,7 +210,7 @@ def read_kineto(path):
 
     trace = RankTrace(str(path))
     try:
-        with _open(path) as source:
+        with open_trace(path) as source:
             for prefix, event, value in ijson.parse(source, use_float=True):
                 if prefix == "traceEvents.item" and event == "start_map":
                     break
@@ -227,7 +226,7 @@ def read_kineto(path):
                     trace.start_ns = int(value)
             else:
                 raise ob_tool.UsageError(f"{path}: not a profiler trace (no traceEvents)")
-        with _open(path) as source:  # again, from the events on (the header keys may follow them)
+        with open_trace(path) as source:  # again, from the events on (the header keys may follow them)
             for event in ijson.items(source, "traceEvents.item", use_float=True):
                 _keep(trace, event)
         _wrapping_ends(trace)
@@ -272,36 +271,6 @@ def read_nsys(path):
     return trace
 
 
-def read_timeline(path):
-    """This suite's own timeline CSV (a phase 4 run; of a sweep, its first point): its overlapped mode's lanes,
-    every iteration a step, the compute lane's events as compute and the comm lane's as collectives; the same events'
-    median times in the run's compute-only mode, the baseline of their slowdown, and its iterations' idle time."""
-    frame = ob_csv.load_timeline(path)
-    frame = frame[frame["point"] == ob_csv.timeline_points(frame)[0]]  # a sweep's first point
-    alone = frame[frame["lane"] == "compute:compute"]
-    frame = frame[frame["lane"].str.startswith("overlap:") & ~frame["lane"].str.endswith(":host")]
-    ranks = sorted(frame["rank"].unique())
-    if not ranks:
-        raise ob_tool.UsageError(f"{path}: no overlapped iteration in it")
-    traces = []
-    for rank in ranks:
-        part = frame[frame["rank"] == rank]
-        one = RankTrace(str(path), rank=int(rank), world=len(ranks), system="overlap-bench")
-        mine = alone[alone["rank"] == rank]
-        alone_steps = [[Kernel(e.start_us, e.end_us, e.name, 0) for e in events.itertuples()]
-                       for _, events in mine.groupby("iter")]
-        one.isolated = nth_medians(alone_steps)
-        one.compute_only_idle = float(np.median([idle(ks) for ks in alone_steps])) if alone_steps else math.nan
-        for row in part.itertuples():
-            comm = row.lane.endswith(":comm")
-            one.kernels.append(Kernel(row.start_us, row.end_us, row.name, 1 if comm else 0, "",
-                                      -1, row.name if comm else "", 0.0))
-        for iteration, events in part.groupby("iter"):
-            one.steps.append((int(iteration), float(events["start_us"].min()), float(events["end_us"].max())))
-        traces.append(one)
-    return traces
-
-
 def read(path):
     """Every rank a file holds: a Kineto trace holds one, a timeline CSV every rank of its run."""
     path = pathlib.Path(path)
@@ -310,6 +279,11 @@ def read(path):
         head = probe.read(16)
     if head.startswith(b"SQLite format 3"):
         return [read_nsys(path)]
+    from overlap_bench import trace_own  # this suite's own runs, read into this module's types
+
     if path.suffix == ".csv":
-        return read_timeline(path)
+        return trace_own.read_timeline(path)
+    with open_trace(path) as probe:
+        if probe.read(len(trace_own.OWN_TRACE_HEAD)) == trace_own.OWN_TRACE_HEAD:
+            return trace_own.read_own_trace(path)
     return [read_kineto(path)]

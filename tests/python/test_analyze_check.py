@@ -8,7 +8,7 @@ import time
 
 import pandas as pd
 
-from conftest import REPO, tool
+from conftest import REPO, built, tool
 from overlap_bench import trace_read, trace_stats
 
 DATA = REPO / "tests" / "data" / "traces"
@@ -91,6 +91,40 @@ def test_a_phase4_run_is_checked_against_its_own_compute_only_step(tmp_path):
     empty = subprocess.run([*tool("analyze_check.py"), tmp_path / "c.csv", "--csv", tmp_path / "d.csv"],
                            capture_output=True, text=True, timeout=300)
     assert empty.returncode == 2 and "a folder of traces" in empty.stderr
+
+
+def test_phase4_s_own_chrome_trace_reads_as_its_timeline(tmp_path, build_dir):
+    """The Chrome trace a phase binary writes beside its timeline (ob_trace's writer is theirs) reads back into the
+    same ranks, steps and figures as the timeline: a sweep's first point, a lane's second track ("overlap:comm #2":
+    two all-reduces in flight at once) and the compute-only mode included. A timeline with no overlapped
+    communication lane (phase 2's threads, phase 3's modes) is exit 2 naming that, not an analysis of nothing."""
+    ob_trace = built(build_dir, "common/ob_trace")
+    lines = ["rank,lane,name,iter,chunk,start_us,end_us,point"]
+    for point, shift in (("grad 1", 0), ("grad 2", 100000)):
+        for rank in (0, 1):
+            for it in range(3):
+                base = shift + it * 5000
+                lines += [f"{rank},overlap:compute,backward,{it},0,{base},{base + 1000},{point}",
+                          f"{rank},overlap:comm,allreduce,{it},0,{base + 700},{base + 1200},{point}",
+                          f"{rank},overlap:comm,allreduce,{it},1,{base + 900},{base + 1300 + 10 * it},{point}",
+                          f"{rank},compute:compute,backward,{it},0,{base + 20000},{base + 20900},{point}"]
+    (tmp_path / "p4.timeline.csv").write_text("\n".join(lines) + "\n")
+    made = subprocess.run([ob_trace, tmp_path / "p4.timeline.csv"], capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    assert "overlap:comm #2" in (tmp_path / "p4.timeline.trace.json").read_text()
+
+    def figures(path):
+        return [[(s.rank, s.step, s.comm_ms, s.exposed_ms, round(s.slowdown_ms, 9), s.idle_added_ms)
+                 for s in trace_stats.step_stats(t)] for t in trace_read.read(path)]
+    timeline, trace = figures(tmp_path / "p4.timeline.csv"), figures(tmp_path / "p4.timeline.trace.json")
+    assert trace == timeline and len(trace) == 2 and [len(t) for t in trace] == [3, 3]
+    assert [s[2] for s in trace[0]] == [0.6, 0.61, 0.62] and trace[0][0][4] == 0.1
+    threads = ["rank,lane,name,iter,chunk,start_us,end_us"] + [
+        f"0,overlap:thread {t},compute,{it},0,{it * 100},{it * 100 + 50}" for t in (0, 1) for it in range(2)]
+    (tmp_path / "p2.timeline.csv").write_text("\n".join(threads) + "\n")
+    refused = subprocess.run([*tool("analyze.py"), tmp_path / "p2.timeline.csv", "--out", tmp_path / "a"],
+                             capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2 and "no overlapped iteration with communication" in refused.stderr
 
 
 def fake_hta(folder, body):
