@@ -50,8 +50,12 @@ def parse_args(argv=None):
     parser.add_argument("traces", nargs="+", help="one trace per rank (or a phase 4 timeline CSV)")
     parser.add_argument("--out", required=True, help="folder to write (created; must not hold an analysis yet)")
     parser.add_argument("--predictor", help="phase4_predict for the advice (default: on PATH or in build/)")
+    parser.add_argument("--compute-only", nargs="+", default=[], metavar="TRACE",
+                        help="one trace per rank of the job's compute-only steps (its model and optimizer without "
+                        "the wrapper), every step of it one: the slowdown's baseline where the job's traces hold no "
+                        "ob_compute_only range (a CUDA-only profile records none)")
     args = parser.parse_args(argv)
-    for path in args.traces:
+    for path in [*args.traces, *args.compute_only]:
         try:
             ob_tool.require_input(path, "TRACE")
         except ob_tool.UsageError as error:
@@ -143,6 +147,7 @@ def main(argv=None):
     started = time.monotonic()
     traces = [rank for path in args.traces for rank in trace_read.read(path)]
     trace_stats.check_one_job(traces)
+    compute_only(traces, args.compute_only)
     stats = [s for trace in traces for s in trace_stats.step_stats(trace)]
     if not stats:
         raise ob_tool.UsageError(f"{args.traces[0]}: no step found in it")
@@ -160,7 +165,7 @@ def main(argv=None):
     meta = {"suite": "overlap-bench", "tool": "ob-analyze", "commit": ob_tool.commit_id(), "command_line": sys.argv,
             "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "system": system, "ranks": world,
             "gpus": [{"gpu_name": t.gpu} for t in traces if t.gpu], "nccl": traces[0].nccl,
-            "traces": [{"path": str(p), "sha256": digest(p)} for p in args.traces],
+            "traces": [{"path": str(p), "sha256": digest(p)} for p in [*args.traces, *args.compute_only]],
             "config_columns": ["system", "phase", "ranks"], "seconds": round(time.monotonic() - started, 1),
             "slowdown_baseline": baseline(traces), "advice": advised}
     staging = compare_runs.Staging(args.out, marker="analysis.csv", runs=False)
@@ -190,14 +195,28 @@ def draw(folder):
                     "your job, one traced step")
 
 
+def compute_only(traces, paths):
+    """Each rank's compute-only trace (--compute-only) as its slowdown's baseline, every step of it one."""
+    for path in paths:
+        for alone in trace_read.read(path):
+            job = next((t for t in traces if t.rank == alone.rank), None)
+            if job is None or job.isolated:
+                raise ob_tool.UsageError(f"{path}: rank {alone.rank} has " + (
+                    "its compute-only steps given twice" if job else "no trace of the job among TRACE"))
+            steps = [kernels for _, kernels in trace_stats.steps_of(alone)]
+            if not steps:
+                raise ob_tool.UsageError(f"{path}: no compute-only step found in it")
+            trace_read.set_compute_only(job, steps, "compute-only trace")
+
+
 def baseline(traces):
     """What the slowdown holds the compute kernels against (METRICS.md, "Your own job")."""
-    if all(t.isolated for t in traces):
-        return "compute-only steps" if all(t.compute_only for t in traces) else "compute-only mode"
-    return "lone instances"
+    sources = {t.baseline for t in traces}
+    return sources.pop() if len(sources) == 1 and "" not in sources else "lone instances"
 
 
 BASELINES = {"compute-only steps": "against the job's compute-only steps in the trace",
+             "compute-only trace": "against the job's compute-only steps in their own trace",
              "compute-only mode": "against the run's compute-only mode",
              "lone instances": "against the same kernels' instances with no collective in flight"}
 
@@ -213,12 +232,13 @@ def sentences(table, advised, busy=1.0, basis="lone instances"):
              f"({row['slowdown_ms']:.3f} ms a step, {BASELINES[basis]}): {row['added_ms']:.3f} ms added to the "
              f"compute by communication; the wrapper's own kernels took {row['wrapper_gpu_ms']:.3f} ms more and its "
              f"host calls {row['host_comm_ms']:.3f} ms while the GPU waited for them"
-             + (f"; it idled {row['idle_added_ms']:.3f} ms more than in the compute-only steps" if basis ==
-                "compute-only steps" else "") + f": {row['total_added_ms']:.3f} ms in all"]
+             + (f"; it idled {row['idle_added_ms']:.3f} ms more than in the compute-only steps" if basis !=
+                "lone instances" else "") + f": {row['total_added_ms']:.3f} ms in all"]
     if busy < advice.HOST_PACED:
         lines.append(f"The GPU ran work for {100 * busy:.0f} % of the traced step: its host paces the step, and the "
                      "profiler's own host work lengthens such a step, so these times are the traced job's, longer "
-                     "than your job's without the profiler (tracing without record_shapes keeps them nearer)")
+                     "than your job's without the profiler (tracing without record_shapes keeps them nearer, CUDA "
+                     "activity alone nearest: its compute-only steps then in a trace of their own, --compute-only)")
     if row.get("replayed_share", 0) > REPLAYED:
         told = ("the wrapper's own kernels in them are those of the names and launch shapes its host calls launched "
                 "in the trace's eager steps (trace_job.py --graph profiles one before them)"

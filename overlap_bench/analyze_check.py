@@ -86,13 +86,16 @@ def verdict(total, target, lo, hi):
 
 
 def traced_jobs(folder):
-    """(job, its files) of a trace_job.py folder: each job's row of trace_job.csv and its one trace per rank."""
+    """(job, its files) of a trace_job.py folder: each job's row of trace_job.csv and its one trace per rank; where
+    its compute-only steps are in traces of their own (--profile gpu), those as the job's `compute_only`."""
     jobs = pd.read_csv(folder / "trace_job.csv")
     for job in jobs.itertuples():
         files = sorted(folder.glob(f"{job.label}.rank*.trace.json*"))
-        if len(files) != job.ranks:
-            raise ob_tool.UsageError(f"{folder}: {job.label} has {len(files)} rank traces, {job.ranks} expected")
-        yield job._asdict(), files
+        alone = sorted(folder.glob(f"{job.label}.compute-only.rank*.trace.json*"))
+        if len(files) != job.ranks or len(alone) not in (0, job.ranks):
+            raise ob_tool.UsageError(f"{folder}: {job.label} has {len(files)} rank traces and {len(alone)} "
+                                     f"compute-only ones, {job.ranks} expected")
+        yield {**job._asdict(), "compute_only": alone}, files
 
 
 def phase4_jobs(folder):
@@ -127,8 +130,9 @@ def check(folder):
         job = types.SimpleNamespace(**job)
         with tempfile.TemporaryDirectory() as scratch:
             out = pathlib.Path(scratch) / "a"
+            alone = [str(path) for path in getattr(job, "compute_only", [])]
             with contextlib.redirect_stdout(io.StringIO()):
-                analyze.main([*map(str, files), "--out", str(out)])
+                analyze.main([*map(str, files), "--out", str(out), *(["--compute-only", *alone] if alone else [])])
             summary = pd.read_csv(out / "analysis.csv").set_index("mode").loc["overlap"]
             ranks = pd.read_csv(out / "analysis.ranks.csv")
         hta = hta_overlap(files) if job.system != "overlap-bench" else {}

@@ -15,7 +15,8 @@ graphs, --graph: the profiler then records one eager step before the replayed on
 own kernels in them) with its metadata. The profiler records --compute-steps of the job's compute-only step, half
 before the job's steps and half after them (a drift of the clocks over the traced window falls on both), each inside
 a host range named `ob_compute_only`: ob-analyze holds the job's compute kernels against those, in the same trace (a
-user marks theirs alike).
+user marks theirs alike); with --profile gpu (no host range recorded) in a trace of their own after the job's,
+<label>.compute-only.rank<R>.trace.json.gz (ob-analyze --compute-only).
 """
 import gzip
 import json
@@ -49,7 +50,8 @@ def parse_args():
     parser.add_argument("--compute-steps", type=int, default=2, help="compute-only steps the profiler records, "
                         "half before the job's and half after, marked `ob_compute_only`: the slowdown's baseline "
                         "(default: 2; 0: none, the baseline then the lone instances of each kernel in the job's "
-                        "steps; none with --profile gpu, which records no host range)")
+                        "steps; with --profile gpu, which records no host range, all after the job's, in a trace of "
+                        "their own: <label>.compute-only.rank<R>.trace.json.gz)")
     parser.add_argument("--passes", type=int, default=4, help="the compute-only and the wrapped step timed in turn "
                         "this many times, --iters shared among them (default: 4)")
     parser.add_argument("--graph", action="store_true", help="DDP's step and the compute-only step each captured once "
@@ -98,28 +100,34 @@ def difference_interval(step, compute, seed=1234, count=1000):
     return tuple(float(v) for v in np.percentile(diffs, [2.5, 97.5]))
 
 
-def recorded(args):
-    """The compute-only steps a trace holds: none with `--profile gpu`, which records no host range to mark them."""
-    return 0 if args.profile == "gpu" else args.compute_steps
-
-
-def trace(step, steps, path, kind="full", eager=None, compute=None, compute_steps=0):
+def trace(step, steps, path, kind="full", eager=None, compute=None, compute_steps=0, alone=None):
     """`steps` of `step` profiled after a wait and a warm-up step; with `eager` (the replayed step's eager self), one
     step of it before them: its host calls tell the wrapper's own kernels, which ob-analyze then finds in the
     replays; `compute_steps` of `compute` (the compute-only step), half before those and half after, each inside a
-    COMPUTE_ONLY host range (kind "gpu" records no host range: its caller asks for none, `recorded`)."""
-    from torch.profiler import ProfilerActivity, profile, record_function, schedule
+    COMPUTE_ONLY host range, or, where `alone` names a file (kind "gpu" records no host range), all in a trace of
+    their own written there after the job's (ob-analyze --compute-only)."""
+    from torch.profiler import record_function
 
     def marked():
         with record_function(trace_read.COMPUTE_ONLY):
             compute()
 
+    inside = compute_steps if compute and alone is None else 0
+    profiled([marked] * (inside // 2) + ([eager] if eager else []) + [step] * steps + [marked] * (inside - inside // 2),
+             step, path, kind)
+    if compute and alone is not None and compute_steps:
+        profiled([compute] * compute_steps, compute, alone, kind)
+
+
+def profiled(active, warm, path, kind):
+    """Each of `active` profiled (each followed by a synchronize and a profiler step) after a wait and a warm-up step
+    of `warm`; the Chrome trace written to `path`."""
+    from torch.profiler import ProfilerActivity, profile, schedule
+
     activities = [ProfilerActivity.CUDA] + ([] if kind == "gpu" else [ProfilerActivity.CPU])
-    alone = compute_steps if compute else 0
-    active = [marked] * (alone // 2) + ([eager] if eager else []) + [step] * steps + [marked] * (alone - alone // 2)
     with profile(activities=activities, record_shapes=kind == "full",
                  schedule=schedule(wait=1, warmup=1, active=len(active))) as profiler:
-        for one in [step, step] + active:
+        for one in [warm, warm] + active:
             one()
             torch.cuda.synchronize()
             profiler.step()
@@ -148,17 +156,18 @@ def run(args, work, setting, rank, world):
     label = f"{'fsdp2' if args.fsdp else 'ddp'}-{work.tag}" + \
         ("" if args.fsdp else f"-{setting:g}mb") + ("-graph" if args.graph else "")
     path = pathlib.Path(args.out) / f"{label}.rank{rank}.trace.json"
-    alone = recorded(args)
-    trace(step, args.steps, path, args.profile, eager, compute, alone)
-    with open(path, "rb") as source, gzip.open(f"{path}.gz", "wb") as target:
-        shutil.copyfileobj(source, target)
-    path.unlink()
+    alone = path.with_name(f"{label}.compute-only.rank{rank}.trace.json") if args.profile == "gpu" else None
+    trace(step, args.steps, path, args.profile, eager, compute, args.compute_steps, alone)
+    for written in (p for p in (path, alone) if p and p.exists()):
+        with open(written, "rb") as source, gzip.open(f"{written}.gz", "wb") as target:
+            shutil.copyfileobj(source, target)
+        written.unlink()
     shape = {key: work.keys.get(key, "") for key in ("model", "hidden", "layers", "batch")}
     return {"label": label, "system": "pytorch-fsdp2" if args.fsdp else "pytorch-ddp", **shape,
             "bucket_mb": "" if args.fsdp else setting, "ranks": world,
             "step_ms": float(np.median(steps_ms)), "compute_ms": float(np.median(computes)),
             "target_lo_ms": lo, "target_hi_ms": hi, "traced_steps": args.steps, "graph": int(args.graph),
-            "compute_steps": alone}
+            "compute_steps": args.compute_steps}
 
 
 def main():

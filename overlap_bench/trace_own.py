@@ -5,7 +5,6 @@ lane's events the compute and its comm lane's the collectives; the run's compute
 import json
 import re
 
-import numpy as np
 import pandas as pd
 
 from overlap_bench import ob_csv
@@ -59,9 +58,8 @@ def timeline_ranks(frame, path):
         mine = alone[alone["rank"] == rank]
         alone_steps = [[trace_read.Kernel(e.start_us, e.end_us, e.name, 0) for e in events.itertuples()]
                        for _, events in mine.groupby("iter")]
-        one.isolated = trace_read.nth_medians(alone_steps)
         if alone_steps:
-            one.compute_only_idle = float(np.median([trace_read.idle(ks) for ks in alone_steps]))
+            trace_read.set_compute_only(one, alone_steps, "compute-only mode")
         for row in part.itertuples():
             comm = row.lane.endswith(":comm")
             one.kernels.append(trace_read.Kernel(row.start_us, row.end_us, row.name, 1 if comm else 0, "",

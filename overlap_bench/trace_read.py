@@ -74,6 +74,7 @@ class RankTrace:
     isolated: dict = field(default_factory=dict)  # (name, shape, n) -> median us in a compute-only run (nth_medians)
     compute_only: list = field(default_factory=list)  # (host start, host end) of COMPUTE_ONLY ranges
     compute_only_idle: float = math.nan  # us: median over those steps of their GPU idle time, first kernel to last
+    baseline: str = ""  # where `isolated` came from: "compute-only steps", "compute-only trace", "compute-only mode"
     system: str = ""
 
 
@@ -178,6 +179,14 @@ def nth_medians(steps):
     return {key: float(np.median(v)) for key, v in times.items()}
 
 
+def set_compute_only(trace, steps, source):
+    """The job's compute-only steps (each a list of Kernels; `source` says where they ran) as the slowdown's
+    baseline: the medians of their n-th instances (nth_medians) and their median idle time."""
+    trace.isolated = nth_medians(steps)
+    trace.compute_only_idle = float(np.median([idle(kernels) for kernels in steps]))
+    trace.baseline = source
+
+
 def set_apart_compute_only(trace):
     """The kernels launched inside the trace's COMPUTE_ONLY host ranges taken out of its kernels, the medians of
     their n-th instances kept as `isolated` (nth_medians: the baseline of the slowdown, as a phase 4 timeline's
@@ -199,8 +208,7 @@ def set_apart_compute_only(trace):
     trace.steps = [s for s in trace.steps if bisect.bisect_left(hosts, s[1]) < bisect.bisect_left(hosts, s[2])
                    or not any(a < s[2] and s[1] < b for a, b in ranges)]
     trace.kernels = kept
-    trace.isolated = nth_medians(alone.values())
-    trace.compute_only_idle = float(np.median([idle(ks) for ks in alone.values()]))
+    set_compute_only(trace, list(alone.values()), "compute-only steps")
 
 
 def read_kineto(path):

@@ -178,6 +178,20 @@ def baselines(trace, kernels, mine, medians, comm_all):
             yield k, base
 
 
+def unmatched(trace, kernels, mine):
+    """Ids of a step's compute kernels (not the wrapper's by its host calls, `mine`) of which the compute-only steps
+    ran no such instance (the n-th of a name and shape beyond theirs): work the job did and its compute-only step did
+    not, the wrapper's own (its copies and hooks' kernels where no host call tells them: a CUDA-only profile)."""
+    seen, extra = collections.Counter(), set()
+    for k in sorted(kernels, key=lambda k: k.start) if trace.isolated else []:
+        if not k.comm and id(k) not in mine:
+            key = (k.name, k.shape)
+            if (*key, seen[key]) not in trace.isolated:
+                extra.add(id(k))
+            seen[key] += 1
+    return extra
+
+
 def inside(t, cover):
     """Whether time `t` lies in the disjoint sorted intervals `cover`."""
     i = bisect.bisect_right(cover.ends, t)
@@ -215,6 +229,7 @@ def step_stats(trace):
         mine = {id(k) for k in kernels if not k.comm and (
             (k.name, k.shape) in signatures if k.correlation in trace.graph_launches
             else inside(trace.launches.get(k.correlation, -1.0), calls))}
+        mine |= unmatched(trace, kernels, mine)
         # The wrapper's kernels where no compute kernel of the job's own ran: a collective beside them hides in them
         # (the exposed communication leaves that time out), so they hold it on the step's path.
         others = Cover((k.start, k.end) for k in kernels if not k.comm and id(k) not in mine)

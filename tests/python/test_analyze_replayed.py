@@ -3,10 +3,12 @@ kernels told by the names and launch shapes its host calls launched in an eager 
 traces whose numbers are known and on real ones shipped in tests/data/traces (1gpu-graph-eager, 2gpu-graph)."""
 import json
 import math
+import subprocess
 
 import pandas as pd
 
 from overlap_bench import ob_csv, trace_read, trace_stats
+from conftest import tool
 from test_analyze import DATA, analyze, kineto, two_steps
 
 
@@ -130,3 +132,53 @@ def test_compute_only_steps_in_the_trace_are_the_slowdowns_baseline(tmp_path):
     plain = trace_read.read(kineto(tmp_path / "p.json", kernels, steps))[0]
     assert not plain.isolated and len(trace_stats.steps_of(plain)) == 4
     assert "with no collective in flight" in analyze(tmp_path / "p.json", "--out", tmp_path / "b").stdout
+
+
+def test_a_cuda_only_trace_takes_its_compute_only_steps_from_a_trace_of_their_own(tmp_path):
+    """A CUDA-only profile (trace_job.py --profile gpu) records no host range: no step marker, no ob_compute_only
+    range. Its compute-only steps come in a trace of their own (--compute-only, one per rank), every step of it one:
+    each compute kernel of the job's steps (found by their kernel sequence) is held against the same instance there,
+    a kernel they never ran (a copy of the wrapper's, which no host call tells here) is the wrapper's, and the GPU's
+    idle time beyond theirs is added: 10 us exposed + 3 slower + 5 the copy + 23 idle."""
+    def unmarked(path):
+        trace = json.loads(path.read_text())
+        trace["traceEvents"] = [e for e in trace["traceEvents"] if e.get("cat") != "user_annotation"]
+        path.write_text(json.dumps(trace))
+        return path
+    steps = [(0.0, 100.0), (1000.0, 1100.0), (2000.0, 2100.0)]
+    kernels = [k for a, _ in steps for k in ((a, 10, "forward", "", 0), (a + 20, 10, "backward", "", 0),
+                                             (a + 20, 20, "ncclDevKernel_AllReduce", "allreduce", 4 << 20),
+                                             (a + 45, 5, "copy", "", 0), (a + 60, 16, "sgd", "", 0))]
+    job = unmarked(kineto(tmp_path / "job.json", kernels, steps))
+    alone = unmarked(kineto(tmp_path / "alone.json", [(a + b, d, name, "", 0) for a, _ in steps[:2] for b, d, name in
+                                                      ((0.0, 9, "forward"), (10.0, 9, "backward"), (20.0, 15, "sgd"))],
+                            steps[:2]))
+    result = analyze(job, "--compute-only", alone, "--out", tmp_path / "a")
+    assert result.returncode == 0, result.stderr
+    summary = ob_csv.load_summary(tmp_path / "a" / "analysis.csv").set_index("mode").loc["overlap"]
+    assert int(summary["iters"]) == 2 and math.isclose(summary["slowdown_ms"], 0.003)  # the first left out
+    assert math.isclose(summary["exposed_comm_ms"], 0.010) and math.isclose(summary["wrapper_gpu_ms"], 0.005)
+    assert math.isclose(summary["idle_added_ms"], 0.023) and math.isclose(summary["total_added_ms"], 0.041)
+    assert "against the job's compute-only steps in their own trace" in result.stdout
+    meta = json.loads((tmp_path / "a" / "analysis.meta.json").read_text())
+    assert meta["slowdown_baseline"] == "compute-only trace" and len(meta["traces"]) == 2
+    # Without it: the copy counts as compute, and the GEMMs against their lone instances
+    plain = analyze(job, "--out", tmp_path / "b")
+    summary = ob_csv.load_summary(tmp_path / "b" / "analysis.csv").set_index("mode").loc["overlap"]
+    assert summary["wrapper_gpu_ms"] == 0 and "with no collective in flight" in plain.stdout
+    other = kineto(tmp_path / "other.json", [(a, 9, "forward", "", 0) for a, _ in steps[:2]], steps[:2], rank=1)
+    for extra, told in (([other], "rank 1 has no trace of the job"), ([alone, alone], "given twice")):
+        bad = analyze(job, "--compute-only", *extra, "--out", tmp_path / "c")
+        assert bad.returncode == 2 and told in bad.stderr and not (tmp_path / "c").exists(), bad.stderr
+    # ob-analyze-check finds a job's compute-only traces beside its own (as trace_job.py --profile gpu names them)
+    folder = tmp_path / "check"
+    folder.mkdir()
+    (folder / "j.rank0.trace.json").write_text(job.read_text())
+    (folder / "j.compute-only.rank0.trace.json").write_text(alone.read_text())
+    pd.DataFrame([{"label": "j", "system": "pytorch-ddp", "ranks": 1, "step_ms": 0.141, "compute_ms": 0.1,
+                   "target_lo_ms": 0.04, "target_hi_ms": 0.042}]).to_csv(folder / "trace_job.csv", index=False)
+    checked = subprocess.run([*tool("analyze_check.py"), folder, "--csv", tmp_path / "c.csv"], capture_output=True,
+                             text=True, timeout=300)
+    assert checked.returncode == 0, checked.stderr
+    row = pd.read_csv(tmp_path / "c.csv").iloc[0]
+    assert math.isclose(row["total_added_ms"], 0.041) and row["verdict"] == "within 10 %"

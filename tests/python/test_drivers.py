@@ -47,10 +47,11 @@ def test_bench_gpu_runs_the_steps_its_table_holds(tmp_path):
     steps = bench_gpu_steps(tmp_path, 2)
     placeholders = [c for c in steps.values()
                     if "{" in c.replace("${cap", "").replace("{csv}", "").replace("${OB_GATE_BASE_BUILD-}", "")]
-    checks = 4 if shutil.which("ob-analyze-check") else 0  # the trace part's analyses, where the package is installed
-    assert len(steps) == 163 + checks and not placeholders, placeholders[:1]
+    checks = 5 if shutil.which("ob-analyze-check") else 0  # the trace part's analyses, where the package is installed
+    assert len(steps) == 164 + checks and not placeholders, placeholders[:1]
     # the trace part: each job's traces with its compute-only steps, then their analysis where it can run
     assert "--compute-steps 8" in steps["trace-fsdp2"] and f"--out {tmp_path}/trace/graph" in steps["trace-graph"]
+    assert "--profile gpu" in steps["trace-fsdp2-gpu"]
     assert ("trace-check-graph" in steps) == bool(checks)
     # the headline in one step (its contenders: experiments/headline.toml), the gate against a given base build
     assert steps["headline"].endswith(f"--out {tmp_path}/headline --gpus 2 --build {REPO / 'build/gpu'}")
