@@ -225,7 +225,8 @@ def sentences(table, advised, busy=1.0, basis="lone instances"):
     """The analysis in words; where the GPU was busy for less than advice.HOST_PACED of the traced step (`busy`), a
     warning that the profiler's own host work lengthens such a step (results/1xH200/trace-profiles)."""
     row = table.set_index("mode").loc["overlap"]
-    lines = [f"{row['system']}, {int(row['ranks'])} ranks, {int(row['iters'])} steps: the step took "
+    ranks, steps = int(row["ranks"]), int(row["iters"])
+    lines = [f"{row['system']}, {ranks} rank{'s' * (ranks != 1)}, {steps} step{'s' * (steps != 1)}: the step took "
              f"{row['time_ms_p50']:.3f} ms (median, slowest rank); communication {row['comm_ms']:.3f} ms, "
              f"{row['overlap_pct']:.0f} % of it hidden behind compute, {row['exposed_comm_ms']:.3f} ms exposed; "
              f"compute ran {100 * row['compute_slowdown']:.0f} % slower beside communication "
