@@ -202,7 +202,8 @@ def compute_only(traces, paths):
             job = next((t for t in traces if t.rank == alone.rank), None)
             if job is None or job.isolated:
                 raise ob_tool.UsageError(f"{path}: rank {alone.rank} has " + (
-                    "its compute-only steps given twice" if job else "no trace of the job among TRACE"))
+                    "compute-only steps already (in its trace, or an earlier --compute-only file)" if job else
+                    "no trace of the job among TRACE"))
             steps = [kernels for _, kernels in trace_stats.steps_of(alone)]
             if not steps:
                 raise ob_tool.UsageError(f"{path}: no compute-only step found in it")
