@@ -148,7 +148,8 @@ def check(folder):
                          "error_without_wait": (summary["added_ms"] - summary["peer_wait_ms"]) / target - 1,
                          "wrapper_gpu_ms": summary["wrapper_gpu_ms"], "host_comm_ms": summary["host_comm_ms"],
                          "idle_added_ms": summary["idle_added_ms"],
-                         "total_added_ms": total, "error_total": total / target - 1, "target_lo_ms": lo,
+                         "total_added_ms": total, "error_total": total / target - 1,
+                         "error_traced": total / (summary["time_ms_p50"] - job.compute_ms) - 1, "target_lo_ms": lo,
                          "target_hi_ms": hi, "verdict": verdict(total, target, lo, hi),
                          "verdict_added": verdict(summary["added_ms"], target, lo, hi),
                          "overlap_pct": rank.overlap_pct,
@@ -157,11 +158,13 @@ def check(folder):
 
 
 def counts(table):
-    """Per measure (added_ms, total_added_ms), how many jobs (not ranks) stand in each verdict."""
+    """Per measure (added_ms, total_added_ms; and the total against the traced step's own added time, traced step
+    minus the unprofiled compute-only step, `traced`: no interval), how many jobs (not ranks) stand in each verdict."""
     jobs = table.drop_duplicates("label")
     rows = []
-    for measure, column in (("added", "verdict_added"), ("total", "verdict")):
-        found = jobs[column].value_counts()
+    traced = jobs["error_traced"].abs().le(0.10).map({True: "within 10 %", False: "off"})
+    for measure, found in (("added", jobs["verdict_added"]), ("total", jobs["verdict"]), ("traced", traced)):
+        found = found.value_counts()
         rows.append({"measure": measure, "jobs": len(jobs), "within_10_pct": int(found.get("within 10 %", 0)),
                      "inside_interval": int(found.get("inside the target's interval", 0)),
                      "off": int(found.get("off", 0))})

@@ -30,9 +30,14 @@ def test_the_check_holds_the_whole_added_time_against_the_job_s_own(tmp_path):
     assert 0.5 < ddp["host_comm_ms"] < 0.8 and 0.0 < ddp["wrapper_gpu_ms"] < 0.05
     assert 0.10 < ddp["error_total"] < 0.11 and ddp["verdict"] == "off"
     assert table.loc["fsdp2-1024x8x256", "error_total"] > 0.5
+    # ... by the profiler's lengthening of its step: against the traced step's own added time it stands within 1 %
+    fsdp2 = table.loc["fsdp2-1024x8x256"]
+    assert abs(fsdp2["error_traced"]) < 0.01 and math.isclose(
+        fsdp2["error_traced"], fsdp2["total_added_ms"] / (fsdp2["traced_step_ms"] - fsdp2["compute_ms"]) - 1)
     counts = pd.read_csv(tmp_path / "n.csv").set_index("measure")
     assert counts.loc["total"].to_dict() == {"jobs": 2, "within_10_pct": 0, "inside_interval": 0, "off": 2}
     assert counts.loc["added", "jobs"] == 2 and counts.loc["added", "off"] == 2  # -34 % and +21 %
+    assert counts.loc["traced"].to_dict() == {"jobs": 2, "within_10_pct": 1, "inside_interval": 0, "off": 1}
     from overlap_bench import analyze_check
 
     assert analyze_check.verdict(1.3, 1.0, 0.8, 1.4) == "inside the target's interval"
