@@ -13,7 +13,7 @@ with no overlapped communication lane, as phase 2's and phase 3's, is refused). 
 (ProfilerStep#N) or, without them, the repetition of the kernel sequence. Writes into --out: analysis.csv (this
 suite's summary columns: the traced step as `overlap`, its compute and communication as `compute` and `comm`, with
 overlap_pct, exposed_comm_ms, compute_slowdown, added_ms, wrapper_gpu_ms, host_comm_ms, idle_added_ms,
-total_added_ms),
+total_added_ms, compute_only_step_ms),
 analysis.ranks.csv (per rank over every step),
 analysis.buckets.csv (every collective: rank, step, its place, bytes, time), analysis.timeline.csv (this suite's
 timeline schema: report.py, ob-plot-gantt and ob_trace read it), analysis.meta.json (the traces and their SHA-256
@@ -158,6 +158,8 @@ def main(argv=None):
     system = traces[0].system or ("pytorch-fsdp2" if any("reducescatter" in c for c in collectives) else
                                   "pytorch-ddp" if any("allreduce" in c for c in collectives) else "trace")
     table = summary(stats, system, world)
+    spans = [t.compute_only_ms for t in traces if not np.isnan(t.compute_only_ms)]  # the slowest rank's, as the step's
+    table.loc[table["mode"] == "overlap", "compute_only_step_ms"] = max(spans) if spans else np.nan
     replayed = table.set_index("mode").loc["overlap", "replayed_share"] > REPLAYED  # no collective's size in it
     advised = advice.advise(traces, stats, world, args.predictor) if system == "pytorch-ddp" and not replayed else None
     buckets = pd.DataFrame([{"rank": s.rank, "step": s.step, "bucket": i, "collective": b[0], "bytes": b[1],

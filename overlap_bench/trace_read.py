@@ -75,6 +75,7 @@ class RankTrace:
     compute_only: list = field(default_factory=list)  # (host start, host end) of COMPUTE_ONLY ranges
     compute_only_idle: float = math.nan  # us: median over those steps of their GPU idle time, first kernel to last
     baseline: str = ""  # where `isolated` came from: "compute-only steps", "compute-only trace", "compute-only mode"
+    compute_only_ms: float = math.nan  # the median span of those steps, first kernel to last (as a traced step's)
     system: str = ""
 
 
@@ -181,9 +182,10 @@ def nth_medians(steps):
 
 def set_compute_only(trace, steps, source):
     """The job's compute-only steps (each a list of Kernels; `source` says where they ran) as the slowdown's
-    baseline: the medians of their n-th instances (nth_medians) and their median idle time."""
+    baseline: the medians of their n-th instances (nth_medians), their median idle time and span."""
     trace.isolated = nth_medians(steps)
     trace.compute_only_idle = float(np.median([idle(kernels) for kernels in steps]))
+    trace.compute_only_ms = float(np.median([max(k.end for k in ks) - min(k.start for k in ks) for ks in steps])) / 1e3
     trace.baseline = source
 
 

@@ -159,6 +159,7 @@ def test_a_cuda_only_trace_takes_its_compute_only_steps_from_a_trace_of_their_ow
     assert int(summary["iters"]) == 2 and math.isclose(summary["slowdown_ms"], 0.003)  # the first left out
     assert math.isclose(summary["exposed_comm_ms"], 0.010) and math.isclose(summary["wrapper_gpu_ms"], 0.005)
     assert math.isclose(summary["idle_added_ms"], 0.023) and math.isclose(summary["total_added_ms"], 0.041)
+    assert math.isclose(summary["compute_only_step_ms"], 0.035)  # the compute-only steps' span, as a step's
     assert "against the job's compute-only steps in their own trace" in result.stdout
     meta = json.loads((tmp_path / "a" / "analysis.meta.json").read_text())
     assert meta["slowdown_baseline"] == "compute-only trace" and len(meta["traces"]) == 2
@@ -182,3 +183,5 @@ def test_a_cuda_only_trace_takes_its_compute_only_steps_from_a_trace_of_their_ow
     assert checked.returncode == 0, checked.stderr
     row = pd.read_csv(tmp_path / "c.csv").iloc[0]
     assert math.isclose(row["total_added_ms"], 0.041) and row["verdict"] == "within 10 %"
+    # the traced step (76 us) less the compute-only steps as traced (35 us): the whole of it accounted for
+    assert math.isclose(row["traced_compute_only_ms"], 0.035) and abs(row["error_traced"]) < 1e-9
