@@ -162,8 +162,8 @@ def check(folder):
 
 
 def counts(table):
-    """Per measure (added_ms, total_added_ms; and the total against the traced step's own added time, traced step
-    minus the unprofiled compute-only step, `traced`: no interval), how many jobs (not ranks) stand in each verdict."""
+    """Per measure (added_ms, total_added_ms; and the total against the trace's own added time, `traced`:
+    error_traced, no interval), how many jobs (not ranks) stand in each verdict."""
     jobs = table.drop_duplicates("label")
     rows = []
     traced = jobs["error_traced"].abs().le(0.10).map({True: "within 10 %", False: "off"})
