@@ -9,6 +9,8 @@ import sys
 
 import pandas as pd
 
+from overlap_bench import analyze_check
+
 folder = pathlib.Path(sys.argv[1])
 CHECKS = [("U", "gpu", "check-gpu.csv"), ("U", "light", "check-light.csv"), ("V", "gpu", "v/check-fsdp2-gpu.csv"),
           ("W", "gpu", "v/check-fsdp2-gpu-gpt2-xl.csv"), ("W", "light", "v/check-fsdp2-gpt2-xl.csv")]
@@ -16,12 +18,11 @@ CHECKS += [(f"X{r}", p, f"x/check-r{r}-{p}{xl}.csv")
            for r in (1, 2) for p in ("light", "gpu") for xl in ("", "-gpt2-xl")]
 rows = []
 for call, profile, name in CHECKS:
-    jobs = pd.read_csv(folder / name).drop_duplicates("label")
-    found = jobs["verdict"].value_counts()
+    counts = analyze_check.counts(pd.read_csv(folder / name)).set_index("measure")  # per job, as ob-analyze-check
     rows.append({"call": call, "profile": profile, "jobs": "gpt2-xl" if "gpt2-xl" in name else "six",
-                 "count": len(jobs), "within_10_pct": int(found.get("within 10 %", 0)),
-                 "inside_interval": int(found.get("inside the target's interval", 0)), "off": int(found.get("off", 0)),
-                 "traced_within_10_pct": int(jobs["error_traced"].abs().le(0.10).sum())})
+                 "count": int(counts.loc["total", "jobs"]),
+                 **{k: int(counts.loc["total", k]) for k in ("within_10_pct", "inside_interval", "off")},
+                 "traced_within_10_pct": int(counts.loc["traced", "within_10_pct"])})
 table = pd.DataFrame(rows).sort_values(["jobs", "profile", "call"], ascending=[False, True, True])
 table.to_csv(folder / "tally.csv", index=False)
 print(table.to_string(index=False))
