@@ -37,6 +37,7 @@ from overlap_bench import advice
 from overlap_bench import compare_runs
 from overlap_bench import ob_csv
 from overlap_bench import ob_tool
+from overlap_bench import probe_split
 from overlap_bench import trace_read
 from overlap_bench import trace_stats
 
@@ -55,6 +56,16 @@ def parse_args(argv=None):
                         "the wrapper), every step of it one: the slowdown's baseline where the job's traces hold no "
                         "ob_compute_only range (a CUDA-only profile records none)")
     args = parser.parse_args(argv)
+    args.probe = None
+    if len(args.traces) == 1 and pathlib.Path(args.traces[0]).is_dir():  # a probe's folder (overlap_bench.probe)
+        folder = pathlib.Path(args.traces[0])
+        if not (folder / "probe.json").is_file():
+            parser.error(f"TRACE: '{folder}' is a folder without a probe's result (probe.json)")
+        args.probe = folder / "probe.json"
+        args.traces = sorted(str(p) for p in folder.glob("job.rank*.trace.json*"))
+        args.compute_only += sorted(str(p) for p in folder.glob("compute-only.rank*.trace.json*"))
+        if not args.traces:
+            parser.error(f"TRACE: '{folder}' holds a probe's result without its traces (job.rank<R>.trace.json.gz)")
     for path in [*args.traces, *args.compute_only]:
         try:
             ob_tool.require_input(path, "TRACE")
@@ -72,7 +83,7 @@ def summary(stats, system, world):
                            "compute_ms": s.compute_ms, "exposed_ms": s.exposed_ms, "wait_ms": s.wait_ms,
                            "slowdown_ms": s.slowdown_ms, "host_ms": s.host_ms,
                            "wrapper_gpu_ms": s.wrapper_gpu_ms, "replayed": s.replayed, "idle_added_ms": s.idle_added_ms,
-                           "slowed_ms": s.slowed_ms, "buckets": len(s.buckets),
+                           "slowed_ms": s.slowed_ms, "buckets": len(s.buckets), "blocking_ms": s.blocking_ms,
                            "grad_mb": sum(b[1] for b in s.buckets) / (1 << 20)} for s in stats])
     steps = sorted(frame["step"].unique())
     if len(steps) >= 3:
@@ -98,6 +109,7 @@ def summary(stats, system, world):
                         "peer_wait_ms": slowest["wait_ms"].median(), "host_comm_ms": slowest["host_ms"].median(),
                         "wrapper_gpu_ms": slowest["wrapper_gpu_ms"].median(),
                         "idle_added_ms": slowest["idle_added_ms"].median(),
+                        "blocking_comm_ms": slowest["blocking_ms"].median(),
                         "replayed_share": float(frame["replayed"].mean()),
                         "total_added_ms": exposed + sum(slowest[part].median() for part in
                                                         ("slowdown_ms", "wrapper_gpu_ms", "host_ms",
@@ -143,7 +155,19 @@ def digest(path):
 
 
 def main(argv=None):
-    args = parse_args(argv)
+    for line in run(parse_args(argv))["sentences"]:
+        print(line)
+    return 0
+
+
+def analyse_probe(folder, out):
+    """A probe's folder analysed into `out` (overlap_bench.probe's finish): the split of its measured added time."""
+    return run(parse_args([str(folder), "--out", str(out)]))
+
+
+def run(args):
+    """Analyses the traces args names and writes --out; returns {"sentences", and with a probe "parts", "scale",
+    "perturbation", ...: probe_split.split}."""
     started = time.monotonic()
     traces = [rank for path in args.traces for rank in trace_read.read(path)]
     trace_stats.check_one_job(traces)
@@ -170,21 +194,51 @@ def main(argv=None):
             "traces": [{"path": str(p), "sha256": digest(p)} for p in [*args.traces, *args.compute_only]],
             "config_columns": ["system", "phase", "ranks"], "seconds": round(time.monotonic() - started, 1),
             "slowdown_baseline": baseline(traces), "advice": advised}
+    split = None
+    if args.probe:  # the measured total, the trace's parts scaled to it
+        try:
+            probe = probe_split.load(args.probe)
+        except ValueError as error:
+            raise ob_tool.UsageError(str(error)) from None
+        split = probe_split.split(table.set_index("mode").loc["overlap"].to_dict(), probe)
+        meta["probe"] = {k: probe.get(k) for k in ("ranks", "device", "torch", "date_utc", "clock", "step_ms",
+                                                   "compute_only_step_ms", "added_ms", "replicas_agree")}
+        table.loc[table["mode"] == "overlap", "measured_added_ms"] = split["measured_ms"]
+        table.loc[table["mode"] == "overlap", "measured_added_ci_lo_ms"] = split["measured_ci_lo_ms"]
+        table.loc[table["mode"] == "overlap", "measured_added_ci_hi_ms"] = split["measured_ci_hi_ms"]
+        table.loc[table["mode"] == "overlap", "probe_scale"] = split["scale"]
+        table.loc[table["mode"] == "overlap", "perturbation"] = split["perturbation"]
     staging = compare_runs.Staging(args.out, marker="analysis.csv", runs=False)
     try:
         timeline(traces, stats).to_csv(staging.path / "analysis.timeline.csv", index=False)
         buckets.to_csv(staging.path / "analysis.buckets.csv", index=False)
         per_rank(stats).to_csv(staging.path / "analysis.ranks.csv", index=False)
         (staging.path / "analysis.meta.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
+        if split:
+            pd.DataFrame(split["parts"]).to_csv(staging.path / "analysis.parts.csv", index=False)
         table.to_csv(staging.path / "analysis.csv", index=False)
         draw(staging.path)
         staging.commit(last="analysis.csv")
     finally:
         staging.discard()
-    for line in sentences(table, advised, advice.gpu_busy(stats) if system != "overlap-bench" else 1.0,
-                          meta["slowdown_baseline"]):
-        print(line)
-    return 0
+    lines = sentences(table, advised, advice.gpu_busy(stats) if system != "overlap-bench" else 1.0,
+                      meta["slowdown_baseline"])
+    if split:
+        lines.append(probe_split.sentence(split))
+    elif system != "overlap-bench":
+        lines.append(alone_caveat(table, advice.gpu_busy(stats)))
+    return {"sentences": lines, **(split or {})}
+
+
+def alone_caveat(table, busy):
+    """What an analysis of a plain trace cannot know, in words, and how far the profiler may have moved its step."""
+    row = table.set_index("mode").loc["overlap"]
+    baseline = ("its compute-only steps as traced" if not np.isnan(row.get("compute_only_step_ms", np.nan))
+                else "no compute-only step: the slowdown rests on lone instances of the same kernels")
+    return (f"From the trace alone: no step of the job without the profiler to hold it against, and {baseline}; "
+            f"the GPU idled {100 * (1 - busy):.0f} % of the traced step waiting on its host, and the profiler's own "
+            "host work lengthens that share, so the added time may be off by up to that much of the step. Measured "
+            "exactly: the probe in your loop (overlap_bench.probe, docs/USAGE.md)")
 
 
 def draw(folder):

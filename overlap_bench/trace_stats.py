@@ -14,6 +14,9 @@ import numpy as np
 from overlap_bench import ob_tool
 from overlap_bench.trace_read import idle, union
 
+# A compute kernel starting this close after a collective's exposed end, launched before it: it waited for it.
+BLOCKING_US = 20.0
+
 
 def length(intervals):
     return float(sum(end - start for start, end in intervals))
@@ -134,6 +137,7 @@ class StepStats:
     wrapper_gpu_ms: float = 0.0  # the wrapper's own kernels (not collectives) while no compute kernel ran
     replayed: bool = False  # most of its kernels launched by CUDA graph launches (wrapper_signatures tell its own)
     idle_added_ms: float = 0.0  # GPU idle, first kernel to last, beyond the compute-only steps' and host_ms
+    blocking_ms: float = 0.0  # of the exposed communication, what a compute kernel queued behind it waited for
 
     @property
     def step_ms(self):
@@ -192,6 +196,34 @@ def unmatched(trace, kernels, mine):
     return extra
 
 
+def blocking(trace, comm, kernels, mine):
+    """Microseconds of the exposed communication (`comm` less the compute kernels) that a dependency proves cost the
+    step: each exposed stretch ended by a compute kernel (not the wrapper's) that starts within BLOCKING_US of its end
+    and whose launch the host made before that end: the kernel was queued and waited for the collective (Megatron
+    Bridge's "blocking" communication; the exposed communication is its upper bound). A kernel whose launch the trace
+    does not hold proves nothing."""
+    compute = sorted((k for k in kernels if not k.comm and id(k) not in mine), key=lambda k: k.start)
+    starts = [k.start for k in compute]
+    cover = Cover((k.start, k.end) for k in kernels if not k.comm)  # as the exposed communication's
+    total = 0.0
+    for a, b in comm:
+        pieces, at = [], a
+        for c, d in cover[bisect.bisect_right(cover.ends, a):]:
+            if c >= b:
+                break
+            if c > at:
+                pieces.append((at, c))
+            at = max(at, d)
+        if at < b:
+            pieces.append((at, b))
+        for x, y in pieces:
+            i = bisect.bisect_left(starts, y)
+            if i < len(compute) and compute[i].start - y <= BLOCKING_US and \
+                    -math.inf < trace.launches.get(compute[i].correlation, math.inf) < y:
+                total += y - x
+    return total
+
+
 def inside(t, cover):
     """Whether time `t` lies in the disjoint sorted intervals `cover`."""
     i = bisect.bisect_right(cover.ends, t)
@@ -248,7 +280,8 @@ def step_stats(trace):
                                host_ms=host, idle_added_ms=gap,
                                wrapper_gpu_ms=minus(Cover((k.start, k.end) for k in kernels if id(k) in mine),
                                                     others) / 1e3,
-                               replayed=replayed(trace, kernels)))
+                               replayed=replayed(trace, kernels),
+                               blocking_ms=blocking(trace, comm, kernels, mine) / 1e3))
     return stats
 
 

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""A small GPT trained under PyTorch DDP with overlap-bench's probe in its loop: the probe's three lines are marked
+`# probe`; everything else is an ordinary training script (bf16 autocast, AdamW, gradient accumulation,
+torch.compile), written without the suite.
+
+    torchrun --nproc_per_node=2 examples/probe_ddp.py --out ob-probe          # one GPU per rank, NCCL
+    torchrun --nproc_per_node=2 examples/probe_ddp.py --device cpu --out ob-probe   # CPU ranks, gloo
+
+--truth N checks the probe after it: N passes of the job's DDP step and of its unwrapped model's step (the same
+module called without DDP: no collective, no wrapper), timed in turn without the probe or the profiler, their
+difference the truth the probe's added time is held against (written to OUT/truth.json, printed on rank 0). The
+truth's steps train on local gradients: the replicas differ after it (the probe's own steps restore them).
+"""
+import argparse
+import contextlib
+import json
+import math
+import os
+import pathlib
+import statistics
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+
+from overlap_bench.probe import Probe, added_interval  # probe
+
+
+class Block(nn.Module):
+    def __init__(self, width, heads):
+        super().__init__()
+        self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
+        self.qkv, self.proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
+        self.fc, self.out = nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
+        self.heads = heads
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(b, t, 3, self.heads, c // self.heads).transpose(1, 3).unbind(2)
+        x = x + self.proj(F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, c))
+        return x + self.out(F.gelu(self.fc(self.norm2(x))))
+
+
+class Gpt(nn.Module):
+    def __init__(self, vocab, width, layers, heads, context):
+        super().__init__()
+        self.tokens, self.places = nn.Embedding(vocab, width), nn.Embedding(context, width)
+        self.blocks = nn.ModuleList(Block(width, heads) for _ in range(layers))
+        self.norm, self.head = nn.LayerNorm(width), nn.Linear(width, vocab, bias=False)
+
+    def forward(self, tokens):
+        x = self.tokens(tokens) + self.places(torch.arange(tokens.shape[1], device=tokens.device))
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x))
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--width", type=int, default=1024)
+    parser.add_argument("--layers", type=int, default=12)
+    parser.add_argument("--heads", type=int, default=16)
+    parser.add_argument("--context", type=int, default=1024)
+    parser.add_argument("--batch", type=int, default=8, help="sequences per rank and micro-batch")
+    parser.add_argument("--vocab", type=int, default=32000)
+    parser.add_argument("--bucket-mb", type=float, default=25.0, help="DDP's bucket_cap_mb")
+    parser.add_argument("--accumulate", type=int, default=1, help="micro-batches per step (no_sync on all but the "
+                        "last, as users write it)")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the DDP model")
+    parser.add_argument("--no-autocast", action="store_true", help="float32 instead of bf16 autocast")
+    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    parser.add_argument("--backend", choices=("nccl", "gloo"), help="default: nccl on cuda, gloo on cpu")
+    parser.add_argument("--allow-one-rank", action="store_true", help="probe a one-rank job (trying it on one GPU)")
+    parser.add_argument("--truth", type=int, default=0, metavar="N", help="passes of the check after the probe")
+    parser.add_argument("--out", default="ob-probe", help="the probe's folder (default: ob-probe)")
+    args = parser.parse_args()
+    for name in ("width", "layers", "heads", "context", "batch", "vocab", "accumulate"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name}: '{getattr(args, name)}' is invalid: at least 1")
+    if args.width % args.heads or not 0 < args.bucket_mb <= 1e5 or not 0 <= args.truth <= 100:
+        parser.error("--width a multiple of --heads, --bucket-mb in (0, 1e5], --truth from 0 to 100")
+    return args
+
+
+def main():
+    args = parse_args()
+    cuda = args.device == "cuda"
+    dist.init_process_group(args.backend or ("nccl" if cuda else "gloo"))
+    rank = dist.get_rank()
+    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)) % torch.cuda.device_count()) if cuda \
+        else torch.device("cpu")
+    if cuda:
+        torch.cuda.set_device(device)
+    torch.manual_seed(0)
+    module = Gpt(args.vocab, args.width, args.layers, args.heads, args.context).to(device)
+    ddp = nn.parallel.DistributedDataParallel(module, bucket_cap_mb=args.bucket_mb)
+    model = torch.compile(ddp) if args.compile else ddp
+    optimizer = torch.optim.AdamW(ddp.parameters(), lr=1e-4, fused=cuda)
+    generator = torch.Generator(device=device).manual_seed(rank)
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=not args.no_autocast)
+
+    def batch():
+        tokens = torch.randint(args.vocab, (args.batch, args.context + 1), device=device, generator=generator)
+        return tokens[:, :-1], tokens[:, 1:]
+
+    def step(net, wrapped=True):
+        for micro in range(args.accumulate):
+            x, y = batch()
+            last = micro == args.accumulate - 1
+            with ddp.no_sync() if wrapped and not last else contextlib.nullcontext():
+                with autocast:
+                    loss = F.cross_entropy(net(x).flatten(0, 1).float(), y.flatten()) / args.accumulate
+                loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    probe = Probe(model, optimizer, out=args.out, allow_one_rank=args.allow_one_rank)  # probe
+    while True:
+        with probe.step():  # probe
+            step(model)
+        if probe.done:
+            break
+    result = probe.finish()  # probe
+    if args.truth:  # the unwrapped model compiled alike, where the job is
+        alone = torch.compile(module) if args.compile else module
+        truth(args, result, lambda: step(model), lambda: step(alone, wrapped=False), cuda, rank)
+    dist.destroy_process_group()
+
+
+def truth(args, result, job, alone, cuda, rank, per_pass=5):
+    """The job's step and its unwrapped model's, timed in turn (CUDA events, each step's slowest rank), their
+    medians' difference against the probe's added time."""
+    times = {"job": [], "compute": []}
+    for _ in range(3):
+        job(), alone()
+    for p in range(args.truth):
+        for kind, run in (("job", job), ("compute", alone)) if p % 2 == 0 else (("compute", alone), ("job", job)):
+            for _ in range(per_pass):
+                if cuda:
+                    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    begin.record()
+                    run()
+                    end.record()
+                    end.synchronize()
+                    ms = begin.elapsed_time(end)
+                else:
+                    clock = time.perf_counter()
+                    run()
+                    ms = (time.perf_counter() - clock) * 1e3
+                slowest = torch.tensor([ms], dtype=torch.float64, device="cuda" if cuda and
+                                       dist.get_backend() == "nccl" else "cpu")
+                dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+                times[kind].append(float(slowest.item()))
+    added = statistics.median(times["job"]) - statistics.median(times["compute"])
+    lo, hi = added_interval(times["job"], times["compute"], seed=1)
+    error = result["added_ms"] / added - 1 if added > 0 else math.nan
+    inside = lo <= result["added_ms"] <= hi
+    check = {"truth_step_ms": statistics.median(times["job"]), "truth_compute_ms": statistics.median(times["compute"]),
+             "truth_added_ms": added, "truth_ci_lo_ms": lo, "truth_ci_hi_ms": hi, "probe_added_ms": result["added_ms"],
+             "error": error, "within_5pct": abs(error) <= 0.05 or inside, "steps": len(times["job"])}
+    if rank == 0:
+        (pathlib.Path(args.out) / "truth.json").write_text(json.dumps(check, indent=2) + "\n")
+        print(f"truth: the job's step {check['truth_step_ms']:.3f} ms, its unwrapped model's "
+              f"{check['truth_compute_ms']:.3f} ms: added {added:.3f} ms [{lo:.3f}, {hi:.3f}]; the probe's "
+              f"{result['added_ms']:.3f} ms is "
+              f"{100 * error:+.1f} % off ({'within' if check['within_5pct'] else 'outside'} the 5 % target)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,416 @@
+"""The probe: your own data-parallel job measured exactly, from inside its own training loop, with torch alone.
+
+    from overlap_bench.probe import Probe
+    probe = Probe(model, optimizer, out="ob-probe")   # model wrapped in DistributedDataParallel; its optimizer
+    for batch in loader:
+        with probe.step():
+            ...your whole step: forward, backward, optimizer.step(), zero_grad()...
+        if probe.done:
+            break
+    result = probe.finish()   # writes out/, prints the verdict on rank 0, returns the analysis (a dict)
+
+Inside your own steps, in this order (at most 40 of them; `Probe.plan` lists them): warm-up (the job's steps, then
+compute-only ones); PASSES passes, each the job's steps and its compute-only steps in turn (their order alternating,
+so that a drift of the clocks falls on both alike), every step timed by CUDA events on every rank without the
+profiler, the slowest rank's time the step's; then the job's steps traced with CUDA activity alone (the profile that
+moves a step least), and its compute-only steps traced apart (the split's baseline).
+
+The compute-only step is your own step with no collective: the job's step under DDP's `no_sync()` (its forward
+wrapper is all of DDP left in it: within 0.6 % of the unwrapped model's step, measured on one H100). It trains on
+local gradients, so the probe keeps a copy of the model's parameters, buffers, gradients and optimizer state (on the
+GPU where it fits, else in host memory; refused before any step where neither holds it) and of the random number
+generators, and restores them after every block of compute-only steps: the job then trains exactly as it would
+have on the batches its own steps took, and the replicas agree bit for bit after finish() (it checks). The batches
+the compute-only steps consumed are not trained on.
+
+What finish() measures: the added time, the job's unprofiled step minus its unprofiled compute-only step, with a 95 %
+bootstrap interval; the profiler's perturbation (traced step over unprofiled step). On rank 0 it analyses the
+traces (ob-analyze, where the suite's trace reader is installed) and splits the measured added time into its parts,
+scaled so that they add up to it (METRICS.md, "The probe"). Files in out/: probe.json (the measurement), probe.csv
+(every step: kind, pass, the slowest rank's ms), job.rank<R>.trace.json.gz, compute-only.rank<R>.trace.json.gz and
+analysis/ (ob-analyze's files with analysis.parts.csv). `ob-analyze out/` analyses a probe's folder again.
+
+Bad use is a ProbeError (a ValueError) naming it, raised before any step where it can be: a model not wrapped in
+DDP, a world of one rank, a step entered inside another, finish() before the probe is done, state that fits nowhere.
+"""
+import contextlib
+import json
+import math
+import os
+import pathlib
+import shutil
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+PASSES = 4  # timed passes, each the job's steps and the compute-only steps in turn
+PER_PASS = 3  # steps of each kind in a pass
+WARMUP = 4  # the job's steps before anything is timed
+WARMUP_COMPUTE = 2  # compute-only steps before anything is timed (their first runs warm up too)
+TRACED = 3  # the job's steps the profiler records
+TRACED_COMPUTE = 2  # compute-only steps the profiler records, in a trace of their own
+MOST_STEPS = 40  # the probe's own cost: at most this many of the job's steps
+MARGIN = 1.25  # the state's copy is kept where this many times its bytes are free
+RESAMPLES = 2000
+TRAINS = ("warmup", "job", "traced")  # the kinds of step whose update the job keeps (the others' is undone)
+COMPUTE = ("warmup-compute", "compute", "traced-compute")  # compute-only steps: DDP's no_sync(), then restored
+
+
+class ProbeError(ValueError):
+    """Bad use of the probe: one line naming it; the model is untouched."""
+
+
+def _unwrapped(model):
+    """The DDP module under a torch.compile wrapper, if any."""
+    return getattr(model, "_orig_mod", model)
+
+
+def plan(passes=PASSES, per_pass=PER_PASS, warmup=WARMUP, traced=TRACED):
+    """Every step the probe takes, in order: (kind, pass) with kind one of warmup, warmup-compute, job, compute,
+    traced, traced-compute."""
+    steps = [("warmup", -1)] * warmup + [("warmup-compute", -1)] * WARMUP_COMPUTE
+    for p in range(passes):
+        order = ("job", "compute") if p % 2 == 0 else ("compute", "job")
+        steps += [(kind, p) for kind in order for _ in range(per_pass)]
+    steps += [("traced", -1)] * traced + [("traced-compute", -1)] * TRACED_COMPUTE
+    return steps
+
+
+class _Snapshot:
+    """A copy of the model's parameters, buffers and gradients, the optimizer's state and the random number
+    generators, put back in place (copy_ into the same tensors: a compiled step or a graph keeps its pointers)."""
+
+    def __init__(self, model, optimizer, device):
+        self.model, self.optimizer, self.device = model, optimizer, device
+        self.tensors = [t for t in self._tensors()]
+        self.copies = None
+
+    def _tensors(self):
+        for p in self.model.parameters():
+            yield p.data
+        for b in self.model.buffers():
+            yield b
+        for state in self.optimizer.state.values():
+            for value in state.values():
+                if torch.is_tensor(value):
+                    yield value
+
+    @staticmethod
+    def nbytes(model, optimizer):
+        """Bytes the copy needs: parameters (and their gradients, counted alike), buffers, the optimizer's state
+        (Adam's two moments where it has none yet)."""
+        params = sum(p.numel() * p.element_size() for p in model.parameters())
+        buffers = sum(b.numel() * b.element_size() for b in model.buffers())
+        state = sum(v.numel() * v.element_size() for s in optimizer.state.values() for v in s.values()
+                    if torch.is_tensor(v))
+        return 2 * params + buffers + max(state, 2 * params)
+
+    def take(self):
+        self.tensors = list(self._tensors())
+        self.keys = {id(p) for p in self.optimizer.state}
+        self.scalars = [{k: v for k, v in s.items() if not torch.is_tensor(v)} for s in self.optimizer.state.values()]
+        self.grads = [None if p.grad is None else p.grad.detach().to(self.device, copy=True)
+                      for p in self.model.parameters()]
+        if self.copies is None or [c.shape for c in self.copies] != [t.shape for t in self.tensors]:
+            pin = self.device.type == "cpu" and torch.cuda.is_available() and self.tensors and self.tensors[0].is_cuda
+            self.copies = [torch.empty(t.shape, dtype=t.dtype, device=self.device, pin_memory=pin)
+                           for t in self.tensors]
+        for copy, t in zip(self.copies, self.tensors):
+            copy.copy_(t, non_blocking=True)
+        self.rng = torch.get_rng_state()
+        self.cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+        _synchronize()
+
+    def restore(self):
+        with torch.no_grad():
+            for p in [p for p in self.optimizer.state if id(p) not in self.keys]:
+                del self.optimizer.state[p]  # state the compute-only steps made
+            for t, copy in zip(self.tensors, self.copies):
+                t.copy_(copy, non_blocking=True)
+            for state, scalars in zip(self.optimizer.state.values(), self.scalars):
+                state.update(scalars)
+            for p, grad in zip(self.model.parameters(), self.grads):
+                if grad is None:
+                    p.grad = None
+                elif p.grad is None:
+                    p.grad = grad.to(p.device, copy=True)
+                else:
+                    p.grad.copy_(grad)
+        torch.set_rng_state(self.rng)
+        if self.cuda_rng is not None:
+            torch.cuda.set_rng_state_all(self.cuda_rng)
+        _synchronize()
+
+
+def _synchronize():
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+def _free_bytes(device):
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        return 0
+
+
+class _Timer:
+    """A step's time: CUDA events on the current stream (recorded, read after the block), or the host clock on a
+    job without a GPU."""
+
+    def __init__(self, cuda):
+        self.cuda = cuda
+
+    def start(self):
+        if self.cuda:
+            self.begin = torch.cuda.Event(enable_timing=True)
+            self.begin.record()
+        else:
+            self.begin = time.perf_counter()
+
+    def stop(self):
+        if self.cuda:
+            end = torch.cuda.Event(enable_timing=True)
+            end.record()
+            return (self.begin, end)
+        return (time.perf_counter() - self.begin) * 1e3
+
+
+def _ms(sample):
+    return sample[0].elapsed_time(sample[1]) if isinstance(sample, tuple) else sample
+
+
+def median(values):
+    ordered = sorted(values)
+    n = len(ordered)
+    return float(ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2)
+
+
+def added_interval(job, compute, seed=0, count=RESAMPLES):
+    """95 % bootstrap interval of median(job) - median(compute), the two resampled apart."""
+    generator = torch.Generator().manual_seed(seed)
+    a, b = torch.tensor(job, dtype=torch.float64), torch.tensor(compute, dtype=torch.float64)
+    drawn_a = a[torch.randint(len(a), (count, len(a)), generator=generator)].median(dim=1).values
+    drawn_b = b[torch.randint(len(b), (count, len(b)), generator=generator)].median(dim=1).values
+    differences = (drawn_a - drawn_b).sort().values
+    return float(differences[int(0.025 * count)]), float(differences[int(0.975 * count) - 1])
+
+
+class Probe:
+    """See the module's text. `passes` and `per_pass` set the timed steps (passes x per_pass of each kind);
+    `allow_one_rank` lets a one-rank job be probed (its collectives move no data: for trying the probe on one GPU)."""
+
+    def __init__(self, model, optimizer, out="ob-probe", passes=PASSES, per_pass=PER_PASS, warmup=WARMUP,
+                 traced=TRACED, allow_one_rank=False, verbose=True):
+        ddp = _unwrapped(model)
+        if not isinstance(ddp, torch.nn.parallel.DistributedDataParallel):
+            if _is_fsdp2(ddp):
+                raise ProbeError("model: FSDP2 (fully_shard) is not probed yet: its compute-only step needs a plain "
+                                 "replica of the module; probe the job under DistributedDataParallel")
+            raise ProbeError(f"model: a {type(ddp).__name__} not wrapped for data parallelism: wrap it in "
+                             "torch.nn.parallel.DistributedDataParallel before the probe")
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            raise ProbeError(f"optimizer: a {type(optimizer).__name__}, not a torch.optim.Optimizer")
+        if not dist.is_initialized():
+            raise ProbeError("torch.distributed is not initialised: the probe measures a data-parallel job")
+        self.world, self.rank = dist.get_world_size(), dist.get_rank()
+        if self.world < 2 and not allow_one_rank:
+            raise ProbeError("a world of one rank: its collectives move no data, so there is nothing to measure "
+                             "(allow_one_rank=True to try the probe on one GPU)")
+        for name, value, least in (("passes", passes, 2), ("per_pass", per_pass, 1), ("warmup", warmup, 1),
+                                   ("traced", traced, 1)):
+            if not isinstance(value, int) or value < least:
+                raise ProbeError(f"{name}: '{value}' is invalid: an integer, at least {least}")
+        self.plan = plan(passes, per_pass, warmup, traced)
+        if len(self.plan) > MOST_STEPS:
+            raise ProbeError(f"passes x per_pass: the probe would take {len(self.plan)} steps of the job, more than "
+                             f"its {MOST_STEPS}")
+        self.out = pathlib.Path(out)
+        if self.out.is_symlink() or (self.out.exists() and not self.out.is_dir()):
+            raise ProbeError(f"out: '{out}' is a link or a file: the probe writes a folder of its own")
+        if self.out.is_dir() and any(self.out.iterdir()):
+            raise ProbeError(f"out: '{out}' holds files already: the probe writes a folder of its own")
+        self.model, self.ddp, self.optimizer, self.verbose = model, ddp, optimizer, verbose
+        first = next(ddp.parameters(), None)
+        self.device = first.device if first is not None else torch.device("cpu")
+        self.cuda = self.device.type == "cuda"
+        need = _Snapshot.nbytes(ddp, optimizer)
+        room = next((d for d in (self.device, torch.device("cpu")) if _free_bytes(d) > MARGIN * need), None)
+        if room is None:
+            raise ProbeError(f"the copy of the model's state that the compute-only steps need ({need / 2**30:.2f} "
+                             "GiB) fits neither on its device nor in host memory: the probe cannot restore it")
+        self.snapshot = _Snapshot(ddp, optimizer, room)
+        self.staging = self.out.parent / f".{self.out.name}.probe-staging"
+        if self.rank == 0:  # a staging folder a failed probe left: its traces must not mix with this one's
+            shutil.rmtree(self.staging, ignore_errors=True)
+        dist.barrier()
+        self.index, self.inside, self.samples, self.profiler = 0, False, [], None
+        self.timer = _Timer(self.cuda)
+
+    @property
+    def done(self):
+        return self.index >= len(self.plan)
+
+    @contextlib.contextmanager
+    def step(self):
+        """One step of the user's loop: the probe's next step (plan), or the job's own step once it is done."""
+        if self.inside:
+            raise ProbeError("probe.step() entered inside another probe.step(): one step at a time")
+        if self.done:
+            yield
+            return
+        kind, _ = self.plan[self.index]
+        previous = self.plan[self.index - 1][0] if self.index else None
+        following = self.plan[self.index + 1][0] if self.index + 1 < len(self.plan) else None
+        compute = kind in COMPUTE
+        if compute and previous not in COMPUTE:
+            self.snapshot.take()
+        if kind.startswith("traced") and previous != kind:
+            self._start_profile(kind)
+        self.inside = True
+        failed = True
+        try:
+            with self.ddp.no_sync() if compute else contextlib.nullcontext():
+                self.timer.start()
+                yield
+                self.samples.append((kind, self.plan[self.index][1], self.timer.stop()))
+            failed = False
+        finally:
+            self.inside = False
+            last = failed or following != kind
+            if self.profiler is not None and last:
+                self._stop_profile(kind, keep=not failed)
+            if compute and (failed or following not in COMPUTE):
+                self.snapshot.restore()
+            self.index += 1
+
+    def _start_profile(self, kind):
+        from torch.profiler import ProfilerActivity, profile
+
+        _synchronize()
+        self.staging.mkdir(parents=True, exist_ok=True)
+        activities = [ProfilerActivity.CUDA] if self.cuda else [ProfilerActivity.CPU]
+        self.profiler = profile(activities=activities)
+        self.profiler.__enter__()
+
+    def _stop_profile(self, kind, keep=True):
+        _synchronize()
+        self.profiler.__exit__(None, None, None)
+        if keep:
+            name = "job" if kind == "traced" else "compute-only"
+            self.profiler.export_chrome_trace(str(self.staging / f"{name}.rank{self.rank}.trace.json.gz"))
+        self.profiler = None
+
+    def finish(self):
+        """Measures, checks the replicas, writes out/ and (rank 0) prints the verdict; returns the analysis."""
+        if not self.done:
+            raise ProbeError(f"finish() after {self.index} of the probe's {len(self.plan)} steps: run the loop "
+                             "until probe.done")
+        _synchronize()
+        local = torch.tensor([_ms(s) for _, _, s in self.samples], dtype=torch.float64, device=self._comm_device())
+        dist.all_reduce(local, op=dist.ReduceOp.MAX)  # each step's slowest rank
+        times = local.cpu().tolist()
+        kinds = [(kind, p) for kind, p, _ in self.samples]
+        job = [t for (kind, _), t in zip(kinds, times) if kind == "job"]
+        compute = [t for (kind, _), t in zip(kinds, times) if kind == "compute"]
+        traced = [t for (kind, _), t in zip(kinds, times) if kind == "traced"]
+        lo, hi = added_interval(job, compute)
+        agree = self._replicas_agree()
+        result = {"suite": "overlap-bench", "tool": "probe", "ranks": self.world, "wrapper": "ddp",
+                  "device": torch.cuda.get_device_name(self.device) if self.cuda else "cpu",
+                  "torch": torch.__version__, "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                  "command_line": sys.argv, "clock": "cuda events" if self.cuda else "host perf_counter",
+                  "probe_steps": len(self.plan), "step_ms": median(job), "compute_only_step_ms": median(compute),
+                  "added_ms": median(job) - median(compute), "added_ci_lo_ms": lo, "added_ci_hi_ms": hi,
+                  "traced_step_ms": median(traced), "perturbation": median(traced) / median(job),
+                  "replicas_agree": agree, "steps": [{"kind": k, "pass": p, "ms": t}
+                                                     for (k, p), t in zip(kinds, times)]}
+        if self.rank == 0:
+            self.staging.mkdir(parents=True, exist_ok=True)
+            (self.staging / "probe.json").write_text(json.dumps(result, indent=2) + "\n")
+            (self.staging / "probe.csv").write_text("kind,pass,ms\n" + "".join(
+                f"{k},{p},{t:.6f}\n" for (k, p), t in zip(kinds, times)))
+        dist.barrier()
+        if self.rank == 0:
+            result["analysis"] = _analyse(self.staging) if self.cuda else None
+            if self.out.exists():  # an empty folder the user made (a result was refused at the start)
+                self.out.rmdir()
+            os.replace(self.staging, self.out)
+            if self.verbose:
+                for line in sentences(result):
+                    print(line)
+        dist.barrier()
+        if not agree:
+            raise RuntimeError("the replicas disagree after the probe: its restore of the model's state failed")
+        return result
+
+    def _comm_device(self):
+        return self.device if dist.get_backend() == "nccl" else torch.device("cpu")
+
+    def _replicas_agree(self):
+        """Every rank's parameters bit for bit rank 0's: each broadcast from rank 0 in turn (one parameter's memory)
+        and compared; every rank told whether all agreed."""
+        device = self._comm_device()
+        same = True
+        with torch.no_grad():
+            for p in self.ddp.parameters():
+                mine = p.detach().to(device)
+                theirs = mine.clone()
+                dist.broadcast(theirs, src=0)
+                same &= bool(torch.equal(mine.view(torch.uint8) if mine.dim() else mine, theirs.view(torch.uint8)
+                                         if theirs.dim() else theirs))
+        flag = torch.tensor([0 if same else 1], dtype=torch.int32, device=device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        return int(flag.item()) == 0
+
+
+def _is_fsdp2(module):
+    try:
+        from torch.distributed.fsdp import FSDPModule
+    except ImportError:
+        return False
+    return isinstance(module, FSDPModule)
+
+
+def _analyse(folder):
+    """ob-analyze on the probe's folder (rank 0): its parts scaled to the measured total; None where the suite's
+    trace reader (ijson, pandas) is not installed or the job ran no GPU kernel (a CPU job: no trace to split)."""
+    if not any(folder.glob("job.rank*.trace.json.gz")):
+        return None
+    try:
+        from overlap_bench import analyze
+    except ImportError as error:
+        return {"error": f"the split needs the suite's trace reader ({error.name} is not installed): "
+                         f"ob-analyze {folder} later"}
+    try:
+        parts = analyze.analyse_probe(folder, folder / "analysis")
+    except Exception as error:  # noqa: BLE001 -- the measurement stands; the split says why it is missing
+        shutil.rmtree(folder / "analysis", ignore_errors=True)
+        return {"error": f"the split failed: {str(error).splitlines()[0] if str(error) else type(error).__name__}"}
+    return parts
+
+
+def sentences(result):
+    """The probe's verdict in words."""
+    lines = [f"probe: {result['ranks']} rank{'s' * (result['ranks'] != 1)} on {result['device']}: the step took "
+             f"{result['step_ms']:.3f} ms, its compute-only step {result['compute_only_step_ms']:.3f} ms (medians of "
+             f"the slowest rank, unprofiled): data parallelism added {result['added_ms']:.3f} ms "
+             f"[{result['added_ci_lo_ms']:.3f}, {result['added_ci_hi_ms']:.3f}] a step "
+             f"({100 * result['added_ms'] / result['compute_only_step_ms']:.1f} % of the compute-only step); the "
+             f"profiler made the traced step {result['perturbation']:.3f}x the unprofiled one"]
+    analysis = result.get("analysis")
+    if analysis and "parts" in analysis:
+        lines.append("of the added time: " + "; ".join(f"{part['part']} {part['scaled_ms']:.3f} ms"
+                                                       for part in analysis["parts"] if part["adds"]) +
+                     f" (the trace's parts scaled by {analysis['scale']:.3f} to the measured total)")
+    elif analysis and "error" in analysis:
+        lines.append(analysis["error"])
+    if not result["replicas_agree"]:
+        lines.append("the replicas DISAGREE after the probe")
+    if not math.isfinite(result["added_ms"]):
+        lines.append("no added time measured")
+    return lines

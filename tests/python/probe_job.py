@@ -1,0 +1,112 @@
+"""A small job the probe's tests run on the CPU (gloo), two ranks spawned: an MLP with a buffer (BatchNorm) and
+dropout (the random number generators), AdamW, each rank its own batches (local gradients differ). `probed` runs the
+job under the probe until it is done and saves rank 0's state; `plain` runs the same job's own steps on the same
+batches, without the probe and without the batches the probe's compute-only steps took, and saves its state: the two
+must be equal bit for bit. `bad` prints each bad use's one line.
+
+Usage: python3 probe_job.py probed|plain|bad OUT_DIR
+"""
+import os
+import pathlib
+import sys
+import tempfile
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from overlap_bench import probe as probe_module
+
+
+def make(rank):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.BatchNorm1d(32), torch.nn.ReLU(),
+                                torch.nn.Dropout(0.2), torch.nn.Linear(32, 4))
+    ddp = torch.nn.parallel.DistributedDataParallel(model)
+    return ddp, torch.optim.AdamW(ddp.parameters(), lr=1e-2)
+
+
+def batch(rank, i):
+    generator = torch.Generator().manual_seed(1000 * rank + i)
+    return torch.randn(8, 16, generator=generator), torch.randn(8, 4, generator=generator)
+
+
+def step(ddp, optimizer, x, y):
+    loss = torch.nn.functional.mse_loss(ddp(x), y)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+
+
+def state(ddp, optimizer):
+    return {"model": {k: v.clone() for k, v in ddp.module.state_dict().items()},
+            "optimizer": optimizer.state_dict()}
+
+
+def worker(rank, world, mode, out, store):
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
+    torch.manual_seed(123)
+    ddp, optimizer = make(rank)
+    plan = probe_module.plan()
+    if mode == "probed":
+        probe = probe_module.Probe(ddp, optimizer, out=out / "probe", verbose=rank == 0)
+        i = 0
+        while not probe.done:
+            x, y = batch(rank, i)
+            with probe.step():
+                step(ddp, optimizer, x, y)
+            i += 1
+        result = probe.finish()
+        assert i == len(plan) and result["replicas_agree"], result
+    else:
+        for i, (kind, _) in enumerate(plan):
+            if kind in probe_module.TRAINS:
+                step(ddp, optimizer, *batch(rank, i))
+    if rank == 0:
+        torch.save(state(ddp, optimizer), out / f"{mode}.pt")
+    dist.destroy_process_group()
+
+
+def bad(out, store):
+    """Each bad use, one line each: the model untouched."""
+    model = torch.nn.Linear(4, 4)
+    before = [p.clone() for p in model.parameters()]
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for attempt in ("not wrapped", "world of one", "entered twice", "finish early", "out is a file"):
+        try:
+            if attempt == "not wrapped":
+                probe_module.Probe(model, optimizer, out=out / "a")
+            dist.init_process_group("gloo", init_method=f"file://{store}", rank=0, world_size=1) \
+                if not dist.is_initialized() else None
+            ddp = torch.nn.parallel.DistributedDataParallel(model)
+            if attempt == "world of one":
+                probe_module.Probe(ddp, optimizer, out=out / "b")
+            probe = probe_module.Probe(ddp, optimizer, out=out / "c", allow_one_rank=True)
+            if attempt == "entered twice":
+                with probe.step():
+                    with probe.step():
+                        pass
+            if attempt == "finish early":
+                probe.finish()
+            if attempt == "out is a file":
+                (out / "file").write_text("x")
+                probe_module.Probe(ddp, optimizer, out=out / "file", allow_one_rank=True)
+            print(f"{attempt}: accepted")
+        except probe_module.ProbeError as error:
+            print(f"{attempt}: {error}")
+    print("untouched:", all(torch.equal(a, b) for a, b in zip(before, model.parameters())))
+
+
+def main():
+    mode, out = sys.argv[1], pathlib.Path(sys.argv[2])
+    out.mkdir(parents=True, exist_ok=True)
+    store = tempfile.mktemp(prefix="probe-store-", dir=out)
+    if mode == "bad":
+        bad(out, store)
+        return
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    mp.spawn(worker, args=(2, mode, out, store), nprocs=2, join=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""The probe (issue 72): its measured added time split by a synthetic trace whose parts are known (the parts scaled
+to the measured total, the scale and the perturbation reported), the split's edge cases, a plain trace's words on
+what it cannot know, a probe folder's bad inputs; and where torch is installed, a two-rank gloo DDP job on the CPU:
+the state after a probed run equal bit for bit to the same job's own steps without the probe, and each bad use one
+line with the model untouched."""
+import json
+import math
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from conftest import REPO
+from overlap_bench import probe_split
+from test_analyze import analyze, kineto, two_steps
+
+JOB = REPO / "tests" / "python" / "probe_job.py"
+
+
+def probe_folder(folder, added=0.020, traced_step=0.066):
+    """Two ranks' job traces: per step a GEMM alone (0-10 us), one beside an all-reduce (20-33 us; alone it takes
+    10), the all-reduce 20-40 us (7 us exposed), a GEMM queued behind it from 45 us (launched at 1 us: the exposed
+    7 us blocked it); their compute-only traces the three GEMMs alone. Traced: 7 us exposed + 3 us slowdown."""
+    folder.mkdir()
+    steps = [(0.0, 100.0), (1000.0, 1100.0)]
+    for rank in (0, 1):
+        job, alone = [], []
+        for s in (0.0, 1000.0):
+            job += [(s, 10, "gemm", "", 0), (s + 20, 13, "gemm", "", 0),
+                    (s + 20, 20, "ncclDevKernel_AllReduce", "allreduce", 4 << 20), (s + 45, 10, "gemm", "", 0)]
+            alone += [(s, 10, "gemm", "", 0), (s + 20, 10, "gemm", "", 0), (s + 45, 10, "gemm", "", 0)]
+        kineto(folder / f"job.rank{rank}.trace.json", job, steps, rank=rank)
+        kineto(folder / f"compute-only.rank{rank}.trace.json", alone, steps, rank=rank)
+    probe = {"tool": "probe", "ranks": 2, "device": "Test GPU", "step_ms": 0.060, "compute_only_step_ms": 0.040,
+             "added_ms": added, "added_ci_lo_ms": added - 0.002, "added_ci_hi_ms": added + 0.002,
+             "traced_step_ms": traced_step, "replicas_agree": True}
+    (folder / "probe.json").write_text(json.dumps(probe))
+    return folder
+
+
+def test_the_measured_total_is_split_by_the_trace_s_parts_scaled_to_it(tmp_path):
+    folder = probe_folder(tmp_path / "probe")
+    result = analyze(folder, "--out", tmp_path / "a")
+    assert result.returncode == 0, result.stderr
+    parts = pd.read_csv(tmp_path / "a" / "analysis.parts.csv").set_index("part")
+    assert math.isclose(parts.loc["exposed communication", "traced_ms"], 0.007, abs_tol=1e-9)
+    assert math.isclose(parts.loc["compute slowdown", "traced_ms"], 0.003, abs_tol=1e-9)
+    assert math.isclose(parts.loc["blocking communication", "traced_ms"], 0.007, abs_tol=1e-9)
+    assert parts.loc[["peer wait", "wrapper kernels", "host gaps"], "traced_ms"].abs().max() < 1e-9
+    adds = parts[parts["adds"]]
+    assert math.isclose(adds["scaled_ms"].sum(), 0.020, rel_tol=1e-9)  # the parts add up to the measured total
+    assert math.isclose(parts.loc["exposed communication", "scaled_ms"], 0.014, rel_tol=1e-9)  # scaled by 2
+    row = pd.read_csv(tmp_path / "a" / "analysis.csv").set_index("mode").loc["overlap"]
+    assert math.isclose(row["probe_scale"], 2.0) and math.isclose(row["perturbation"], 1.1)
+    assert math.isclose(row["measured_added_ms"], 0.020) and math.isclose(row["blocking_comm_ms"], 0.007)
+    assert "added 0.020 ms a step [0.018, 0.022]" in result.stdout and "scaled by 2.000" in result.stdout
+    assert "From the trace alone" not in result.stdout
+    meta = json.loads((tmp_path / "a" / "analysis.meta.json").read_text())
+    assert meta["probe"]["added_ms"] == 0.020 and len(meta["traces"]) == 4
+
+
+def test_the_split_s_edges():
+    row = {"exposed_comm_ms": 0.5, "peer_wait_ms": 0.1, "slowdown_ms": 0.2, "wrapper_gpu_ms": 0.0,
+           "host_comm_ms": 0.05, "idle_added_ms": float("nan"), "blocking_comm_ms": 0.3}
+    probe = {"added_ms": 1.5, "added_ci_lo_ms": 1.0, "added_ci_hi_ms": 2.0, "traced_step_ms": 11.0, "step_ms": 10.0}
+    result = probe_split.split(row, probe)
+    parts = {p["part"]: p for p in result["parts"]}
+    assert math.isclose(result["traced_total_ms"], 0.75) and math.isclose(result["scale"], 2.0)
+    assert math.isclose(parts["exposed communication"]["traced_ms"], 0.4)  # less the peer wait, counted apart
+    assert math.isclose(sum(p["scaled_ms"] for p in result["parts"] if p["adds"]), 1.5)
+    assert math.isclose(result["perturbation"], 1.1)
+    nothing = probe_split.split(row, {**probe, "added_ms": -0.1})
+    assert nothing["scale"] == 0 and "nothing to split" in probe_split.sentence(nothing)
+    unseen = probe_split.split({k: 0.0 for k in row}, probe)
+    assert math.isnan(unseen["scale"]) and "cannot say where" in probe_split.sentence(unseen)
+
+
+def test_a_plain_trace_says_what_it_cannot_know(tmp_path):
+    traces = [two_steps(tmp_path / f"r{rank}.json", rank=rank) for rank in (0, 1)]
+    result = analyze(*traces, "--out", tmp_path / "a")
+    assert result.returncode == 0, result.stderr
+    assert "From the trace alone: no step of the job without the profiler" in result.stdout
+    assert "no compute-only step" in result.stdout and "overlap_bench.probe" in result.stdout
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("no probe.json", "a folder without a probe's result"),
+    ("probe.json not JSON", "not a probe's result (JSONDecodeError)"),
+    ("a string for a number", "needs the finite numbers"),
+    ("no traces", "without its traces"),
+])
+def test_a_probe_folder_s_bad_inputs_are_one_line_and_exit_2(tmp_path, damage, message):
+    folder = probe_folder(tmp_path / "probe")
+    if damage == "no probe.json":
+        (folder / "probe.json").unlink()
+    elif damage == "probe.json not JSON":
+        (folder / "probe.json").write_text("{")
+    elif damage == "a string for a number":
+        probe = json.loads((folder / "probe.json").read_text())
+        (folder / "probe.json").write_text(json.dumps({**probe, "added_ms": "0.2"}))
+    else:
+        for path in folder.glob("job.rank*"):
+            path.unlink()
+    result = analyze(folder, "--out", tmp_path / "a")
+    assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "a" / "analysis.csv").exists()
+
+
+def torch_job(*args, timeout=300):
+    pytest.importorskip("torch")
+    import torch.distributed as dist
+
+    if not dist.is_available() or not dist.is_gloo_available():
+        pytest.skip("torch without gloo")
+    return subprocess.run([sys.executable, str(JOB), *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
+
+
+def test_a_probed_run_trains_exactly_as_the_job_s_own_steps(tmp_path):
+    """Two ranks (gloo, CPU), BatchNorm's buffers, dropout's random numbers, AdamW: after the probe the model and the
+    optimizer's state equal bit for bit those of the same job's own steps on the batches they took, the replicas
+    agree, and the probe took at most 40 steps."""
+    import torch
+
+    from overlap_bench import probe as probe_module
+
+    for mode in ("probed", "plain"):
+        result = torch_job(mode, tmp_path)
+        assert result.returncode == 0, result.stderr[-3000:]
+    probed, plain = (torch.load(tmp_path / f"{m}.pt", weights_only=False) for m in ("probed", "plain"))
+    assert probed["model"].keys() == plain["model"].keys()
+    assert all(torch.equal(probed["model"][k], plain["model"][k]) for k in plain["model"])
+    a, b = probed["optimizer"]["state"], plain["optimizer"]["state"]
+    assert a.keys() == b.keys() and all(torch.equal(a[i][k], b[i][k]) for i in a for k in a[i])
+    measured = json.loads((tmp_path / "probe" / "probe.json").read_text())
+    assert measured["replicas_agree"] and measured["probe_steps"] == len(probe_module.plan()) <= 40
+    kinds = pd.read_csv(tmp_path / "probe" / "probe.csv")["kind"].value_counts()
+    assert kinds["job"] == kinds["compute"] == probe_module.PASSES * probe_module.PER_PASS
+    assert measured["added_ci_lo_ms"] <= measured["added_ms"] <= measured["added_ci_hi_ms"]
+    assert sorted(p.name for p in (tmp_path / "probe").glob("*.trace.json.gz")) == [
+        "compute-only.rank0.trace.json.gz", "compute-only.rank1.trace.json.gz", "job.rank0.trace.json.gz",
+        "job.rank1.trace.json.gz"]
+
+
+def test_each_bad_use_is_one_line_and_the_model_untouched(tmp_path):
+    result = torch_job("bad", tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = dict(line.split(": ", 1) for line in result.stdout.splitlines() if ": " in line)
+    assert "not wrapped for data parallelism" in lines["not wrapped"]
+    assert lines["world of one"].startswith("a world of one rank")
+    assert "entered inside another" in lines["entered twice"]
+    assert lines["finish early"].startswith("finish() after 0 of the probe's")
+    assert "a link or a file" in lines["out is a file"] and lines["untouched"] == "True"
