@@ -321,6 +321,7 @@ class Probe:
         lo, hi = added_interval(job, compute)
         agree = self._replicas_agree()
         result = {"suite": "overlap-bench", "tool": "probe", "ranks": self.world, "wrapper": "ddp",
+                  "backend": dist.get_backend(), "commit": _commit() if self.rank == 0 else "",
                   "device": torch.cuda.get_device_name(self.device) if self.cuda else "cpu",
                   "torch": torch.__version__, "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                   "command_line": sys.argv, "clock": "cuda events" if self.cuda else "host perf_counter",
@@ -366,6 +367,16 @@ class Probe:
         flag = torch.tensor([0 if same else 1], dtype=torch.int32, device=device)
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
         return int(flag.item()) == 0
+
+
+def _commit():
+    """The suite's commit (ob_tool.commit_id, standard library only), "unknown" where it cannot be told."""
+    try:
+        from overlap_bench import ob_tool
+
+        return ob_tool.commit_id()
+    except Exception:  # noqa: BLE001 -- metadata only: the measurement never fails for it
+        return "unknown"
 
 
 def _is_fsdp2(module):

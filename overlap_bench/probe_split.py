@@ -70,3 +70,82 @@ def sentence(result):
     return (head + ": of it " + "; ".join(f"{p['part']} {p['scaled_ms']:.3f} ms" for p in adds) +
             f" (the trace's {result['traced_total_ms']:.3f} ms scaled by {result['scale']:.3f} to the measured "
             f"total); {blocking['scaled_ms']:.3f} ms of the exposed communication provably blocked the compute")
+
+
+# ob-probe-table's columns beyond the probe's own: the truth (examples/probe_ddp.py --truth) and the scaled parts
+PART_COLUMNS = {"exposed communication": "exposed_ms", "peer wait": "peer_wait_ms", "compute slowdown": "slowdown_ms",
+                "wrapper kernels": "wrapper_ms", "host gaps": "host_gaps_ms", "blocking communication": "blocking_ms"}
+
+
+def table_row(folder):
+    """One probe folder as a row: the probe's measurement, its truth where the folder holds one (truth.json), the
+    split's scaled parts where it holds an analysis."""
+    probe = load(folder / "probe.json")
+    row = {"job": folder.name, "ranks": probe.get("ranks"), "backend": probe.get("backend", ""),
+           "device": probe.get("device", ""), "step_ms": probe["step_ms"],
+           "compute_only_step_ms": probe["compute_only_step_ms"], "added_ms": probe["added_ms"],
+           "added_ci_lo_ms": probe["added_ci_lo_ms"], "added_ci_hi_ms": probe["added_ci_hi_ms"],
+           "perturbation": probe["traced_step_ms"] / probe["step_ms"], "probe_steps": probe.get("probe_steps"),
+           "replicas_agree": probe.get("replicas_agree")}
+    truth_path = folder / "truth.json"
+    if truth_path.is_file():
+        truth = json.loads(truth_path.read_text())
+        row.update({k: truth.get(k) for k in ("truth_added_ms", "truth_ci_lo_ms", "truth_ci_hi_ms", "error",
+                                              "within_5pct")})
+    parts_path = folder / "analysis" / "analysis.parts.csv"
+    if parts_path.is_file():
+        import csv
+
+        with open(parts_path, newline="") as source:
+            for part in csv.DictReader(source):
+                if part["part"] in PART_COLUMNS:
+                    row[PART_COLUMNS[part["part"]]] = float(part["scaled_ms"])
+    return row, probe
+
+
+def table_main(argv=None):
+    """ob-probe-table FOLDER... --csv OUT: probe folders as one table, with its metadata beside (OUT.meta.json)."""
+    import pathlib
+    import sys
+    import time
+
+    import pandas as pd
+
+    from overlap_bench import ob_tool
+
+    parser = ob_tool.ArgumentParser(description=table_main.__doc__)
+    parser.add_argument("folders", nargs="+", help="probe folders (each holding probe.json)")
+    parser.add_argument("--csv", required=True, help="the table to write")
+    args = parser.parse_args(argv)
+    out = pathlib.Path(args.csv)
+    if out.suffix != ".csv" or not out.parent.is_dir():
+        raise ob_tool.UsageError(f"--csv: '{out}' is invalid: a .csv file in an existing folder")
+    meta_path = out.with_suffix(".meta.json")
+    ob_tool.require_outputs([("--csv", out), ("--csv", meta_path)],
+                            [("FOLDER", pathlib.Path(f) / "probe.json") for f in args.folders])
+    rows, probes = [], []
+    for folder in map(pathlib.Path, args.folders):
+        try:
+            row, probe = table_row(folder)
+        except (ValueError, OSError) as error:
+            raise ob_tool.UsageError(str(error)) from None
+        rows.append(row)
+        probes.append(probe)
+    meta = {"suite": "overlap-bench", "tool": "ob-probe-table", "commit": ob_tool.commit_id(),
+            "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command_line": sys.argv,
+            "probes": [{k: p.get(k) for k in ("commit", "date_utc", "device", "torch", "ranks", "backend",
+                                               "command_line", "clock")} for p in probes]}
+    ob_tool.write_text_atomic(meta_path, json.dumps(meta, indent=2) + "\n")
+    ob_tool.write_text_atomic(out, pd.DataFrame(rows).to_csv(index=False))
+    return 0
+
+
+def cli():
+    """The console command ob-probe-table."""
+    from overlap_bench import ob_tool
+
+    raise SystemExit(ob_tool.main_guard(table_main))
+
+
+if __name__ == "__main__":
+    cli()
