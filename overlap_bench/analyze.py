@@ -263,6 +263,13 @@ def compute_only(traces, paths):
             steps = [kernels for _, kernels in trace_stats.steps_of(alone)]
             if not steps:
                 raise ob_tool.UsageError(f"{path}: no compute-only step found in it")
+            if alone.world and job.world and alone.world != job.world:
+                raise ob_tool.UsageError(f"{path}: a compute-only trace of another job (world size {alone.world}, "
+                                         f"the job's {job.world})")
+            theirs = {(k.name, k.shape) for k in alone.kernels if not k.comm}
+            if not any((k.name, k.shape) in theirs for k in job.kernels if not k.comm):
+                raise ob_tool.UsageError(f"{path}: a compute-only trace of another job (no compute kernel of "
+                                         f"{job.path}'s by name and launch shape in it)")
             trace_read.set_compute_only(job, steps, "compute-only trace")
 
 

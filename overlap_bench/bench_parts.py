@@ -11,6 +11,7 @@ import itertools
 import json
 import pathlib
 import re
+import shlex
 import shutil
 import socket
 import sys
@@ -29,6 +30,8 @@ BINARIES = {"p1": "phase1_cuda_baseline/phase1_cuda_baseline", "p3": "phase3_mpi
 STEP_KEYS = {"name": str, "matrix": dict, "min_gpus": int, "requires": list, "absent": list, "prefix": str,
              "mpirun": str, "env": dict, "ranks": str, "launcher": str, "binary": str, "module": str, "args": str,
              "command": str}
+# The values that are paths (quoted where they enter a command): the folders given and the binaries in the build.
+PATHS = {"build", "root", "out", "sanitizer", *BINARIES}
 PLACEHOLDER = re.compile(r"(?<!\$)\{([a-z][a-z0-9_]*)\}")
 
 
@@ -114,8 +117,10 @@ def expand(step, values, configs):
         for key in PLACEHOLDER.findall(name + " " + command):
             if key not in known:
                 raise ob_tool.UsageError(f"--part: step '{step['name']}' is invalid: no value for '{{{key}}}'")
+        # a path given from outside (--out, --build, the checkout) is one word of the shell text, whatever it holds
         yield (PLACEHOLDER.sub(lambda m: str(known[m.group(1)]), name),
-               PLACEHOLDER.sub(lambda m: str(known[m.group(1)]), command))
+               PLACEHOLDER.sub(lambda m: shlex.quote(str(known[m.group(1)])) if m.group(1) in PATHS
+                               else str(known[m.group(1)]), command))
 
 
 def runs_here(step, gpus):

@@ -274,7 +274,8 @@ def compare(args, staging):
     try:
         rounds, stopped = run_rounds(args, orders, staging.runs)
     except ContenderFailed as failure:
-        print(f"ob-compare: {failure}", file=sys.stderr)
+        kept = staging.keep_runs()  # the logs the message names outlive the staging folder
+        print(f"ob-compare: {str(failure).replace(str(staging.runs), str(kept))}", file=sys.stderr)
         return failure.code
     rounds_run = rounds["round"].nunique() if len(rounds) else 0
     if stopped:

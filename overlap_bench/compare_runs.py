@@ -118,6 +118,15 @@ class Staging:
             self.runs.mkdir()
         ob_tool.at_signal(self.discard)
 
+    def keep_runs(self):
+        """The runs folder (every process's log) moved to <out>/failed-runs (an older one replaced), for a failure
+        whose message names a log in it; its new path."""
+        kept = self.out / "failed-runs"
+        shutil.rmtree(kept, ignore_errors=True)
+        if self.runs.is_dir():
+            os.replace(self.runs, kept)
+        return kept
+
     def discard(self):
         shutil.rmtree(self.path, ignore_errors=True)
 

@@ -15,6 +15,7 @@ Usage:
   ob-gate --base-build /tmp/before/build/gpu --build build/gpu --out results/runs/gate --gpus 2
 """
 import pathlib
+import shlex
 import subprocess
 import sys
 
@@ -94,6 +95,11 @@ def parse_args(argv=None):
     for option, value, ok, allowed in problems:
         if not ok:
             parser.error(f"{option}: '{value}' is invalid: {allowed}")
+    try:  # every placeholder known, every brace paired: the command is made before anything runs
+        side_command(args, "build", "1x1x1")
+    except (KeyError, IndexError, ValueError) as error:
+        parser.error(f"--command: '{args.command}' is invalid: {type(error).__name__} {error} (placeholders: "
+                     "{binary}, {h}, {l}, {b}, {syncs}, {gpus}, {iters}, {csv}; a literal brace doubled)")
     for option, build in (("--base-build", args.base_build), ("--build", args.build)):
         if build and args.command == COMMAND and not (pathlib.Path(build) / BINARY).is_file():
             parser.error(f"{option}: '{build}' is invalid: no {BINARY} in it (build it first)")
@@ -102,14 +108,20 @@ def parse_args(argv=None):
     return args
 
 
+def side_command(args, build, config):
+    """A side's process for one configuration: --command with its placeholders filled, the binary's path quoted
+    for the shell that runs it (a folder with a space or a `;` in its name stays one word)."""
+    h, l, b = headline_tables.shape(config)
+    return args.command.format(binary=shlex.quote(str(pathlib.Path(build) / BINARY)), h=h, l=l, b=b,
+                               syncs=args.syncs, gpus=args.gpus, iters=args.iters, csv="{csv}")
+
+
 def compare_args(args, builds):
     """ob-compare's arguments: per side and configuration a process, per strategy a contender side@sync-config."""
     argv = []
     for side, build in builds.items():
         for config in args.configs.split(","):
-            h, l, b = headline_tables.shape(config)
-            command = args.command.format(binary=pathlib.Path(build) / BINARY, h=h, l=l, b=b, syncs=args.syncs,
-                                          gpus=args.gpus, iters=args.iters, csv="{csv}")
+            command = side_command(args, build, config)
             argv += ["--process", f"{side}-{config}={command}"]
             argv += [a for sync in args.syncs.split(",")
                      for a in ("--contender", f"{side}@{sync}-{config}=@{side}-{config}[sync={sync}]")]
@@ -122,8 +134,9 @@ def main(argv=None):
     args = parse_args(argv)
     base = args.base_build or build_base(args.base, args.preset)
     code = compare.main(compare_args(args, {"before": base, "after": args.build}))
-    if code != 0:
-        return code
+    if code != 0:  # a run that failed (a check, a crash, a time-out) is no regression: exit 3, 1 is kept for those
+        print(f"ob-gate: a run failed (ob-compare exit {code}): no verdict on regressions", file=sys.stderr)
+        return 2 if code == 2 else 3
     out = pathlib.Path(args.out)
     gate = regressions(pd.read_csv(out / "compare" / "compare.csv"), args.threshold)
     ob_tool.write_text_atomic(out / "gate.csv", gate.to_csv(index=False))

@@ -85,7 +85,7 @@ def cap_label(sync, cap, spec):
 
 def plan(spec, gpus, build, out, python=sys.executable):
     """The calibrations (config, command, calibration file) and ob-compare's arguments of an experiment."""
-    p4 = f"{MPI} -np {gpus} {build}/phase4_chunked_nccl/phase4_chunked_nccl"
+    p4 = f"{MPI} -np {gpus} {shlex.quote(str(pathlib.Path(build) / 'phase4_chunked_nccl' / 'phase4_chunked_nccl'))}"
     syncs = ",".join(spec["planned_syncs"])
     calibrations = []
     cal_passes = f" --passes {min(spec['passes'], 3)}" if spec["passes"] > 1 else ""

@@ -263,8 +263,10 @@ def _end_on_signal(number, _frame):
 
 def main_guard(function):
     """Runs a script's main: UsageError -> one line on stderr and exit 2; an I/O failure (a full disk, an output
-    that cannot be written) -> one line naming the file and exit 3; SIGINT/SIGTERM/SIGHUP -> temporaries removed,
-    exit 130/143/129. Never a traceback. The processes it starts import this same package (export_package_path)."""
+    that cannot be written) -> one line naming the file and exit 3; any other exception -> one line naming an
+    internal error, exit 3, its traceback in a file the line names; SIGINT/SIGTERM/SIGHUP -> temporaries removed,
+    exit 130/143/129. Never a traceback on the terminal. The processes it starts import this same package
+    (export_package_path)."""
     name = pathlib.Path(sys.argv[0]).name
     export_package_path()
     for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -278,6 +280,25 @@ def main_guard(function):
         where = error.filename or ""
         print(f"{name}: error: {where}{': ' if where else ''}{error.strerror or error}", file=sys.stderr)
         return 3
+    except Exception as error:  # noqa: BLE001 -- any other failure: one line and a file with its traceback
+        print(f"{name}: internal error: {type(error).__name__}: {_first_line(error)} (traceback in "
+              f"{_traceback_file(name)})", file=sys.stderr)
+        return 3
+
+
+def _first_line(error):
+    text = str(error).strip()
+    return text.splitlines()[0][:200] if text else "no message"
+
+
+def _traceback_file(name):
+    """The current exception's traceback written to a file of its own (the temporary folder); its path."""
+    import traceback
+
+    handle, path = tempfile.mkstemp(prefix=f"{name}-traceback-", suffix=".txt")
+    with os.fdopen(handle, "w") as sink:
+        sink.write(f"{' '.join(sys.argv)}\n\n{traceback.format_exc()}")
+    return path
 
 
 if __name__ == "__main__":  # a library of the other scripts, not a command: say so

@@ -16,6 +16,7 @@ import pathlib
 import re
 import shlex
 import tarfile
+import zlib
 
 from overlap_bench import ob_tool
 
@@ -23,11 +24,31 @@ PACK = "packed.tar.gz"
 LINK = re.compile(r"\]\(([^)#\s]+)")
 
 
+MOST_MEMBER_BYTES = 64 << 20  # a packed file as it unpacks (the largest published file is far less)
+MOST_PACK_BYTES = 256 << 20  # a pack's members together
+
+
 @functools.lru_cache(maxsize=None)
 def _members(pack):
-    """Every member of a pack, by name (read once)."""
-    with tarfile.open(pack, "r:gz") as archive:
-        return {m.name: archive.extractfile(m).read() for m in archive.getmembers() if m.isfile()}
+    """Every member of a pack, by name (read once). A pack holds the files of its own folder by their plain names:
+    a member named with a folder, `..` or an absolute path (it would be written outside the folder), a link, or
+    members larger than the caps as they unpack are a usage error naming the pack, before anything is read."""
+    try:
+        with tarfile.open(pack, "r:gz") as archive:
+            members = archive.getmembers()
+            total = 0
+            for m in members:
+                if not (m.isfile() and m.name == pathlib.PurePosixPath(m.name).name and m.name not in ("", ".", "..")):
+                    raise ob_tool.UsageError(f"{pack}: member '{m.name}' is not a plain file of the pack's folder")
+                total += m.size
+                if m.size > MOST_MEMBER_BYTES or total > MOST_PACK_BYTES:
+                    raise ob_tool.UsageError(f"{pack}: member '{m.name}' unpacks past the cap "
+                                             f"({MOST_MEMBER_BYTES >> 20} MiB a file, {MOST_PACK_BYTES >> 20} in all)")
+            return {m.name: archive.extractfile(m).read() for m in members}
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as error:
+        if isinstance(error, OSError) and not isinstance(error, EOFError) and error.filename:
+            raise
+        raise ob_tool.UsageError(f"{pack}: not a readable pack ({type(error).__name__})") from None
 
 
 def _packed(path):

@@ -2,8 +2,8 @@
 binary (or ob_trace) writes beside it, its rows again. The overlapped mode's iterations are the steps, its compute
 lane's events the compute and its comm lane's the collectives; the run's compute-only mode is the slowdown's baseline
 (as a profiler trace's compute-only steps are: trace_read.set_apart_compute_only)."""
-import json
 import re
+import zlib
 
 import pandas as pd
 
@@ -24,18 +24,28 @@ def read_timeline(path):
 def read_own_trace(path):
     """The Chrome trace a phase binary (or ob_trace) wrote beside its timeline, back into the timeline's rows (a
     process is a rank, "rank R" or "POINT · rank R"; a thread a lane, its second track "LANE #2"): timeline_ranks."""
-    try:
+    import ijson
+
+    try:  # streamed: memory follows the events kept, not what the file inflates to
+        names, raw = {}, []
         with trace_read.open_trace(path) as source:
-            events = json.load(source)["traceEvents"]
-        names = {(e["pid"], e.get("tid")): e["args"]["name"] for e in events
-                 if e.get("ph") == "M" and e.get("name") in ("process_name", "thread_name")}
+            for e in ijson.items(source, "traceEvents.item", use_float=True):
+                if e.get("ph") == "M" and e.get("name") in ("process_name", "thread_name"):
+                    names[(e["pid"], e.get("tid"))] = str(e["args"]["name"])
+                elif e.get("ph") == "X":
+                    ts, dur = float(e["ts"]), float(e["dur"])
+                    if not (abs(ts) <= trace_read.MOST_US and 0 <= dur <= trace_read.MOST_US):
+                        raise ValueError(f"event ts {ts} or dur {dur} outside what a trace holds")
+                    raw.append((e["pid"], e["tid"], str(e["name"]), int(e["args"]["iter"]), int(e["args"]["chunk"]),
+                                ts, ts + dur))
         rows = []
-        for e in (e for e in events if e.get("ph") == "X"):
-            point, _, rank = names[(e["pid"], None)].rpartition(" · ")
-            rows.append((int(rank.split()[-1]), re.sub(r" #\d+$", "", names[(e["pid"], e["tid"])]), e["name"],
-                         e["args"]["iter"], e["args"]["chunk"], e["ts"], e["ts"] + e["dur"], point))
-    except (ValueError, KeyError, TypeError, IndexError) as error:
-        raise ob_tool.UsageError(f"{path}: not a trace this suite's binaries wrote ({error!r})") from None
+        for pid, tid, name, iteration, chunk, start, end in raw:
+            point, _, rank = names[(pid, None)].rpartition(" · ")
+            rows.append((int(rank.split()[-1]), re.sub(r" #\d+$", "", names[(pid, tid)]), name, iteration, chunk,
+                         start, end, point))
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, ijson.JSONError, ijson.IncompleteJSONError,
+            EOFError, zlib.error) as error:
+        raise ob_tool.UsageError(f"{path}: not a trace this suite's binaries wrote ({str(error)[:120]!r})") from None
     columns = ["rank", "lane", "name", "iter", "chunk", "start_us", "end_us", "point"]
     return timeline_ranks(pd.DataFrame(rows, columns=columns), path)
 

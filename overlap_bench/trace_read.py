@@ -18,6 +18,7 @@ import gzip
 import math
 import pathlib
 import sqlite3
+import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,6 +35,8 @@ WRAPPING_CALLS = ("DistributedDataParallel.forward",)
 # The host range a job marks its compute-only steps with (the same model and optimizer without the wrapper):
 # `with torch.profiler.record_function(COMPUTE_ONLY): step()`.
 COMPUTE_ONLY = "ob_compute_only"
+# Microseconds: the largest timestamp or duration a trace can hold (about 31 years: a clock's epoch time fits).
+MOST_US = 1e15
 DTYPE_BYTES = {"Float": 4, "float": 4, "Half": 2, "BFloat16": 2, "Double": 8, "Int": 4, "Long": 8, "Byte": 1}
 
 
@@ -98,6 +101,12 @@ def _keep(trace, event):
     if event.get("ph") != "X":
         return
     ts, dur = float(event.get("ts", math.nan)), float(event.get("dur", math.nan))
+    if not (isinstance(name, str) and isinstance(args, dict)):
+        raise ValueError(f"an event's name or args of the wrong type ({type(name).__name__}, "
+                         f"{type(args).__name__})")
+    if not (abs(ts) <= MOST_US and 0 <= dur <= MOST_US):  # NaN fails both: a time no trace can hold
+        raise ValueError(f"event '{name[:60]}': ts {ts} or dur {dur} outside what a trace holds (finite, |ts| and "
+                         f"dur at most {MOST_US:g} us, dur not negative)")
     if cat in ("kernel", "gpu_memset", "gpu_memcpy"):
         collective = str(args.get("Collective name", "")) if cat == "kernel" else ""
         elements = float(args.get("In msg nelems", 0) or 0)
@@ -116,6 +125,9 @@ def _keep(trace, event):
         trace.optimizer.append((ts, ts + dur))
     elif cat == "cpu_op" and name == "torch::autograd::AccumulateGrad":
         dims = (args.get("Input Dims") or [[]])[0]
+        if not isinstance(dims, list) or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 1 << 40
+                                                 for d in dims):
+            raise ValueError(f"AccumulateGrad's Input Dims {str(dims)[:60]} are not a shape (whole numbers)")
         trace.grads.append((ts, float(math.prod(dims)) if dims else 0.0))
     elif cat == "cpu_op" and name.startswith("autograd::engine::evaluate_function: ") and "AccumulateGrad" not in name:
         trace.backward.append((ts, ts + dur, name.split(": ", 1)[1]))
@@ -242,7 +254,7 @@ def read_kineto(path):
         _wrapping_ends(trace)
         set_apart_compute_only(trace)
     except (ijson.JSONError, ijson.IncompleteJSONError, UnicodeDecodeError, EOFError, OSError, ValueError,
-            gzip.BadGzipFile) as error:
+            gzip.BadGzipFile, TypeError, AttributeError, KeyError, zlib.error) as error:
         if isinstance(error, OSError) and not isinstance(error, (EOFError, gzip.BadGzipFile)) and error.filename:
             raise
         raise ob_tool.UsageError(f"{path}: not a profiler trace ({type(error).__name__}: "

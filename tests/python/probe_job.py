@@ -4,7 +4,9 @@ job under the probe until it is done and saves rank 0's state; `plain` runs the 
 batches, without the probe and without the batches the probe's compute-only steps took, and saves its state: the two
 must be equal bit for bit. `bad` prints each bad use's one line.
 
-Usage: python3 probe_job.py probed|plain|bad OUT_DIR
+`compare` prints whether the two saved states are equal, and the probe's plan. Exit 77 where torch has no gloo.
+
+Usage: python3 probe_job.py probed|plain|bad|compare OUT_DIR
 """
 import os
 import pathlib
@@ -97,8 +99,23 @@ def bad(out, store):
     print("untouched:", all(torch.equal(a, b) for a, b in zip(before, model.parameters())))
 
 
+def compare(out):
+    probed, plain = (torch.load(out / f"{m}.pt", weights_only=False) for m in ("probed", "plain"))
+    a, b = probed["optimizer"]["state"], plain["optimizer"]["state"]
+    print("model equal:", probed["model"].keys() == plain["model"].keys() and
+          all(torch.equal(probed["model"][k], plain["model"][k]) for k in plain["model"]))
+    print("optimizer equal:", a.keys() == b.keys() and len(a) > 0 and
+          all(torch.equal(a[i][k], b[i][k]) for i in a for k in a[i]))
+    print("plan:", len(probe_module.plan()), probe_module.PASSES * probe_module.PER_PASS)
+
+
 def main():
     mode, out = sys.argv[1], pathlib.Path(sys.argv[2])
+    if not dist.is_available() or not dist.is_gloo_available():
+        sys.exit(77)
+    if mode == "compare":
+        compare(out)
+        return
     out.mkdir(parents=True, exist_ok=True)
     store = tempfile.mktemp(prefix="probe-store-", dir=out)
     if mode == "bad":

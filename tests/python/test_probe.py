@@ -3,8 +3,10 @@ to the measured total, the scale and the perturbation reported), the split's edg
 what it cannot know, a probe folder's bad inputs; and where torch is installed, a two-rank gloo DDP job on the CPU:
 the state after a probed run equal bit for bit to the same job's own steps without the probe, and each bad use one
 line with the model untouched."""
+import importlib.util
 import json
 import math
+import os
 import subprocess
 import sys
 
@@ -108,36 +110,33 @@ def test_a_probe_folder_s_bad_inputs_are_one_line_and_exit_2(tmp_path, damage, m
 
 
 def torch_job(*args, timeout=300):
-    pytest.importorskip("torch")
-    import torch.distributed as dist
-
-    if not dist.is_available() or not dist.is_gloo_available():
+    """probe_job.py in a process of its own (torch is never imported here: a child forked from a process that
+    holds it inherits its peak memory, which other tests measure); skipped without torch or gloo."""
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed")
+    result = subprocess.run([sys.executable, str(JOB), *map(str, args)], capture_output=True, text=True,
+                            timeout=timeout, env={**os.environ, "PYTHONPATH": str(REPO)})
+    if result.returncode == 77:
         pytest.skip("torch without gloo")
-    return subprocess.run([sys.executable, str(JOB), *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
+    return result
 
 
 def test_a_probed_run_trains_exactly_as_the_job_s_own_steps(tmp_path):
     """Two ranks (gloo, CPU), BatchNorm's buffers, dropout's random numbers, AdamW: after the probe the model and the
     optimizer's state equal bit for bit those of the same job's own steps on the batches they took, the replicas
     agree, and the probe took at most 40 steps."""
-    import torch
-
-    from overlap_bench import probe as probe_module
-
-    for mode in ("probed", "plain"):
+    for mode in ("probed", "plain", "compare"):
         result = torch_job(mode, tmp_path)
         assert result.returncode == 0, result.stderr[-3000:]
-    probed, plain = (torch.load(tmp_path / f"{m}.pt", weights_only=False) for m in ("probed", "plain"))
-    assert probed["model"].keys() == plain["model"].keys()
-    assert all(torch.equal(probed["model"][k], plain["model"][k]) for k in plain["model"])
-    a, b = probed["optimizer"]["state"], plain["optimizer"]["state"]
-    assert a.keys() == b.keys() and all(torch.equal(a[i][k], b[i][k]) for i in a for k in a[i])
+    lines = dict(line.split(": ", 1) for line in result.stdout.splitlines() if ": " in line)
+    assert lines["model equal"] == "True" and lines["optimizer equal"] == "True"
+    steps, timed = map(int, lines["plan"].split())
     measured = json.loads((tmp_path / "probe" / "probe.json").read_text())
-    assert measured["replicas_agree"] and measured["probe_steps"] == len(probe_module.plan()) <= 40
+    assert measured["replicas_agree"] and measured["probe_steps"] == steps <= 40
     kinds = pd.read_csv(tmp_path / "probe" / "probe.csv")["kind"].value_counts()
-    assert kinds["job"] == kinds["compute"] == probe_module.PASSES * probe_module.PER_PASS
+    assert kinds["job"] == kinds["compute"] == timed
     assert measured["added_ci_lo_ms"] <= measured["added_ms"] <= measured["added_ci_hi_ms"]
+    assert measured["backend"] == "gloo" and measured["clock"] == "host perf_counter"
     assert sorted(p.name for p in (tmp_path / "probe").glob("*.trace.json.gz")) == [
         "compute-only.rank0.trace.json.gz", "compute-only.rank1.trace.json.gz", "job.rank0.trace.json.gz",
         "job.rank1.trace.json.gz"]

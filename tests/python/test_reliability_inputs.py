@@ -1,0 +1,91 @@
+"""Issue 75's rules, each with the hostile input that broke it: any exception a tool did not foresee is one line
+and exit 3 with its traceback in a file (never on the terminal); a trace whose fields have the wrong types or
+impossible times, a compute-only trace of another job, a pack whose member would land outside its folder: one line,
+exit 2, nothing written; paths given from outside never become shell text (bench_gpu.sh, ob-gate's --command)."""
+import pathlib
+import subprocess
+import sys
+import tarfile
+import io
+
+import pytest
+
+from conftest import REPO, tool
+from overlap_bench import ob_tool
+from test_analyze import analyze, kineto, two_steps
+
+
+def one_line(result, code, text):
+    assert result.returncode == code, (result.returncode, result.stderr)
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert text in result.stderr, result.stderr
+
+
+def test_an_unforeseen_exception_is_one_line_exit_3_and_a_traceback_file(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["ob-tool"])
+
+    def broken():
+        raise RuntimeError("a bug\nwith a second line")
+
+    assert ob_tool.main_guard(broken) == 3
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("ob-tool: internal error: RuntimeError: a bug (traceback in ") and "\n" not in err
+    saved = pathlib.Path(err.rsplit("traceback in ", 1)[1].rstrip(")"))
+    try:
+        assert "Traceback" in saved.read_text() and "raise RuntimeError" in saved.read_text()
+    finally:
+        saved.unlink()
+
+
+@pytest.mark.parametrize("event, text", [
+    ({"ph": "X", "cat": "cpu_op", "name": "torch::autograd::AccumulateGrad", "ts": 5, "dur": 1,
+      "args": {"Input Dims": [["x" * 100, 10 ** 9]]}}, "are not a shape"),
+    ({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1e305, "dur": 1}, "outside what a trace holds"),
+    ({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": -5}, "outside what a trace holds"),
+    ({"ph": "X", "cat": "kernel", "name": ["not", "a", "name"], "ts": 1, "dur": 1}, "wrong type"),
+    ({"ph": "X", "cat": "kernel", "name": "gemm", "ts": 1, "dur": 1, "args": "text"}, "wrong type"),
+])
+def test_a_trace_with_impossible_fields_is_exit_2_naming_it(tmp_path, event, text):
+    path = kineto(tmp_path / "t.json", [(0.0, 10, "gemm", "", 0)], [(0.0, 100.0)], extra=[event])
+    one_line(analyze(path, "--out", tmp_path / "a"), 2, text)
+    assert not (tmp_path / "a" / "analysis.csv").exists()
+
+
+def test_a_compute_only_trace_of_another_job_is_refused(tmp_path):
+    job = [two_steps(tmp_path / f"r{rank}.json", rank=rank) for rank in (0, 1)]
+    other = kineto(tmp_path / "other.json", [(0.0, 10, "softmax", "", 0)], [(0.0, 100.0)], rank=0)
+    one_line(analyze(*job, "--compute-only", other, "--out", tmp_path / "a"), 2, "a compute-only trace of another job")
+    bigger = kineto(tmp_path / "bigger.json", [(0.0, 10, "gemm", "", 0)], [(0.0, 100.0)], rank=0, world=4)
+    one_line(analyze(*job, "--compute-only", bigger, "--out", tmp_path / "b"), 2, "world size 4")
+
+
+@pytest.mark.parametrize("member", ["../../escaped", "/tmp/absolute-escape", "sub/dir.csv"])
+def test_a_pack_never_writes_outside_its_folder(tmp_path, member):
+    folder = tmp_path / "results" / "a"
+    folder.mkdir(parents=True)
+    with tarfile.open(folder / "packed.tar.gz", "w:gz") as archive:
+        info = tarfile.TarInfo(member)
+        info.size = 2
+        archive.addfile(info, io.BytesIO(b"x\n"))
+    result = subprocess.run([*tool("packs.py"), "unpack", str(tmp_path / "results")], capture_output=True,
+                            text=True, timeout=60)
+    one_line(result, 2, "is not a plain file of the pack's folder")
+    assert not (tmp_path / "escaped").exists() and not pathlib.Path("/tmp/absolute-escape").exists()
+    assert sorted(p.name for p in folder.iterdir()) == ["packed.tar.gz"]
+
+
+def test_an_output_path_never_becomes_shell_text(tmp_path):
+    marker = tmp_path / "PWNED"
+    out = f"o$(touch {marker});x"
+    result = subprocess.run([str(REPO / "scripts" / "bench_gpu.sh"), "--dry-run", "--part", "phase4", "--out", out],
+                            capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert not marker.exists() and f"--csv {out}/phase4-4096-16-512.csv" in result.stdout
+
+
+def test_ob_gate_s_command_placeholders_are_checked_before_anything_runs(tmp_path):
+    result = subprocess.run([*tool("gate.py"), "--base-build", str(tmp_path), "--build", str(tmp_path), "--command",
+                             "{binary} {foo} --csv {csv}", "--out", str(tmp_path / "g")], capture_output=True,
+                            text=True, timeout=60)
+    one_line(result, 2, "--command")
+    assert not (tmp_path / "g").exists()
