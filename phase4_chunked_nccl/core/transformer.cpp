@@ -133,6 +133,21 @@ TransformerShape parse_transformer_config(const nlohmann::json& config, const st
                                           const std::string& option) {
   if (!config.is_object()) bad(option, source, "not a JSON object");
   try {
+    // A mixture of experts is refused by name, not read as the dense model of one expert (Mixtral-8x7B's config
+    // read so is about 7 B parameters of its 46.7 B); an architecture this parser does not know, likewise.
+    for (const char* key : {"num_local_experts", "num_experts", "n_routed_experts", "moe_intermediate_size"}) {
+      if (config.contains(key) && !config.at(key).is_null())
+        bad(option, source,
+            std::string("a mixture-of-experts config (") + key + " " + config.at(key).dump() +
+                "): its experts are not modelled; give a dense model");
+    }
+    if (config.contains("model_type")) {
+      const std::string type = config.at("model_type").get<std::string>();
+      if (type != "gpt2" && type != "llama" && type != "mistral" && type != "qwen2")
+        bad(option, source, "model_type '" + type + "' is not one this suite models (gpt2, llama, mistral, qwen2)");
+      if ((type == "gpt2") != config.contains("n_embd"))
+        bad(option, source, "model_type '" + type + "' with " + (type == "gpt2" ? "no n_embd" : "n_embd"));
+    }
     return config.contains("n_embd") ? parse_gpt2(config, source, option) : parse_gated(config, source, option);
   } catch (const nlohmann::json::exception& error) {  // a key of the wrong type (a number for model_type, say)
     bad(option, source, std::string("a key has the wrong type (") + error.what() + ")");

@@ -128,3 +128,28 @@ TEST(Transformer, BadConfigsAreRefusedNamingTheKey) {
   EXPECT_EQ(usage_error(config), "");
   EXPECT_THROW(phase4::load_transformer("llama-9000"), ob::UsageError);
 }
+
+// A mixture of experts (Mixtral-8x7B's config) is refused by name, never read as one dense expert; an architecture
+// the parser does not know is refused, never read as Llama; a known one with the other family's keys likewise.
+TEST(Transformer, AMixtureOfExpertsAndAnUnknownArchitectureAreRefusedByName) {
+  nlohmann::json mixtral = llama();
+  mixtral["model_type"] = "mixtral";
+  mixtral["num_local_experts"] = 8;
+  mixtral["num_experts_per_tok"] = 2;
+  EXPECT_NE(usage_error(mixtral).find("a mixture-of-experts config (num_local_experts 8)"), std::string::npos)
+      << usage_error(mixtral);
+  nlohmann::json deepseek = llama();
+  deepseek["n_routed_experts"] = 64;
+  EXPECT_NE(usage_error(deepseek).find("mixture-of-experts"), std::string::npos);
+  nlohmann::json unknown = llama();
+  unknown["model_type"] = "falcon";
+  EXPECT_NE(usage_error(unknown).find("model_type 'falcon' is not one this suite models"), std::string::npos);
+  nlohmann::json crossed = llama();
+  crossed["model_type"] = "gpt2";
+  EXPECT_NE(usage_error(crossed).find("model_type 'gpt2' with no n_embd"), std::string::npos);
+  for (const char* type : {"llama", "mistral", "qwen2"}) {
+    nlohmann::json known = llama();
+    known["model_type"] = type;
+    EXPECT_EQ(usage_error(known), "") << type;
+  }
+}
