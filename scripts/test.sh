@@ -25,7 +25,7 @@ full=0
 [ "${#presets[@]}" -gt 0 ] || presets=(default)
 [ "$full" -eq 1 ] && presets+=(asan)
 
-ob_ensure_dependencies
+OB_NEED_TESTS=1 ob_ensure_dependencies
 # Said up front: the two-node Slurm test installs Slurm when it is missing (as root), which takes a while.
 if [ "$(id -u)" -eq 0 ] && ! command -v slurmctld >/dev/null 2>&1 && { [ -z "$label" ] || [[ "slurm" =~ ^($label)$ ]]; }; then
   ob_log "the two-node Slurm test will apt-get install slurm-wlm and munge (about 40 packages with their plugins);" \

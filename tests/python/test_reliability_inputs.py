@@ -2,6 +2,7 @@
 and exit 3 with its traceback in a file (never on the terminal); a trace whose fields have the wrong types or
 impossible times, a compute-only trace of another job, a pack whose member would land outside its folder: one line,
 exit 2, nothing written; paths given from outside never become shell text (bench_gpu.sh, ob-gate's --command)."""
+import os
 import pathlib
 import subprocess
 import sys
@@ -89,3 +90,20 @@ def test_ob_gate_s_command_placeholders_are_checked_before_anything_runs(tmp_pat
                             text=True, timeout=60)
     one_line(result, 2, "--command")
     assert not (tmp_path / "g").exists()
+
+
+def test_the_main_job_runs_on_an_offline_node_without_ijson(tmp_path):
+    """No network (pip and apt-get fail at once) and no ijson: the main job says what is unavailable and runs."""
+    stubs, hidden = tmp_path / "bin", tmp_path / "hidden"
+    stubs.mkdir()
+    hidden.mkdir()
+    (stubs / "apt-get").write_text("#!/bin/sh\necho 'E: offline' >&2\nexit 100\n")
+    (stubs / "apt-get").chmod(0o755)
+    (hidden / "ijson.py").write_text("raise ImportError('not installed')\n")
+    env = {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}", "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": "",
+           "PYTHONPATH": str(hidden)}
+    result = subprocess.run([str(REPO / "scripts" / "run_all.sh"), "--list"], capture_output=True, text=True,
+                            timeout=900, env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "ijson is not installed and could not be (offline?)" in result.stderr
+    assert "phase2" in result.stdout + result.stderr
