@@ -188,8 +188,8 @@ def test_every_relative_link_resolves():
 
 # A path a page names in backticks or as results/...: a file or folder of the checkout (the page's own folder's, or
 # from the root); placeholders (<hw>, N, ...), globs, ad-hoc outputs and files a run writes are not paths of it.
-NAMED_PATH = re.compile(r"`((?:[A-Za-z0-9_.-]+/)+[A-Za-z0-9_.-]+/?)`|(?<![\w/.-])(results/[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]*"
-                        r"[A-Za-z0-9_])")
+NAMED_PATH = re.compile(r"`((?:[A-Za-z0-9_.-]+/)+[A-Za-z0-9_.-]+/?)`"
+                        r"|(?<![\w/.-])(results/[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]*[A-Za-z0-9_])")
 ROOMS = [REPO / "phase4_chunked_nccl", REPO / "common", REPO / "overlap_bench"]  # a file named within its room
 WRITTEN = ("results/runs", "build/", "ob-probe", "/tmp", "traces/", "out/", "analysis/", "OUT", "DIR", "FOLDER")
 
@@ -232,8 +232,8 @@ def helps(build_dir):
 def test_every_option_the_docs_name_exists_and_every_option_is_in_the_reference(build_dir):
     texts = helps(build_dir)
     ours = set().union(*(set(OPTION.findall(text)) for text in texts.values()))
-    scripts = "".join(p.read_text() for folder in ("scripts", "overlap_bench") for p in (REPO / folder).rglob("*")
-                      if p.suffix in {".py", ".sh", ".sbatch"})
+    scripts = "".join(p.read_text() for folder in ("scripts", "overlap_bench", "examples")
+                      for p in (REPO / folder).rglob("*") if p.suffix in {".py", ".sh", ".sbatch"})
     scripts += (REPO / "common" / "tools" / "trace_main.cpp").read_text()
     docs = (REPO / "README.md").read_text() + (REPO / "docs" / "USAGE.md").read_text()
     taken = ours | OTHER_TOOLS  # and the scripts' own: an argparse name or a case label in their source
