@@ -1,4 +1,4 @@
-// The CSV files' columns, declared once in overlap_bench/schema.json (which the Python tools load too) and embedded
+// The CSV files' columns, declared once in overlap_bench/core/schema.json (which the Python tools load too) and embedded
 // in the binaries when they are built: csv_schema_columns("summary", "leading") is the summary's first columns.
 #pragma once
 

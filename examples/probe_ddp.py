@@ -26,7 +26,8 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
-from overlap_bench.probe import Probe, added_interval  # probe
+from overlap_bench.ddp.probe_state import added_interval
+from overlap_bench.probe import Probe  # probe
 
 
 class Block(nn.Module):

@@ -45,6 +45,9 @@ import time
 import torch
 import torch.distributed as dist
 
+from overlap_bench.ddp.probe_state import (Snapshot, Timer, added_interval, free_bytes, median, sample_ms,
+                                          synchronize)
+
 PASSES = 4  # timed passes, each the job's steps and the compute-only steps in turn
 PER_PASS = 3  # steps of each kind in a pass
 WARMUP = 4  # the job's steps before anything is timed
@@ -53,7 +56,6 @@ TRACED = 3  # the job's steps the profiler records
 TRACED_COMPUTE = 2  # compute-only steps the profiler records, in a trace of their own
 MOST_STEPS = 40  # the probe's own cost: at most this many of the job's steps
 MARGIN = 1.25  # the state's copy is kept where this many times its bytes are free
-RESAMPLES = 2000
 TRAINS = ("warmup", "job", "traced")  # the kinds of step whose update the job keeps (the others' is undone)
 COMPUTE = ("warmup-compute", "compute", "traced-compute")  # compute-only steps: DDP's no_sync(), then restored
 
@@ -76,128 +78,6 @@ def plan(passes=PASSES, per_pass=PER_PASS, warmup=WARMUP, traced=TRACED):
         steps += [(kind, p) for kind in order for _ in range(per_pass)]
     steps += [("traced", -1)] * traced + [("traced-compute", -1)] * TRACED_COMPUTE
     return steps
-
-
-class _Snapshot:
-    """A copy of the model's parameters, buffers and gradients, the optimizer's state and the random number
-    generators, put back in place (copy_ into the same tensors: a compiled step or a graph keeps its pointers)."""
-
-    def __init__(self, model, optimizer, device):
-        self.model, self.optimizer, self.device = model, optimizer, device
-        self.tensors = [t for t in self._tensors()]
-        self.copies = None
-
-    def _tensors(self):
-        for p in self.model.parameters():
-            yield p.data
-        for b in self.model.buffers():
-            yield b
-        for state in self.optimizer.state.values():
-            for value in state.values():
-                if torch.is_tensor(value):
-                    yield value
-
-    @staticmethod
-    def nbytes(model, optimizer):
-        """Bytes the copy needs: parameters (and their gradients, counted alike), buffers, the optimizer's state
-        (Adam's two moments where it has none yet)."""
-        params = sum(p.numel() * p.element_size() for p in model.parameters())
-        buffers = sum(b.numel() * b.element_size() for b in model.buffers())
-        state = sum(v.numel() * v.element_size() for s in optimizer.state.values() for v in s.values()
-                    if torch.is_tensor(v))
-        return 2 * params + buffers + max(state, 2 * params)
-
-    def take(self):
-        self.tensors = list(self._tensors())
-        self.keys = {id(p) for p in self.optimizer.state}
-        self.scalars = [{k: v for k, v in s.items() if not torch.is_tensor(v)} for s in self.optimizer.state.values()]
-        self.grads = [None if p.grad is None else p.grad.detach().to(self.device, copy=True)
-                      for p in self.model.parameters()]
-        if self.copies is None or [c.shape for c in self.copies] != [t.shape for t in self.tensors]:
-            pin = self.device.type == "cpu" and torch.cuda.is_available() and self.tensors and self.tensors[0].is_cuda
-            self.copies = [torch.empty(t.shape, dtype=t.dtype, device=self.device, pin_memory=pin)
-                           for t in self.tensors]
-        for copy, t in zip(self.copies, self.tensors):
-            copy.copy_(t, non_blocking=True)
-        self.rng = torch.get_rng_state()
-        self.cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
-        _synchronize()
-
-    def restore(self):
-        with torch.no_grad():
-            for p in [p for p in self.optimizer.state if id(p) not in self.keys]:
-                del self.optimizer.state[p]  # state the compute-only steps made
-            for t, copy in zip(self.tensors, self.copies):
-                t.copy_(copy, non_blocking=True)
-            for state, scalars in zip(self.optimizer.state.values(), self.scalars):
-                state.update(scalars)
-            for p, grad in zip(self.model.parameters(), self.grads):
-                if grad is None:
-                    p.grad = None
-                elif p.grad is None:
-                    p.grad = grad.to(p.device, copy=True)
-                else:
-                    p.grad.copy_(grad)
-        torch.set_rng_state(self.rng)
-        if self.cuda_rng is not None:
-            torch.cuda.set_rng_state_all(self.cuda_rng)
-        _synchronize()
-
-
-def _synchronize():
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        torch.cuda.synchronize()
-
-
-def _free_bytes(device):
-    if device.type == "cuda":
-        return torch.cuda.mem_get_info(device)[0]
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError):
-        return 0
-
-
-class _Timer:
-    """A step's time: CUDA events on the current stream (recorded, read after the block), or the host clock on a
-    job without a GPU."""
-
-    def __init__(self, cuda):
-        self.cuda = cuda
-
-    def start(self):
-        if self.cuda:
-            self.begin = torch.cuda.Event(enable_timing=True)
-            self.begin.record()
-        else:
-            self.begin = time.perf_counter()
-
-    def stop(self):
-        if self.cuda:
-            end = torch.cuda.Event(enable_timing=True)
-            end.record()
-            return (self.begin, end)
-        return (time.perf_counter() - self.begin) * 1e3
-
-
-def _ms(sample):
-    return sample[0].elapsed_time(sample[1]) if isinstance(sample, tuple) else sample
-
-
-def median(values):
-    ordered = sorted(values)
-    n = len(ordered)
-    return float(ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2)
-
-
-def added_interval(job, compute, seed=0, count=RESAMPLES):
-    """95 % bootstrap interval of median(job) - median(compute), the two resampled apart."""
-    generator = torch.Generator().manual_seed(seed)
-    a, b = torch.tensor(job, dtype=torch.float64), torch.tensor(compute, dtype=torch.float64)
-    drawn_a = a[torch.randint(len(a), (count, len(a)), generator=generator)].median(dim=1).values
-    drawn_b = b[torch.randint(len(b), (count, len(b)), generator=generator)].median(dim=1).values
-    differences = (drawn_a - drawn_b).sort().values
-    return float(differences[int(0.025 * count)]), float(differences[int(0.975 * count) - 1])
 
 
 class Probe:
@@ -238,18 +118,18 @@ class Probe:
         first = next(ddp.parameters(), None)
         self.device = first.device if first is not None else torch.device("cpu")
         self.cuda = self.device.type == "cuda"
-        need = _Snapshot.nbytes(ddp, optimizer)
-        room = next((d for d in (self.device, torch.device("cpu")) if _free_bytes(d) > MARGIN * need), None)
+        need = Snapshot.nbytes(ddp, optimizer)
+        room = next((d for d in (self.device, torch.device("cpu")) if free_bytes(d) > MARGIN * need), None)
         if room is None:
             raise ProbeError(f"the copy of the model's state that the compute-only steps need ({need / 2**30:.2f} "
                              "GiB) fits neither on its device nor in host memory: the probe cannot restore it")
-        self.snapshot = _Snapshot(ddp, optimizer, room)
+        self.snapshot = Snapshot(ddp, optimizer, room)
         self.staging = self.out.parent / f".{self.out.name}.probe-staging"
         if self.rank == 0:  # a staging folder a failed probe left: its traces must not mix with this one's
             shutil.rmtree(self.staging, ignore_errors=True)
         dist.barrier()
         self.index, self.inside, self.samples, self.profiler = 0, False, [], None
-        self.timer = _Timer(self.cuda)
+        self.timer = Timer(self.cuda)
 
     @property
     def done(self):
@@ -291,14 +171,14 @@ class Probe:
     def _start_profile(self, kind):
         from torch.profiler import ProfilerActivity, profile
 
-        _synchronize()
+        synchronize()
         self.staging.mkdir(parents=True, exist_ok=True)
         activities = [ProfilerActivity.CUDA] if self.cuda else [ProfilerActivity.CPU]
         self.profiler = profile(activities=activities)
         self.profiler.__enter__()
 
     def _stop_profile(self, kind, keep=True):
-        _synchronize()
+        synchronize()
         self.profiler.__exit__(None, None, None)
         if keep:
             name = "job" if kind == "traced" else "compute-only"
@@ -310,8 +190,9 @@ class Probe:
         if not self.done:
             raise ProbeError(f"finish() after {self.index} of the probe's {len(self.plan)} steps: run the loop "
                              "until probe.done")
-        _synchronize()
-        local = torch.tensor([_ms(s) for _, _, s in self.samples], dtype=torch.float64, device=self._comm_device())
+        synchronize()
+        local = torch.tensor([sample_ms(s) for _, _, s in self.samples], dtype=torch.float64,
+                             device=self._comm_device())
         dist.all_reduce(local, op=dist.ReduceOp.MAX)  # each step's slowest rank
         times = local.cpu().tolist()
         kinds = [(kind, p) for kind, p, _ in self.samples]
@@ -372,7 +253,7 @@ class Probe:
 def _commit():
     """The suite's commit (ob_tool.commit_id, standard library only), "unknown" where it cannot be told."""
     try:
-        from overlap_bench import ob_tool
+        from overlap_bench.core import ob_tool
 
         return ob_tool.commit_id()
     except Exception:  # noqa: BLE001 -- metadata only: the measurement never fails for it
@@ -393,7 +274,7 @@ def _analyse(folder):
     if not any(folder.glob("job.rank*.trace.json.gz")):
         return None
     try:
-        from overlap_bench import analyze
+        from overlap_bench.trace import analyze
     except ImportError as error:
         return {"error": f"the split needs the suite's trace reader ({error.name} is not installed): "
                          f"ob-analyze {folder} later"}

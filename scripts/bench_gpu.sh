@@ -4,7 +4,7 @@
 #
 # The steps are data: each part an experiment spec, experiments/bench/<part>.toml (what runs, on how many ranks, with
 # which arguments and environment, over which values; experiments/bench.toml says how to write one), expanded by
-# overlap_bench/bench_parts.py; the resolved experiment, every command as it ran, is written to <out>/experiment.json.
+# overlap_bench/compare/bench_parts.py; the resolved experiment, every command as it ran, is written to <out>/experiment.json.
 #
 # Usage: scripts/bench_gpu.sh [--out DIR] [--part PART]... [--config H,L,B]... [--dry-run] [--list]
 #   --part PART  run this part (repeatable; default: every part, in experiments/bench.toml's order)
@@ -25,7 +25,7 @@ while [ $# -gt 0 ]; do
     --out) out=${2:?--out needs a directory}; shift 2 ;;
     --part|--config) selection+=("$1" "${2:-}"); shift; [ $# -gt 0 ] && shift ;;
     --dry-run) dry=1; shift ;;
-    --list) exec python3 -m overlap_bench.bench_parts --list ;;
+    --list) exec python3 -m overlap_bench.compare.bench_parts --list ;;
     -h|--help) ob_usage "$0"; exit 0 ;;
     *) ob_die "unknown option '$1' (see --help)" 2 ;;
   esac
@@ -36,7 +36,7 @@ gpus=$( [ "$dry" = 1 ] && echo "${GPUS:-2}" || ob_gpu_count)
 status=0
 # The steps, checked and expanded before any work (a bad part, configuration or spec: exit 2, nothing written); the
 # resolved experiment is the results folder's first file.
-expand=(python3 -m overlap_bench.bench_parts "${selection[@]}" --gpus "$gpus" --build "$build" --out "$out")
+expand=(python3 -m overlap_bench.compare.bench_parts "${selection[@]}" --gpus "$gpus" --build "$build" --out "$out")
 [ "$dry" = 1 ] || expand+=(--resolved "$out/experiment.json")
 steps=$("${expand[@]}") || exit $?
 if [ "$dry" = 0 ]; then
@@ -67,7 +67,7 @@ while IFS=$'\t' read -r -u 3 name command; do  # the steps on descriptor 3: a st
   [ -n "$name" ] && eval "run \"\$name\" $command"
 done 3<<<"$steps"
 if [ "$dry" = 1 ] || compgen -G "$out/*.csv" >/dev/null; then  # a test-only run writes no CSV: nothing to report
-  run report python3 -m overlap_bench.report "$out"
+  run report python3 -m overlap_bench.report.report "$out"
 fi
 [ "$dry" = 1 ] && exit 0
 [ "$status" -eq 0 ] && ob_log "all parts passed; results in $out" || ob_log "some parts FAILED; results in $out"

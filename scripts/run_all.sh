@@ -111,7 +111,7 @@ done
 
 # On 2 GPUs or more, phase 4's planner: a calibration measured once (every all-reduce strategy), then the plan it
 # chooses against the default plan (25 MiB buckets, --sync nccl) as fresh processes in interleaved rounds
-# (overlap_bench/compare.py), their ratio with its interval.
+# (overlap_bench/compare/compare.py), their ratio with its interval.
 planner_rounds=$([ "$quick" = 1 ] && echo 3 || echo 5)
 if [ "$gpus" -ge 2 ] && [ "$list" = 1 ]; then
   ob_log "would run phase 4's planner on $gpus MPI ranks: --calibrate, then its plan against the default in" \
@@ -123,7 +123,7 @@ if [ "$gpus" -ge 2 ] && [ "$list" = 0 ] && [[ " ${ran[*]+"${ran[*]}"} " == *" ph
   p4="mpirun -np $gpus --bind-to none $build/phase4_chunked_nccl/phase4_chunked_nccl $p4_args --quiet"
   syncs="--plan-syncs nccl,nccl-sym,ce"
   if $p4 --calibrate $syncs --csv "$out/planner-calibrate.csv" >"$out/planner-calibrate.log" 2>&1 &&
-     python3 -m overlap_bench.compare --out "$out/planner" --rounds "$planner_rounds" --baseline default \
+     python3 -m overlap_bench.compare.compare --out "$out/planner" --rounds "$planner_rounds" --baseline default \
        --contender "default=$p4 --csv {csv}" \
        --contender "planned=$p4 --plan auto $syncs --calibration $out/planner-calibrate.calibration.json --csv {csv}" \
        >"$out/planner.log" 2>&1; then
@@ -140,9 +140,9 @@ if [ "$list" = 1 ]; then
   exit 0
 fi
 
-if [ -f "$OB_ROOT/overlap_bench/report.py" ] && [ "${#ran[@]}" -gt 0 ]; then
+if [ -f "$OB_ROOT/overlap_bench/report/report.py" ] && [ "${#ran[@]}" -gt 0 ]; then
   ob_log "writing the report and plots"
-  python3 -m overlap_bench.report "$out" >"$out/report.log" 2>&1 ||
+  python3 -m overlap_bench.report.report "$out" >"$out/report.log" 2>&1 ||
     { failed+=("report (log: $out/report.log)"); tail -n 5 "$out/report.log" >&2; }
 fi
 
@@ -164,7 +164,7 @@ PY
     continue
   fi
   [ "$name" = phase3 ] && echo "phase3 ran 2 MPI ranks $p3_where"
-  python3 -m overlap_bench.verdict "$out/$name.csv" --cores "$(nproc)" 2>&1 || true
+  python3 -m overlap_bench.report.verdict "$out/$name.csv" --cores "$(nproc)" 2>&1 || true
   grep -E '^(#|  )' "$out/$name.log" | grep -v '^# \(summary\|timeline\)' || true
 done
 if [ "$(nproc)" -le 2 ] && [[ " ${ran[*]+"${ran[*]}"} " == *" phase3 "* ]]; then

@@ -53,7 +53,7 @@ TransformerShape parse_transformer_config(const nlohmann::json& config, const st
                                           const std::string& option = "--model");
 
 // The shape's fields as JSON (keys as the struct's members; mlp "swiglu" or "gelu", norm "rmsnorm" or "layernorm"):
-// what overlap_bench/torch_transformer.py builds the same layers from.
+// what overlap_bench/ddp/torch_transformer.py builds the same layers from.
 nlohmann::json shape_json(const TransformerShape& shape);
 
 // Every tensor with a gradient, in backward order, of the first `blocks` blocks (0: all) with the embeddings, the

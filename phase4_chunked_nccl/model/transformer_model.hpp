@@ -1,6 +1,6 @@
 // Phase 4's transformer (--model; METRICS.md, "Transformer shapes"): a decoder-only transformer of a
 // TransformerShape's first --blocks blocks, trained in fp32 with cross-entropy on given next tokens, the same work
-// overlap_bench/torch_transformer.py runs in PyTorch. Each block: norm1; Q, K, V (K and V repeated to the query heads
+// overlap_bench/ddp/torch_transformer.py runs in PyTorch. Each block: norm1; Q, K, V (K and V repeated to the query heads
 // under grouped-query attention); the attention core as batched GEMMs (Q Kᵀ / sqrt(d), causal softmax, P V) per sequence;
 // O and a residual; norm2; the MLP (gate, up, down with SiLU; or fc, proj with GELU) and a residual. Outside: the
 // token embedding (and learned positions), the final norm, the LM head (the embedding when tied).

@@ -1,5 +1,5 @@
 // A calibration file (planner.hpp): written by --calibrate, read (and every value checked) by --calibration,
-// phase4_predict and overlap_bench/predict.py.
+// phase4_predict and overlap_bench/planner/predict.py.
 #include <algorithm>
 #include <cmath>
 

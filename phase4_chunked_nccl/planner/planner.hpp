@@ -128,7 +128,7 @@ std::vector<double> calibration_sizes(const ModelSpec& model);
 // calibration that had not finished in 240 s over NCCL's host-memory transport; smaller sizes are extrapolated.
 constexpr double kMostCalibratedBuckets = 1024;
 
-// A bucket's time against its bytes, for predictions with another network (overlap_bench/predict.py's what-if).
+// A bucket's time against its bytes, for predictions with another network (overlap_bench/planner/predict.py's what-if).
 using CommTime = std::function<double(double bytes)>;
 
 struct Prediction {

@@ -34,9 +34,10 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember(phase4::sync_names()))
         ->capture_default_str();
     app.add_option("--csv", csv, "Write every gradient tensor here, in backward order (default: none)");
-    app.add_option("--shape-json", shape_json,
-                   "Write the model's shape here as JSON (what overlap_bench/torch_transformer.py builds its layers "
-                   "from)");
+    app.add_option(
+        "--shape-json", shape_json,
+        "Write the model's shape here as JSON (what overlap_bench/ddp/torch_transformer.py builds its layers "
+        "from)");
     app.set_version_flag("--version", ob::version_text(program), "Print the version, commit and build, then exit");
     if (auto code = ob::parse_options(app, argc, argv, true)) return *code;
     std::vector<ob::NamedPath> outputs;

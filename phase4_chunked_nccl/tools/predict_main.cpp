@@ -3,7 +3,7 @@
 // point (METRICS.md, "The planner"), for GPUs joined within a node by the calibrated link and across nodes by a
 // given network; and the PyTorch DDP bucket_cap_mb the model predicts best on the calibrated ranks. With --model, the
 // same for a transformer, its compute estimated from the calibration's GEMM rates (model_estimate.hpp); --layers-csv
-// writes its backward steps with the chosen buckets. overlap_bench/predict.py runs it and draws the plots.
+// writes its backward steps with the chosen buckets. overlap_bench/planner/predict.py runs it and draws the plots.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>

@@ -2,7 +2,7 @@
 # missing (as root, through apt and pip), and building with the CMake preset.
 
 OB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-# The Python tools run in place as modules (python3 -m overlap_bench.report), the checkout's package.
+# The Python tools run in place as modules (python3 -m overlap_bench.report.report), the checkout's package.
 export PYTHONPATH="$OB_ROOT${PYTHONPATH:+:$PYTHONPATH}"
 OB_APT_PACKAGES="build-essential cmake git openmpi-bin libopenmpi-dev libcli11-dev nlohmann-json3-dev libgtest-dev python3 python3-pip"
 OB_APT_PYTHON_PACKAGES="python3-pandas python3-matplotlib python3-pytest python3-setuptools python3-wheel python3-ijson"

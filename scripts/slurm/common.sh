@@ -13,7 +13,7 @@ if [ -z "${OB_BUILD_DIR:-}" ]; then
 fi
 OB_OUT=${OB_OUT:-$OB_ROOT/results/slurm-${SLURM_JOB_ID:-local}}
 OB_MPI=${OB_MPI:-pmix}
-# The Python tools run in place as modules (python3 -m overlap_bench.report), the checkout's package.
+# The Python tools run in place as modules (python3 -m overlap_bench.report.report), the checkout's package.
 export PYTHONPATH="$OB_ROOT${PYTHONPATH:+:$PYTHONPATH}"
 # Since Slurm 22.05 a job step no longer inherits the job's --cpus-per-task: without this every task of `srun` would
 # get one CPU, squeezing phase 2's OpenMP threads and the MPI phases' threads onto it.

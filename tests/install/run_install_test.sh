@@ -15,8 +15,8 @@ fail() { echo "install-test: $*" >&2; exit 1; }
 
 cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log" || { cat "$tmp/install.log"; fail "cmake --install failed"; }
 "$tmp/prefix/bin/phase2_omp_overlap" --help | grep -q -- "--chunks" || fail "the installed phase2_omp_overlap --help"
-PYTHONPATH="$tmp/prefix/share/overlap_bench" python3 -m overlap_bench.plot_gantt --help | grep -q "Gantt" ||
-  fail "the installed overlap_bench.plot_gantt"
+PYTHONPATH="$tmp/prefix/share/overlap_bench" python3 -m overlap_bench.report.plot_gantt --help | grep -q "Gantt" ||
+  fail "the installed overlap_bench.report.plot_gantt"
 [ -f "$tmp/prefix/share/overlap_bench/METRICS.md" ] || fail "METRICS.md not installed"
 cmake -S "$root/tests/install/consumer" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$tmp/prefix" \
   -DCMAKE_CXX_FLAGS="$cxx_flags" -DCMAKE_EXE_LINKER_FLAGS="$linker_flags" >"$tmp/consumer.log" 2>&1 &&

@@ -80,8 +80,12 @@ SCRIPTS = REPO / "scripts"  # the shell drivers
 
 
 def tool(name):
-    """The command that runs the package's tool `name` (report or report.py) in place with this Python."""
-    return [sys.executable, "-m", f"overlap_bench.{name.removesuffix('.py')}"]
+    """The command that runs the package's tool `name` (report or report.py, found in whichever room holds it) in
+    place with this Python."""
+    stem = name.removesuffix(".py")
+    found = sorted((REPO / "overlap_bench").glob(f"*/{stem}.py"))
+    assert len(found) == 1, f"no single module {stem} in overlap_bench's rooms: {found}"
+    return [sys.executable, "-m", f"overlap_bench.{found[0].parent.name}.{stem}"]
 
 
 def script(name, *args, cwd=None):
@@ -139,7 +143,7 @@ def model_binary(build_dir):
     return built(build_dir, "phase4_chunked_nccl/phase4_model")
 
 
-# The test modules that read traces (overlap_bench.trace_read streams them with ijson, an optional package: the
+# The test modules that read traces (overlap_bench.trace.trace_read streams them with ijson, an optional package: the
 # main job runs without it, scripts/test.sh says so): skipped, not failed, where it is missing.
 NEEDS_IJSON = {"test_analyze", "test_analyze_check", "test_analyze_nsys", "test_analyze_replayed", "test_probe",
                "test_reliability_inputs", "test_trace_job_gpu"}

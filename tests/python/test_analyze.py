@@ -1,7 +1,7 @@
 """ob-analyze (issue 52) on the traces shipped in tests/data/traces (PyTorch DDP and FSDP2 of phase 4's MLP on 2 and
-4 H200s, made by overlap_bench/trace_job.py) and on synthetic traces whose numbers are known: steps from the profiler's
-markers or from the kernel sequence, the share of communication hidden, the compute slowdown, the buckets, the
-timeline in this suite's schema, the advice, the bad inputs, and memory that follows the kernels, not the file."""
+4 H200s, made by overlap_bench/trace/trace_job.py) and on synthetic traces whose numbers are known: steps from the
+profiler's markers or from the kernel sequence, the share of communication hidden, the compute slowdown, the buckets,
+the timeline in this suite's schema, the advice, the bad inputs, and memory that follows the kernels, not the file."""
 import dataclasses
 import gzip
 import json
@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from conftest import REPO, tool
-from overlap_bench import advice as advice_module
-from overlap_bench import ob_csv, trace_read, trace_stats
+from overlap_bench.trace import advice as advice_module
+from overlap_bench.core import ob_csv
+from overlap_bench.trace import trace_read, trace_stats
 
 DATA = REPO / "tests" / "data" / "traces"
 ANALYZE = tool("analyze.py")
@@ -281,7 +282,7 @@ def test_memory_follows_the_kernels_not_the_file(tmp_path):
                 out.write(("," if copy or index else "") + json.dumps(moved))
         out.write("]}")
     result = subprocess.run([sys.executable, "-c", "import resource, runpy, sys; code = 0\ntry:\n    "
-                             "runpy.run_module('overlap_bench.analyze', run_name='__main__', alter_sys=True)\n"
+                             "runpy.run_module('overlap_bench.trace.analyze', run_name='__main__', alter_sys=True)\n"
                              "except SystemExit as e:\n    code = e.code\nprint('maxrss', "
                              "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\nsys.exit(code)", path, "--out",
                              tmp_path / "a"],

@@ -9,7 +9,7 @@ import time
 import pandas as pd
 
 from conftest import REPO, built, tool
-from overlap_bench import trace_read, trace_stats
+from overlap_bench.trace import trace_read, trace_stats
 
 DATA = REPO / "tests" / "data" / "traces"
 
@@ -38,14 +38,14 @@ def test_the_check_holds_the_whole_added_time_against_the_job_s_own(tmp_path):
     assert counts.loc["total"].to_dict() == {"jobs": 2, "within_10_pct": 0, "inside_interval": 0, "off": 2}
     assert counts.loc["added", "jobs"] == 2 and counts.loc["added", "off"] == 2  # -34 % and +21 %
     assert counts.loc["traced"].to_dict() == {"jobs": 2, "within_10_pct": 1, "inside_interval": 0, "off": 1}
-    from overlap_bench import analyze_check
+    from overlap_bench.trace import analyze_check
 
     assert analyze_check.verdict(1.3, 1.0, 0.8, 1.4) == "inside the target's interval"
     assert analyze_check.verdict(1.5, 1.0, 0.8, 1.4) == "off"
 
 
 def test_the_target_s_interval_is_the_difference_of_two_medians():
-    from overlap_bench import trace_job
+    from overlap_bench.trace import trace_job
 
     step, compute = [10.0 + 0.01 * i for i in range(21)], [9.0 + 0.01 * i for i in range(21)]
     lo, hi = trace_job.difference_interval(step, compute)
@@ -147,7 +147,7 @@ def test_hta_runs_apart_and_its_failure_or_hang_leaves_its_column_empty(tmp_path
     """HTA is another package, run in a process of its own: its answer is read; where it raises on the traces (HTA
     0.5.0 under pandas 3: a TypeError in its own parsing) or never answers (its worker pool, seen hanging on a loaded
     machine), its column stays empty and one line says why; the check itself goes on."""
-    from overlap_bench import analyze_check
+    from overlap_bench.trace import analyze_check
 
     files = sorted((DATA / "2gpu").glob("ddp-*.trace.json.gz"))
     cases = {"answers": "        return pd.DataFrame({'rank': [0, 1], 'comp_comm_overlap_pctg': [12.5, 40.0]})\n",

@@ -5,7 +5,7 @@ gives as the profiler's JSON (test_analyze.two_steps)."""
 import math
 import sqlite3
 
-from overlap_bench import trace_read, trace_stats
+from overlap_bench.trace import trace_read, trace_stats
 from test_analyze import analyze
 
 

@@ -7,7 +7,8 @@ import subprocess
 
 import pandas as pd
 
-from overlap_bench import ob_csv, trace_read, trace_stats
+from overlap_bench.core import ob_csv
+from overlap_bench.trace import trace_read, trace_stats
 from conftest import tool
 from test_analyze import DATA, analyze, kineto, two_steps
 

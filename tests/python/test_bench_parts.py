@@ -9,7 +9,8 @@ import pytest
 
 from conftest import REPO
 
-from overlap_bench import bench_parts, ob_tool
+from overlap_bench.compare import bench_parts
+from overlap_bench.core import ob_tool
 
 BENCH = REPO / "experiments" / "bench"
 
@@ -24,7 +25,8 @@ def parts_in(tmp_path, steps, part="demo"):
 
 
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "overlap_bench.bench_parts", *map(str, args)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "overlap_bench.compare.bench_parts", *map(str, args)],
+                          capture_output=True,
                           text=True, timeout=60, cwd=REPO)
 
 
@@ -38,9 +40,10 @@ def test_a_step_becomes_its_command_line():
     """ranks: mpirun with the multicast variables, env exported to the ranks; a module through torchrun; a prefix."""
     step = {"name": "s", "ranks": "{gpus}", "binary": "p4", "env": {"NCCL_DEBUG": "INFO"}, "args": "--check"}
     assert bench_parts.command_of(step) == "{mpi} -x NCCL_DEBUG=INFO -np {gpus} {p4} --check"
-    torchrun = {"name": "d", "ranks": "4", "launcher": "torchrun", "module": "overlap_bench.bench_ddp", "args": "-x"}
+    torchrun = {"name": "d", "ranks": "4", "launcher": "torchrun", "module": "overlap_bench.ddp.bench_ddp",
+                "args": "-x"}
     assert bench_parts.command_of(torchrun) == ("python3 -m torch.distributed.run --nproc_per_node 4 -m "
-                                                "overlap_bench.bench_ddp -x")
+                                                "overlap_bench.ddp.bench_ddp -x")
     wrapped = {"name": "w", "prefix": "ncu --nvtx", "binary": "p1", "env": {"A": "1"}}
     assert bench_parts.command_of(wrapped) == "ncu --nvtx env A=1 {p1}"
 

@@ -1,7 +1,7 @@
-"""The planner's predictions checked against measured steps (overlap_bench/check_prediction.py): per overlapped row the
-step phase4_predict gives for its rank count and plan, on the calibrated link or, for a slower transport or emulated
-nodes, over the link fitted from that layout's comm-only sweep; bad inputs exit 2 naming them; and the figure of
-predicted against measured (overlap_bench/plot_predictions.py)."""
+"""The planner's predictions checked against measured steps (overlap_bench/planner/check_prediction.py): per
+overlapped row the step phase4_predict gives for its rank count and plan, on the calibrated link or, for a slower
+transport or emulated nodes, over the link fitted from that layout's comm-only sweep; bad inputs exit 2 naming them;
+and the figure of predicted against measured (overlap_bench/report/plot_predictions.py)."""
 import io
 import subprocess
 
@@ -147,7 +147,7 @@ def test_bucket_times_measured_on_the_target_ranks_replace_the_scaled_ones(predi
     bucket, (step - first bucket) * size / (gradient - first bucket), the first from the sweep of its own size; the
     prediction is phase4_predict's with those times (--comm) instead of the calibration's scaled to 4 ranks; a sweep
     of a strategy no calibration holds, of two strategies or without the first bucket's size exits 2."""
-    from overlap_bench import check_prediction
+    from overlap_bench.planner import check_prediction
 
     cal = calibration(tmp_path)
     head = "system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,time_ms_max,"

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from conftest import REPO, tool
-from overlap_bench import compare
+from overlap_bench.compare import compare
 
 FAKE = REPO / "tests" / "support" / "fake_contender.py"
 COMPARE = [*tool("compare.py")]
@@ -108,6 +108,8 @@ def test_a_failing_contender_stops_the_comparison_with_its_code(tmp_path, code):
     assert result.returncode == {1: 1, 3: 3, 77: 77}[code], result.stderr
     assert "contender 'bad'" in result.stderr
     assert not (out / "compare.csv").exists()
+    log = pathlib.Path(result.stderr.rsplit("(log: ", 1)[1].split(")", 1)[0])  # the log it names outlives the run
+    assert log.parent == out / "failed-runs" and log.is_file(), result.stderr
 
 
 def alive(pid):
@@ -226,7 +228,7 @@ def test_phase2_commands_as_contenders(tmp_path, phase2):
 
 
 def test_the_report_says_a_comparison_in_words(tmp_path):
-    from overlap_bench import report
+    from overlap_bench.report import report
 
     out = tmp_path / "cmp"
     result = ob_compare("--out", out, "--rounds", 3, "--seed", 4, "--contender", fake("base", 10.0, 0.01),

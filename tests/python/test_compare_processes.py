@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 from conftest import REPO
-from overlap_bench import compare
-from overlap_bench import compare_stats
+from overlap_bench.compare import compare
+from overlap_bench.core import compare_stats
 from test_compare import COMPARE, FAKE, alive, fake, ob_compare
 
 
@@ -117,7 +117,9 @@ def test_a_time_that_is_not_positive_is_a_failed_contender(tmp_path, ms):
                         "--contender", fake("zero", ms))
     assert result.returncode == 3 and "not a positive number" in result.stderr, result.stderr
     assert "Traceback" not in result.stderr and not (tmp_path / "c" / "compare.csv").exists()
-    assert not list((tmp_path / "c").iterdir())  # nothing staged is left behind
+    # nothing staged is left behind; the runs' logs are kept for the failure (failed-runs/, issue 75)
+    assert [p.name for p in (tmp_path / "c").iterdir()] == ["failed-runs"]
+    assert any(p.name.endswith(".log") for p in (tmp_path / "c" / "failed-runs").iterdir())
 
 
 def test_a_comparison_never_reads_a_file_it_did_not_write(tmp_path):

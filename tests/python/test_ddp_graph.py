@@ -19,7 +19,7 @@ TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--np
 # collective's result): the checker must report it, and an honest replay must pass.
 CORRUPTED = """
 import argparse, torch, torch.distributed as dist
-from overlap_bench import ddp_steps as d
+from overlap_bench.ddp import ddp_steps as d
 torch.cuda.set_device(0)
 dist.init_process_group("nccl", device_id=torch.device("cuda", 0))
 args = argparse.Namespace(seed=1, lr=0.01, default=False, fsdp=False, graph=True)
@@ -41,7 +41,8 @@ dist.destroy_process_group()
 
 def test_ddp_graph_rows_replay_the_captured_step_and_pass_the_gradient_check(tmp_path):
     csv = tmp_path / "ddp.csv"
-    result = subprocess.run([*TORCHRUN, "-m", "overlap_bench.bench_ddp", "--configs", "512,4,64", "--bucket-mb", "1",
+    result = subprocess.run([*TORCHRUN, "-m", "overlap_bench.ddp.bench_ddp", "--configs", "512,4,64",
+                             "--bucket-mb", "1",
                              "25", "--iters", "4", "--warmup", "2", "--passes", "2", "--graph", "--csv", str(csv)],
                             capture_output=True, text=True, timeout=300, cwd=REPO)
     assert result.returncode == 0, result.stderr[-2000:]

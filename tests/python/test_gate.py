@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from conftest import tool
-from overlap_bench import gate
+from overlap_bench.compare import gate
 
 
 def fake_build(root, ms):

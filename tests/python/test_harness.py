@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from conftest import REPO, run
-from overlap_bench import ob_csv
-from overlap_bench import ob_metrics
+from overlap_bench.core import ob_csv
+from overlap_bench.core import ob_metrics
 
 GOLDEN = REPO / "tests" / "data" / "golden"
 PROVENANCE = ["commit", "hardware", "host_count"]
@@ -143,7 +143,7 @@ def test_the_python_rows_carry_the_binaries_spread_and_unstable_flag():
     """bench_ddp's rows (ddp_steps.stats) carry the summary's time_ms_p50_ci_rel and unstable as the binaries compute
     them (common/metrics.cpp): the median's 95 % bootstrap interval over the iterations, its relative half-width,
     unstable above the one threshold (common/metrics.hpp's kUnstableCiRel, read from the header here)."""
-    from overlap_bench import ddp_steps
+    from overlap_bench.ddp import ddp_steps
 
     header = (REPO / "common" / "metrics.hpp").read_text()
     assert f"kUnstableCiRel = {ob_metrics.UNSTABLE_CI_REL};" in header
@@ -160,7 +160,7 @@ def test_the_python_rows_carry_the_binaries_spread_and_unstable_flag():
 def test_the_python_baseline_times_as_many_iterations_as_the_binaries():
     """bench_ddp's --min-time-ms chooses its timed iterations by the binaries' rule (common/iteration.cpp, its cap
     read from the header): the cases of tests/unit/test_iteration.cpp give the same counts."""
-    from overlap_bench import ddp_steps
+    from overlap_bench.ddp import ddp_steps
 
     header = (REPO / "common" / "iteration.hpp").read_text()
     assert f"kMostMinTimeIters = {ddp_steps.MOST_MIN_TIME_ITERS};" in header
@@ -176,7 +176,7 @@ def test_the_python_baseline_splits_its_passes_as_phase_4():
     time, as phase 4's run_passes (the rule read from schedule/mode_run.cu)."""
     import argparse
 
-    from overlap_bench import ddp_steps
+    from overlap_bench.ddp import ddp_steps
 
     source = (REPO / "phase4_chunked_nccl" / "schedule" / "mode_run.cu").read_text()
     assert "iters / passes + (pass < iters % passes ? 1 : 0), min_time_ms / passes" in source
@@ -187,10 +187,10 @@ def test_the_python_baseline_splits_its_passes_as_phase_4():
 
 
 def test_the_files_columns_are_declared_once_in_the_schema(tmp_path, phase2):
-    """overlap_bench/schema.json is the one declaration of the CSV files' columns: a binary's summary starts with its
-    summary.leading and its timeline is its timeline.columns (embedded when the binary was built), and the Python
+    """overlap_bench/core/schema.json is the one declaration of the CSV files' columns: a binary's summary starts with
+    its summary.leading and its timeline is its timeline.columns (embedded when the binary was built), and the Python
     readers require what it says."""
-    schema = json.loads((REPO / "overlap_bench" / "schema.json").read_text())
+    schema = json.loads((REPO / "overlap_bench" / "core" / "schema.json").read_text())
     result = run(phase2, "--chunks", "3", "--compute-ms", "1", "--comm-ms", "1", "--iters", "3", "--warmup", "1",
                  "--csv", tmp_path / "p.csv", "--timeline", tmp_path / "p.timeline.csv")
     assert result.returncode == 0, result.stderr

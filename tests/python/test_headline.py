@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from conftest import REPO, tool
-from overlap_bench import headline
-from overlap_bench import headline_tables
+from overlap_bench.compare import headline
+from overlap_bench.compare import headline_tables
 
 FAKE = REPO / "tests" / "support" / "fake_headline.py"
 EXPERIMENT = REPO / "experiments" / "headline.toml"
@@ -116,7 +116,7 @@ def fake_compare(tmp_path, rounds=2):
         if arg == "--process":
             name = args[i + 1].split("=", 1)[0]
             args[i + 1] = f"{name}={sys.executable} {FAKE} {fakes[name]} --configs {configs} --csv {{csv}}"
-    from overlap_bench import compare
+    from overlap_bench.compare import compare
 
     assert compare.main(args + ["--out", str(tmp_path / "compare"), "--seed", "5"]) == 0
     return tmp_path / "compare"

@@ -2,8 +2,8 @@
 sweep's, its median breakdown step drawn under its compute-only one, the events kept for --analyze."""
 import pandas as pd
 
-from overlap_bench import headline_tables
-from overlap_bench import headline_why
+from overlap_bench.compare import headline_tables
+from overlap_bench.compare import headline_why
 from test_headline import fake_compare
 from test_headline import spec
 

@@ -78,7 +78,7 @@ def test_phase4_checks_a_calibrations_content_before_it_looks_for_a_gpu(build_di
 
 
 def test_the_report_of_a_run_with_many_chunks_stays_bounded(tmp_path):
-    from overlap_bench import report
+    from overlap_bench.report import report
 
     rows = ["rank,lane,name,iter,chunk,start_us,end_us"]
     rows += [f"0,seq:thread 0,compute,0,{k},{10 * k},{10 * k + 5}" for k in range(3000)]

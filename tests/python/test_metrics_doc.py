@@ -4,7 +4,7 @@ import re
 
 import pandas as pd
 
-from overlap_bench import packs
+from overlap_bench.core import packs
 
 from conftest import REPO, run
 

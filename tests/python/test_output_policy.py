@@ -6,7 +6,7 @@ import os
 import pytest
 
 from conftest import built, REPO, run, tool
-from overlap_bench import ob_tool
+from overlap_bench.core import ob_tool
 from test_predict import calibration, predict
 
 

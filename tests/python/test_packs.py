@@ -1,5 +1,5 @@
-"""A published folder's unnamed files packed into one (overlap_bench/packs.py): the Markdown's files stay loose, the
-suite's readers take a packed file where its loose one is asked for, packing is reproducible and undone exactly."""
+"""A published folder's unnamed files packed into one (overlap_bench/core/packs.py): the Markdown's files stay loose,
+the suite's readers take a packed file where its loose one is asked for, packing is reproducible and undone exactly."""
 import json
 import shutil
 import subprocess
@@ -7,9 +7,9 @@ import subprocess
 import pandas as pd
 
 from conftest import REPO, tool
-from overlap_bench import md_generate
-from overlap_bench import ob_csv
-from overlap_bench import packs
+from overlap_bench.markdown import md_generate
+from overlap_bench.core import ob_csv
+from overlap_bench.core import packs
 
 GOLDEN = REPO / "tests" / "data" / "golden" / "p3.csv"
 META = {"suite": "overlap-bench", "commit": "abc1234", "date_utc": "2026-11-28T00:00:00Z", "config_columns": ["batch"],

@@ -1,7 +1,7 @@
-"""The planner's what-if (overlap_bench/predict.py running phase4_predict) on a hand-made calibration: the prediction at
-the calibrated ranks does not depend on the network, a slower network predicts slower steps across nodes, sizes
-outside the calibration are marked, the DDP recommendation is one of the caps tried; a bad calibration or option
-exits 2 with one line naming it."""
+"""The planner's what-if (overlap_bench/planner/predict.py running phase4_predict) on a hand-made calibration: the
+prediction at the calibrated ranks does not depend on the network, a slower network predicts slower steps across
+nodes, sizes outside the calibration are marked, the DDP recommendation is one of the caps tried; a bad calibration or
+option exits 2 with one line naming it."""
 import json
 import subprocess
 

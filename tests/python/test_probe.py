@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from conftest import REPO
-from overlap_bench import probe_split
+from overlap_bench.trace import probe_split
 from test_analyze import analyze, kineto, two_steps
 
 JOB = REPO / "tests" / "python" / "probe_job.py"

@@ -11,10 +11,10 @@ import subprocess
 import pytest
 
 from conftest import REPO
-from overlap_bench import bench_ddp
-from overlap_bench import ddp_steps
-from overlap_bench import ob_tool
-from overlap_bench import packs
+from overlap_bench.ddp import bench_ddp
+from overlap_bench.ddp import ddp_steps
+from overlap_bench.core import ob_tool
+from overlap_bench.core import packs
 
 HAS_GIT = shutil.which("git") is not None and (REPO / ".git").exists()
 

@@ -12,7 +12,7 @@ import io
 import pytest
 
 from conftest import REPO, tool
-from overlap_bench import ob_tool
+from overlap_bench.core import ob_tool
 from test_analyze import analyze, kineto, two_steps
 
 

@@ -1,6 +1,6 @@
-"""A result repeated from its metadata alone (overlap_bench/rerun.py): the printed command, run by a shell, writes a new
-summary with the same modes and configuration; under mpirun the launcher's command line is the one replayed. Every
-summary ends with its provenance columns; the metadata names the launcher and every rank's argv."""
+"""A result repeated from its metadata alone (overlap_bench/core/rerun.py): the printed command, run by a shell,
+writes a new summary with the same modes and configuration; under mpirun the launcher's command line is the one
+replayed. Every summary ends with its provenance columns; the metadata names the launcher and every rank's argv."""
 import json
 import os
 import shutil
@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from conftest import tool
-from overlap_bench import ob_csv
+from overlap_bench.core import ob_csv
 
 MPIRUN = shutil.which("mpirun")
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_NUM_THREADS="1")

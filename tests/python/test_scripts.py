@@ -9,11 +9,12 @@ import pandas as pd
 import pytest
 
 from conftest import run, script
-from overlap_bench import ob_csv
-from overlap_bench import plot_gantt
-from overlap_bench import plot_interference
-from overlap_bench import plot_topology
-from overlap_bench import report
+from overlap_bench.core import figures
+from overlap_bench.core import ob_csv
+from overlap_bench.report import plot_gantt
+from overlap_bench.report import plot_interference
+from overlap_bench.report import plot_topology
+from overlap_bench.report import report
 
 def png_size(path):
     """(width, height) of a PNG, asserting its signature."""
@@ -200,7 +201,7 @@ def test_power_plot_with_overlapped_spans_shaded(tmp_path):
     result = script("plot_power.py", power, "--timeline", timeline, "-o", output)
     assert result.returncode == 0, result.stderr
     assert png_size(output)[0] >= 600
-    from overlap_bench import plot_power
+    from overlap_bench.report import plot_power
     assert plot_power.mode_spans(ob_csv.load_timeline(timeline), "overlap") == [(0.0, 4.5), (4.0, 8.5)]
     bad = tmp_path / "bad.csv"
     bad.write_text("rank,gpu,t_us\n0,0,1\n")
@@ -226,8 +227,9 @@ def test_figures_name_their_hardware_and_keep_colours(tmp_path):
     assert ob_csv.hardware_line(meta) == "2 x NVIDIA H200, 2 hosts, commit abc123"
     cpu = {"ranks": 1, "commit": "c", "cpu_model": "AMD EPYC"}
     assert ob_csv.hardware_line(cpu) == "1 rank(s) on AMD EPYC, commit c"
-    assert ob_csv.colour("overlap", ob_csv.MODE_COLOURS) == ob_csv.MODE_COLOURS["overlap"]
-    assert ob_csv.colour("some_new_task", ob_csv.TASK_COLOURS) == ob_csv.colour("some_new_task", ob_csv.TASK_COLOURS)
+    assert figures.colour("overlap", figures.MODE_COLOURS) == figures.MODE_COLOURS["overlap"]
+    new_task = figures.colour("some_new_task", figures.TASK_COLOURS)
+    assert new_task == figures.colour("some_new_task", figures.TASK_COLOURS)
     time_columns = [c for c in ob_csv.SUMMARY_COLUMNS if c.startswith("time_ms")]
     header = "system,phase,mode,ranks,chunks,iters," + ",".join(time_columns) + ",hidden,layers,batch"
     times = lambda ms: ",".join([str(ms)] * len(time_columns))  # noqa: E731

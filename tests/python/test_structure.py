@@ -96,7 +96,7 @@ def test_the_tree_s_size_rules_see_every_part_of_it():
     """The walk finds every phase's main, the tests, the scripts and the results' code; a long Python function is
     counted whole (decorators and nested definitions included in its span)."""
     names = {str(p.relative_to(REPO)) for p in TREE}
-    assert {"overlap_bench/bench_ddp.py", "tests/phase4/test_phase4_gpu.cpp", "common/tools/trace_main.cpp",
+    assert {"overlap_bench/ddp/bench_ddp.py", "tests/phase4/test_phase4_gpu.cpp", "common/tools/trace_main.cpp",
             "scripts/test.sh", "tests/python/test_structure.py"} <= names
     assert len(MAINS) >= 8 and REPO / "phase2_omp_overlap" / "main.cpp" in MAINS
     assert not any("build" in p.relative_to(REPO).parts for p in TREE)

@@ -11,8 +11,8 @@ import pytest
 from conftest import REPO
 
 torch = pytest.importorskip("torch")
-from overlap_bench import ob_tool  # noqa: E402
-from overlap_bench import torch_transformer  # noqa: E402
+from overlap_bench.core import ob_tool  # noqa: E402
+from overlap_bench.ddp import torch_transformer  # noqa: E402
 
 MODELS = ["gpt2", "gpt2-xl", "llama3-8b", "qwen2.5-7b",
           str(REPO / "tests" / "data" / "models" / "llama3-8b.config.json"),
@@ -71,7 +71,7 @@ def test_the_causal_softmax_is_autograds_masked_softmax_both_ways(device):
     corrupted probability is caught: one entry above the diagonal made nonzero fails the comparison."""
     if device == "cuda" and not torch.cuda.is_available():
         pytest.skip("no GPU")
-    from overlap_bench import causal_softmax
+    from overlap_bench.ddp import causal_softmax
     torch.manual_seed(0)
     dtype = torch.float64 if device == "cpu" else torch.float32
     scores = torch.randn(6, 77, 77, dtype=dtype, device=device) * 4

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from conftest import REPO
-from overlap_bench import trace_read, trace_stats
+from overlap_bench.trace import trace_read, trace_stats
 
 pytest.importorskip("ijson")  # the trace reader's (pyproject.toml): on the GPU image from .whl/
 torch = pytest.importorskip("torch")
@@ -21,7 +21,8 @@ TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--np
 
 @pytest.mark.parametrize("graph", [False, True])
 def test_the_trace_holds_compute_only_steps_around_the_jobs(tmp_path, graph):
-    result = subprocess.run([*TORCHRUN, "-m", "overlap_bench.trace_job", "--configs", "512,4,64", "--bucket-mb", "1",
+    result = subprocess.run([*TORCHRUN, "-m", "overlap_bench.trace.trace_job", "--configs", "512,4,64",
+                             "--bucket-mb", "1",
                              "--steps", "3", "--compute-steps", "2", "--iters", "4", "--passes", "2", "--out",
                              str(tmp_path), *(["--graph"] if graph else [])],
                             capture_output=True, text=True, timeout=300, cwd=REPO)
@@ -41,7 +42,8 @@ def test_a_cuda_only_profile_writes_its_compute_only_steps_apart(tmp_path):
     """--profile gpu records no host range: the compute-only steps go to a trace of their own beside the job's, and
     ob-analyze-check gives it to ob-analyze (--compute-only): the slowdown held against its steps, instance by
     instance, and the analysis says so."""
-    result = subprocess.run([*TORCHRUN, "-m", "overlap_bench.trace_job", "--configs", "512,4,64", "--bucket-mb", "1",
+    result = subprocess.run([*TORCHRUN, "-m", "overlap_bench.trace.trace_job", "--configs", "512,4,64",
+                             "--bucket-mb", "1",
                              "--steps", "3", "--compute-steps", "3", "--iters", "4", "--passes", "2", "--profile",
                              "gpu", "--out", str(tmp_path)], capture_output=True, text=True, timeout=300, cwd=REPO)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -50,12 +52,12 @@ def test_a_cuda_only_profile_writes_its_compute_only_steps_apart(tmp_path):
     trace = trace_read.read(alone)[0]
     assert not trace.steps and not any(k.comm for k in trace.kernels)
     assert len(trace_stats.steps_of(trace)) == 3  # by the kernel sequence: no step marker in a CUDA-only trace
-    checked = subprocess.run([sys.executable, "-m", "overlap_bench.analyze_check", str(tmp_path), "--csv",
+    checked = subprocess.run([sys.executable, "-m", "overlap_bench.trace.analyze_check", str(tmp_path), "--csv",
                               str(tmp_path / "c.csv")], capture_output=True, text=True, timeout=300, cwd=REPO)
     assert checked.returncode == 0, checked.stderr[-2000:]
     row = pd.read_csv(tmp_path / "c.csv").iloc[0]
     assert row["total_added_ms"] > 0 and row["slowdown_ms"] < row["traced_step_ms"]
     (job,) = tmp_path.glob("*mb.rank0.trace.json.gz")
-    said = subprocess.run([sys.executable, "-m", "overlap_bench.analyze", str(job), "--compute-only", str(alone),
+    said = subprocess.run([sys.executable, "-m", "overlap_bench.trace.analyze", str(job), "--compute-only", str(alone),
                            "--out", str(tmp_path / "a")], capture_output=True, text=True, timeout=300, cwd=REPO)
     assert said.returncode == 0 and "compute-only steps in their own trace" in said.stdout, said.stderr[-2000:]

@@ -2,8 +2,8 @@
 with their intervals; the table's marks (!, n.r., ~) explained where they appear; crowded cores said."""
 import subprocess
 
-from overlap_bench import packs
-from overlap_bench import verdict
+from overlap_bench.core import packs
+from overlap_bench.report import verdict
 
 from conftest import REPO, tool
 
@@ -101,7 +101,7 @@ def test_one_rule_of_not_resolved_in_the_console_the_csv_and_the_verdict(tmp_pat
 
     import pandas as pd
 
-    from overlap_bench import verdict
+    from overlap_bench.report import verdict
 
     result = subprocess.run([str(phase2), "--chunks", "4", "--compute-ms", "1", "--comm-ms", "1", "--jitter", "0.5",
                              "--iters", "4", "--warmup", "1", "--csv", str(tmp_path / "p.csv")],

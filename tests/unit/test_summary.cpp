@@ -230,6 +230,6 @@ TEST(CsvSchema, TheColumnsAreTheSchemaFilesAndAMissingListIsNamed) {
     ob::csv_schema_columns("summary", "nothing");
     FAIL() << "no throw";
   } catch (const std::logic_error& error) {
-    EXPECT_STREQ(error.what(), "overlap_bench/schema.json has no 'summary.nothing'");
+    EXPECT_STREQ(error.what(), "overlap_bench/core/schema.json has no 'summary.nothing'");
   }
 }

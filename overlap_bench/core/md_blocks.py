@@ -1,0 +1,47 @@
+"""The generated blocks of a Markdown file (md_generate writes them, packs reads which files they name): the markers,
+their strict parsing and a block's KEY=VALUE words."""
+import re
+
+from overlap_bench.core import ob_tool
+
+OPEN = re.compile(r"^<!-- generated: (?P<spec>.*?) -->$")
+CLOSE = "<!-- /generated -->"
+MARKER = re.compile(r"<!-- */?generated")
+
+
+def options(words):
+    """KEY=VALUE words as a dict, the others as a list."""
+    plain, keyed = [], {}
+    for word in words:
+        key, sep, value = word.partition("=")
+        if sep and re.fullmatch(r"[a-z_]+", key):
+            keyed[key] = value
+        else:
+            plain.append(word)
+    return plain, keyed
+
+
+def blocks(markdown_path, lines):
+    """(open line index, close line index, spec) of every block; a usage error naming the line where the markers do
+    not pair (nested, stray or unclosed), or where a marker is not alone on its line."""
+    found, opened = [], None
+    for index, line in enumerate(lines):
+        where = f"{markdown_path}:{index + 1}"
+        stripped = line.strip()
+        if not MARKER.search(line):
+            continue
+        start = OPEN.match(stripped)
+        if start:
+            if opened is not None:
+                raise ob_tool.UsageError(f"{where}: a generated block opened inside the one of line {opened[0] + 1}")
+            opened = (index, start.group("spec"))
+        elif stripped == CLOSE:
+            if opened is None:
+                raise ob_tool.UsageError(f"{where}: a generated block closed that was never opened")
+            found.append((opened[0], index, opened[1]))
+            opened = None
+        else:
+            raise ob_tool.UsageError(f"{where}: a generated-block marker not alone on its line: '{stripped[:60]}'")
+    if opened is not None:
+        raise ob_tool.UsageError(f"{markdown_path}:{opened[0] + 1}: a generated block never closed ({CLOSE})")
+    return found

@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""Runs a command under the NCCL variables a phase 4 run recorded in its metadata (`environment`: NCCL_* but the
+log's own NCCL_DEBUG*), e.g. nccl-tests under the variables `--transport shm` set, so both measure one path.
+
+Usage: with_nccl_env.py RUN.meta.json COMMAND [ARG...]
+"""
+import json
+import os
+import shutil
+import sys
+
+from overlap_bench.core import ob_tool
+
+
+def nccl_environment(meta_path):
+    """The NCCL_* variables of a run's metadata, less those that only direct its log."""
+    try:
+        environment = json.loads(open(meta_path, encoding="utf-8").read())["environment"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ob_tool.UsageError(f"'{meta_path}' is invalid: no metadata with an environment ({error})")
+    if not isinstance(environment, dict):
+        raise ob_tool.UsageError(f"'{meta_path}' is invalid: its environment is not a table of variables")
+    return {k: str(v) for k, v in environment.items() if k.startswith("NCCL_") and not k.startswith("NCCL_DEBUG")}
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] in (["-h"], ["--help"]):
+        print(__doc__.strip())
+        return 0
+    if len(argv) < 2:
+        raise ob_tool.UsageError("usage: with_nccl_env.py RUN.meta.json COMMAND [ARG...]")
+    variables = nccl_environment(argv[0])
+    if shutil.which(argv[1]) is None:
+        raise ob_tool.UsageError(f"'{argv[1]}' could not run: no such command")
+    said = " ".join(f"{k}={v}" for k, v in sorted(variables.items()))
+    print(f"with_nccl_env.py: {said}", file=sys.stderr, flush=True)
+    try:
+        os.execvpe(argv[1], argv[1:], {**os.environ, **variables})
+    except OSError as error:
+        raise ob_tool.UsageError(f"'{argv[1]}' could not run: {error.strerror}")
+
+
+def cli():
+    """The console command (pyproject.toml) and `python3 with_nccl_env.py`."""
+    raise SystemExit(ob_tool.main_guard(main))
+
+
+if __name__ == "__main__":
+    cli()

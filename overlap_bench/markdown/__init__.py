@@ -1,0 +1,1 @@
+"""Numbers in Markdown generated from data (md_generate)."""

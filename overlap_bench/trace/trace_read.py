@@ -1,0 +1,208 @@
+"""Reading a job's own profile into what ob-analyze needs, streamed so that memory stays bounded by the events kept,
+not by the file: the PyTorch profiler's Chrome trace (Kineto JSON, one file per rank, gzip too; read with ijson),
+Nsight Systems' exported SQLite (`nsys export --type sqlite`), and this suite's own runs (trace_own).
+
+What is kept per rank: every GPU kernel and memset (start, end, name, stream, grid and block, the launching call's
+correlation id, and for a collective its name, element count and type), the launching CUDA runtime calls' host
+times, the profiler's step markers (ProfilerStep#N), and the autograd functions and AccumulateGrad calls of the
+backward (host ranges, each AccumulateGrad with its parameter's shape): what gradient became ready when, and the host
+ranges of the data-parallel wrapper's own calls (WRAPPER_CALLS): what communication costs the launching host.
+Steps the job ran without its wrapper inside a host range named COMPUTE_ONLY (trace_job.py profiles some before the
+job's steps and some after) are the slowdown's baseline: their kernels' medians are kept (`isolated`), the kernels
+themselves are not.
+"""
+import array
+import bisect
+import collections
+import gzip
+import math
+import pathlib
+import sqlite3
+import zlib
+
+import numpy as np
+
+from overlap_bench.core import ob_tool
+from overlap_bench.trace.trace_model import (COMPUTE_ONLY, DTYPE_BYTES, GRAPH_LAUNCHES, MOST_US, WRAPPER_CALLS,
+                                       WRAPPING_CALLS, Kernel, RankTrace, open_trace, set_compute_only)
+
+def _shape(args):
+    grid, block = args.get("grid"), args.get("block")
+    return f"{grid}x{block}" if grid is not None else ""
+
+
+def _keep(trace, event):
+    """One Kineto event into `trace` (the kinds ob-analyze reads; the rest is dropped as it streams by)."""
+    cat, name, args = event.get("cat"), event.get("name", ""), event.get("args") or {}
+    if event.get("ph") != "X":
+        return
+    ts, dur = float(event.get("ts", math.nan)), float(event.get("dur", math.nan))
+    if not (isinstance(name, str) and isinstance(args, dict)):
+        raise ValueError(f"an event's name or args of the wrong type ({type(name).__name__}, "
+                         f"{type(args).__name__})")
+    if not (abs(ts) <= MOST_US and 0 <= dur <= MOST_US):  # NaN fails both: a time no trace can hold
+        raise ValueError(f"event '{name[:60]}': ts {ts} or dur {dur} outside what a trace holds (finite, |ts| and "
+                         f"dur at most {MOST_US:g} us, dur not negative)")
+    if cat in ("kernel", "gpu_memset", "gpu_memcpy"):
+        collective = str(args.get("Collective name", "")) if cat == "kernel" else ""
+        elements = float(args.get("In msg nelems", 0) or 0)
+        trace.kernels.append(Kernel(ts, ts + dur, name, int(args.get("stream", -1)), _shape(args),
+                                    int(args.get("correlation", -1)), collective,
+                                    elements * DTYPE_BYTES.get(str(args.get("dtype", "Float")), 4)))
+    elif cat in ("cuda_runtime", "cuda_driver") and "correlation" in args:
+        trace.launches[int(args["correlation"])] = ts
+        if name.startswith(GRAPH_LAUNCHES):
+            trace.graph_launches.add(int(args["correlation"]))
+    elif cat == "user_annotation" and name.startswith("ProfilerStep#"):
+        trace.steps.append((int(name.split("#", 1)[1]), ts, ts + dur))
+    elif cat == "user_annotation" and name == COMPUTE_ONLY:
+        trace.compute_only.append((ts, ts + dur))
+    elif cat == "user_annotation" and name.startswith("Optimizer.step"):
+        trace.optimizer.append((ts, ts + dur))
+    elif cat == "cpu_op" and name == "torch::autograd::AccumulateGrad":
+        dims = (args.get("Input Dims") or [[]])[0]
+        if not isinstance(dims, list) or not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 1 << 40
+                                                 for d in dims):
+            raise ValueError(f"AccumulateGrad's Input Dims {str(dims)[:60]} are not a shape (whole numbers)")
+        trace.grads.append((ts, float(math.prod(dims)) if dims else 0.0))
+    elif cat == "cpu_op" and name.startswith("autograd::engine::evaluate_function: ") and "AccumulateGrad" not in name:
+        trace.backward.append((ts, ts + dur, name.split(": ", 1)[1]))
+    if cat in ("cpu_op", "user_annotation") and name.startswith(WRAPPER_CALLS):
+        trace.wrapper.append((ts, ts + dur))
+    elif cat == "user_annotation" and name.startswith(WRAPPING_CALLS):
+        trace.wrapping.append((ts, ts + dur, event.get("tid")))
+    if cat == "cpu_op":
+        starts, ends = trace.ops.setdefault(event.get("tid"), (array.array("d"), array.array("d")))
+        starts.append(ts)
+        ends.append(ts + dur)
+    if cat == "user_annotation" and name.startswith("FSDP"):
+        trace.system = "pytorch-fsdp2"
+
+
+def _wrapping_ends(trace):
+    """Adds to trace.wrapper each wrapping annotation's host time before the first operator inside it and after the
+    last (on its thread; all of it where none ran inside), then lets the operators go."""
+    threads = {}
+    for tid, (starts, ends) in trace.ops.items():
+        starts, ends = np.frombuffer(starts, dtype=float), np.frombuffer(ends, dtype=float)
+        order = np.argsort(starts, kind="stable")
+        threads[tid] = starts[order], ends[order]
+    for start, end, tid in trace.wrapping:
+        starts, ends = threads.get(tid, (np.empty(0), np.empty(0)))
+        lo, hi = np.searchsorted(starts, start, "left"), np.searchsorted(starts, end, "right")
+        inner = ends[lo:hi] <= end
+        if not inner.any():
+            trace.wrapper.append((start, end))
+            continue
+        trace.wrapper += [(start, float(starts[lo:hi][inner].min())), (float(ends[lo:hi][inner].max()), end)]
+    trace.wrapping, trace.ops = [], {}
+
+
+def set_apart_compute_only(trace):
+    """The kernels launched inside the trace's COMPUTE_ONLY host ranges taken out of its kernels, the medians of
+    their n-th instances kept as `isolated` (nth_medians: the baseline of the slowdown, as a phase 4 timeline's
+    compute-only mode is: trace_own), and the step markers left with no kernel by that taken out of its steps."""
+    if not trace.compute_only:
+        return
+    ranges = sorted(trace.compute_only)
+    starts = [a for a, _ in ranges]
+    alone, kept = collections.defaultdict(list), []
+    for k in trace.kernels:
+        i = bisect.bisect_right(starts, trace.launches.get(k.correlation, -math.inf)) - 1
+        if i >= 0 and trace.launches[k.correlation] <= ranges[i][1]:
+            alone[i].append(k)
+        else:
+            kept.append(k)
+    if not alone:
+        return
+    hosts = sorted(trace.launches[k.correlation] for k in kept if k.correlation in trace.launches)
+    trace.steps = [s for s in trace.steps if bisect.bisect_left(hosts, s[1]) < bisect.bisect_left(hosts, s[2])
+                   or not any(a < s[2] and s[1] < b for a, b in ranges)]
+    trace.kernels = kept
+    set_compute_only(trace, list(alone.values()), "compute-only steps")
+
+
+def read_kineto(path):
+    """A PyTorch profiler trace (Chrome JSON, optionally gzipped), streamed; a usage error naming the file where it
+    is not one (not JSON, cut short, no traceEvents, no GPU kernel)."""
+    import ijson
+
+    trace = RankTrace(str(path))
+    try:
+        with open_trace(path) as source:
+            for prefix, event, value in ijson.parse(source, use_float=True):
+                if prefix == "traceEvents.item" and event == "start_map":
+                    break
+                if prefix == "distributedInfo.rank":
+                    trace.rank = int(value)
+                elif prefix == "distributedInfo.world_size":
+                    trace.world = int(value)
+                elif prefix == "distributedInfo.nccl_version":
+                    trace.nccl = str(value)
+                elif prefix == "deviceProperties.item.name" and not trace.gpu:
+                    trace.gpu = str(value)
+                elif prefix == "baseTimeNanoseconds":
+                    trace.start_ns = int(value)
+            else:
+                raise ob_tool.UsageError(f"{path}: not a profiler trace (no traceEvents)")
+        with open_trace(path) as source:  # again, from the events on (the header keys may follow them)
+            for event in ijson.items(source, "traceEvents.item", use_float=True):
+                _keep(trace, event)
+        _wrapping_ends(trace)
+        set_apart_compute_only(trace)
+    except (ijson.JSONError, ijson.IncompleteJSONError, UnicodeDecodeError, EOFError, OSError, ValueError,
+            gzip.BadGzipFile, TypeError, AttributeError, KeyError, zlib.error) as error:
+        if isinstance(error, OSError) and not isinstance(error, (EOFError, gzip.BadGzipFile)) and error.filename:
+            raise
+        raise ob_tool.UsageError(f"{path}: not a profiler trace ({type(error).__name__}: "
+                                f"{str(error).splitlines()[0][:120] if str(error) else 'cut short'})") from None
+    return trace
+
+
+def read_nsys(path):
+    """Nsight Systems' SQLite export: its kernels (CUPTI_ACTIVITY_KIND_KERNEL, names from StringIds), the runtime
+    calls that launched them, and NVTX ranges named ProfilerStep#N where the job marked them."""
+    try:
+        db = sqlite3.connect(f"file:{ob_tool.require_input(path, 'TRACE')}?mode=ro", uri=True)
+        names = dict(db.execute("SELECT id, value FROM StringIds"))
+        trace = RankTrace(str(path), rank=0, world=1)
+        rows = db.execute("SELECT start, end, shortName, streamId, gridX, blockX, correlationId, deviceId "
+                          "FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start")
+        for start, end, name, stream, grid, block, correlation, device in rows:
+            trace.kernels.append(Kernel(start / 1e3, end / 1e3, names.get(name, str(name)), stream,
+                                        f"{grid}x{block}", correlation))
+            trace.rank = device
+        for start, correlation in db.execute("SELECT start, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME"):
+            trace.launches[correlation] = start / 1e3
+        try:
+            for start, end, text in db.execute("SELECT start, end, text FROM NVTX_EVENTS WHERE text LIKE "
+                                               "'ProfilerStep#%' OR text = ?", (COMPUTE_ONLY,)):
+                if text == COMPUTE_ONLY:
+                    trace.compute_only.append((start / 1e3, end / 1e3))
+                else:
+                    trace.steps.append((int(text.split("#", 1)[1]), start / 1e3, end / 1e3))
+        except sqlite3.OperationalError:
+            pass
+        db.close()
+        set_apart_compute_only(trace)
+    except sqlite3.DatabaseError as error:
+        raise ob_tool.UsageError(f"{path}: not an Nsight Systems SQLite export ({error})") from None
+    return trace
+
+
+def read(path):
+    """Every rank a file holds: a Kineto trace holds one, a timeline CSV every rank of its run."""
+    path = pathlib.Path(path)
+    ob_tool.require_input(path, "TRACE")
+    with open(path, "rb") as probe:
+        head = probe.read(16)
+    if head.startswith(b"SQLite format 3"):
+        return [read_nsys(path)]
+    from overlap_bench.trace import trace_own  # this suite's own runs, read into this module's types
+
+    if path.suffix == ".csv":
+        return trace_own.read_timeline(path)
+    with open_trace(path) as probe:
+        if probe.read(len(trace_own.OWN_TRACE_HEAD)) == trace_own.OWN_TRACE_HEAD:
+            return trace_own.read_own_trace(path)
+    return [read_kineto(path)]
