@@ -18,9 +18,8 @@ import sys
 
 from overlap_bench.core import ob_tool
 
-# A checkout's experiments (an installed package finds them from the checkout's root as its working folder).
-EXPERIMENTS = next((p for p in (ob_tool.REPO / "experiments", pathlib.Path("experiments")) if p.is_dir()),
-                   pathlib.Path("experiments"))
+# The checkout's experiments; outside a checkout (an installed package) --parts names them: no other default.
+EXPERIMENTS = ob_tool.REPO / "experiments"
 CONFIG = re.compile(r"^[1-9][0-9]*,[1-9][0-9]*,[1-9][0-9]*$")
 CONFIGS = ["4096,16,512", "4096,16,2048", "4096,16,8192", "1024,32,256", "1024,32,4096", "2048,24,1024"]
 MPI = "mpirun --bind-to none -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS"
@@ -72,6 +71,8 @@ def load_part(path):
 
 def load_parts(folder):
     """Every part in the order experiments/bench.toml gives, each listed once and each file listed."""
+    if folder is None:
+        raise ob_tool.UsageError("--parts: required outside a checkout (no experiments/bench here)")
     folder = pathlib.Path(folder)
     index = ob_tool.load_toml(folder.parent / f"{folder.name}.toml", "--parts")
     order = index.get("parts")
@@ -140,7 +141,8 @@ def resolve(parts, chosen, values, configs, gpus):
 
 def parse(argv):
     parser = ob_tool.ArgumentParser(prog="bench_parts.py", description=ob_tool.describe(__doc__))
-    parser.add_argument("--parts", default=str(EXPERIMENTS / "bench"), help="the folder of part specs")
+    parser.add_argument("--parts", default=str(EXPERIMENTS / "bench") if EXPERIMENTS.is_dir() else None,
+                        help="the folder of part specs (default: the checkout's; required outside one)")
     parser.add_argument("--part", action="append", default=[], help="a part to run (repeatable; default: all)")
     parser.add_argument("--config", action="append", default=[], help="H,L,B: the configurations' loops take these")
     parser.add_argument("--gpus", type=int, default=2, help="the GPUs the steps run on")

@@ -35,9 +35,8 @@ from overlap_bench.core import packs
 
 MPI = "mpirun --bind-to none -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS"
 # The checkout's experiment file, or (installed, run from a checkout) the working directory's.
-EXPERIMENT = next((p for p in (ob_tool.REPO / "experiments" / "headline.toml",
-                               pathlib.Path("experiments") / "headline.toml") if p.is_file()),
-                  pathlib.Path("experiments") / "headline.toml")
+# The checkout's experiment; outside a checkout (an installed package) --experiment names one: no other default.
+EXPERIMENT = ob_tool.REPO / "experiments" / "headline.toml"
 
 
 def load_experiment(path):
@@ -181,7 +180,8 @@ def predict(spec, calibrations, ranks, predictor, tables=()):
 def parse_args(argv=None):
     parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
     parser.add_argument("--out", required=True, help="folder to write (created; must not hold a headline yet)")
-    parser.add_argument("--experiment", default=str(EXPERIMENT), help="the experiment file (default: %(default)s)")
+    parser.add_argument("--experiment", default=str(EXPERIMENT) if EXPERIMENT.is_file() else None,
+                        help="the experiment file (default: the checkout's, %(default)s; required outside one)")
     parser.add_argument("--gpus", type=int, default=2, help="ranks, one per GPU (default: 2)")
     parser.add_argument("--build", default=str(ob_tool.REPO / "build" / "gpu"),
                         help="the build folder holding phase4_chunked_nccl (default: %(default)s)")
@@ -206,6 +206,8 @@ def parse_args(argv=None):
         if args.comm_from and not args.predict_from:
             raise ob_tool.UsageError("--comm-from: needs --predict-from")
         args.tables = [check_prediction.comm_table_of(path) for path in args.comm_from]
+        if args.experiment is None:
+            raise ob_tool.UsageError("--experiment: required outside a checkout (no experiments/headline.toml here)")
         args.spec = load_experiment(args.experiment)
         if args.configs:
             chosen = args.configs.split(",")

@@ -11,7 +11,6 @@ import pathlib
 import shlex
 
 from overlap_bench.core import ob_csv
-
 from overlap_bench.core import ob_tool
 from overlap_bench.core import packs
 

@@ -40,7 +40,6 @@ STARTED = time.monotonic()  # the process's setup time goes into the metadata (t
 from overlap_bench.core import ob_csv  # noqa: E402 (after the clock starts)
 from overlap_bench.core import ob_metrics  # noqa: E402
 from overlap_bench.core import ob_tool  # noqa: E402
-
 from overlap_bench.ddp.ddp_steps import (Mlp, Step, Transformer, compute_rows, fresh_model, graph_stream,  # noqa: E402
                        manual_gradients, optimizer_options, pass_share, slowest, stats, torch, dist, wrapped_run)
 IMPORTED = time.monotonic()

@@ -28,7 +28,6 @@ import tempfile
 import pandas as pd
 
 from overlap_bench.core import ob_csv
-
 from overlap_bench.core import ob_tool
 from overlap_bench.core import ob_metrics
 from overlap_bench.planner import predict

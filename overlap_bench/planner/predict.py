@@ -22,7 +22,6 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from overlap_bench.core import figures
-
 from overlap_bench.core import ob_tool
 
 REPO = pathlib.Path(__file__).resolve().parents[2]

@@ -8,7 +8,6 @@ import matplotlib.pyplot as plt
 
 from overlap_bench.core import figures
 from overlap_bench.core import ob_csv
-
 from overlap_bench.core import ob_tool
 
 

@@ -13,7 +13,6 @@ import matplotlib.ticker
 
 from overlap_bench.core import figures
 from overlap_bench.core import ob_csv
-
 from overlap_bench.core import ob_tool
 
 # Columns that tell one line from another, as the label names them.

@@ -16,7 +16,6 @@ from matplotlib import ticker  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from overlap_bench.core import figures
-
 from overlap_bench.core import ob_tool
 
 BAND = 0.10

@@ -12,7 +12,6 @@ import pandas as pd
 
 from overlap_bench.core import figures
 from overlap_bench.core import ob_csv
-
 from overlap_bench.core import ob_tool
 
 X_CHOICES = ["chunks", "bucket_mb", "buckets", "nccl_max_ctas", "nccl_min_ctas", "accum_steps", "ranks"]

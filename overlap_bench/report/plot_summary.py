@@ -13,7 +13,6 @@ import pandas as pd
 
 from overlap_bench.core import figures
 from overlap_bench.core import ob_csv
-
 from overlap_bench.core import ob_tool
 
 ORDER = ["seq", "overlap", "thread", "nonblocking", "ideal", "bound", "bound_ref", "compute", "comm"]

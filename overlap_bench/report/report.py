@@ -12,7 +12,6 @@ import pathlib
 import pandas as pd
 
 from overlap_bench.core import ob_csv
-
 from overlap_bench.core import ob_tool
 from overlap_bench.core import packs
 from overlap_bench.report import plot_chunks

@@ -11,7 +11,6 @@ import os
 import pathlib
 
 from overlap_bench.core import ob_csv
-
 from overlap_bench.core import ob_tool
 from overlap_bench.core import packs
 

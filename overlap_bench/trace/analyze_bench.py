@@ -19,10 +19,10 @@ import time
 import pandas as pd
 
 from overlap_bench.core import ob_csv
-
 from overlap_bench.core import ob_tool
 
-SOURCE = ob_tool.REPO / "tests" / "data" / "traces" / "2gpu" / "ddp-1024x8x256-25mb.rank0.trace.json.gz"
+# A PyTorch DDP trace of phase 4's MLP on two H200s (rank 0), shipped with the package (tests/data/traces/2gpu too).
+SOURCE = pathlib.Path(__file__).with_name("data") / "ddp-1024x8x256-25mb.rank0.trace.json.gz"
 
 
 def synthesize(path, size, source=SOURCE):
@@ -54,13 +54,19 @@ def main():
     parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
     parser.add_argument("--gb", type=float, default=1.0, help="the trace's size in GB (default: 1)")
     parser.add_argument("--csv", required=True, help="the table to write")
+    parser.add_argument("--source", default=str(SOURCE), help="the profiler trace to repeat (default: the one the "
+                        "package ships, %(default)s)")
     args = parser.parse_args()
+    try:
+        ob_tool.require_input(args.source, "--source")
+    except ob_tool.UsageError as error:
+        parser.error(str(error))
     if not 0.001 <= args.gb <= 16:
         parser.error(f"--gb: '{args.gb}' is invalid: 0.001 to 16")
     ob_tool.require_outputs([("--csv", args.csv), ("--csv (its metadata)", ob_csv.meta_path(args.csv))])
     with tempfile.TemporaryDirectory() as scratch:
         trace = pathlib.Path(scratch) / "big.trace.json"
-        events, steps = synthesize(trace, args.gb * 1e9)
+        events, steps = synthesize(trace, args.gb * 1e9, args.source)
         before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         start = time.monotonic()
         done = subprocess.run([*ob_tool.module_command("trace.analyze"), str(trace), "--out",
@@ -73,7 +79,7 @@ def main():
                "max_rss_mb": max(peak, before) / 1024, "cpus": os.cpu_count()}
     meta = {"suite": "overlap-bench", "tool": "ob-analyze-bench", "commit": ob_tool.commit_id(),
             "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command_line": sys.argv,
-            "source": str(SOURCE.relative_to(ob_tool.REPO)), "load_average": os.getloadavg()}
+            "source": pathlib.Path(args.source).name, "load_average": os.getloadavg()}
     ob_tool.write_text_atomic(ob_csv.meta_path(args.csv), json.dumps(meta, indent=2) + "\n")
     ob_tool.write_text_atomic(args.csv, pd.DataFrame([row]).to_csv(index=False))
     print(f"ob-analyze read a trace of {row['trace_bytes'] / 1e9:.2f} GB ({events} events, {steps} steps) in "
