@@ -16,12 +16,12 @@ import shutil
 import socket
 import sys
 
+from overlap_bench.compare import headline
 from overlap_bench.core import ob_tool
 
 # The checkout's experiments; outside a checkout (an installed package) --parts names them: no other default.
 EXPERIMENTS = ob_tool.REPO / "experiments"
 CONFIG = re.compile(r"^[1-9][0-9]*,[1-9][0-9]*,[1-9][0-9]*$")
-CONFIGS = ["4096,16,512", "4096,16,2048", "4096,16,8192", "1024,32,256", "1024,32,4096", "2048,24,1024"]
 MPI = "mpirun --bind-to none -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS"
 BINARIES = {"p1": "phase1_cuda_baseline/phase1_cuda_baseline", "p3": "phase3_mpi_cuda/phase3_mpi_cuda",
             "p4": "phase4_chunked_nccl/phase4_chunked_nccl"}
@@ -188,7 +188,9 @@ def main(argv=None):
     if unknown:
         raise ob_tool.UsageError(f"--part: '{unknown[0]}' is invalid: one of {' '.join(parts)}")
     chosen = list(dict.fromkeys(args.part)) or list(parts)
-    configs = args.config or CONFIGS
+    # the loops' configurations: --config, else the headline's (experiments/headline.toml beside the parts)
+    configs = args.config or [c.replace("x", ",") for c in headline.headline_configs(
+        pathlib.Path(args.parts).parent / headline.EXPERIMENT.name)]
     build = pathlib.Path(args.build)
     values = {"build": build, "root": ob_tool.REPO, "out": args.out, "gpus": args.gpus, "mpi": MPI,
               "configs": " ".join(configs),

@@ -22,6 +22,7 @@ import sys
 import pandas as pd
 
 from overlap_bench.compare import compare
+from overlap_bench.compare import headline
 from overlap_bench.compare import headline_tables
 from overlap_bench.core import ob_tool
 
@@ -29,7 +30,6 @@ BINARY = "phase4_chunked_nccl/phase4_chunked_nccl"
 COMMAND = ("mpirun --bind-to none -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS "
            "-np {gpus} {binary} --mode overlap --hidden {h} --layers {l} --batch {b} --sweep sync={syncs} "
            "--iters {iters} --csv {csv}")
-CONFIGS = "4096x16x512,4096x16x2048,4096x16x8192,1024x32x256,1024x32x4096,2048x24x1024"
 SYNCS = "nccl,nccl-sym,ce,sharded,sharded-ce"
 
 
@@ -69,7 +69,8 @@ def parse_args(argv=None):
     parser.add_argument("--base-build", help="the base's build folder, built already")
     parser.add_argument("--build", default=str(ob_tool.REPO / "build" / "gpu"), help="this tree's build folder")
     parser.add_argument("--preset", default="gpu", help="CMake preset of --base's build (default: gpu)")
-    parser.add_argument("--configs", default=CONFIGS, help="HxLxB,... (default: the six configurations)")
+    parser.add_argument("--configs", default=",".join(headline.headline_configs()),
+                        help="HxLxB,... (default: the headline's six, experiments/headline.toml)")
     parser.add_argument("--syncs", default=SYNCS, help=f"strategies (default: {SYNCS})")
     parser.add_argument("--gpus", type=int, default=2, help="ranks, one per GPU (default: 2)")
     parser.add_argument("--iters", type=int, default=20, help="timed iterations per point (default: 20)")

@@ -39,9 +39,20 @@ MPI = "mpirun --bind-to none -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTI
 EXPERIMENT = ob_tool.REPO / "experiments" / "headline.toml"
 
 
+def headline_configs(path=EXPERIMENT):
+    """The six configurations (HxLxB), declared once: the headline experiment's `configs` (every other experiment,
+    bench_parts' loops and ob-gate take them from there); [] where the file is not there (outside a checkout)."""
+    if not pathlib.Path(path).is_file():
+        return []
+    configs = ob_tool.load_toml(path, "--experiment").get("configs")
+    return configs if isinstance(configs, list) else []
+
+
 def load_experiment(path):
-    """The experiment file, every key checked (a usage error naming the file and the key)."""
+    """The experiment file, every key checked (a usage error naming the file and the key); without `configs`, the
+    headline's beside it."""
     spec = ob_tool.load_toml(path, "--experiment")
+    spec.setdefault("configs", headline_configs(pathlib.Path(path).with_name(EXPERIMENT.name)))
     kinds = {"name": str, "rounds": int, "iters": int, "configs": list, "strategies": list, "planned_syncs": list,
              "ddp_caps_mb": list, "fsdp2": bool, "baseline": str}
     for key, kind in kinds.items():

@@ -22,14 +22,13 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from overlap_bench.core import figures
+from overlap_bench.core import ob_csv
 from overlap_bench.core import ob_tool
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-COLUMNS = ["link", "ranks", "nodes", "sync", "predicted_ms", "buckets", "first_bucket_mb", "largest_bucket_mb",
-           "slowdown", "extrapolated", "ddp_bucket_cap_mb", "ddp_predicted_ms", "calibrated_gpu", "calibrated_ranks",
-           "calibration_commit", "model", "compute_estimated"]
-LAYER_COLUMNS = ["step", "name", "grad_mib", "cumulative_grad_mib", "backward_ms", "compute_estimated", "sync",
-                 "bucket", "buckets", "ddp_bucket_cap_mb", "ddp_bucket"]
+# phase4_predict's columns, declared once in schema.json (the binary embeds the same file)
+COLUMNS = ob_csv.SCHEMA["predict"]["required"]
+LAYER_COLUMNS = ob_csv.SCHEMA["predict_layers"]["required"]
 
 
 def find_predictor(given):

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "common/atomic_file.hpp"
+#include "common/csv_schema.hpp"
 #include "common/csv_writer.hpp"
 #include "common/errors.hpp"
 #include "common/main_guard.hpp"
@@ -257,8 +258,7 @@ ob::CsvTable layers_table(const phase4::Calibration& c, const std::vector<std::s
     while (plan.buckets[b].end < end) ++b;
     return std::to_string(b);
   };
-  ob::CsvTable table({"step", "name", "grad_mib", "cumulative_grad_mib", "backward_ms", "compute_estimated", "sync",
-                      "bucket", "buckets", "ddp_bucket_cap_mb", "ddp_bucket"});
+  ob::CsvTable table(ob::csv_schema_columns("predict_layers", "columns"));
   for (int s = 0; s < layout.steps(); ++s) {
     const auto mib = [](std::uint64_t elements) { return ob::format_number(elements * 4.0 / (1 << 20), 6); };
     table.add_row({std::to_string(s), names[static_cast<std::size_t>(s)], mib(layout.ends[s] - layout.begin(s)),
@@ -283,10 +283,7 @@ int main(int argc, char** argv) {
     if (const auto doubt = in.calibration.negative_slowdown(); !doubt.empty()) {
       std::cerr << program << ": warning: " << options.calibration_path << ": " << doubt << std::endl;
     }
-    ob::CsvTable table({"link", "ranks", "nodes", "sync", "predicted_ms", "buckets", "first_bucket_mb",
-                        "largest_bucket_mb", "slowdown", "extrapolated", "ddp_bucket_cap_mb", "ddp_predicted_ms",
-                        "calibrated_gpu", "calibrated_ranks", "calibration_commit", "model", "compute_estimated",
-                        "comm_measured"});
+    ob::CsvTable table(ob::csv_schema_columns("predict", "columns"));  // declared once, in schema.json
     for (const auto& link : in.links) {
       for (int n : in.ranks) table.add_row(point_row(options, in, link, n));
     }
