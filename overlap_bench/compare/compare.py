@@ -262,7 +262,6 @@ def metadata(args, orders, runs_dir, rounds_run, stopped):
 def main(argv=None):
     args = parse_args(argv)
     staging = Staging(args.out)
-    ob_tool.at_signal(compare_runs.end_running)
     try:
         return compare(args, staging)
     finally:

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import time
 
+from overlap_bench.core import ob_tool
+
 
 _RUNNING = []  # the runs in progress, whose process groups a signal to ob-compare ends (ob_tool.at_signal)
 
@@ -62,6 +64,8 @@ def run_one(command, csv, timeout, log, deadline_left=None, seed=None):
     cut_by_deadline = deadline_left is not None and deadline_left < timeout
     limit = deadline_left if cut_by_deadline else timeout
     start = time.monotonic()
+    # whoever starts a run (ob-compare, ob-headline's calibration, ob-gate) has it ended with it on a signal
+    ob_tool.at_signal(end_running)
     with open(log, "w") as sink:
         process = subprocess.Popen(["bash", "-c", line], stdout=sink, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, start_new_session=True)

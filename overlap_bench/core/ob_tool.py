@@ -160,8 +160,9 @@ _AT_SIGNAL = []
 
 def at_signal(callback):
     """Registers `callback()` to run when SIGINT/SIGTERM/SIGHUP ends a main_guard process, before its temporaries are
-    removed (a script that starts children in their own sessions ends them with it)."""
-    _AT_SIGNAL.append(callback)
+    removed (a script that starts children in their own sessions ends them with it); once, however often asked."""
+    if callback not in _AT_SIGNAL:
+        _AT_SIGNAL.append(callback)
 
 
 @contextlib.contextmanager

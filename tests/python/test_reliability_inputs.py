@@ -6,7 +6,9 @@ import os
 import pathlib
 import subprocess
 import sys
+import signal
 import tarfile
+import time
 import io
 
 import pytest
@@ -107,3 +109,29 @@ def test_the_main_job_runs_on_an_offline_node_without_ijson(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert "ijson is not installed and could not be (offline?)" in result.stderr
     assert "phase2" in result.stdout + result.stderr
+
+
+def test_a_signal_ends_every_run_a_tool_started(tmp_path):
+    """A tool that starts a run through compare_runs (ob-headline's calibration, ob-compare, ob-gate) and is ended by
+    SIGTERM ends the run's whole session with it: nothing it started is left running."""
+    pids = tmp_path / "pids"
+    code = ("import sys\nfrom overlap_bench.compare import compare_runs\nfrom overlap_bench.core import ob_tool\n"
+            f"def main():\n    compare_runs.run_one('(sleep 300 & echo $! >> {pids}; sleep 300 & echo $! >> {pids}; "
+            f"wait)', '{tmp_path}/x.csv', 600, '{tmp_path}/run.log')\n"
+            "sys.exit(ob_tool.main_guard(main))\n")
+    tool_process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    for _ in range(200):
+        if pids.is_file() and len(pids.read_text().split()) == 2:
+            break
+        time.sleep(0.05)
+    children = [int(p) for p in pids.read_text().split()]
+    tool_process.send_signal(signal.SIGTERM)
+    assert tool_process.wait(timeout=60) == 128 + signal.SIGTERM
+    for _ in range(200):
+        if not any(pathlib.Path(f"/proc/{pid}").exists() and "Z" not in pathlib.Path(f"/proc/{pid}/stat").read_text()
+                   .rsplit(")", 1)[1].split()[0] for pid in children):
+            break
+        time.sleep(0.05)
+    left = [pid for pid in children if pathlib.Path(f"/proc/{pid}").exists()
+            and pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+    assert left == [], left
