@@ -124,6 +124,42 @@ def require_outputs(outputs, inputs=()):
 
 
 MOST_INPUT_BYTES = 1 << 30  # the largest file any reader takes (a trace of a long job; a CSV or config is far less)
+MOST_INFLATED_BYTES = 4 << 30  # the most a gzipped input may inflate to (a 1 GB trace gzips to about 100 MB)
+
+
+class _Capped:
+    """A binary stream that raises a UsageError naming its file once more than `most` bytes were read from it."""
+
+    def __init__(self, stream, path, option, most):
+        self.stream, self.path, self.option, self.most, self.read_bytes = stream, path, option, most, 0
+
+    def read(self, size=-1):
+        data = self.stream.read(size if size is not None and size >= 0 else self.most + 1 - self.read_bytes)
+        self.read_bytes += len(data)
+        if self.read_bytes > self.most:
+            raise UsageError(f"{self.option}: '{self.path}' is invalid: it inflates past {self.most >> 20} MiB")
+        return data
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_):
+        self.stream.close()
+
+    def close(self):
+        self.stream.close()
+
+
+def open_input(path, option, most=MOST_INPUT_BYTES, inflated=MOST_INFLATED_BYTES):
+    """The one way a tool opens an input it streams: the input policy (require_input), then the file, gunzipped where
+    its first bytes say gzip, never read past `inflated` bytes once inflated (a small file that inflates to
+    gigabytes is a usage error, not a full memory or disk)."""
+    import gzip
+
+    path = require_input(path, option, most)
+    with open(path, "rb") as probe:
+        gzipped = probe.read(2) == b"\x1f\x8b"
+    return _Capped(gzip.open(path, "rb"), path, option, inflated) if gzipped else open(path, "rb")
 
 
 def require_input(path, option, most=MOST_INPUT_BYTES):

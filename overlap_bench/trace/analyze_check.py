@@ -181,8 +181,9 @@ def main():
     parser.add_argument("--csv", required=True, help="the table to write")
     parser.add_argument("--counts", help="also write per measure the jobs of each verdict to this CSV")
     args = parser.parse_args()
+    inputs = [("FOLDER", path) for path in pathlib.Path(args.folder).rglob("*") if path.is_file()]
     ob_tool.require_outputs([("--csv", args.csv), ("--csv (its metadata)", ob_csv.meta_path(args.csv))] +
-                            ([("--counts", args.counts)] if args.counts else []))
+                            ([("--counts", args.counts)] if args.counts else []), inputs)
     table = check(args.folder)
     try:
         from importlib.metadata import version

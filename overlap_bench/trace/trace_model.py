@@ -2,7 +2,6 @@
 own runs): the kernels kept, their launches, the host ranges, and the pure helpers on them (intervals, idle time, the
 compute-only steps' baseline)."""
 import collections
-import gzip
 import math
 from dataclasses import dataclass, field
 
@@ -68,11 +67,9 @@ class RankTrace:
 
 
 def open_trace(path):
-    """A trace file to read, gzipped or not (its first bytes tell)."""
-    path = ob_tool.require_input(path, "TRACE")
-    with open(path, "rb") as probe:
-        gzipped = probe.read(2) == b"\x1f\x8b"
-    return gzip.open(path, "rb") if gzipped else open(path, "rb")
+    """A trace file to read, gzipped or not (its first bytes tell), through the one input policy (ob_tool.open_input:
+    its size on disk and what it inflates to both bounded)."""
+    return ob_tool.open_input(path, "TRACE")
 
 
 def union(intervals):

@@ -135,3 +135,30 @@ def test_a_signal_ends_every_run_a_tool_started(tmp_path):
     left = [pid for pid in children if pathlib.Path(f"/proc/{pid}").exists()
             and pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
     assert left == [], left
+
+
+def test_ob_analyze_check_never_writes_over_its_own_inputs(tmp_path):
+    folder = tmp_path / "job"
+    folder.mkdir()
+    (folder / "trace_job.csv").write_text("label\nx\n")
+    before = (folder / "trace_job.csv").read_text()
+    result = subprocess.run([*tool("analyze_check.py"), str(folder), "--csv", str(folder / "trace_job.csv")],
+                            capture_output=True, text=True, timeout=120)
+    one_line(result, 2, "not the file FOLDER reads")
+    assert (folder / "trace_job.csv").read_text() == before
+
+
+def test_an_input_that_inflates_past_its_cap_is_refused(tmp_path):
+    """ob_tool.open_input, through which every trace is opened: what a gzipped file inflates to is bounded too."""
+    import gzip
+
+    bomb = tmp_path / "bomb.json.gz"
+    with gzip.open(bomb, "wb") as out:
+        out.write(b"[" + b"0," * 50000 + b"0]")
+    assert bomb.stat().st_size < 2000
+    with ob_tool.open_input(bomb, "TRACE", inflated=10000) as source:
+        with pytest.raises(ob_tool.UsageError, match="inflates past"):
+            while source.read(4096):
+                pass
+    with ob_tool.open_input(bomb, "TRACE") as source:  # under the default cap it reads whole
+        assert len(source.read()) == 100003
