@@ -32,10 +32,11 @@ ob_missing_system() {
 }
 
 # The Python modules the main job needs (ob_ensure_dependencies run), those the tests add (test), and the optional
-# ones: ijson (the trace reader: ob-analyze and the probe's split alone); without it those skip, nothing else does.
+# ones: ijson (the trace reader: ob-analyze and the probe's split alone) and hypothesis (the structure-aware fuzz
+# test); without one, what needs it skips, nothing else does.
 OB_PY_RUN="pandas matplotlib"
 OB_PY_TEST="pytest setuptools wheel"
-OB_PY_OPTIONAL="ijson"
+OB_PY_OPTIONAL="ijson hypothesis"
 ob_python_has() { local m; for m in "$@"; do python3 -c "import $m" >/dev/null 2>&1 || return 1; done; }
 ob_python_ok() { ob_python_has $OB_PY_RUN ${OB_NEED_TESTS:+$OB_PY_TEST} $OB_PY_OPTIONAL; }
 
@@ -79,9 +80,10 @@ ob_ensure_dependencies() {
   python3 -m pip install --user -r $OB_ROOT/scripts/requirements.txt
   (or: sudo apt-get install -y $OB_APT_PYTHON_PACKAGES)"
     fi
-    ob_python_has $OB_PY_OPTIONAL ||
+    ob_python_has ijson ||
       ob_log "ijson is not installed and could not be (offline?): ob-analyze and the probe's split are unavailable" \
              "(their tests skip); everything else runs"
+    ob_python_has hypothesis || ob_log "hypothesis is not installed and could not be (offline?): the fuzz test skips"
   fi
   local version
   version=$(cmake --version | head -n1 | sed 's/[^0-9.]*//g')
