@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""A small GPT trained under PyTorch DDP with overlap-bench's probe in its loop: the probe's three lines are marked
-`# probe`; everything else is an ordinary training script (bf16 autocast, AdamW, gradient accumulation,
-torch.compile), written without the suite.
+"""A small GPT trained under PyTorch DDP (or FSDP2, --fsdp2) with overlap-bench's probe in its loop: the probe's
+three lines are marked `# probe`; everything else is an ordinary training script (bf16 autocast, AdamW, gradient
+accumulation, torch.compile), written without the suite.
 
     torchrun --nproc_per_node=2 examples/probe_ddp.py --out ob-probe          # one GPU per rank, NCCL
     torchrun --nproc_per_node=2 examples/probe_ddp.py --device cpu --out ob-probe   # CPU ranks, gloo
@@ -70,7 +70,9 @@ def parse_args():
     parser.add_argument("--bucket-mb", type=float, default=25.0, help="DDP's bucket_cap_mb")
     parser.add_argument("--accumulate", type=int, default=1, help="micro-batches per step (no_sync on all but the "
                         "last, as users write it)")
-    parser.add_argument("--compile", action="store_true", help="torch.compile the DDP model")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the wrapped model")
+    parser.add_argument("--fsdp2", action="store_true", help="FSDP2 (fully_shard per block and the whole) instead of "
+                        "DDP; --truth's compute-only step then a plain replica of the model")
     parser.add_argument("--no-autocast", action="store_true", help="float32 instead of bf16 autocast")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument("--backend", choices=("nccl", "gloo"), help="default: nccl on cuda, gloo on cpu")
@@ -97,9 +99,16 @@ def main():
         torch.cuda.set_device(device)
     torch.manual_seed(0)
     module = Gpt(args.vocab, args.width, args.layers, args.heads, args.context).to(device)
-    ddp = nn.parallel.DistributedDataParallel(module, bucket_cap_mb=args.bucket_mb)
-    model = torch.compile(ddp) if args.compile else ddp
-    optimizer = torch.optim.AdamW(ddp.parameters(), lr=1e-4, fused=cuda)
+    if args.fsdp2:
+        from torch.distributed.fsdp import fully_shard
+
+        for block in module.blocks:
+            fully_shard(block)
+        wrapped = fully_shard(module)
+    else:
+        wrapped = nn.parallel.DistributedDataParallel(module, bucket_cap_mb=args.bucket_mb)
+    model = torch.compile(wrapped) if args.compile else wrapped
+    optimizer = torch.optim.AdamW(wrapped.parameters(), lr=1e-4, fused=cuda)
     generator = torch.Generator(device=device).manual_seed(rank)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=not args.no_autocast)
 
@@ -107,17 +116,20 @@ def main():
         tokens = torch.randint(args.vocab, (args.batch, args.context + 1), device=device, generator=generator)
         return tokens[:, :-1], tokens[:, 1:]
 
-    def step(net, wrapped=True):
+    def step(net, optimizer=optimizer, wrapped=True):
         for micro in range(args.accumulate):
             x, y = batch()
             last = micro == args.accumulate - 1
-            with ddp.no_sync() if wrapped and not last else contextlib.nullcontext():
+            if wrapped and args.fsdp2:
+                wrapped_module.set_requires_gradient_sync(last)
+            with wrapped_module.no_sync() if wrapped and not args.fsdp2 and not last else contextlib.nullcontext():
                 with autocast:
                     loss = F.cross_entropy(net(x).flatten(0, 1).float(), y.flatten()) / args.accumulate
                 loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
+    wrapped_module = wrapped
     probe = Probe(model, optimizer, out=args.out, allow_one_rank=args.allow_one_rank)  # probe
     while True:
         with probe.step():  # probe
@@ -125,9 +137,14 @@ def main():
         if probe.done:
             break
     result = probe.finish()  # probe
-    if args.truth:  # the unwrapped model compiled alike, where the job is
-        alone = torch.compile(module) if args.compile else module
-        truth(args, result, lambda: step(model), lambda: step(alone, wrapped=False), cuda, rank)
+    if args.truth:  # the unwrapped model (FSDP2's: a plain replica of it), compiled alike where the job is
+        alone, own = module, optimizer
+        if args.fsdp2:
+            torch.manual_seed(0)
+            alone = Gpt(args.vocab, args.width, args.layers, args.heads, args.context).to(device)
+            own = torch.optim.AdamW(alone.parameters(), lr=1e-4, fused=cuda)
+        alone = torch.compile(alone) if args.compile else alone
+        truth(args, result, lambda: step(model), lambda: step(alone, own, wrapped=False), cuda, rank)
     dist.destroy_process_group()
 
 

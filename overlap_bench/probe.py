@@ -1,7 +1,7 @@
 """The probe: your own data-parallel job measured exactly, from inside its own training loop, with torch alone.
 
     from overlap_bench.probe import Probe
-    probe = Probe(model, optimizer, out="ob-probe")   # model wrapped in DistributedDataParallel; its optimizer
+    probe = Probe(model, optimizer, out="ob-probe")   # model under DDP or FSDP2 (fully_shard); its optimizer
     for batch in loader:
         with probe.step():
             ...your whole step: forward, backward, optimizer.step(), zero_grad()...
@@ -15,8 +15,10 @@ so that a drift of the clocks falls on both alike), every step timed by CUDA eve
 profiler, the slowest rank's time the step's; then the job's steps traced with CUDA activity alone (the profile that
 moves a step least), and its compute-only steps traced apart (the split's baseline).
 
-The compute-only step is your own step with no collective: the job's step under DDP's `no_sync()` (its forward
-wrapper is all of DDP left in it: within 0.6 % of the unwrapped model's step, measured on one H100). It trains on
+The compute-only step is your own step with no collective (overlap_bench/ddp/probe_wrappers.py): under DDP its
+`no_sync()` (its forward wrapper is all of DDP left in it: within 0.6 % of the unwrapped model's step, measured on
+one H100); under FSDP2 the parameters gathered once before a block of them and its collectives off (its hooks stay
+in it: the added time leaves their host work out, and probe.json says so, `baseline`). It trains on
 local gradients, so the probe keeps a copy of the model's parameters, buffers, gradients and optimizer state (on the
 GPU where it fits, else in host memory; refused before any step where neither holds it) and of the random number
 generators, and restores them after every block of compute-only steps: the job then trains exactly as it would
@@ -30,8 +32,9 @@ scaled so that they add up to it (METRICS.md, "The probe"). Files in out/: probe
 (every step: kind, pass, the slowest rank's ms), job.rank<R>.trace.json.gz, compute-only.rank<R>.trace.json.gz and
 analysis/ (ob-analyze's files with analysis.parts.csv). `ob-analyze out/` analyses a probe's folder again.
 
-Bad use is a ProbeError (a ValueError) naming it, raised before any step where it can be: a model not wrapped in
-DDP, a world of one rank, a step entered inside another, finish() before the probe is done, state that fits nowhere.
+Bad use is a ProbeError (a ValueError) naming it, raised before any step where it can be: a model under neither DDP
+nor FSDP2, a world of one rank, a step entered inside another, finish() before the probe is done, state that fits
+nowhere.
 """
 import contextlib
 import json
@@ -45,6 +48,7 @@ import time
 import torch
 import torch.distributed as dist
 
+from overlap_bench.ddp.probe_wrappers import silence_for
 from overlap_bench.ddp.probe_state import (Snapshot, Timer, added_interval, free_bytes, median, sample_ms,
                                           synchronize)
 
@@ -86,15 +90,13 @@ class Probe:
 
     def __init__(self, model, optimizer, out="ob-probe", passes=PASSES, per_pass=PER_PASS, warmup=WARMUP,
                  traced=TRACED, allow_one_rank=False, verbose=True):
-        ddp = _unwrapped(model)
-        if not isinstance(ddp, torch.nn.parallel.DistributedDataParallel):
-            if _is_fsdp2(ddp):
-                raise ProbeError("model: FSDP2 (fully_shard) is not probed yet: its compute-only step needs a plain "
-                                 "replica of the module; probe the job under DistributedDataParallel")
-            raise ProbeError(f"model: a {type(ddp).__name__} not wrapped for data parallelism: wrap it in "
-                             "torch.nn.parallel.DistributedDataParallel before the probe")
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise ProbeError(f"optimizer: a {type(optimizer).__name__}, not a torch.optim.Optimizer")
+        ddp = _unwrapped(model)
+        self.silence = silence_for(ddp, optimizer)
+        if self.silence is None:
+            raise ProbeError(f"model: a {type(ddp).__name__} not wrapped for data parallelism: wrap it in "
+                             "torch.nn.parallel.DistributedDataParallel or fully_shard it (FSDP2) before the probe")
         if not dist.is_initialized():
             raise ProbeError("torch.distributed is not initialised: the probe measures a data-parallel job")
         self.world, self.rank = dist.get_world_size(), dist.get_rank()
@@ -149,12 +151,13 @@ class Probe:
         compute = kind in COMPUTE
         if compute and previous not in COMPUTE:
             self.snapshot.take()
+            self.silence.enter()
         if kind.startswith("traced") and previous != kind:
             self._start_profile(kind)
         self.inside = True
         failed = True
         try:
-            with self.ddp.no_sync() if compute else contextlib.nullcontext():
+            with self.silence.step() if compute else contextlib.nullcontext():
                 self.timer.start()
                 yield
                 self.samples.append((kind, self.plan[self.index][1], self.timer.stop()))
@@ -165,6 +168,7 @@ class Probe:
             if self.profiler is not None and last:
                 self._stop_profile(kind, keep=not failed)
             if compute and (failed or following not in COMPUTE):
+                self.silence.leave()
                 self.snapshot.restore()
             self.index += 1
 
@@ -201,7 +205,8 @@ class Probe:
         traced = [t for (kind, _), t in zip(kinds, times) if kind == "traced"]
         lo, hi = added_interval(job, compute)
         agree = self._replicas_agree()
-        result = {"suite": "overlap-bench", "tool": "probe", "ranks": self.world, "wrapper": "ddp",
+        result = {"suite": "overlap-bench", "tool": "probe", "ranks": self.world, "wrapper": self.silence.name,
+                  "baseline": self.silence.baseline,
                   "backend": dist.get_backend(), "commit": _commit() if self.rank == 0 else "",
                   "device": torch.cuda.get_device_name(self.device) if self.cuda else "cpu",
                   "torch": torch.__version__, "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -239,8 +244,8 @@ class Probe:
         device = self._comm_device()
         same = True
         with torch.no_grad():
-            for p in self.ddp.parameters():
-                mine = p.detach().to(device)
+            for p in self.silence.parameters():
+                mine = p.to(device)
                 theirs = mine.clone()
                 dist.broadcast(theirs, src=0)
                 same &= bool(torch.equal(mine.view(torch.uint8) if mine.dim() else mine, theirs.view(torch.uint8)
@@ -258,14 +263,6 @@ def _commit():
         return ob_tool.commit_id()
     except Exception:  # noqa: BLE001 -- metadata only: the measurement never fails for it
         return "unknown"
-
-
-def _is_fsdp2(module):
-    try:
-        from torch.distributed.fsdp import FSDPModule
-    except ImportError:
-        return False
-    return isinstance(module, FSDPModule)
 
 
 def _analyse(folder):

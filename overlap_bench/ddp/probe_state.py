@@ -9,6 +9,11 @@ import torch
 RESAMPLES = 2000
 
 
+def local(tensor):
+    """A tensor's own storage on this rank: a DTensor's (FSDP2's sharded parameters and their state) local shard."""
+    return tensor.to_local() if hasattr(tensor, "to_local") else tensor
+
+
 class Snapshot:
     """A copy of the model's parameters, buffers and gradients, the optimizer's state and the random number
     generators, put back in place (copy_ into the same tensors: a compiled step or a graph keeps its pointers)."""
@@ -20,21 +25,21 @@ class Snapshot:
 
     def _tensors(self):
         for p in self.model.parameters():
-            yield p.data
+            yield local(p.data)
         for b in self.model.buffers():
-            yield b
+            yield local(b)
         for state in self.optimizer.state.values():
             for value in state.values():
                 if torch.is_tensor(value):
-                    yield value
+                    yield local(value)
 
     @staticmethod
     def nbytes(model, optimizer):
         """Bytes the copy needs: parameters (and their gradients, counted alike), buffers, the optimizer's state
         (Adam's two moments where it has none yet)."""
-        params = sum(p.numel() * p.element_size() for p in model.parameters())
-        buffers = sum(b.numel() * b.element_size() for b in model.buffers())
-        state = sum(v.numel() * v.element_size() for s in optimizer.state.values() for v in s.values()
+        params = sum(local(p).numel() * p.element_size() for p in model.parameters())
+        buffers = sum(local(b).numel() * b.element_size() for b in model.buffers())
+        state = sum(local(v).numel() * v.element_size() for s in optimizer.state.values() for v in s.values()
                     if torch.is_tensor(v))
         return 2 * params + buffers + max(state, 2 * params)
 
@@ -42,8 +47,8 @@ class Snapshot:
         self.tensors = list(self._tensors())
         self.keys = {id(p) for p in self.optimizer.state}
         self.scalars = [{k: v for k, v in s.items() if not torch.is_tensor(v)} for s in self.optimizer.state.values()]
-        self.grads = [None if p.grad is None else p.grad.detach().to(self.device, copy=True)
-                      for p in self.model.parameters()]
+        self.grads = [None if p.grad is None else p.grad.detach().clone() if hasattr(p.grad, "to_local")
+                      else p.grad.detach().to(self.device, copy=True) for p in self.model.parameters()]
         if self.copies is None or [c.shape for c in self.copies] != [t.shape for t in self.tensors]:
             pin = self.device.type == "cpu" and torch.cuda.is_available() and self.tensors and self.tensors[0].is_cuda
             self.copies = [torch.empty(t.shape, dtype=t.dtype, device=self.device, pin_memory=pin)

@@ -6,7 +6,7 @@ must be equal bit for bit. `bad` prints each bad use's one line.
 
 `compare` prints whether the two saved states are equal, and the probe's plan. Exit 77 where torch has no gloo.
 
-Usage: python3 probe_job.py probed|plain|bad|compare OUT_DIR
+Usage: python3 probe_job.py probed|plain|bad|compare OUT_DIR [ddp|fsdp2]
 """
 import os
 import pathlib
@@ -20,12 +20,19 @@ import torch.multiprocessing as mp
 from overlap_bench import probe as probe_module
 
 
-def make(rank):
+def make(rank, wrapper):
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.BatchNorm1d(32), torch.nn.ReLU(),
                                 torch.nn.Dropout(0.2), torch.nn.Linear(32, 4))
-    ddp = torch.nn.parallel.DistributedDataParallel(model)
-    return ddp, torch.optim.AdamW(ddp.parameters(), lr=1e-2)
+    if wrapper == "fsdp2":
+        from torch.distributed.fsdp import fully_shard
+
+        for layer in (model[0], model[4]):
+            fully_shard(layer)
+        wrapped = fully_shard(model)
+    else:
+        wrapped = torch.nn.parallel.DistributedDataParallel(model)
+    return wrapped, torch.optim.AdamW(wrapped.parameters(), lr=1e-2)
 
 
 def batch(rank, i):
@@ -40,15 +47,19 @@ def step(ddp, optimizer, x, y):
     optimizer.zero_grad()
 
 
-def state(ddp, optimizer):
-    return {"model": {k: v.clone() for k, v in ddp.module.state_dict().items()},
-            "optimizer": optimizer.state_dict()}
+def state(model, optimizer):
+    """The full model and optimizer state (FSDP2's shards gathered), as rank 0 saves it."""
+    full = lambda v: v.full_tensor() if hasattr(v, "full_tensor") else v.clone()  # noqa: E731
+    inner = getattr(model, "module", model)
+    return {"model": {k: full(v) for k, v in inner.state_dict().items()},
+            "optimizer": {i: {k: full(v) if torch.is_tensor(v) else v for k, v in s.items()}
+                          for i, s in enumerate(optimizer.state.values())}}
 
 
-def worker(rank, world, mode, out, store):
+def worker(rank, world, mode, out, store, wrapper):
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
     torch.manual_seed(123)
-    ddp, optimizer = make(rank)
+    ddp, optimizer = make(rank, wrapper)
     plan = probe_module.plan()
     if mode == "probed":
         probe = probe_module.Probe(ddp, optimizer, out=out / "probe", verbose=rank == 0)
@@ -64,8 +75,9 @@ def worker(rank, world, mode, out, store):
         for i, (kind, _) in enumerate(plan):
             if kind in probe_module.TRAINS:
                 step(ddp, optimizer, *batch(rank, i))
+    saved = state(ddp, optimizer)
     if rank == 0:
-        torch.save(state(ddp, optimizer), out / f"{mode}.pt")
+        torch.save(saved, out / f"{mode}.pt")
     dist.destroy_process_group()
 
 
@@ -101,7 +113,7 @@ def bad(out, store):
 
 def compare(out):
     probed, plain = (torch.load(out / f"{m}.pt", weights_only=False) for m in ("probed", "plain"))
-    a, b = probed["optimizer"]["state"], plain["optimizer"]["state"]
+    a, b = probed["optimizer"], plain["optimizer"]
     print("model equal:", probed["model"].keys() == plain["model"].keys() and
           all(torch.equal(probed["model"][k], plain["model"][k]) for k in plain["model"]))
     print("optimizer equal:", a.keys() == b.keys() and len(a) > 0 and
@@ -122,7 +134,7 @@ def main():
         bad(out, store)
         return
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    mp.spawn(worker, args=(2, mode, out, store), nprocs=2, join=True)
+    mp.spawn(worker, args=(2, mode, out, store, sys.argv[3] if len(sys.argv) > 3 else "ddp"), nprocs=2, join=True)
 
 
 if __name__ == "__main__":

@@ -121,12 +121,13 @@ def torch_job(*args, timeout=300):
     return result
 
 
-def test_a_probed_run_trains_exactly_as_the_job_s_own_steps(tmp_path):
-    """Two ranks (gloo, CPU), BatchNorm's buffers, dropout's random numbers, AdamW: after the probe the model and the
-    optimizer's state equal bit for bit those of the same job's own steps on the batches they took, the replicas
-    agree, and the probe took at most 40 steps."""
+@pytest.mark.parametrize("wrapper", ["ddp", "fsdp2"])
+def test_a_probed_run_trains_exactly_as_the_job_s_own_steps(tmp_path, wrapper):
+    """Two ranks (gloo, CPU), BatchNorm's buffers, dropout's random numbers, AdamW, under DDP or FSDP2: after the
+    probe the model and the optimizer's state equal bit for bit those of the same job's own steps on the batches they
+    took, the replicas agree, and the probe took at most 40 steps."""
     for mode in ("probed", "plain", "compare"):
-        result = torch_job(mode, tmp_path)
+        result = torch_job(mode, tmp_path, wrapper)
         assert result.returncode == 0, result.stderr[-3000:]
     lines = dict(line.split(": ", 1) for line in result.stdout.splitlines() if ": " in line)
     assert lines["model equal"] == "True" and lines["optimizer equal"] == "True"
@@ -137,6 +138,7 @@ def test_a_probed_run_trains_exactly_as_the_job_s_own_steps(tmp_path):
     assert kinds["job"] == kinds["compute"] == timed
     assert measured["added_ci_lo_ms"] <= measured["added_ms"] <= measured["added_ci_hi_ms"]
     assert measured["backend"] == "gloo" and measured["clock"] == "host perf_counter"
+    assert measured["wrapper"] == wrapper and measured["baseline"]
     assert sorted(p.name for p in (tmp_path / "probe").glob("*.trace.json.gz")) == [
         "compute-only.rank0.trace.json.gz", "compute-only.rank1.trace.json.gz", "job.rank0.trace.json.gz",
         "job.rank1.trace.json.gz"]
