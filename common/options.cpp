@@ -182,6 +182,10 @@ std::uint64_t parse_size(const std::string& option, const std::string& text) {
   return value * scale;
 }
 
+CLI::Option* add_size_option(CLI::App& app, const std::string& name, int& value, const std::string& help, int most) {
+  return app.add_option(name, value, help)->transform(size_suffix())->check(CLI::Range(1, most))->capture_default_str();
+}
+
 CLI::Validator size_suffix() {
   return CLI::Validator(
       [](std::string& text) {

@@ -48,6 +48,9 @@ std::uint64_t parse_size(const std::string& option, const std::string& text);
 // CLI11 transformer turning a size with a K/M/G suffix into a plain integer string, for numeric options.
 CLI::Validator size_suffix();
 
+// A count option (rows, features, widths): SIZE[K|M|G] (size_suffix), from 1 to `most`, its default shown.
+CLI::Option* add_size_option(CLI::App& app, const std::string& name, int& value, const std::string& help, int most);
+
 // CLI11 check: a finite number (no NaN or infinity) in [lo, hi].
 CLI::Validator finite_in(double lo, double hi);
 

@@ -67,6 +67,21 @@ struct Phase {
   std::function<std::variant<int, PhaseResult>(const PhaseContext&)> run;
 };
 
+// A phase's row of the table filled from its configuration: names, where its common and fault options go, and its
+// own options (`add`: phaseN::add_options); the main then sets only what is its own (validate, inputs, run).
+template <class PhaseType = Phase, class Config>
+PhaseType make_phase(std::string name, std::string program, std::string description, Config& config,
+                     void (*add)(CLI::App&, Config&)) {
+  PhaseType phase;
+  phase.name = std::move(name);
+  phase.program = std::move(program);
+  phase.description = std::move(description);
+  phase.common = &config.common;
+  phase.fault = &config.fault;
+  phase.add_options = [&config, add](CLI::App& app) { add(app, config); };
+  return phase;
+}
+
 // A phase of one process: its exit code (DESIGN.md, "Exit codes").
 int run_phase(int argc, char** argv, const Phase& phase);
 

@@ -9,18 +9,9 @@ namespace phase1 {
 void add_options(CLI::App& app, Config& config) {
   ob::add_common_options(app, config.common);
   ob::add_fault_options(app, config.fault);
-  app.add_option("--batch", config.batch, "Rows of x (samples per step)")
-      ->transform(ob::size_suffix())
-      ->check(CLI::Range(1, 1 << 20))
-      ->capture_default_str();
-  app.add_option("--in", config.in, "Input features (rows of W)")
-      ->transform(ob::size_suffix())
-      ->check(CLI::Range(1, 1 << 20))
-      ->capture_default_str();
-  app.add_option("--out", config.out, "Output features (columns of W)")
-      ->transform(ob::size_suffix())
-      ->check(CLI::Range(1, 1 << 20))
-      ->capture_default_str();
+  ob::add_size_option(app, "--batch", config.batch, "Rows of x (samples per step)", 1 << 20);
+  ob::add_size_option(app, "--in", config.in, "Input features (rows of W)", 1 << 20);
+  ob::add_size_option(app, "--out", config.out, "Output features (columns of W)", 1 << 20);
   app.add_option("--lr", config.lr, "SGD learning rate (0: a quarter of the largest stable rate for these sizes)")
       ->check(ob::finite_in(0, 1e9))
       ->capture_default_str();

@@ -50,13 +50,9 @@ std::variant<int, ob::PhaseResult> run(const phase1::Config& config, const ob::P
 
 int main(int argc, char** argv) {
   phase1::Config config;
-  ob::Phase phase;
-  phase.name = "phase1";
-  phase.program = "phase1_cuda_baseline";
-  phase.description = "Phase 1: sequential CUDA training loop of one linear layer, timed per kernel";
-  phase.common = &config.common;
-  phase.fault = &config.fault;
-  phase.add_options = [&](CLI::App& app) { phase1::add_options(app, config); };
+  auto phase = ob::make_phase("phase1", "phase1_cuda_baseline",
+                              "Phase 1: sequential CUDA training loop of one linear layer, timed per kernel", config,
+                              phase1::add_options);
   phase.validate = [&](const CLI::App&) { phase1::validate(config); };
   phase.run = [&](const ob::PhaseContext& context) { return run(config, context); };
   return ob::run_phase(argc, argv, phase);

@@ -28,14 +28,8 @@ void add_options(CLI::App& app, Config& config) {
   app.add_option("--jitter", config.jitter, "synthetic: durations vary by +-this fraction (seeded)")
       ->check(ob::finite_in(0, 1))
       ->capture_default_str();
-  app.add_option("--chunk-rows", config.chunk_rows, "real: gradient rows per chunk")
-      ->transform(ob::size_suffix())
-      ->check(CLI::Range(1, 1 << 24))
-      ->capture_default_str();
-  app.add_option("--hidden", config.hidden, "real: matrix width")
-      ->transform(ob::size_suffix())
-      ->check(CLI::Range(1, 1 << 16))
-      ->capture_default_str();
+  ob::add_size_option(app, "--chunk-rows", config.chunk_rows, "real: gradient rows per chunk", 1 << 24);
+  ob::add_size_option(app, "--hidden", config.hidden, "real: matrix width", 1 << 16);
   app.add_option("--virtual-ranks", config.virtual_ranks, "real: gradient copies summed by the all-reduce")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();

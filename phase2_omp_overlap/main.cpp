@@ -30,13 +30,9 @@ ob::PhaseResult run(const phase2::Config& config, const ob::PhaseContext& contex
 
 int main(int argc, char** argv) {
   phase2::Config config;
-  ob::Phase phase;
-  phase.name = "phase2";
-  phase.program = "phase2_omp_overlap";
-  phase.description = "Phase 2: compute/communication overlap of a chunked gradient on OpenMP threads";
-  phase.common = &config.common;
-  phase.fault = &config.fault;
-  phase.add_options = [&](CLI::App& app) { phase2::add_options(app, config); };
+  auto phase = ob::make_phase("phase2", "phase2_omp_overlap",
+                              "Phase 2: compute/communication overlap of a chunked gradient on OpenMP threads", config,
+                              phase2::add_options);
   phase.validate = [&](const CLI::App&) { phase2::validate(config); };
   phase.run = [&](const ob::PhaseContext& context) { return run(config, context); };
   return ob::run_phase(argc, argv, phase);

@@ -31,14 +31,8 @@ void add_options(CLI::App& app, Config& config) {
           "SIZE[K|M|G]|auto", "batch"))
       ->check(CLI::Range(0, 1 << 24))
       ->capture_default_str();
-  app.add_option("--in", config.in, "Input features (rows of W and dW)")
-      ->transform(ob::size_suffix())
-      ->check(CLI::Range(1, 1 << 20))
-      ->capture_default_str();
-  app.add_option("--out", config.out, "Output features (columns of W)")
-      ->transform(ob::size_suffix())
-      ->check(CLI::Range(1, 1 << 20))
-      ->capture_default_str();
+  ob::add_size_option(app, "--in", config.in, "Input features (rows of W and dW)", 1 << 20);
+  ob::add_size_option(app, "--out", config.out, "Output features (columns of W)", 1 << 20);
   app.add_option("--lr", config.lr, "SGD learning rate")->check(ob::finite_in(0, 1e9))->capture_default_str();
   app.add_option("--chunks", config.chunks, "Row blocks of dW, each all-reduced as soon as it is computed")
       ->check(CLI::Range(1, 1 << 20))

@@ -122,14 +122,10 @@ std::variant<int, ob::PhaseResult> run(const phase3::Config& config, const ob::P
 
 int main(int argc, char** argv) {
   phase3::Config config;
-  ob::MpiPhase phase;
-  phase.name = "phase3";
-  phase.program = "phase3_mpi_cuda";
-  phase.description = "Phase 3: MPI data-parallel training, gradient chunks all-reduced while computing";
+  auto phase = ob::make_phase<ob::MpiPhase>(
+      "phase3", "phase3_mpi_cuda", "Phase 3: MPI data-parallel training, gradient chunks all-reduced while computing",
+      config, phase3::add_options);
   phase.thread_level = MPI_THREAD_SERIALIZED;
-  phase.common = &config.common;
-  phase.fault = &config.fault;
-  phase.add_options = [&](CLI::App& app) { phase3::add_options(app, config); };
   phase.validate = [&](const CLI::App&) { phase3::validate(config); };
   phase.run = [&](const ob::PhaseContext& context) { return run(config, context); };
   return ob::run_mpi_phase(argc, argv, phase);

@@ -114,15 +114,9 @@ void validate_point(const Config& point) {
 
 void add_options(CLI::App& app, Config& config) {
   ob::add_common_options(app, config.common);
-  app.add_option("--hidden", config.hidden, "Width H of every square layer")
-      ->transform(ob::size_suffix())
-      ->check(CLI::Range(1, 1 << 16))
-      ->capture_default_str();
+  ob::add_size_option(app, "--hidden", config.hidden, "Width H of every square layer", 1 << 16);
   app.add_option("--layers", config.layers, "Layers L")->check(CLI::Range(1, 4096))->capture_default_str();
-  app.add_option("--batch", config.batch, "Rows per rank (each rank's data differs)")
-      ->transform(ob::size_suffix())
-      ->check(CLI::Range(1, 1 << 24))
-      ->capture_default_str();
+  ob::add_size_option(app, "--batch", config.batch, "Rows per rank (each rank's data differs)", 1 << 24);
   std::string presets;
   for (const auto& name : transformer_presets()) presets += (presets.empty() ? "" : ", ") + name;
   app.add_option("--model", config.model,
