@@ -63,7 +63,8 @@ def _load(path, required, kind):
     except ob_tool.UsageError as error:
         raise ob_tool.UsageError(f"{path}: {str(error).split(' is invalid: ', 1)[-1]}") from None
     try:  # a trailing comma on a row is no index column
-        frame = pd.read_csv(source, index_col=False, compression=_compression(path))
+        frame = pd.read_csv(source, index_col=False, compression=_compression(path),
+                            dtype={c: str for c in SCHEMA[kind].get("text", [])})
     except pd.errors.EmptyDataError:
         raise ob_tool.UsageError(f"{path}: empty file (no header)") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as error:

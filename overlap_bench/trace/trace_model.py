@@ -68,8 +68,8 @@ class RankTrace:
 
 def open_trace(path):
     """A trace file to read, gzipped or not (its first bytes tell), through the one input policy (ob_tool.open_input:
-    its size on disk and what it inflates to both bounded)."""
-    return ob_tool.open_input(path, "TRACE")
+    its size on disk, what it inflates to and how deep it nests all bounded)."""
+    return ob_tool.open_input(path, "TRACE", json_depth=ob_tool.MOST_JSON_DEPTH)
 
 
 def union(intervals):

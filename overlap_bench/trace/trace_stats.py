@@ -116,8 +116,8 @@ def by_repetition(kernels):
     cuts.append(sequence[n - n % period].start if n % period else float("inf"))
     ordered = sorted(kernels, key=lambda k: k.start)
     starts = [k.start for k in ordered]
-    return [(s, ordered[bisect.bisect_left(starts, a):bisect.bisect_left(starts, b)])
-            for s, (a, b) in enumerate(zip(cuts, cuts[1:]))]
+    return [(s, ks) for s, ks in ((s, ordered[bisect.bisect_left(starts, a):bisect.bisect_left(starts, b)])
+                                  for s, (a, b) in enumerate(zip(cuts, cuts[1:]))) if ks]  # no kernel: no step
 
 
 @dataclass

@@ -96,12 +96,14 @@ def test_a_mutated_experiment_is_loaded_or_refused_in_one_line(tmp_path, data):
 
 
 def test_nesting_deep_enough_to_hurt_is_refused_quickly(tmp_path):
-    """A trace event nested far deeper than any profiler writes: read in bounded time, not a crash."""
+    """A trace event nested far deeper than any profiler writes (40 KB that would cost the JSON reader a gigabyte):
+    refused in one line, in bounded time and memory, before the parser goes deep."""
+    import resource
     trace = base_trace(tmp_path)
     next(e for e in trace["traceEvents"] if "args" in e)["args"]["deep"] = "DEEP"
     path = tmp_path / "deep.json"
     path.write_text(json.dumps(trace).replace('"DEEP"', "[" * 20000 + "]" * 20000))
-    try:
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(ob_tool.UsageError, match="nests deeper than 512"):
         trace_read.read(path)
-    except ob_tool.UsageError as error:
-        assert "\n" not in str(error)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200 * 1024  # KiB: no quadratic blow-up
