@@ -163,7 +163,11 @@ def predict(spec, calibrations, ranks, predictor, tables=()):
         path = pathlib.Path(calibrations) / f"{config}.calibration.json"
         if not path.is_file():
             raise ob_tool.UsageError(f"--predict-from: no {path}")
-        syncs = [s["sync"] for s in json.loads(path.read_text())["strategies"]]
+        try:
+            syncs = [s["sync"] for s in json.loads(ob_tool.read_small(path, "--predict-from"))["strategies"]]
+        except (ValueError, KeyError, TypeError) as error:
+            raise ob_tool.UsageError(f"--predict-from: '{path}' is not a calibration "
+                                     f"({type(error).__name__})") from None
         comm = check_prediction.comm_args(tables, ranks, syncs)
         labels = {cap_label(s, c, spec) for s in spec["strategies"] for c in spec["caps_mb"]}
         asks = [(cap_label(s, c, spec), "caps", ["--sync", s, "--bucket-mb", f"{c:g}", "--first-bucket-mb", "1"])

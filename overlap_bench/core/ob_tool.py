@@ -296,9 +296,20 @@ def load_toml(path, option, most=1 << 20):
     except ImportError:  # Python < 3.11
         import tomli as tomllib
     try:
-        return tomllib.loads(require_input(path, option, most).read_text())
+        return tomllib.loads(read_small(path, option, most))
+    except RecursionError:
+        raise UsageError(f"{option}: '{path}' cannot be read (it nests too deep)") from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise UsageError(f"{option}: '{path}' cannot be read ({str(error).splitlines()[0]})") from None
+
+
+MOST_SMALL_BYTES = 16 << 20  # a file a tool reads whole: metadata, a calibration, a log it quotes, a spec
+
+
+def read_small(path, option, most=MOST_SMALL_BYTES):
+    """The text of an input a tool reads whole, through the input policy with a cap fit for reading whole (a
+    usage error naming the option and the file past it), never the whole of a file of gigabytes."""
+    return require_input(path, option, most).read_text(errors="replace")
 
 
 def _end_on_signal(number, _frame):

@@ -56,25 +56,37 @@ class Staging:
             self._lock = None
 
     def commit(self, last="compare.csv"):
-        """Moves every staged file and the runs folder into the output folder, `last` last (an old runs folder, left
-        by a comparison that never finished, is replaced); nothing is moved in if any move fails."""
+        """Moves every staged file and the runs folder into the output folder, `last` last (an older file or runs
+        folder of the same name is replaced); if any move fails, every file is put back as it was, the older ones
+        included. A symbolic link where a file goes is refused before anything moves (it would be replaced)."""
         names = sorted(p.name for p in self.path.iterdir() if p.name != last) + \
             ([last] if (self.path / last).exists() else [])
-        moved = []
+        linked = next((self.out / n for n in names if (self.out / n).is_symlink()), None)
+        if linked is not None:
+            self.discard()
+            self.release()
+            raise ob_tool.UsageError(f"--out: '{linked}' is a symbolic link (it would be replaced): remove it or "
+                                     "write elsewhere")
+        older = self.out / f".staging-older-{os.getpid()}"
+        moved, kept = [], []
         held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
         try:
-            old_runs = self.out / "runs"
-            if (self.path / "runs").exists() and old_runs.exists():  # this invocation's runs replace those
-                shutil.rmtree(old_runs)
             for name in names:
+                if (self.out / name).exists():  # kept aside until every move has succeeded
+                    older.mkdir(exist_ok=True)
+                    os.replace(self.out / name, older / name)
+                    kept.append(name)
                 os.replace(self.path / name, self.out / name)
                 moved.append(name)
         except OSError:
             for name in reversed(moved):
                 target = self.out / name
                 shutil.rmtree(target, ignore_errors=True) if target.is_dir() else target.unlink(missing_ok=True)
+            for name in kept:
+                os.replace(older / name, self.out / name)
             raise
         finally:
+            shutil.rmtree(older, ignore_errors=True)
             self.discard()
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
-        self.release()
+            self.release()

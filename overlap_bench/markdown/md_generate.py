@@ -91,7 +91,7 @@ def verdict_block(base, plain, _keyed):
 
 
 def excerpt_block(base, plain, keyed):
-    text = source(base, plain[0]).read_text(errors="replace").splitlines()
+    text = ob_tool.read_small(source(base, plain[0]), "excerpt").splitlines()
     start = next((i for i, line in enumerate(text) if keyed.get("from", "") in line), None)
     if start is None:
         raise ob_tool.UsageError(f"{plain[0]}: no line holds '{keyed.get('from')}'")

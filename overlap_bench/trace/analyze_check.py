@@ -194,7 +194,7 @@ def main():
     meta = {"suite": "overlap-bench", "tool": "ob-analyze-check", "commit": ob_tool.commit_id(),
             "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command_line": sys.argv,
             "traces": str(args.folder), "hta_version": hta,
-            "trace_job": json.loads((pathlib.Path(args.folder) / "trace_job.meta.json").read_text())
+            "trace_job": json.loads(ob_tool.read_small(pathlib.Path(args.folder) / "trace_job.meta.json", "FOLDER"))
             if (pathlib.Path(args.folder) / "trace_job.meta.json").is_file() else None}
     ob_tool.write_text_atomic(ob_csv.meta_path(args.csv), json.dumps(meta, indent=2) + "\n")
     ob_tool.write_text_atomic(args.csv, table.to_csv(index=False))

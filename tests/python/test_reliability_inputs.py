@@ -162,3 +162,43 @@ def test_an_input_that_inflates_past_its_cap_is_refused(tmp_path):
                 pass
     with ob_tool.open_input(bomb, "TRACE") as source:  # under the default cap it reads whole
         assert len(source.read()) == 100003
+
+
+def test_a_failed_commit_puts_the_older_files_back_and_a_link_is_never_replaced(tmp_path, monkeypatch):
+    """staging.Staging (ob-analyze's and ob-compare's output folder): a move that fails mid-commit leaves the folder
+    as it was, its older files included; a symbolic link where a file goes is refused before anything moves."""
+    from overlap_bench.core import staging
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "a.csv").write_text("old a\n")
+    stage = staging.Staging(out, marker="z.csv", runs=False)
+    for name in ("a.csv", "b.csv", "z.csv"):
+        (stage.path / name).write_text(f"new {name}\n")
+    real = staging.os.replace
+
+    def failing(source, target):
+        if pathlib.Path(target).name == "z.csv":
+            raise OSError(28, "No space left on device", str(target))
+        return real(source, target)
+
+    monkeypatch.setattr(staging.os, "replace", failing)
+    with pytest.raises(OSError):
+        stage.commit(last="z.csv")
+    monkeypatch.setattr(staging.os, "replace", real)
+    assert sorted(p.name for p in out.iterdir()) == ["a.csv"] and (out / "a.csv").read_text() == "old a\n"
+    target = tmp_path / "elsewhere.csv"
+    target.write_text("keep\n")
+    (out / "b.csv").symlink_to(target)
+    stage = staging.Staging(out, marker="z.csv", runs=False)
+    (stage.path / "b.csv").write_text("new\n")
+    with pytest.raises(ob_tool.UsageError, match="symbolic link"):
+        stage.commit(last="z.csv")
+    assert target.read_text() == "keep\n" and (out / "b.csv").is_symlink()
+
+
+def test_a_toml_nested_too_deep_is_one_line(tmp_path):
+    path = tmp_path / "deep.toml"
+    path.write_text("a = " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(ob_tool.UsageError, match="nests too deep|cannot be read"):
+        ob_tool.load_toml(path, "--experiment")
