@@ -36,9 +36,13 @@ gpus=$( [ "$dry" = 1 ] && echo "${GPUS:-2}" || ob_gpu_count)
 status=0
 # The steps, checked and expanded before any work (a bad part, configuration or spec: exit 2, nothing written); the
 # resolved experiment is the results folder's first file.
-expand=(python3 -m overlap_bench.compare.bench_parts "${selection[@]}" --gpus "$gpus" --build "$build" --out "$out")
+# Each step an argument list (NUL-terminated: name, count, arguments): no shell ever parses a command or a path.
+expand=(python3 -m overlap_bench.compare.bench_parts "${selection[@]}" --gpus "$gpus" --build "$build" --out "$out"
+        --argv)
 [ "$dry" = 1 ] || expand+=(--resolved "$out/experiment.json")
-steps=$("${expand[@]}") || exit $?
+steps=$(mktemp)
+trap 'rm -f "$steps"' EXIT
+"${expand[@]}" >"$steps" || exit $?
 if [ "$dry" = 0 ]; then
   ob_log "configuring and building in $build ($gpus GPU(s))"
   {
@@ -63,9 +67,11 @@ run() {
   fi
 }
 
-while IFS=$'\t' read -r -u 3 name command; do  # the steps on descriptor 3: a step may read standard input
-  [ -n "$name" ] && eval "run \"\$name\" $command"
-done 3<<<"$steps"
+while IFS= read -r -d '' -u 3 name && IFS= read -r -d '' -u 3 count; do  # descriptor 3: a step may read stdin
+  argv=()
+  for ((i = 0; i < count; i++)); do IFS= read -r -d '' -u 3 word && argv+=("$word"); done
+  run "$name" "${argv[@]}"
+done 3<"$steps"
 if [ "$dry" = 1 ] || compgen -G "$out/*.csv" >/dev/null; then  # a test-only run writes no CSV: nothing to report
   run report python3 -m overlap_bench.report.report "$out"
 fi

@@ -8,6 +8,7 @@ before anything runs (exit 2, naming it)."""
 import datetime
 import hashlib
 import itertools
+import os
 import json
 import pathlib
 import re
@@ -31,6 +32,8 @@ STEP_KEYS = {"name": str, "matrix": dict, "min_gpus": int, "requires": list, "ab
              "command": str}
 # The values that are paths (quoted where they enter a command): the folders given and the binaries in the build.
 PATHS = {"build", "root", "out", "sanitizer", *BINARIES}
+SEVERAL = {"mpi", "configs"}  # values of several words: their words where the placeholder stands alone
+ENVIRONMENT = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)-?\}")  # ${NAME-}: the environment's value, or nothing
 PLACEHOLDER = re.compile(r"(?<!\$)\{([a-z][a-z0-9_]*)\}")
 
 
@@ -121,7 +124,26 @@ def expand(step, values, configs):
         # a path given from outside (--out, --build, the checkout) is one word of the shell text, whatever it holds
         yield (PLACEHOLDER.sub(lambda m: str(known[m.group(1)]), name),
                PLACEHOLDER.sub(lambda m: shlex.quote(str(known[m.group(1)])) if m.group(1) in PATHS
-                               else str(known[m.group(1)]), command))
+                               else str(known[m.group(1)]), command), argv_of(command, known))
+
+
+def argv_of(command, known):
+    """The step's command as an argument list (what bench_gpu.sh runs: no shell reads it): the template split into
+    words first, then each placeholder filled inside its word, so that no value is ever split or read as shell;
+    a word that is a placeholder of several words alone ({mpi}, {configs}) becomes those words, and ${NAME-} the
+    environment's value. A script a step gives to `bash -c` gets its values quoted inside it."""
+    words = shlex.split(command)
+    argv = []
+    for i, word in enumerate(words):
+        whole = PLACEHOLDER.fullmatch(word)
+        if whole and whole.group(1) in SEVERAL:
+            argv += str(known[whole.group(1)]).split()
+            continue
+        script = i > 0 and words[i - 1] == "-c" and words[0] == "bash"
+        word = PLACEHOLDER.sub(lambda m: shlex.quote(str(known[m.group(1)])) if script else str(known[m.group(1)]),
+                               word)
+        argv.append(word if script else ENVIRONMENT.sub(lambda m: os.environ.get(m.group(1), ""), word))
+    return argv
 
 
 def runs_here(step, gpus):
@@ -135,7 +157,8 @@ def resolve(parts, chosen, values, configs, gpus):
     for part in chosen:
         for step in parts[part]["step"]:
             if runs_here(step, gpus):
-                steps += [{"part": part, "name": n, "command": c} for n, c in expand(step, values, configs)]
+                steps += [{"part": part, "name": n, "command": c, "argv": a}
+                          for n, c, a in expand(step, values, configs)]
     return steps
 
 
@@ -150,6 +173,8 @@ def parse(argv):
     parser.add_argument("--out", default="OUT", help="the results folder the steps write")
     parser.add_argument("--resolved", help="write the resolved experiment (JSON) here")
     parser.add_argument("--list", action="store_true", help="print each part with its summary, and stop")
+    parser.add_argument("--argv", action="store_true", help="print each step as NUL-terminated fields: its name, its "
+                        "argument count, its arguments (what bench_gpu.sh reads: no shell parses a command)")
     args = parser.parse_args(argv)
     for config in args.config:
         if not CONFIG.match(config):
@@ -199,6 +224,10 @@ def main(argv=None):
     steps = resolve(parts, chosen, values, configs, args.gpus)
     if args.resolved:
         write_resolved(args.resolved, parts, chosen, args.parts, values, steps, command_line)
+    if args.argv:
+        sys.stdout.write("".join(f"{field}\0" for step in steps
+                                 for field in [step["name"], len(step["argv"]), *step["argv"]]))
+        return 0
     for step in steps:
         print(f"{step['name']}\t{step['command']}")
     return 0

@@ -3,6 +3,7 @@ and exit 3 with its traceback in a file (never on the terminal); a trace whose f
 impossible times, a compute-only trace of another job, a pack whose member would land outside its folder: one line,
 exit 2, nothing written; paths given from outside never become shell text (bench_gpu.sh, ob-gate's --command)."""
 import os
+import re
 import pathlib
 import subprocess
 import sys
@@ -202,3 +203,28 @@ def test_a_toml_nested_too_deep_is_one_line(tmp_path):
     path.write_text("a = " + "[" * 5000 + "]" * 5000 + "\n")
     with pytest.raises(ob_tool.UsageError, match="nests too deep|cannot be read"):
         ob_tool.load_toml(path, "--experiment")
+
+
+def test_no_path_or_value_becomes_shell_text_in_the_tree():
+    """The tree holds no `shell=True`, no `eval` in a script, and the GPU benchmark runs every step as an argument
+    list: a step's words are split before any value fills them (bench_parts --argv)."""
+    found = []
+    for path in [*(REPO / "overlap_bench").rglob("*.py"), *(REPO / "scripts").rglob("*.sh"),
+                 *(REPO / "scripts").rglob("*.sbatch"), *(REPO / "examples").rglob("*.py")]:
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#", 1)[0] if path.suffix != ".py" else line
+            if "shell=True" in code or (path.suffix != ".py" and re.search(r"(^|[;&|(\s])eval\s", code)):
+                found.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
+    assert found == []
+
+
+def test_a_step_s_values_are_words_never_shell(tmp_path):
+    from overlap_bench.compare import bench_parts
+
+    known = {"out": "o $(touch x);y", "mpi": "mpirun --bind-to none", "gpus": 2, "p4": "/b/p4",
+             "configs": "1,2,3 4,5,6"}
+    argv = bench_parts.argv_of("{mpi} -np {gpus} {p4} --csv {out}/a.csv --configs {configs}", known)
+    assert argv == ["mpirun", "--bind-to", "none", "-np", "2", "/b/p4", "--csv", "o $(touch x);y/a.csv", "--configs",
+                    "1,2,3", "4,5,6"]
+    script = bench_parts.argv_of("bash -c 'grep x {out}/s.log > {out}/t.txt'", known)
+    assert script[:2] == ["bash", "-c"] and "'o $(touch x);y'/s.log" in script[2]
