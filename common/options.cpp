@@ -44,10 +44,9 @@ void add_common_options(CLI::App& app, CommonOptions& options) {
 
 namespace {
 
-// Numbers are decimal everywhere: CLI11 itself reads "010" as octal and "0x10" as hex, takes -1 for an unsigned
-// option, wraps 99999999999999999999999 to 2^64 - 1, calls "5 " out of range, and takes "0x1p3" for a float. Checked
-// on argv before CLI11 sees it (its own range checks would speak first); returns "" or the error, worded as CLI11
-// words its own ("--chunks: ...").
+// Numbers are decimal everywhere: CLI11 itself reads "010" as octal and "0x10" as hex, takes -1 for an unsigned option,
+// wraps 99999999999999999999999 to 2^64 - 1, calls "5 " out of range, and takes "0x1p3" for a float. Checked on argv
+// before CLI11 sees it (its own range checks would speak first); returns "" or the error as CLI11 words its own.
 std::string whole_number_error(const CLI::Option& option, const std::string& given) {
   std::string value = given;
   const bool is_signed = option.get_type_name().rfind("INT", 0) == 0;

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from overlap_bench.core import ob_tool
+from overlap_bench.core import inputs
 
 # The host calls of the data-parallel wrapper and its collectives, by name prefix: c10d's collectives and their
 # records, NCCL's host annotations, DDP's reducer (the gradient copied into its bucket), FSDP2's hooks and copies.
@@ -67,9 +67,9 @@ class RankTrace:
 
 
 def open_trace(path):
-    """A trace file to read, gzipped or not (its first bytes tell), through the one input policy (ob_tool.open_input:
+    """A trace file to read, gzipped or not (its first bytes tell), through the one input policy (inputs.open_input:
     its size on disk, what it inflates to and how deep it nests all bounded)."""
-    return ob_tool.open_input(path, "TRACE", json_depth=ob_tool.MOST_JSON_DEPTH)
+    return inputs.open_input(path, "TRACE", json_depth=inputs.MOST_JSON_DEPTH)
 
 
 def union(intervals):

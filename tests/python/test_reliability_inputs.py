@@ -15,6 +15,7 @@ import io
 import pytest
 
 from conftest import REPO, tool
+from overlap_bench.core import inputs
 from overlap_bench.core import ob_tool
 from test_analyze import analyze, kineto, two_steps
 
@@ -150,18 +151,18 @@ def test_ob_analyze_check_never_writes_over_its_own_inputs(tmp_path):
 
 
 def test_an_input_that_inflates_past_its_cap_is_refused(tmp_path):
-    """ob_tool.open_input, through which every trace is opened: what a gzipped file inflates to is bounded too."""
+    """inputs.open_input, through which every trace is opened: what a gzipped file inflates to is bounded too."""
     import gzip
 
     bomb = tmp_path / "bomb.json.gz"
     with gzip.open(bomb, "wb") as out:
         out.write(b"[" + b"0," * 50000 + b"0]")
     assert bomb.stat().st_size < 2000
-    with ob_tool.open_input(bomb, "TRACE", inflated=10000) as source:
+    with inputs.open_input(bomb, "TRACE", inflated=10000) as source:
         with pytest.raises(ob_tool.UsageError, match="inflates past"):
             while source.read(4096):
                 pass
-    with ob_tool.open_input(bomb, "TRACE") as source:  # under the default cap it reads whole
+    with inputs.open_input(bomb, "TRACE") as source:  # under the default cap it reads whole
         assert len(source.read()) == 100003
 
 
