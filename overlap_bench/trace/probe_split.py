@@ -90,7 +90,8 @@ def table_row(folder):
     truth_path = folder / "truth.json"
     if truth_path.is_file():
         truth = json.loads(truth_path.read_text())
-        row.update({k: truth.get(k) for k in ("truth_added_ms", "truth_ci_lo_ms", "truth_ci_hi_ms", "error",
+        row.update({k: truth.get(k) for k in ("truth_step_ms", "truth_compute_ms", "truth_added_ms", "truth_ci_lo_ms",
+                                              "truth_ci_hi_ms", "error",
                                               "within_5pct")})
     parts_path = folder / "analysis" / "analysis.parts.csv"
     if parts_path.is_file():

@@ -25,11 +25,13 @@ def make(rank, wrapper):
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.BatchNorm1d(32), torch.nn.ReLU(),
                                 torch.nn.Dropout(0.2), torch.nn.Linear(32, 4))
     if wrapper == "fsdp2":
+        from torch.distributed.device_mesh import init_device_mesh
         from torch.distributed.fsdp import fully_shard
 
+        mesh = init_device_mesh("cpu", (dist.get_world_size(),))  # the CPU's, where a GPU is present too
         for layer in (model[0], model[4]):
-            fully_shard(layer)
-        wrapped = fully_shard(model)
+            fully_shard(layer, mesh=mesh)
+        wrapped = fully_shard(model, mesh=mesh)
     else:
         wrapped = torch.nn.parallel.DistributedDataParallel(model)
     return wrapped, torch.optim.AdamW(wrapped.parameters(), lr=1e-2)
