@@ -115,20 +115,20 @@ def main():
         tokens = torch.randint(args.vocab, (args.batch, args.context + 1), device=device, generator=generator)
         return tokens[:, :-1], tokens[:, 1:]
 
-    def step(net, optimizer=optimizer, wrapped=True):
+    def step(net, optimizer=optimizer, as_job=True):
+        """One training step of `net` (the job's, or with as_job=False the unwrapped model's for --truth)."""
         for micro in range(args.accumulate):
             x, y = batch()
             last = micro == args.accumulate - 1
-            if wrapped and args.fsdp2:
-                wrapped_module.set_requires_gradient_sync(last)
-            with wrapped_module.no_sync() if wrapped and not args.fsdp2 and not last else contextlib.nullcontext():
+            if as_job and args.fsdp2:
+                wrapped.set_requires_gradient_sync(last)  # accumulation as users write it: sync on the last
+            with wrapped.no_sync() if as_job and not args.fsdp2 and not last else contextlib.nullcontext():
                 with autocast:
                     loss = F.cross_entropy(net(x).flatten(0, 1).float(), y.flatten()) / args.accumulate
                 loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
-    wrapped_module = wrapped
     probe = Probe(model, optimizer, out=args.out, allow_one_rank=args.allow_one_rank)  # probe
     while True:
         with probe.step():  # probe
@@ -143,7 +143,7 @@ def main():
             alone = Gpt(args.vocab, args.width, args.layers, args.heads, args.context).to(device)
             own = torch.optim.AdamW(alone.parameters(), lr=1e-4, fused=cuda)
         alone = torch.compile(alone) if args.compile else alone
-        truth(args, result, lambda: step(model), lambda: step(alone, own, wrapped=False), cuda, rank)
+        truth(args, result, lambda: step(model), lambda: step(alone, own, as_job=False), cuda, rank)
     dist.destroy_process_group()
 
 
