@@ -42,6 +42,7 @@ import math
 import os
 import pathlib
 import shutil
+import statistics
 import sys
 import time
 
@@ -49,8 +50,7 @@ import torch
 import torch.distributed as dist
 
 from overlap_bench.ddp.probe_wrappers import silence_for
-from overlap_bench.ddp.probe_state import (Snapshot, Timer, added_interval, free_bytes, median, sample_ms,
-                                          synchronize)
+from overlap_bench.ddp.probe_state import Snapshot, Timer, added_interval, free_bytes, sample_ms, synchronize
 
 PASSES = 4  # timed passes, each the job's steps and the compute-only steps in turn
 PER_PASS = 3  # steps of each kind in a pass
@@ -92,10 +92,10 @@ class Probe:
                  traced=TRACED, allow_one_rank=False, verbose=True):
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise ProbeError(f"optimizer: a {type(optimizer).__name__}, not a torch.optim.Optimizer")
-        ddp = _unwrapped(model)
-        self.silence = silence_for(ddp, optimizer)
+        module = _unwrapped(model)
+        self.silence = silence_for(module, optimizer)
         if self.silence is None:
-            raise ProbeError(f"model: a {type(ddp).__name__} not wrapped for data parallelism: wrap it in "
+            raise ProbeError(f"model: a {type(module).__name__} not wrapped for data parallelism: wrap it in "
                              "torch.nn.parallel.DistributedDataParallel or fully_shard it (FSDP2) before the probe")
         if not dist.is_initialized():
             raise ProbeError("torch.distributed is not initialised: the probe measures a data-parallel job")
@@ -116,16 +116,16 @@ class Probe:
             raise ProbeError(f"out: '{out}' is a link or a file: the probe writes a folder of its own")
         if self.out.is_dir() and any(self.out.iterdir()):
             raise ProbeError(f"out: '{out}' holds files already: the probe writes a folder of its own")
-        self.model, self.ddp, self.optimizer, self.verbose = model, ddp, optimizer, verbose
-        first = next(ddp.parameters(), None)
+        self.model, self.module, self.optimizer, self.verbose = model, module, optimizer, verbose
+        first = next(module.parameters(), None)
         self.device = first.device if first is not None else torch.device("cpu")
         self.cuda = self.device.type == "cuda"
-        need = Snapshot.nbytes(ddp, optimizer)
+        need = Snapshot.nbytes(module, optimizer)
         room = next((d for d in (self.device, torch.device("cpu")) if free_bytes(d) > MARGIN * need), None)
         if room is None:
             raise ProbeError(f"the copy of the model's state that the compute-only steps need ({need / 2**30:.2f} "
                              "GiB) fits neither on its device nor in host memory: the probe cannot restore it")
-        self.snapshot = Snapshot(ddp, optimizer, room)
+        self.snapshot = Snapshot(module, optimizer, room)
         self.staging = self.out.parent / f".{self.out.name}.probe-staging"
         if self.rank == 0:  # a staging folder a failed probe left: its traces must not mix with this one's
             shutil.rmtree(self.staging, ignore_errors=True)
@@ -204,6 +204,7 @@ class Probe:
         compute = [t for (kind, _), t in zip(kinds, times) if kind == "compute"]
         traced = [t for (kind, _), t in zip(kinds, times) if kind == "traced"]
         lo, hi = added_interval(job, compute)
+        step, alone, traced_step = (statistics.median(v) for v in (job, compute, traced))
         agree = self._replicas_agree()
         result = {"suite": "overlap-bench", "tool": "probe", "ranks": self.world, "wrapper": self.silence.name,
                   "baseline": self.silence.baseline,
@@ -211,9 +212,9 @@ class Probe:
                   "device": torch.cuda.get_device_name(self.device) if self.cuda else "cpu",
                   "torch": torch.__version__, "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                   "command_line": sys.argv, "clock": "cuda events" if self.cuda else "host perf_counter",
-                  "probe_steps": len(self.plan), "step_ms": median(job), "compute_only_step_ms": median(compute),
-                  "added_ms": median(job) - median(compute), "added_ci_lo_ms": lo, "added_ci_hi_ms": hi,
-                  "traced_step_ms": median(traced), "perturbation": median(traced) / median(job),
+                  "probe_steps": len(self.plan), "step_ms": step, "compute_only_step_ms": alone,
+                  "added_ms": step - alone, "added_ci_lo_ms": lo, "added_ci_hi_ms": hi,
+                  "traced_step_ms": traced_step, "perturbation": traced_step / step,
                   "replicas_agree": agree, "steps": [{"kind": k, "pass": p, "ms": t}
                                                      for (k, p), t in zip(kinds, times)]}
         if self.rank == 0:

@@ -20,8 +20,7 @@ class Snapshot:
 
     def __init__(self, model, optimizer, device):
         self.model, self.optimizer, self.device = model, optimizer, device
-        self.tensors = [t for t in self._tensors()]
-        self.copies = None
+        self.tensors, self.copies = [], None  # the state's tensors and their copies, listed by take()
 
     def _tensors(self):
         for p in self.model.parameters():
@@ -118,12 +117,6 @@ class Timer:
 
 def sample_ms(sample):
     return sample[0].elapsed_time(sample[1]) if isinstance(sample, tuple) else sample
-
-
-def median(values):
-    ordered = sorted(values)
-    n = len(ordered)
-    return float(ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2)
 
 
 def added_interval(job, compute, seed=0, count=RESAMPLES):
