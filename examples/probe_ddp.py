@@ -14,10 +14,8 @@ truth's steps train on local gradients: the replicas differ after it (the probe'
 import argparse
 import contextlib
 import json
-import math
 import os
 import pathlib
-import statistics
 import time
 
 import torch
@@ -25,7 +23,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
-from overlap_bench.ddp.probe_state import added_interval
+from overlap_bench.ddp.probe_state import truth_check, truth_sentence
 from overlap_bench.probe import Probe  # probe
 
 
@@ -77,6 +75,9 @@ def parse_args():
     parser.add_argument("--backend", choices=("nccl", "gloo"), help="default: nccl on cuda, gloo on cpu")
     parser.add_argument("--allow-one-rank", action="store_true", help="probe a one-rank job (trying it on one GPU)")
     parser.add_argument("--truth", type=int, default=0, metavar="N", help="passes of the check after the probe")
+    parser.add_argument("--plain-trace", metavar="DIR", help="after the probe, trace 3 of the job's steps as the "
+                        "tutorials do (CPU and CUDA activity, tensorboard_trace_handler into DIR): for ob-analyze on a "
+                        "plain trace and other tools, side by side with the probe")
     parser.add_argument("--out", default="ob-probe", help="the probe's folder (default: ob-probe)")
     args = parser.parse_args()
     for name in ("width", "layers", "heads", "context", "batch", "vocab", "accumulate"):
@@ -136,6 +137,8 @@ def main():
         if probe.done:
             break
     result = probe.finish()  # probe
+    if args.plain_trace:
+        plain_trace(args.plain_trace, lambda: step(model))
     if args.truth:  # the unwrapped model (FSDP2's: a plain replica of it), compiled alike where the job is
         alone, own = module, optimizer
         if args.fsdp2:
@@ -145,6 +148,17 @@ def main():
         alone = torch.compile(alone) if args.compile else alone
         truth(args, result, lambda: step(model), lambda: step(alone, own, as_job=False), cuda, rank)
     dist.destroy_process_group()
+
+
+def plain_trace(folder, job, wait=1, warmup=1, active=3):
+    """The job's steps traced as PyTorch's profiler tutorial traces them."""
+    activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=activities,
+                                schedule=torch.profiler.schedule(wait=wait, warmup=warmup, active=active),
+                                on_trace_ready=torch.profiler.tensorboard_trace_handler(folder, use_gzip=True)) as prof:
+        for _ in range(wait + warmup + active):
+            job()
+            prof.step()
 
 
 def truth(args, result, job, alone, cuda, rank, per_pass=5):
@@ -173,19 +187,10 @@ def truth(args, result, job, alone, cuda, rank, per_pass=5):
                                        dist.get_backend() == "nccl" else "cpu")
                 dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
                 times[kind].append(float(slowest.item()))
-    added = statistics.median(times["job"]) - statistics.median(times["compute"])
-    lo, hi = added_interval(times["job"], times["compute"], seed=1)
-    error = result["added_ms"] / added - 1 if added > 0 else math.nan
-    inside = lo <= result["added_ms"] <= hi
-    check = {"truth_step_ms": statistics.median(times["job"]), "truth_compute_ms": statistics.median(times["compute"]),
-             "truth_added_ms": added, "truth_ci_lo_ms": lo, "truth_ci_hi_ms": hi, "probe_added_ms": result["added_ms"],
-             "error": error, "within_5pct": abs(error) <= 0.05 or inside, "steps": len(times["job"])}
+    check = truth_check(times["job"], times["compute"], result["added_ms"])
     if rank == 0:
         (pathlib.Path(args.out) / "truth.json").write_text(json.dumps(check, indent=2) + "\n")
-        print(f"truth: the job's step {check['truth_step_ms']:.3f} ms, its unwrapped model's "
-              f"{check['truth_compute_ms']:.3f} ms: added {added:.3f} ms [{lo:.3f}, {hi:.3f}]; the probe's "
-              f"{result['added_ms']:.3f} ms is "
-              f"{100 * error:+.1f} % off ({'within' if check['within_5pct'] else 'outside'} the 5 % target)")
+        print(truth_sentence(check))
 
 
 if __name__ == "__main__":

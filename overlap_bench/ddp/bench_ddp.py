@@ -69,7 +69,7 @@ def work_checks(args):
             ("--blocks", args.blocks, 0 <= args.blocks <= 4096, "from 0 (all) to 4096")]
 
 
-def parse_args():
+def parse_args(probing=False):
     parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
     add_work_arguments(parser)
     parser.add_argument("--model-binary", help="phase4_model (default: on PATH, or in this checkout's build/)")
@@ -103,6 +103,10 @@ def parse_args():
     parser.add_argument("--lr", type=float, default=0.01, help="SGD learning rate (default: 0.01)")
     parser.add_argument("--seed", type=int, default=1234, help="seed of the weights and data (default: 1234)")
     parser.add_argument("--csv", required=True, help="summary CSV to write (rank 0)")
+    if probing:
+        parser.add_argument("--probe", metavar="DIR", required=True, help="then each wrapped run under the probe "
+                            "(overlap_bench.probe), held against these runs' own times: "
+                            "DIR/<config>-<ddp|fsdp><setting>/ with truth.json")
     args = parser.parse_args()
     check_configs(parser, args.configs)
     checks = [("--iters", args.iters, args.iters >= 1, "at least 1"),
@@ -116,6 +120,9 @@ def parse_args():
               ("--graph", "on", not (args.graph and (args.fsdp or args.default)), "not with --fsdp or --default"),
               ("--reshard-after-forward", " ".join(map(str, args.reshard_after_forward)),
                args.fsdp or args.reshard_after_forward == [0, 1], "with --fsdp only"),
+              ("--probe", getattr(args, "probe", None), not probing or not (
+                  args.graph or pathlib.Path(args.probe).is_symlink() or pathlib.Path(args.probe).is_file()),
+               "a folder (not a link or a file), not with --graph (the probe times eager steps)"),
               ("--lr", args.lr, math.isfinite(args.lr) and args.lr >= 0, "a number >= 0"),
               ("--seed", args.seed, args.seed >= 0, "at least 0"),
               ("--order-seed", args.order_seed, args.order_seed is None or 0 <= args.order_seed < 2 ** 32,
@@ -186,7 +193,7 @@ def shuffled(items, seed, salt=""):
     return order
 
 
-def run_config(args, work, rank, world):
+def run_config(args, work, rank, world, after_runs=None):
     """Times one configuration (`work`: an Mlp or a Transformer): the compute-only steps, then every wrapped run, in
     turn --passes times, each pass timing its share of --iters and --min-time-ms after its own warm-up on a freshly
     wrapped model (ddp_steps.pass_share), a row's iterations those of every pass. Returns (compute rows {mode:
@@ -211,11 +218,16 @@ def run_config(args, work, rank, world):
             worst = max(worst, error)
             # the next run builds its own wrapped model (its buckets replace these gradients)
 
-    def summarized(times_by_mode):
-        return {mode: stats(slowest(times)) for mode, times in times_by_mode.items()}
+    def of_slowest(times_by_mode):
+        return {mode: slowest(times) for mode, times in times_by_mode.items()}
 
-    return summarized(rows), [(kind, setting, summarized(modes), buckets)
-                              for kind, setting, modes, buckets in runs.values()], worst
+    rows, runs = of_slowest(rows), [(kind, setting, of_slowest(modes), buckets)
+                                    for kind, setting, modes, buckets in runs.values()]
+    if after_runs:  # ob-probe-suite: each wrapped run under the probe, held against these times
+        after_runs(args, work, rank, world, step, rows["compute"], runs)
+    return {mode: stats(times) for mode, times in rows.items()}, \
+        [(kind, setting, {mode: stats(times) for mode, times in modes.items()}, buckets)
+         for kind, setting, modes, buckets in runs], worst
 
 
 def summary_rows(args, system, world, work, compute, runs, worst):
@@ -250,8 +262,9 @@ def summary_rows(args, system, world, work, compute, runs, worst):
     return lines
 
 
-def main():
-    args = parse_args()
+def main(after_runs=None):
+    """bench_ddp; ob-probe-suite passes `after_runs` (overlap_bench.probe_suite) and takes --probe."""
+    args = parse_args(probing=after_runs is not None)
     if torch is None:
         print("bench_ddp: PyTorch is not installed (python3 -m pip install torch)", file=sys.stderr)
         return 77
@@ -284,7 +297,7 @@ def main():
             print(f"bench_ddp: {system} {work.label}", file=sys.stderr, flush=True)
         begun = time.monotonic()
         with graph_stream(args.graph):
-            results, runs, worst = run_config(args, work, rank, world)
+            results, runs, worst = run_config(args, work, rank, world, after_runs)
         timings[f"config {work.label}"] = round(time.monotonic() - begun, 2)
         if not worst <= 1e-5:  # NaN fails too
             failures.append(f"{work.label}: {system} gradients differ from a manual all-reduce by {worst:.3g} "

@@ -1,7 +1,9 @@
 """The probe's state and clocks (overlap_bench.probe): the copy of a model's and optimizer's state that its
 compute-only steps change, put back in place; a step's time by CUDA events (or the host clock without a GPU); the
 added time's bootstrap interval. Torch only."""
+import math
 import os
+import statistics
 import time
 
 import torch
@@ -127,3 +129,24 @@ def added_interval(job, compute, seed=0, count=RESAMPLES):
     drawn_b = b[torch.randint(len(b), (count, len(b)), generator=generator)].median(dim=1).values
     differences = (drawn_a - drawn_b).sort().values
     return float(differences[int(0.025 * count)]), float(differences[int(0.975 * count) - 1])
+
+
+def truth_check(job, compute, probe_added_ms, seed=1):
+    """The probe held against the truth (the job's steps and its compute-only steps timed without the probe or the
+    profiler, each step synchronised, the slowest rank's): the truth's medians, their difference with its 95 %
+    interval, the probe's error against it, and whether it is within 5 % or inside that interval."""
+    added = statistics.median(job) - statistics.median(compute)
+    lo, hi = added_interval(job, compute, seed=seed)
+    error = probe_added_ms / added - 1 if added > 0 else math.nan
+    return {"truth_step_ms": statistics.median(job), "truth_compute_ms": statistics.median(compute),
+            "truth_added_ms": added, "truth_ci_lo_ms": lo, "truth_ci_hi_ms": hi, "probe_added_ms": probe_added_ms,
+            "error": error, "within_5pct": abs(error) <= 0.05 or lo <= probe_added_ms <= hi, "steps": len(job)}
+
+
+def truth_sentence(check):
+    """The check in words, as the example and bench_ddp --probe print it."""
+    return (f"truth: the job's step {check['truth_step_ms']:.3f} ms, its compute-only step "
+            f"{check['truth_compute_ms']:.3f} ms: added {check['truth_added_ms']:.3f} ms "
+            f"[{check['truth_ci_lo_ms']:.3f}, {check['truth_ci_hi_ms']:.3f}]; the probe's "
+            f"{check['probe_added_ms']:.3f} ms is {100 * check['error']:+.1f} % off "
+            f"({'within' if check['within_5pct'] else 'outside'} the 5 % target)")

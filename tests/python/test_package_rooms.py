@@ -1,6 +1,7 @@
-"""The Python package in rooms (issue 73): overlap_bench/ holds subpackages that follow its families and one
-user-facing module (probe); no module imports another that imports it back, function-local imports included; the
-rooms themselves point one way (core below all); reading a CSV imports no plotting library."""
+"""The Python package in rooms (issue 73): overlap_bench/ holds subpackages that follow its families and one user-
+facing pair (the probe, and ob-probe-suite: the suite's own jobs under it); no module imports another that imports
+it back, function-local imports included; the rooms themselves point one way (core below all); reading a CSV imports
+no plotting library."""
 import ast
 import subprocess
 import sys
@@ -71,9 +72,9 @@ def room(module):
     return parts[1] if len(parts) > 1 and parts[1] in ROOMS else "top"
 
 
-def test_the_package_is_rooms_and_one_user_module():
+def test_the_package_is_rooms_and_the_probe():
     assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} == ROOMS
-    assert sorted(p.name for p in PACKAGE.glob("*.py")) == ["__init__.py", "probe.py"]
+    assert sorted(p.name for p in PACKAGE.glob("*.py")) == ["__init__.py", "probe.py", "probe_suite.py"]
     assert all((PACKAGE / r / "__init__.py").read_text().startswith('"""') for r in ROOMS)
 
 
