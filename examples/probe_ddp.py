@@ -75,7 +75,7 @@ def parse_args():
     parser.add_argument("--backend", choices=("nccl", "gloo"), help="default: nccl on cuda, gloo on cpu")
     parser.add_argument("--allow-one-rank", action="store_true", help="probe a one-rank job (trying it on one GPU)")
     parser.add_argument("--truth", type=int, default=0, metavar="N", help="passes of the check after the probe")
-    parser.add_argument("--plain-trace", metavar="DIR", help="after the probe, trace 3 of the job's steps as the "
+    parser.add_argument("--plain-trace", metavar="DIR", help="at the end, trace 3 of the job's steps as the "
                         "tutorials do (CPU and CUDA activity, tensorboard_trace_handler into DIR): for ob-analyze on a "
                         "plain trace and other tools, side by side with the probe")
     parser.add_argument("--out", default="ob-probe", help="the probe's folder (default: ob-probe)")
@@ -137,8 +137,6 @@ def main():
         if probe.done:
             break
     result = probe.finish()  # probe
-    if args.plain_trace:
-        plain_trace(args.plain_trace, lambda: step(model))
     if args.truth:  # the unwrapped model (FSDP2's: a plain replica of it), compiled alike where the job is
         alone, own = module, optimizer
         if args.fsdp2:
@@ -147,6 +145,8 @@ def main():
             own = torch.optim.AdamW(alone.parameters(), lr=1e-4, fused=cuda)
         alone = torch.compile(alone) if args.compile else alone
         truth(args, result, lambda: step(model), lambda: step(alone, own, as_job=False), cuda, rank)
+    if args.plain_trace:  # last: a profiler with host activity moved the truth's steps taken after it (one H100)
+        plain_trace(args.plain_trace, lambda: step(model))
     dist.destroy_process_group()
 
 
