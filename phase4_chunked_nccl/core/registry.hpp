@@ -1,5 +1,5 @@
-// The one registry behind phase 4's self-registering parts (model families, schedules): factories of one type by
-// name, filled at start-up by the registering objects in each part's own file (made on first use, since those run
+// The one registry behind phase 4's self-registering parts (model families' factories, schedules' rows): entries of
+// one type by name, filled at start-up by the registering objects in each part's own file (made on first use, since those run
 // during static initialisation, in no set order). The strategies' registry (sync/registry.hpp) keeps whole rows.
 #pragma once
 
@@ -28,7 +28,7 @@ class Registry {
     return names;
   }
   // The factory of `name`; throws std::invalid_argument naming `what` ("model family") when there is none.
-  static Factory get(const char* what, const std::string& name) {
+  static const Factory& get(const char* what, const std::string& name) {
     const auto found = table().find(name);
     if (found == table().end())
       throw std::invalid_argument(std::string("no ") + what + " '" + name + "' in this build");

@@ -103,7 +103,7 @@ double Config::device_bytes() const {
   if (comm_reference() != sync) floats += sync_row(comm_reference()).buffers * w;  // bound_ref's comm-only run
   double bytes = 4.0 * floats + (64 << 20);
   if (common.check && accum_steps > 1) bytes += accumulation_reference().device_bytes();
-  if (common.check && sync != "nccl") bytes += strategy_reference().device_bytes();
+  if (common.check && sync != reference_sync()) bytes += strategy_reference().device_bytes();
   return bytes;
 }
 
@@ -122,7 +122,7 @@ std::string Config::point_label() const {
   if (accum_steps > 1) label += ", accum-steps=" + std::to_string(accum_steps);
   if (comm_dtype != WireType::kFp32) label += ", comm-dtype=" + name(comm_dtype);
   if (graph) label += ", graph";
-  if (sync != "nccl") label += ", sync=" + sync;
+  if (sync != reference_sync()) label += ", sync=" + sync;
   if (gemm_sm_margin > 0) label += ", gemm-sm-margin=" + std::to_string(gemm_sm_margin);
   if (prefetch > 0) label += ", prefetch=" + std::to_string(prefetch);
   return label;
@@ -133,7 +133,7 @@ std::string Config::comm_reference() const {
   return row.reference.empty() ? row.name : row.reference;
 }
 
-bool Config::sharded() const { return sync_row(sync).schedule == kShardedSchedule; }
+const ScheduleRow& Config::schedule() const { return schedule_of(sync); }
 
 std::vector<std::string> Config::planned_syncs() const {
   return plan_syncs.empty() ? std::vector<std::string>{sync} : ob::split_list(plan_syncs);
@@ -141,7 +141,7 @@ std::vector<std::string> Config::planned_syncs() const {
 
 Config Config::strategy_reference() const {
   Config reference = *this;
-  reference.sync = "nccl";
+  reference.sync = reference_sync();
   reference.sweeps.clear();
   reference.common.check = false;
   return reference;

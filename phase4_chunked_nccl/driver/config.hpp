@@ -8,6 +8,7 @@
 #include "common/modes.hpp"
 #include "common/options.hpp"
 #include "common/watchdog.hpp"
+#include "phase4_chunked_nccl/core/schedules.hpp"
 #include "phase4_chunked_nccl/core/spec.hpp"
 #include "phase4_chunked_nccl/sync/registry.hpp"
 
@@ -89,11 +90,11 @@ struct Config {
   std::string point_label() const;  // "chunks=20", "bucket-mb=25", with the other swept options when set
   std::string shape_label() const;  // "4096x16x512": hidden x layers x batch
   Config accumulation_reference() const;  // one step on the K-times batch that K micro-steps must equal
-  Config strategy_reference() const;  // the same with --sync nccl, whose weights every strategy must equal
+  Config strategy_reference() const;  // the same with the reference strategy (nccl), whose weights every one must equal
   // The strategy whose isolated communication bound_ref also takes (where faster): the row's reference (nccl, or
   // for a sharded strategy sharded: the same collectives on NCCL's ring kernels).
   std::string comm_reference() const;
-  bool sharded() const;  // --sync names a strategy of the sharded schedule
+  const ScheduleRow& schedule() const;  // the row of the schedule that drives --sync's strategy
   std::vector<std::string> planned_syncs() const;  // --plan-syncs, or --sync alone
   std::vector<double> interference_sizes() const;  // --interference-mb, or powers of 2 from 1 MiB to the gradient
   // What the communicator is made with; a strategy that needs a CTA policy (ce: zero) sets it.

@@ -64,7 +64,7 @@ std::string check_point(const Config& config, Trainer& trainer, const BucketPlan
     note(compare_weights(replayed, seq, 0.0, "graph replay differs from eager execution", "graph_vs_eager", comm, row));
   }
   const bool bf16 = config.comm_dtype == WireType::kBf16;
-  if (bf16 || config.sync != "nccl") {
+  if (bf16 || config.sync != reference_sync()) {
     ob::progress_note("the gradient check");
     const double error = ob::max_across_ranks({trainer.comm_gradient_error(plan)}, comm)[0];
     trainer.reset_weights();
@@ -75,7 +75,7 @@ std::string check_point(const Config& config, Trainer& trainer, const BucketPlan
            ob::format_number(error) + " above " + ob::format_number(tolerance));
     }
   }
-  if (config.sync != "nccl" && !bf16) {
+  if (config.sync != reference_sync() && !bf16) {
     ob::progress_note("the strategy check");
     const Config nccl = config.strategy_reference();
     Trainer reference(nccl.step_spec(), rank, ranks, trainer.comm(), comm);
@@ -97,23 +97,29 @@ std::string check_point(const Config& config, Trainer& trainer, const BucketPlan
   return checks.first();
 }
 
-// A run's communication as per-task medians, the collective's own time (ob::fastest_median): per bucket, and per
-// forward layer's gather (sharded strategies only).
+// A comm-only run's communication as per-task medians, the collective's own time (ob::fastest_median): per bucket,
+// and per forward layer of each comm part of the schedule's own (a comm-only run times no compute part).
 struct CommTasks {
-  std::vector<double> buckets, gathers;
+  std::vector<double> buckets;
+  PartTimes parts;
 };
 
 CommTasks comm_medians(const ModeRun& run, MPI_Comm comm) {
   CommTasks tasks;
   for (const auto& samples : run.bucket_ms) tasks.buckets.push_back(ob::fastest_median(samples, comm));
-  for (const auto& samples : run.gather_ms) tasks.gathers.push_back(ob::fastest_median(samples, comm));
+  for (const auto& [name, per_layer] : run.part_ms) {
+    for (const auto& samples : per_layer) tasks.parts[name].push_back(ob::fastest_median(samples, comm));
+  }
   return tasks;
 }
 
 // Each task's faster time of the two.
 CommTasks fastest_of(CommTasks a, const CommTasks& b) {
   for (std::size_t k = 0; k < a.buckets.size(); ++k) a.buckets[k] = std::min(a.buckets[k], b.buckets[k]);
-  for (std::size_t k = 0; k < a.gathers.size(); ++k) a.gathers[k] = std::min(a.gathers[k], b.gathers[k]);
+  for (auto& [name, times] : a.parts) {  // a part the other schedule has not: this one's own
+    const auto& other = b.parts.count(name) ? b.parts.at(name) : times;
+    for (std::size_t k = 0; k < times.size(); ++k) times[k] = std::min(times[k], other.at(k));
+  }
   return a;
 }
 
@@ -126,12 +132,14 @@ double bound_from(const Config& config, Trainer& trainer, const BucketPlan& plan
   MeasuredParts parts;
   for (int s = 0; s < config.layers; ++s) parts.backward_ms.push_back(local_median(compute.step_ms[s]));
   for (const auto& samples : compute.layer_ms) parts.layer_ms.push_back(local_median(samples));
-  for (const auto& samples : compute.layer_update_ms) parts.layer_update_ms.push_back(local_median(samples));
+  for (const auto& [name, per_layer] : compute.part_ms) {  // the schedule's compute parts (the compute-only run's)
+    for (const auto& samples : per_layer) parts.part_ms[name].push_back(local_median(samples));
+  }
   for (const auto& bucket : plan.buckets) parts.ready_after.push_back(bucket.ready_after);
   parts.forward_ms = local_median(compute.forward_ms);
   parts.update_ms = local_median(compute.update_ms);
   parts.bucket_ms = tasks.buckets;
-  parts.gather_ms = tasks.gathers;
+  for (const auto& [name, times] : tasks.parts) parts.part_ms[name] = times;
   parts.t_comp = t_comp;
   parts.t_comm = t_comm;
   return ob::max_across_ranks({trainer.bound(parts)}, comm)[0];
@@ -255,13 +263,12 @@ ob::OverlapInputs bound_inputs(const Config& config, Trainer& trainer, const Buc
   inputs.bound_ms = bound_from(config, trainer, plan, compute_parts, own, t_comp, t_comm, comm);
   auto fastest = own;
   double t_comm_ref = t_comm;
-  const std::string reference_sync = config.comm_reference();
-  if (config.sync != reference_sync) {
+  const std::string comm_ref = config.comm_reference();
+  if (config.sync != comm_ref) {
     if (progress) {
-      *progress << "phase4: " << config.point_label() << ": comm of --sync " << reference_sync << " (bound_ref)"
-                << std::endl;
+      *progress << "phase4: " << config.point_label() << ": comm of --sync " << comm_ref << " (bound_ref)" << std::endl;
     }
-    const auto reference = trainer.run_comm_with(reference_sync, plan, origin);
+    const auto reference = trainer.run_comm_with(comm_ref, plan, origin);
     fastest = fastest_of(own, comm_medians(at_timed_pace(reference), comm));
     t_comm_ref = std::min(t_comm, ob::summarize(ob::max_across_ranks(reference.iter_ms, comm)).p50);
   }

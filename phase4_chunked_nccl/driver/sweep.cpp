@@ -72,27 +72,39 @@ double summed_medians(const std::vector<std::vector<double>>& tasks, MPI_Comm co
 // it follows the iteration protocol's steady-state rule (--warmup, then until steady), on a GPU already warm.
 constexpr double kCalibrationWarmupMs = 500;
 
-// A sharded strategy's step from one size's runs (planner.hpp, ShardedCalibration): the compute-only run's forward
-// layers, deferred updates and backward steps, the comm-only run's gathers (at the timed steps' pace: at_timed_pace),
-// and the overlapped run's stretch of the gathers and slowdown of the forward layers (ratios of unscaled parts).
-ShardedCalibration sharded_step(const Config& config, const ModeRun& compute, const ModeRun& alone,
-                                const ModeRun& overlapped, MPI_Comm comm) {
-  const double gathers = summed_medians(alone.gather_ms, comm);
-  const double gather_stretch = gathers > 0 ? summed_medians(overlapped.gather_ms, comm) / gathers : 1.0;
-  const double forward_slowdown =
-      summed_medians(overlapped.layer_ms, comm) / summed_medians(compute.layer_ms, comm) - 1;
-  const ModeRun paced = at_timed_pace(compute);
-  ShardedCalibration s;
+// The run's samples of part `name` ([layer][iteration]; none where the run did not mark it).
+const std::vector<std::vector<double>>& part_samples(const ModeRun& run, const std::string& name) {
+  static const std::vector<std::vector<double>> none;
+  const auto found = run.part_ms.find(name);
+  return found == run.part_ms.end() ? none : found->second;
+}
+
+// The own step of a strategy whose schedule has parts of its own (`schedule`; planner.hpp, ScheduleCalibration),
+// from one size's runs: the compute-only run's forward layers, compute parts and backward steps, the comm-only run's
+// comm parts (at the timed steps' pace: at_timed_pace), and the overlapped run's stretch of each comm part and
+// slowdown of the forward layers (ratios of unscaled parts).
+ScheduleCalibration schedule_step(const Config& config, const ScheduleRow& schedule, const ModeRun& compute,
+                                  const ModeRun& alone, const ModeRun& overlapped, MPI_Comm comm) {
+  const ModeRun paced = at_timed_pace(compute), paced_alone = at_timed_pace(alone);
+  ScheduleCalibration s;
   s.prefetch = config.prefetch;
   s.layer_ms = medians(paced.layer_ms, comm);
-  s.update_ms = medians(paced.layer_update_ms, comm);
   s.step_ms = medians(paced.step_ms, comm);
-  s.gather_ms = medians(at_timed_pace(alone).gather_ms, comm);
   s.iteration_ms = ob::summarize(ob::max_across_ranks(compute.iter_ms, comm)).p50;
+  double compute_parts = 0;
+  for (const auto& part : schedule.parts) {
+    if (!part.comm) {
+      s.part_ms[part.name] = medians(part_samples(paced, part.name), comm);
+      compute_parts += ob::sum_ms(s.part_ms[part.name]);
+      continue;
+    }
+    s.part_ms[part.name] = medians(part_samples(paced_alone, part.name), comm);
+    const double isolated = summed_medians(part_samples(alone, part.name), comm);
+    s.stretch[part.name] = isolated > 0 ? summed_medians(part_samples(overlapped, part.name), comm) / isolated : 1.0;
+  }
   s.forward_rest_ms =
-      std::max(0.0, ob::slowest_median(paced.forward_ms, comm) - ob::sum_ms(s.layer_ms) - ob::sum_ms(s.update_ms));
-  s.gather_stretch = gather_stretch;
-  s.forward_slowdown = forward_slowdown;
+      std::max(0.0, ob::slowest_median(paced.forward_ms, comm) - ob::sum_ms(s.layer_ms) - compute_parts);
+  s.forward_slowdown = summed_medians(overlapped.layer_ms, comm) / summed_medians(compute.layer_ms, comm) - 1;
   return s;
 }
 
@@ -111,9 +123,9 @@ void add_size(StrategyCalibration& strategy, double mb, const BucketPlan& plan, 
     busy += ms;
     if (plan.buckets[b].size() == largest) full.push_back(ms);
   }
-  // The comm-only step's time beyond its buckets (a sharded strategy's: beyond its gathers too).
-  const double alone_ms = ob::summarize(ob::max_across_ranks(alone.iter_ms, comm)).p50 -
-      (paced.gather_ms.empty() ? 0.0 : summed_medians(paced.gather_ms, comm));
+  // The comm-only step's time beyond its buckets (and beyond the schedule's own comm parts, where it has any).
+  double alone_ms = ob::summarize(ob::max_across_ranks(alone.iter_ms, comm)).p50;
+  for (const auto& [name, samples] : paced.part_ms) alone_ms -= summed_medians(samples, comm);
   strategy.bytes.push_back(largest * 4.0);
   strategy.comm_ms.push_back(ob::summarize(full).p50);
   strategy.gap_ms.push_back(std::max(0.0, alone_ms - busy) / plan.buckets.size());
@@ -141,7 +153,8 @@ Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, 
     config.plan_ends.clear();
     config.common.check = false;
     config.common.iters = std::max(config.common.iters, 20);
-    const bool sharded = sync_row(sync).schedule == kShardedSchedule;
+    const ScheduleRow& schedule = schedule_of(sync);
+    const bool own_step = !schedule.parts.empty();  // its schedule's parts calibrated with its own step
     Trainer trainer(config.step_spec(), rank, ranks, comms.get(config.nccl_settings()), comm);
     if (!warm) {  // the trainer reads its config when it runs: one compute-only run of kCalibrationWarmupMs
       const ModeRun probe = trainer.run(ob::Mode::kCompute, trainer.adapt(base.plan()), false, origin);
@@ -153,7 +166,7 @@ Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, 
     }
     StrategyCalibration strategy;
     strategy.sync = sync;
-    double sharded_iteration = 0;
+    double own_iteration = 0;
     for (const double bytes : sizes) {
       const double mb = bytes / (1 << 20);
       const BucketPlan plan = trainer.adapt(plan_by_size(config.layout(), mb, mb));
@@ -172,26 +185,29 @@ Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, 
       const ModeRun &compute = runs[0], &alone = runs[1], &overlapped = runs[2];
       const double compute_backward = ob::slowest_median(compute.backward_total_ms, comm);
       const double iteration = ob::summarize(ob::max_across_ranks(compute.iter_ms, comm)).p50;
-      if (!sharded && (best_iteration == 0 || iteration < best_iteration)) {
+      if (!own_step && (best_iteration == 0 || iteration < best_iteration)) {
         const ModeRun paced = at_timed_pace(compute);
         best_iteration = calibration.iteration_ms = iteration;
         calibration.forward_ms = ob::slowest_median(paced.forward_ms, comm);
         calibration.update_ms = ob::slowest_median(paced.update_ms, comm);
         calibration.step_ms = medians(paced.step_ms, comm);
       }
-      if (sharded && (sharded_iteration == 0 || iteration < sharded_iteration)) {
-        sharded_iteration = iteration;
-        strategy.sharded = sharded_step(config, compute, alone, overlapped, comm);
+      if (own_step && (own_iteration == 0 || iteration < own_iteration)) {
+        own_iteration = iteration;
+        strategy.schedule = schedule_step(config, schedule, compute, alone, overlapped, comm);
       }
       add_size(strategy, mb, plan, alone, overlapped, compute_backward, comm);
     }
     calibration.strategies.push_back(strategy);
   }
-  if (best_iteration == 0) {  // sharded strategies only: the shared compute parts from the first one's step
-    const ShardedCalibration& s = calibration.strategies.front().sharded;
+  if (best_iteration == 0) {  // strategies with steps of their own only: the shared compute parts from the first's
+    const ScheduleCalibration& s = calibration.strategies.front().schedule;
     calibration.iteration_ms = s.iteration_ms;
     calibration.step_ms = s.step_ms;
-    calibration.forward_ms = ob::sum_ms(s.layer_ms) + ob::sum_ms(s.update_ms) + s.forward_rest_ms;
+    calibration.forward_ms = ob::sum_ms(s.layer_ms) + s.forward_rest_ms;
+    for (const auto& part : schedule_of(calibration.strategies.front().sync).parts) {
+      if (!part.comm) calibration.forward_ms += ob::sum_ms(s.part_ms.at(part.name));
+    }
   }
   return calibration;
 }

@@ -39,17 +39,17 @@ void require_positive(const std::vector<double>& values, const std::string& key,
   }
 }
 
-// A sharded strategy's step (`where` names it in messages); its per-layer lists checked against the layers later.
-ShardedCalibration sharded_from_json(const nlohmann::json& json, const std::string& where, const std::string& source) {
-  ShardedCalibration s;
+// The own step of a strategy whose schedule has parts of its own (`row`; `where` names it in messages): its keys
+// the row's parts' (<part>_ms, and <part>_stretch for a comm part); its per-layer lists checked against the layers
+// later.
+ScheduleCalibration schedule_from_json(const ScheduleRow& row, const nlohmann::json& json, const std::string& where,
+                                       const std::string& source) {
+  ScheduleCalibration s;
   s.prefetch = field<int>(json, "prefetch", where, source);
   s.forward_rest_ms = field<double>(json, "forward_rest_ms", where, source);
   s.iteration_ms = field<double>(json, "iteration_ms", where, source);
-  s.gather_stretch = field<double>(json, "gather_stretch", where, source);
   s.forward_slowdown = field<double>(json, "forward_slowdown", where, source);
   s.layer_ms = field<std::vector<double>>(json, "layer_ms", where, source);
-  s.update_ms = field<std::vector<double>>(json, "update_ms", where, source);
-  s.gather_ms = field<std::vector<double>>(json, "gather_ms", where, source);
   s.step_ms = field<std::vector<double>>(json, "step_ms", where, source);
   const auto invalid = [&](const std::string& what) {
     return ob::UsageError("--calibration: '" + source + "' is invalid: " + where + what);
@@ -57,18 +57,36 @@ ShardedCalibration sharded_from_json(const nlohmann::json& json, const std::stri
   if (s.prefetch < 0) throw invalid("prefetch must be >= 0");
   require_positive(s.layer_ms, where + "layer_ms", source);
   require_positive(s.step_ms, where + "step_ms", source);
-  require_positive({s.iteration_ms, s.gather_stretch}, where + "iteration_ms and gather_stretch", source);
-  for (const auto& list : {s.update_ms, s.gather_ms, std::vector<double>{s.forward_rest_ms}}) {
-    for (double v : list) {
-      if (!(v >= 0 && v <= kLargestCalibrated)) throw invalid("update_ms, gather_ms and forward_rest_ms must be >= 0");
+  require_positive({s.iteration_ms}, where + "iteration_ms", source);
+  std::string lists = "layer_ms";  // "layer_ms, update_ms and gather_ms", for the message
+  for (const auto& part : row.parts) lists += (&part == &row.parts.back() ? " and " : ", ") + part.name + "_ms";
+  for (const auto& part : row.parts) {
+    const std::string key = part.name + "_ms";
+    const auto& times = s.part_ms[part.name] = field<std::vector<double>>(json, key, where, source);
+    for (double v : times) {
+      if (!(v >= 0 && v <= kLargestCalibrated)) throw invalid(key + " must be >= 0");
     }
+    if (times.size() != s.layer_ms.size()) throw invalid(lists + " need one time per layer each");
+    if (!part.comm) continue;
+    s.stretch[part.name] = field<double>(json, part.name + "_stretch", where, source);
+    require_positive({s.stretch[part.name]}, where + part.name + "_stretch", source);
   }
+  if (!(s.forward_rest_ms >= 0 && s.forward_rest_ms <= kLargestCalibrated))
+    throw invalid("forward_rest_ms must be >= 0");
   if (!(s.forward_slowdown > -1 && s.forward_slowdown <= kLargestCalibrated))
     throw invalid("forward_slowdown must be > -1");
-  if (s.layer_ms.empty() || s.update_ms.size() != s.layer_ms.size() || s.gather_ms.size() != s.layer_ms.size()) {
-    throw invalid("layer_ms, update_ms and gather_ms need one time per layer each");
-  }
   return s;
+}
+
+nlohmann::json schedule_to_json(const ScheduleRow& row, const ScheduleCalibration& h) {
+  nlohmann::json out = {{"prefetch", h.prefetch},         {"forward_rest_ms", h.forward_rest_ms},
+                        {"iteration_ms", h.iteration_ms}, {"forward_slowdown", h.forward_slowdown},
+                        {"layer_ms", h.layer_ms},         {"step_ms", h.step_ms}};
+  for (const auto& part : row.parts) {
+    out[part.name + "_ms"] = h.part_ms.at(part.name);
+    if (part.comm) out[part.name + "_stretch"] = h.stretch.at(part.name);
+  }
+  return out;
 }
 
 // One entry of a calibration's 'strategies' (`where` names it in messages).
@@ -117,8 +135,10 @@ StrategyCalibration strategy_from_json(const nlohmann::json& entry, const std::s
     require_positive(s.plan_mb, where + "plan_mb", source);
     require_positive(s.overlap_ms, where + "overlap_ms", source);
   }
-  if (row->schedule == kShardedSchedule) {
-    s.sharded = sharded_from_json(field<nlohmann::json>(entry, "sharded", where, source), where + "sharded.", source);
+  const ScheduleRow& schedule = schedule_row(row->schedule);  // its own step, under its schedule's name
+  if (!schedule.parts.empty()) {
+    s.schedule = schedule_from_json(schedule, field<nlohmann::json>(entry, schedule.name, where, source),
+                                    where + schedule.name + ".", source);
   }
   return s;
 }
@@ -142,17 +162,9 @@ nlohmann::json Calibration::to_json() const {
                     {"stretch", s.stretch},
                     {"slowdown", s.slowdown}});
     if (!s.overlap_ms.empty()) list.back()["plan_mb"] = s.plan_mb, list.back()["overlap_ms"] = s.overlap_ms;
-    if (s.sharded.empty()) continue;
-    const ShardedCalibration& h = s.sharded;
-    list.back()["sharded"] = {{"prefetch", h.prefetch},
-                              {"forward_rest_ms", h.forward_rest_ms},
-                              {"iteration_ms", h.iteration_ms},
-                              {"gather_stretch", h.gather_stretch},
-                              {"forward_slowdown", h.forward_slowdown},
-                              {"layer_ms", h.layer_ms},
-                              {"update_ms", h.update_ms},
-                              {"gather_ms", h.gather_ms},
-                              {"step_ms", h.step_ms}};
+    if (s.schedule.empty()) continue;
+    const ScheduleRow& schedule = schedule_of(s.sync);
+    list.back()[schedule.name] = schedule_to_json(schedule, s.schedule);
   }
   nlohmann::json out = {
       {"kind", "overlap-bench phase4 calibration"},
@@ -247,8 +259,9 @@ Calibration Calibration::from_json(const nlohmann::json& json, const std::string
       if (earlier.sync == s.sync) throw invalid(where + "sync '" + s.sync + "' is calibrated twice");
     }
     const auto layers = static_cast<std::size_t>(c.layers);
-    if (!s.sharded.empty() && (s.sharded.layer_ms.size() != layers || s.sharded.step_ms.size() != layers)) {
-      throw invalid(where + "sharded's per-layer lists need one time per layer (" + std::to_string(layers) + ")");
+    if (!s.schedule.empty() && (s.schedule.layer_ms.size() != layers || s.schedule.step_ms.size() != layers)) {
+      throw invalid(where + schedule_of(s.sync).name + "'s per-layer lists need one time per layer (" +
+                    std::to_string(layers) + ")");
     }
     c.strategies.push_back(s);
   }

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "common/errors.hpp"
+#include "phase4_chunked_nccl/sync/registry.hpp"
 
 namespace phase4 {
 
@@ -41,15 +42,16 @@ Calibration estimate_model(const Calibration& c, const ModelWork& work) {
   // slowdown and stretch are those of no overlap (about 0 and 1). In a larger model a bucket of that size overlaps
   // the backward: it takes those of the largest size measured beside compute.
   const double whole = 4.0 * c.layers * c.hidden * static_cast<double>(c.hidden);
-  // A sharded strategy's step is measured per layer of the calibrated model, which this estimate does not rebuild:
-  // it is left out (the all-reduce strategies are estimated).
+  // A strategy whose schedule has parts of its own (sharded) has its step measured per layer of the calibrated model,
+  // which this estimate does not rebuild: it is left out (the others are estimated).
   e.strategies.erase(std::remove_if(e.strategies.begin(), e.strategies.end(),
-                                    [](const StrategyCalibration& s) { return !s.sharded.empty(); }),
+                                    [](const StrategyCalibration& s) { return !s.schedule.empty(); }),
                      e.strategies.end());
   if (e.strategies.empty()) {
     throw ob::UsageError(
-        "--model: the calibration holds sharded strategies only, whose step is not estimated for "
-        "another model: calibrate an all-reduce one too (--plan-syncs nccl,...)");
+        "--model: the calibration holds only strategies whose schedule times parts of its own per layer (" +
+        c.strategies.front().sync + ": " + schedule_of(c.strategies.front().sync).name +
+        "), whose step is not estimated for another model: calibrate an all-reduce one too (--plan-syncs nccl,...)");
   }
   for (StrategyCalibration& s : e.strategies) {
     s.plan_mb.clear(), s.overlap_ms.clear();  // the residuals are of the calibrated model's plans, not this one's

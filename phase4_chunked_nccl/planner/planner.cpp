@@ -12,7 +12,6 @@
 #include "common/metrics.hpp"
 #include "common/options.hpp"
 #include "phase4_chunked_nccl/planner/rank_rise.hpp"
-#include "phase4_chunked_nccl/schedule/sharded_bound.hpp"
 #include "phase4_chunked_nccl/sync/registry.hpp"
 
 namespace phase4 {
@@ -70,10 +69,11 @@ struct Model {
   const StrategyCalibration& strategy;
   const Target& target;
   GradientLayout layout = calibration.layout();
-  const ShardedCalibration& sharded = strategy.sharded;
+  const ScheduleRow& schedule = schedule_of(strategy.sync);
+  const ScheduleCalibration& own = strategy.schedule;  // empty: the schedule has no part of its own
   // The backward steps' compute-only times, the compute and communication clocks when the backward starts, and
   // what follows the pipeline's end (all-reduce: the update; both: the iteration's overhead).
-  std::vector<double> steps = sharded.empty() ? calibration.step_ms : sharded.step_ms;
+  std::vector<double> steps = own.empty() ? calibration.step_ms : own.step_ms;
   double compute_start = 0, comm_start = 0, tail_ms = 0;
 
   // Measured / predicted overlapped step of the calibration's plan of each size (empty: no correction).
@@ -87,31 +87,36 @@ struct Model {
   void start() {
     const Calibration& c = calibration;
     const double backward = ob::sum_ms(steps);
-    if (sharded.empty()) {
+    if (own.empty() || !schedule.forward) {
       compute_start = c.forward_ms;
       tail_ms = c.update_ms + overhead_ms(c.iteration_ms, c.forward_ms + backward + c.update_ms);
       return;
     }
-    ShardedStep forward;  // the forward as the calibration ran it, here under overlap
-    forward.prefetch = sharded.prefetch;
-    forward.forward_rest_ms = sharded.forward_rest_ms;
+    // The schedule's forward as calibrated, under overlap on the target: the layers slowed as measured, each comm
+    // part stretched and scaled to the target per layer, a compute part on the rank's slice by its share.
+    ScheduleCalibration scaled = own;
     const double share = target.ranks > 0 ? update_rise(strategy.sync, c.ranks, target.ranks) : 1.0;
-    for (std::size_t l = 0; l < sharded.layer_ms.size(); ++l) {
-      forward.layer_ms.push_back(sharded.layer_ms[l] * (1 + sharded.forward_slowdown));
-      forward.update_ms.push_back(sharded.update_ms[l] * share);
-      forward.gather_ms.push_back(sharded.gather_ms[l] * sharded.gather_stretch * gather_scale(l));
+    double tasks = ob::sum_ms(own.layer_ms) + own.forward_rest_ms + backward;
+    for (double& ms : scaled.layer_ms) ms *= 1 + own.forward_slowdown;
+    for (const auto& part : schedule.parts) {
+      auto& times = scaled.part_ms.at(part.name);
+      if (!part.comm) tasks += ob::sum_ms(times);
+      for (std::size_t l = 0; l < times.size(); ++l) {
+        times[l] *= part.comm ? own.stretch.at(part.name) * comm_scale(l) : part.rank_share ? share : 1.0;
+      }
     }
-    sharded_forward(forward, compute_start, comm_start);
-    const double tasks = ob::sum_ms(sharded.layer_ms) + ob::sum_ms(sharded.update_ms) + sharded.forward_rest_ms;
-    tail_ms = overhead_ms(sharded.iteration_ms, tasks + backward);
+    schedule.forward(scaled, compute_start, comm_start);
+    tail_ms = overhead_ms(own.iteration_ms, tasks);
   }
   std::vector<double> residuals() const;  // below predict_with, which it runs
-  // A plan as the strategy runs it: a sharded one's buckets hold whole tensors.
-  BucketPlan as_run(const BucketPlan& plan) const { return sharded.empty() ? plan : align_plan_to_steps(plan, layout); }
-  // Forward layer l's gather on the target: as the reductions' time at that layer's size scales (1 calibrated), or
-  // on other rank counts, for gathers made of one copy per peer (SyncRow::gathers_by_copies: on the calibrated
-  // node's links, copy engines needing peer access), as copies_rise says.
-  double gather_scale(std::size_t l) const {
+  // A plan as the strategy runs it: whole tensors where its schedule's buckets hold them.
+  BucketPlan as_run(const BucketPlan& plan) const {
+    return schedule.whole_tensors ? align_plan_to_steps(plan, layout) : plan;
+  }
+  // A comm part of forward layer l on the target: as the reductions' time at that layer's size scales (1
+  // calibrated), or on other rank counts, for collectives made of one copy per peer (SyncRow::gathers_by_copies: on
+  // the calibrated node's links, copy engines needing peer access), as copies_rise says.
+  double comm_scale(std::size_t l) const {
     if (!target.comm) return 1.0;
     const int step = layout.steps() - 1 - static_cast<int>(l);  // forward layer l is backward step L - 1 - l
     const double bytes = (layout.ends[step] - layout.begin(step)) * kBytesPerElement;
@@ -137,8 +142,8 @@ struct Model {
     return isolated_ms(bytes) + ((last ? std::max(1.0, stretch) : stretch) - 1) * strategy.comm_ms_at(bytes) +
         strategy.gap_ms_at(bytes);
   }
-  // Pieces per backward step for the programme: a sharded strategy's buckets hold whole tensors.
-  int pieces() const { return sharded.empty() ? pieces_per_layer(layout.steps()) : 1; }
+  // Pieces per backward step for the programme: 1 where the schedule's buckets hold whole tensors.
+  int pieces() const { return schedule.whole_tensors ? 1 : pieces_per_layer(layout.steps()); }
 };
 
 // The plan of least predicted step for a fixed backward slowdown: f[j], the least finish time of the bucket ending
@@ -310,9 +315,9 @@ std::vector<PlanChoice> choose_plans(const Calibration& calibration, const std::
 // The strategy DDP's buckets are predicted with: nccl's all-reduces where calibrated, else the first all-reduce
 // strategy's (null: sharded ones only).
 const StrategyCalibration* ddp_like(const Calibration& c) {
-  if (const auto* nccl = c.strategy("nccl")) return nccl;
+  if (const auto* plain = c.strategy(reference_sync())) return plain;
   for (const auto& s : c.strategies) {
-    if (s.sharded.empty()) return &s;
+    if (s.schedule.empty()) return &s;
   }
   return nullptr;
 }

@@ -25,13 +25,13 @@
 // waits, a sharded schedule's gathers) is measured, not modelled. Calibrations made before the steps were recorded
 // hold none: no correction.
 //
-// Sharded strategies (sharded, sharded-ce: schedule/sharded.cu) are planned the same way from their own calibration:
-// their compute-only step (each forward layer's time and deferred update, the backward steps), each layer's
-// all-gather alone, its stretch and the forward's slowdown under overlap. The predicted step replays the schedule's
-// forward (sharded_bound.hpp: updates, gathers, layers) and then the backward pipeline of the reductions behind the
-// gathers, as above; buckets hold whole tensors, so the programme cuts at backward steps only. For other rank counts
-// (phase4_predict) the gathers scale as the reductions' time at the layer's size does and each rank's updates with
-// its share of the slices.
+// Strategies whose schedule has parts of its own (sharded, sharded-ce: schedule/sharded.cpp) are planned the same
+// way from their own calibration (ScheduleCalibration): their compute-only step (each forward layer's time, the
+// schedule's compute parts, the backward steps), each comm part alone per layer, its stretch and the forward's
+// slowdown under overlap. The predicted step replays the schedule's forward (its row's model: ScheduleRow::forward)
+// and then the backward pipeline of the reductions behind it, as above; where its buckets hold whole tensors, the
+// programme cuts at backward steps only. For other rank counts (phase4_predict) a comm part scales as the reductions'
+// time at the layer's size does, a compute part on the rank's share of the slices as the update does.
 #pragma once
 
 #include <cstdint>
@@ -42,19 +42,10 @@
 #include <vector>
 
 #include "phase4_chunked_nccl/core/bucket_plan.hpp"
+#include "phase4_chunked_nccl/core/schedules.hpp"
 #include "phase4_chunked_nccl/core/spec.hpp"
 
 namespace phase4 {
-
-// A sharded strategy's own step (empty for the all-reduce ones): its compute-only run's forward layers, their
-// deferred updates, the forward's rest, its backward steps and iteration; each forward layer's all-gather alone; under
-// overlap, the gathers' stretch and the forward layers' slowdown; the --prefetch it ran with.
-struct ShardedCalibration {
-  int prefetch = 0;
-  double forward_rest_ms = 0, iteration_ms = 0, gather_stretch = 1, forward_slowdown = 0;
-  std::vector<double> layer_ms, update_ms, gather_ms, step_ms;
-  bool empty() const { return layer_ms.empty(); }
-};
 
 // One strategy's communication as calibrated: per message size (ascending), the isolated time of one bucket, and
 // the gap between buckets on the comm stream, the stretch and slowdown under overlap; a sharded one's step.
@@ -64,7 +55,7 @@ struct StrategyCalibration {
   // Per size: the cap its plan was cut at (MiB; plan_by_size, whole tensors for a sharded strategy) and that plan's
   // measured overlapped step (slowest rank's median). Empty in calibrations made before they were recorded.
   std::vector<double> plan_mb, overlap_ms;
-  ShardedCalibration sharded;
+  ScheduleCalibration schedule;  // its schedule's own step, where the schedule has parts of its own (schedules.hpp)
 
   // c(m): linear between the two calibrated sizes around m (latency + bytes / bandwidth of that range); outside the
   // range, the nearest range's line, and *extrapolated set.

@@ -31,10 +31,8 @@ void append_run(ModeRun& into, ModeRun&& more) {
   extend(into.backward_total_ms, more.backward_total_ms);
   extend(into.enqueue_ms, more.enqueue_ms);
   extend(into.enqueue_span_ms, more.enqueue_span_ms);
-  for (auto part :
-       {&ModeRun::step_ms, &ModeRun::bucket_ms, &ModeRun::gather_ms, &ModeRun::layer_ms, &ModeRun::layer_update_ms}) {
-    extend(into.*part, more.*part);
-  }
+  for (auto part : {&ModeRun::step_ms, &ModeRun::bucket_ms, &ModeRun::layer_ms}) extend(into.*part, more.*part);
+  for (const auto& [name, samples] : more.part_ms) extend(into.part_ms[name], samples);
   for (auto& event : more.events) {
     event.iter += before;
     into.events.push_back(std::move(event));
@@ -53,9 +51,11 @@ ModeRun at_timed_pace(ModeRun run) {
     for (double& ms : samples) ms *= scale;
   };
   for (auto part : {&ModeRun::forward_ms, &ModeRun::update_ms, &ModeRun::backward_total_ms}) times(run.*part);
-  for (auto part :
-       {&ModeRun::step_ms, &ModeRun::bucket_ms, &ModeRun::gather_ms, &ModeRun::layer_ms, &ModeRun::layer_update_ms}) {
+  for (auto part : {&ModeRun::step_ms, &ModeRun::bucket_ms, &ModeRun::layer_ms}) {
     for (auto& samples : run.*part) times(samples);
+  }
+  for (auto& [name, per_layer] : run.part_ms) {
+    for (auto& samples : per_layer) times(samples);
   }
   return run;
 }

@@ -1,31 +1,26 @@
 #include "phase4_chunked_nccl/schedule/schedule.hpp"
 
+#include <stdexcept>
 #include <string>
 
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/event_timer.hpp"
 #include "common/nvtx.hpp"
-#include "phase4_chunked_nccl/core/registry.hpp"
 
 namespace phase4 {
 
-using Schedules = Registry<ScheduleFactory>;
-
-RegisterSchedule::RegisterSchedule(const std::string& name, ScheduleFactory make) {
-  Schedules::add("schedules", name, make);
-}
-
-std::vector<std::string> schedule_names() { return Schedules::names(); }
-
 std::unique_ptr<Schedule> make_schedule(const std::string& name, const StepResources& resources, GradientSync& sync) {
-  return Schedules::get("schedule", name)(resources, sync);
+  const ScheduleRow& row = schedule_row(name);
+  if (!row.make) throw std::invalid_argument("schedule '" + name + "' has no factory in this build");
+  return row.make(resources, sync);
 }
 
-StepMarks::StepMarks(ob::EventLog* event_log, int layers, const BucketPlan& plan, bool in_detail)
+StepMarks::StepMarks(ob::EventLog* event_log, int layers, const BucketPlan& plan, const std::vector<PartSpec>& own,
+                     bool in_detail)
     : log(event_log), detail(in_detail), step_begin(layers, -1), step_end(layers, -1),
-      bucket_begin(plan.buckets.size(), -1), bucket_end(plan.buckets.size(), -1), gather_begin(layers, -1),
-      gather_end(layers, -1), layer_begin(layers, -1), layer_end(layers, -1), update_begin(layers, -1),
-      update_end(layers, -1) {
+      bucket_begin(plan.buckets.size(), -1), bucket_end(plan.buckets.size(), -1), layer_begin(layers, -1),
+      layer_end(layers, -1) {
+  for (const auto& part : own) parts[part.name] = {std::vector<int>(layers, -1), std::vector<int>(layers, -1)};
   if (detailed()) {
     enqueue_begin.resize(plan.buckets.size());
     enqueue_end.resize(plan.buckets.size());

@@ -1,11 +1,12 @@
 // What runs when in one training step (DESIGN.md, "Phase 4 in rooms"). A schedule drives a strategy (sync/): the
 // trainer owns the model, the streams and the strategy, times the steps and checks them; the schedule enqueues one
-// step of a mode on the compute and comm streams and knows its own lower bound from measured parts. The strategy's
-// row names its schedule (SyncRow::schedule):
-//   all-reduce (all_reduce.cu): forward, the backward handing each bucket over as it completes, the update after the
-//                               last bucket;
-//   sharded (sharded.cu):       the same with the weights gathered from the ranks' slices ahead of the forward and
-//                               the update deferred into the next step's forward.
+// step of a mode on the compute and comm streams, marking the step's common parts and its own (its row's parts,
+// core/schedules.hpp). The strategy's row names its schedule (SyncRow::schedule); each schedule is one file under
+// schedule/ holding its class and its row (its parts, its bound, the planner's model of it):
+//   all-reduce (all_reduce.cpp): forward, the backward handing each bucket over as it completes, the update after
+//                                the last bucket;
+//   sharded (sharded.cpp):       the same with the weights gathered from the ranks' slices ahead of the forward and
+//                                the update deferred into the next step's forward (its parts: update, gather).
 // In every schedule: seq runs the whole backward, then every bucket on the comm stream, then the update; compute is
 // the overlapped step with the strategy's collectives, and only they, left out (its sums, casts, copies, sliced
 // updates and stream waits stay: the same work less the communication); comm the buckets' communication alone.
@@ -14,12 +15,15 @@
 #include <cublas_v2.h>
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/modes.hpp"
 #include "common/timer.hpp"
 #include "phase4_chunked_nccl/model/model.hpp"
+#include "phase4_chunked_nccl/core/schedules.hpp"
 #include "phase4_chunked_nccl/core/spec.hpp"
 #include "phase4_chunked_nccl/sync/gradient_sync.hpp"
 
@@ -38,16 +42,19 @@ struct StepMarks {
   int start = -1, forward_end = -1, update_start = -1, end = -1;
   std::vector<int> step_begin, step_end;  // per backward step, compute stream
   std::vector<int> bucket_begin, bucket_end;  // per bucket, comm stream
-  std::vector<int> gather_begin, gather_end;  // per forward layer, comm stream (the sharded schedule)
   std::vector<int> layer_begin, layer_end;  // per forward layer, compute stream (begin: after the work and the
       // waits enqueued before it)
-  std::vector<int> update_begin, update_end;  // per forward layer: its deferred update (the sharded schedule)
+  struct Part {
+    std::vector<int> begin, end;  // per forward layer
+  };
+  std::map<std::string, Part> parts;  // the schedule's own (its row's parts), by name
   // Per bucket, the host clock around the strategy's communicate(): how long enqueuing it held the host thread
   // (a collective that blocks the host delays the compute launched after it). Only with a log, in detail.
   std::vector<ob::SteadyClock::time_point> enqueue_begin, enqueue_end;
 
   StepMarks() = default;
-  StepMarks(ob::EventLog* log, int layers, const BucketPlan& plan, bool detail = true);
+  StepMarks(ob::EventLog* log, int layers, const BucketPlan& plan, const std::vector<PartSpec>& own,
+            bool detail = true);
   bool detailed() const { return log && detail; }
   int mark(cudaStream_t stream);  // a part's event (in detail only)
   int edge(cudaStream_t stream);  // the step's start or end
@@ -62,19 +69,6 @@ struct StepResources {
   float update_scale;  // the learning rate over the ranks (the update averages the summed gradient)
 };
 
-// A schedule's bound is made of the slowest rank's medians of the compute-only run's parts and of the
-// communication's tasks (comm-only run), and the two runs' step times.
-struct MeasuredParts {
-  double forward_ms = 0, update_ms = 0;  // the forward (from the step's start), the update
-  std::vector<double> backward_ms;  // per backward step
-  std::vector<double> layer_ms;  // per forward layer
-  std::vector<double> layer_update_ms;  // per forward layer: its deferred update (the sharded schedule; empty: none)
-  std::vector<double> bucket_ms;  // per bucket
-  std::vector<double> gather_ms;  // per forward layer (the sharded schedule)
-  std::vector<int> ready_after;  // per bucket: the backward step completing it
-  double t_comp = 0, t_comm = 0;
-};
-
 class Schedule {
  public:
   Schedule(const StepResources& resources, GradientSync& sync) : r_(resources), sync_(sync) {}
@@ -85,8 +79,6 @@ class Schedule {
   // One step of `mode` enqueued, its events marked in `marks`; the compute-only step is step(overlap) with the
   // strategy's collectives silenced (collectives.hpp).
   void run(ob::Mode mode, const BucketPlan& plan, StepMarks& marks);
-  // The lower bound of this schedule's overlapped step from measured parts (METRICS.md, "bound").
-  virtual double bound(const MeasuredParts& parts) const = 0;
   // The weights as every rank will see them, before they are read outside a step; and forgetting work deferred to
   // the next step when the weights are reset.
   virtual void settle() {}
@@ -121,18 +113,12 @@ class Schedule {
   GradientSync& sync_;
 };
 
-// A schedule is one file under schedule/ that registers its factory under the name strategies' rows give
-// (SyncRow::schedule) at start-up, as a strategy registers its row. Two schedules of one name stop the program.
-using ScheduleFactory = std::unique_ptr<Schedule> (*)(const StepResources& resources, GradientSync& sync);
-struct RegisterSchedule {
-  RegisterSchedule(const std::string& name, ScheduleFactory make);
-};
-// The factory of a schedule class constructed from (resources, sync): RegisterSchedule k("mine", made_schedule<Mine>).
+// The factory of a schedule class constructed from (resources, sync), for its row:
+// row.make = OB_SCHEDULE_FACTORY(made_schedule<Mine>).
 template <class S>
 std::unique_ptr<Schedule> made_schedule(const StepResources& resources, GradientSync& sync) {
   return std::make_unique<S>(resources, sync);
 }
-std::vector<std::string> schedule_names();  // every registered schedule, by name
 // The schedule `name` (the strategy's row says which) driving `sync`; throws std::invalid_argument when unknown.
 std::unique_ptr<Schedule> make_schedule(const std::string& name, const StepResources& resources, GradientSync& sync);
 

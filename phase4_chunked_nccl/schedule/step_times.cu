@@ -12,9 +12,13 @@ StepTimes resolve(const StepMarks& m, const std::function<double(int)>& at) {
     for (int index : indices) times.push_back(one(index));
     return times;
   };
-  return {one(m.start),       one(m.forward_end),  one(m.update_start), one(m.end),          all(m.step_begin),
-          all(m.step_end),    all(m.bucket_begin), all(m.bucket_end),   all(m.gather_begin), all(m.gather_end),
-          all(m.layer_begin), all(m.layer_end),    all(m.update_begin), all(m.update_end)};
+  StepTimes t;
+  t.start = one(m.start), t.forward_end = one(m.forward_end), t.update_start = one(m.update_start), t.end = one(m.end);
+  t.step_begin = all(m.step_begin), t.step_end = all(m.step_end);
+  t.bucket_begin = all(m.bucket_begin), t.bucket_end = all(m.bucket_end);
+  t.layer_begin = all(m.layer_begin), t.layer_end = all(m.layer_end);
+  for (const auto& [name, part] : m.parts) t.parts[name] = {all(part.begin), all(part.end)};
+  return t;
 }
 
 StepTimes eager_times(const StepMarks& marks, const ob::EventLog& log, ob::SteadyClock::time_point origin,
@@ -30,7 +34,7 @@ StepTimes eager_times(const StepMarks& marks, const ob::EventLog& log, ob::Stead
 }
 
 void collect(const std::vector<StepTimes>& marked, double origin_ms, int rank, int layers, const char* bucket_op,
-             ModeRun& run) {
+             const std::vector<PartSpec>& own, ModeRun& run) {
   const ob::Mode mode = run.mode;
   const bool comm_only = mode == ob::Mode::kComm;
   const int nb = static_cast<int>(run.bucket_ms.size());
@@ -46,12 +50,7 @@ void collect(const std::vector<StepTimes>& marked, double origin_ms, int rank, i
     };
     if (!comm_only) {
       run.forward_ms.push_back(event(compute_lane, "forward", -1, t.start, t.forward_end));
-      for (int l = 0; l < layers; ++l) {
-        run.layer_ms[l].push_back(t.layer_end[l] - t.layer_begin[l]);
-        if (std::isnan(t.update_begin[l])) continue;  // the sharded schedule's deferred updates, where it made them
-        if (run.layer_update_ms.empty()) run.layer_update_ms.assign(layers, {});
-        run.layer_update_ms[l].push_back(t.update_end[l] - t.update_begin[l]);
-      }
+      for (int l = 0; l < layers; ++l) run.layer_ms[l].push_back(t.layer_end[l] - t.layer_begin[l]);
       double backward = 0;
       for (int s = 0; s < layers; ++s) {
         const double ms = event(compute_lane, "backward", layers - s, t.step_begin[s], t.step_end[s]);
@@ -65,11 +64,21 @@ void collect(const std::vector<StepTimes>& marked, double origin_ms, int rank, i
       for (int b = 0; b < nb; ++b) {
         run.bucket_ms[b].push_back(event(comm_lane, bucket_op, b, t.bucket_begin[b], t.bucket_end[b]));
       }
-      for (int l = 0; l < layers; ++l) {  // the sharded schedule's gathers, where it made them
-        if (std::isnan(t.gather_begin[l])) continue;
-        if (run.gather_ms.empty()) run.gather_ms.assign(layers, {});
-        run.gather_ms[l].push_back(event(comm_lane, "allgather", l + 1, t.gather_begin[l], t.gather_end[l]));
+    }
+    // The schedule's own parts, each in the modes that run its stream's work, where the step marked it.
+    for (const auto& part : own) {
+      if (part.comm ? mode == ob::Mode::kCompute : comm_only) continue;
+      const auto& times = t.parts.at(part.name);
+      for (int l = 0; l < layers; ++l) {
+        if (std::isnan(times.begin[l])) continue;
+        auto& samples = run.part_ms[part.name];
+        if (samples.empty()) samples.assign(layers, {});
+        samples[l].push_back(part.op.empty() ? times.end[l] - times.begin[l]
+                                             : event(part.comm ? comm_lane : compute_lane, part.op.c_str(), l + 1,
+                                                     times.begin[l], times.end[l]));
       }
+    }
+    if (mode != ob::Mode::kCompute) {
       double enqueue = 0;
       for (std::size_t b = 0; b < t.enqueue_begin.size(); ++b) {
         enqueue += event(host_lane, "enqueue", static_cast<int>(b), t.enqueue_begin[b], t.enqueue_end[b]);

@@ -55,7 +55,8 @@ struct Replay {
 
 Trainer::Trainer(const StepSpec& spec, int rank, int ranks, ncclComm_t nccl, MPI_Comm comm,
                  const ob::PowerMonitor* power)
-    : spec_(spec), rank_(rank), ranks_(ranks), nccl_(nccl), comm_(comm), power_(power), scratch_(2) {
+    : spec_(spec), schedule_row_(&schedule_of(spec.sync.strategy)), rank_(rank), ranks_(ranks), nccl_(nccl),
+      comm_(comm), power_(power), scratch_(2) {
   int least = 0, greatest = 0;
   CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   compute_ = ob::make_stream();
@@ -78,7 +79,7 @@ Trainer::Trainer(const StepSpec& spec, int rank, int ranks, ncclComm_t nccl, MPI
   }
   sync_ = make_sync(spec.sync.strategy, {spec.sync, rank, ranks, nccl, spec.model.layout()});
   model_ = make_model(spec.model, rank, cublas_, sync_->gradient(), sync_->weights());
-  schedule_ = make_schedule(sync_row(spec.sync.strategy).schedule, resources(), *sync_);
+  schedule_ = make_schedule(schedule_row_->name, resources(), *sync_);
 }
 
 StepResources Trainer::resources() {
@@ -112,7 +113,7 @@ std::uint64_t Trainer::weight_fingerprint() {
 }
 
 double Trainer::comm_gradient_error(const BucketPlan& plan) {
-  StepMarks none(nullptr, spec_.model.layers, plan);
+  StepMarks none(nullptr, spec_.model.layers, plan, schedule_row_->parts);
   schedule_->run(ob::Mode::kCompute, plan, none);  // leaves this rank's gradient, and the strategy's wire copy of it
   const std::size_t n = model_->elements();
   ob::DeviceBuffer<float> reference(n);
@@ -133,18 +134,22 @@ ModeRun Trainer::run_comm_with(const std::string& sync, const BucketPlan& plan, 
   SyncSpec its_spec = spec_.sync;
   its_spec.strategy = sync;
   std::unique_ptr<GradientSync> other = make_sync(sync, {its_spec, rank_, ranks_, nccl_, spec_.model.layout()});
-  std::unique_ptr<Schedule> its = make_schedule(sync_row(sync).schedule, resources(), *other);
+  const ScheduleRow* its_row = &schedule_of(sync);
+  std::unique_ptr<Schedule> its = make_schedule(its_row->name, resources(), *other);
   std::swap(sync_, other);
   std::swap(schedule_, its);
+  std::swap(schedule_row_, its_row);
   struct Restore {  // the trainer's own strategy and schedule come back, also when the run throws
     Trainer& trainer;
     std::unique_ptr<GradientSync>& sync;
     std::unique_ptr<Schedule>& schedule;
+    const ScheduleRow*& row;
     ~Restore() {
       std::swap(trainer.sync_, sync);
       std::swap(trainer.schedule_, schedule);
+      std::swap(trainer.schedule_row_, row);
     }
-  } restore{*this, other, its};
+  } restore{*this, other, its, its_row};
   return run(ob::Mode::kComm, plan, false, origin);
 }
 
@@ -156,7 +161,7 @@ cudaStream_t Trainer::first_stream(ob::Mode mode) const {
 // only) recorded by every replay.
 std::unique_ptr<Replay> Trainer::capture(ob::Mode mode, const BucketPlan& plan, bool detail) {
   auto replay = std::make_unique<Replay>();
-  replay->marks = StepMarks(&replay->log, spec_.model.layers, plan, detail);
+  replay->marks = StepMarks(&replay->log, spec_.model.layers, plan, schedule_row_->parts, detail);
   replay->log.reserve(4 + 8 * spec_.model.layers + 2 * plan.buckets.size());
   if (mode != ob::Mode::kCompute) {
     for (const auto& bucket : plan.buckets) sync_->synchronise(bucket, comm_stream_);
@@ -177,7 +182,7 @@ void Trainer::step_hooks(ob::Mode mode, const BucketPlan& plan, const Replay* re
   auto marks = std::make_shared<StepMarks>();
   cudaStream_t stream = first_stream(mode);
   hooks.step = [=, &plan, &log](const ob::Iteration& it) {
-    *marks = StepMarks(it.timed && !replay ? &log : nullptr, spec_.model.layers, plan, detail);
+    *marks = StepMarks(it.timed && !replay ? &log : nullptr, spec_.model.layers, plan, schedule_row_->parts, detail);
     ob::NvtxRange range(std::string(ob::mode_name(mode)) + (detail ? " marked" : ""));
     if (replay) {
       replay->step.launch(stream);
@@ -254,7 +259,7 @@ ModeRun Trainer::run(ob::Mode mode, const BucketPlan& plan, bool check, ob::Stea
   marked_hooks.prepare = refill;
   ob::run_iterations({mode, 0, 0, 1, comm_, 0}, marked_hooks);
   run.marked_ms = ob::run_iterations({mode, 0, std::min(spec_.iters, kBreakdownSteps), 0, comm_, 0}, marked_hooks);
-  collect(marked, origin_ms, rank_, layers, sync_->bucket_op(), run);
+  collect(marked, origin_ms, rank_, layers, sync_->bucket_op(), schedule_row_->parts, run);
   return run;
 }
 

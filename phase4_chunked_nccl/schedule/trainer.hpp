@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,11 +42,10 @@ struct ModeRun {
   std::vector<double> backward_total_ms;  // per iteration: sum of the backward steps' compute-stream times
   std::vector<std::vector<double>> step_ms;  // [backward step][iteration]
   std::vector<std::vector<double>> bucket_ms;  // [bucket][iteration]
-  std::vector<std::vector<double>> gather_ms;  // [forward layer][iteration]: the sharded schedule's all-gathers
-      // (empty: none)
   std::vector<std::vector<double>> layer_ms;  // [forward layer][iteration]: each layer's forward, compute stream
-  std::vector<std::vector<double>> layer_update_ms;  // [forward layer][iteration]: the sharded schedule's deferred
-      // update before it (empty: none)
+  // The schedule's own parts (its row's), by name: [forward layer][iteration], in the modes that run their stream's
+  // work (a compute part in seq, overlap and compute; a comm part in seq, overlap and comm); absent where unmarked.
+  std::map<std::string, std::vector<std::vector<double>>> part_ms;
   std::vector<double> enqueue_ms;  // per iteration: host time inside the strategy's communicate()
       // calls (eager runs only; empty with --graph)
   std::vector<double> enqueue_span_ms;  // per iteration: host time from the first such call's start to the
@@ -63,7 +63,7 @@ struct ModeRun {
 // renumbered after them), its energy and time added, the checks' outcomes joined (the first failure kept).
 void append_run(ModeRun& into, ModeRun&& more);
 
-// `run` with its parts (forward, layers, backward steps, update, buckets, gathers) scaled by its timed steps' median
+// `run` with its parts (forward, layers, backward steps, update, buckets, the schedule's own) scaled by its timed steps' median
 // over its breakdown steps' (this rank's; METRICS.md, "Breakdown"): where the parts follow one another on one stream
 // (the compute-only and comm-only modes) they then sum to the timed step. The bound and the planner's calibration take
 // their absolute times so; a ratio of one part between modes (a slowdown, a stretch) takes both unscaled, their marks
@@ -134,8 +134,8 @@ class Trainer {
   // The synchronised gradient's bytes on the wire, for the bandwidth columns.
   double wire_bytes() const { return wire_bytes(model_->elements()); }
   double wire_bytes(std::uint64_t elements) const { return sync_->wire_bytes(elements); }
-  // This schedule's lower bound from measured parts.
-  double bound(const MeasuredParts& parts) const { return schedule_->bound(parts); }
+  // This schedule's lower bound from measured parts (its row's).
+  double bound(const MeasuredParts& parts) const { return schedule_row_->bound(parts, spec_.sync); }
 
   ncclComm_t comm() const { return nccl_; }
   void reset_weights();
@@ -152,6 +152,7 @@ class Trainer {
                   ob::LoopHooks& hooks);
 
   StepSpec spec_;
+  const ScheduleRow* schedule_row_;  // its schedule's (another strategy's in run_comm_with)
   int rank_, ranks_;
   ncclComm_t nccl_;
   MPI_Comm comm_;

@@ -82,8 +82,13 @@ SyncRow row(const char* name, const char* help, std::unique_ptr<GradientSync> (*
   return row;
 }
 
-const RegisterSync kPlain(row("nccl", "in-place ncclAllReduce per bucket (ring kernels on SMs)",
-                              OB_SYNC_FACTORY(make_plain)));
+SyncRow plain_row() {
+  SyncRow plain = row("nccl", "in-place ncclAllReduce per bucket (ring kernels on SMs)", OB_SYNC_FACTORY(make_plain));
+  plain.exact_reference = true;
+  return plain;
+}
+
+const RegisterSync kPlain(plain_row());
 SyncRow symmetric_row() {
   SyncRow symmetric =
       row("nccl-sym", "ncclAllReduce on buffers registered as NCCL symmetric windows (symmetric kernels, few CTAs)",

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "phase4_chunked_nccl/core/schedules.hpp"
+
 namespace phase4 {
 namespace {
 
@@ -63,6 +65,15 @@ std::string joined(const std::vector<std::string>& names) {
 }  // namespace
 
 std::string sync_list(const std::string& schedule) { return joined(sync_names(schedule)); }
+
+const ScheduleRow& schedule_of(const std::string& sync) { return schedule_row(sync_row(sync).schedule); }
+
+const std::string& reference_sync() {
+  for (const auto& row : rows()) {
+    if (row.exact_reference) return row.name;
+  }
+  throw std::logic_error("no strategy of this build is the exact reference");
+}
 std::string sync_list() { return joined(sync_names()); }
 
 }  // namespace phase4

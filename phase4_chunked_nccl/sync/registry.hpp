@@ -15,12 +15,11 @@ namespace phase4 {
 
 class GradientSync;
 struct SyncContext;
+struct ScheduleRow;
 
-// Which schedule drives a strategy: a name a schedule of schedule/ registers itself under (RegisterSchedule). Two
-// are built in: buckets all-reduced in the backward and the update after them, or buckets reduce-scattered, each
-// rank updating its slices and the forward gathering the weights (sharded).
+// Which schedule drives a strategy: a name a schedule of schedule/ registers its row under (core/schedules.hpp);
+// a strategy's row names another than this default where it needs one.
 inline constexpr const char* kAllReduceSchedule = "all-reduce";
-inline constexpr const char* kShardedSchedule = "sharded";
 
 struct SyncRow {
   std::string name, help;
@@ -38,12 +37,18 @@ struct SyncRow {
   // A sharded strategy: the all-reduce one on the same engines, whose time per bucket measured on more ranks
   // (phase4_predict --comm) gives its collectives' rise with the rank count ("": none, scaled as a ring).
   std::string scales_as;
+  // Its collectives have no tree (reduce-scatters, all-to-alls): on more ranks the ring's (n - 1) / n share scales
+  // them (tools/predict_comm.cpp).
+  bool ring_only = false;
   // A sharded strategy whose update sums every rank's received copy of its slices (sharded-ce: the reduction's sum
   // fused into the update): its traffic per tensor of n elements falls as n (1 + 2 / ranks), not as 3 n / ranks.
   bool update_sums_ranks = false;
   // A sharded strategy whose all-gather is one copy-engine copy from each peer (sharded-ce): on more ranks it takes
   // the copies' latency once per peer and their bytes as the (ranks - 1) / ranks share (planner.cpp, gather_scale).
   bool gathers_by_copies = false;
+  // The strategy every other's weights and gradients are checked against (--check), and DDP's buckets predicted
+  // with: the plain in-place all-reduce. One row sets it (reference_sync()).
+  bool exact_reference = false;
   // Device buffers beyond the model's own, in gradients (the gradient itself included), for the memory estimate.
   double buffers = 1;
   std::unique_ptr<GradientSync> (*make)(const SyncContext&) = nullptr;  // null in a build without CUDA
@@ -61,6 +66,11 @@ std::vector<std::string> sync_names(const std::string& schedule);  // the strate
 std::vector<std::string> sync_names();  // all of them
 std::string sync_list(const std::string& schedule);  // "ce, nccl, nccl-sym": for messages
 std::string sync_list();  // all of them, likewise
+// The row of the schedule that drives strategy `sync` (core/schedules.hpp); throws std::invalid_argument naming
+// --sync when unknown.
+const ScheduleRow& schedule_of(const std::string& sync);
+// The strategy whose row is the exact reference (SyncRow::exact_reference); throws std::logic_error where none is.
+const std::string& reference_sync();
 
 }  // namespace phase4
 

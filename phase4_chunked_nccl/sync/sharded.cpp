@@ -209,7 +209,8 @@ SyncRow sharded_row() {
   row.help =
       "ZeRO-1 style: ncclReduceScatter per bucket in the backward, each rank updates its slices, "
       "ncclAllGather per layer during the next forward (buckets rounded to whole layers or tensors; fp32)";
-  row.schedule = kShardedSchedule;
+  row.schedule = "sharded";
+  row.ring_only = true;
   row.accumulation = false;
   row.reference = "sharded";
   row.scales_as = "nccl";

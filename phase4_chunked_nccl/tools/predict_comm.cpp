@@ -6,6 +6,7 @@
 
 #include "common/errors.hpp"
 #include "common/options.hpp"
+#include "phase4_chunked_nccl/core/schedules.hpp"
 #include "phase4_chunked_nccl/sync/registry.hpp"
 
 namespace phase4 {
@@ -43,7 +44,7 @@ Link parse_link(const std::string& text) {
 // Across nodes (ranks > per_node) alpha is at least the link's hop latency and beta at most its bandwidth. A sharded
 // strategy's reduce-scatters (and all-to-alls) have no tree: the ring's (n - 1) / n share scales them.
 CommTime scaled_comm(const StrategyCalibration& s, int calibrated_ranks, int ranks, int per_node, const Link& link) {
-  const bool ring_only = !s.sharded.empty();
+  const bool ring_only = sync_row(s.sync).ring_only;
   return [&s, calibrated_ranks, ranks, per_node, link, ring_only](double bytes) {
     auto [intercept, slope] = s.comm_line_at(bytes);
     slope = std::max(slope, 1e-15);
@@ -82,8 +83,9 @@ MeasuredComm parse_measured_comm(const std::string& text) {
   const SyncRow* row = find_sync(m.sync);
   ob::require(row != nullptr && ranks && *ranks >= 2 && *ranks <= (1 << 20) && *ranks == std::floor(*ranks), "--comm",
               text, allowed);
-  ob::require(row->schedule == kAllReduceSchedule, "--comm", text,
-              "a sharded strategy's communication is calibrated per layer: " + allowed);
+  ob::require(schedule_row(row->schedule).parts.empty(), "--comm", text,
+              "a strategy whose schedule times parts of its own (" + row->schedule +
+                  ") has its communication calibrated per layer: " + allowed);
   m.ranks = static_cast<int>(*ranks);
   for (const auto& pair : ob::split_list(text.substr(colon + 1))) {
     const auto equals = pair.find('=');

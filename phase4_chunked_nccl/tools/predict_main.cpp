@@ -208,7 +208,7 @@ std::vector<std::string> point_row(const Options& o, const Inputs& in, const Lin
     const phase4::Target target(phase4::comm_at(c, s, n, o.per_node, link, in.measured, &used.emplace_back()), n);
     if (o.fixed->count()) {  // the given plan, as the strategy runs it
       auto plan = phase4::plan_by_size(c.layout(), o.bucket_mb, o.first_bucket_mb);
-      if (!s.sharded.empty()) plan = phase4::align_plan_to_steps(plan, c.layout());
+      if (phase4::schedule_of(s.sync).whole_tensors) plan = phase4::align_plan_to_steps(plan, c.layout());
       kept.push_back({s.sync, plan, phase4::predict(c, s, plan, target)});
     } else {
       kept.push_back(phase4::choose_plans(c, {s.sync}, target).front());

@@ -99,12 +99,12 @@ TEST(Phase4Options, SyncStrategiesAndTheirNeeds) {
 TEST(Phase4Options, ShardedStrategiesRefuseWhatTheyCannotHonour) {
   phase4::Config config;
   ASSERT_EQ(exit_code_of({"--sync", "sharded-ce", "--prefetch", "2"}, &config), -1);
-  EXPECT_TRUE(config.sharded());
+  EXPECT_TRUE(config.schedule().whole_tensors);
   EXPECT_EQ(config.nccl_settings().cta_policy, phase4::CtaPolicy::kZero);
   EXPECT_EQ(config.comm_reference(), "sharded");
   EXPECT_EQ(config.point_label(), "bucket-mb=25, sync=sharded-ce, prefetch=2");
   config.sync = "ce";
-  EXPECT_FALSE(config.sharded());
+  EXPECT_FALSE(config.schedule().whole_tensors);
   EXPECT_EQ(config.comm_reference(), "nccl");
   EXPECT_EQ(exit_code_of({"--sync", "sharded", "--accum-steps", "2"}), ob::kExitUsage);
   EXPECT_EQ(exit_code_of({"--sync", "sharded", "--graph"}), -1);  // each replay applies the last one's update

@@ -30,12 +30,11 @@ phase4::Calibration sharded_calibration(const std::string& sync = "sharded") {
     s.stretch.push_back(1.2);
     s.slowdown.push_back(0.1);
   }
-  phase4::ShardedCalibration& h = s.sharded;
+  phase4::ScheduleCalibration& h = s.schedule;
   h.layer_ms = {0.4, 0.4};
-  h.update_ms = {0.1, 0.1};
-  h.gather_ms = {0.3, 0.3};
+  h.part_ms = {{"update", {0.1, 0.1}}, {"gather", {0.3, 0.3}}};
   h.step_ms = {1.0, 1.0};
-  h.gather_stretch = 1.5;
+  h.stretch = {{"gather", 1.5}};
   h.forward_slowdown = 0.25;
   h.forward_rest_ms = 0.2;
   h.iteration_ms = 0.8 + 0.2 + 0.2 + 2.0 + 0.3;
@@ -122,8 +121,8 @@ TEST(PlannerSharded, ALargerModelIsCutAtItsLayersOnly) {
   // A larger model whose layers are cut into pieces for nccl: the sharded plan ends on layers only.
   auto c = phase4::testing::calibration(8);
   auto s = sharded_calibration().strategies.back();
-  s.sharded.layer_ms.assign(8, 0.4), s.sharded.update_ms.assign(8, 0.1), s.sharded.gather_ms.assign(8, 0.3);
-  s.sharded.step_ms.assign(8, 1.0);
+  s.schedule.layer_ms.assign(8, 0.4), s.schedule.part_ms["update"].assign(8, 0.1);
+  s.schedule.part_ms["gather"].assign(8, 0.3), s.schedule.step_ms.assign(8, 1.0);
   c.strategies.push_back(s);
   for (const auto& choice : phase4::choose_plans(c, {"sharded"})) {
     for (const auto& bucket : choice.plan.buckets) EXPECT_EQ(bucket.end % (512u * 512u), 0u);
@@ -133,12 +132,16 @@ TEST(PlannerSharded, ALargerModelIsCutAtItsLayersOnly) {
 TEST(PlannerSharded, TheCalibrationFileKeepsAndChecksTheShardedStep) {
   const auto c = sharded_calibration();
   const auto back = phase4::Calibration::from_json(c.to_json(), "c.json");
-  const auto& h = back.strategy("sharded")->sharded;
-  EXPECT_EQ(h.layer_ms, c.strategies.back().sharded.layer_ms);
-  EXPECT_EQ(h.gather_ms, c.strategies.back().sharded.gather_ms);
-  EXPECT_DOUBLE_EQ(h.gather_stretch, 1.5);
-  EXPECT_DOUBLE_EQ(h.iteration_ms, c.strategies.back().sharded.iteration_ms);
-  EXPECT_TRUE(back.strategy("nccl")->sharded.empty());
+  const auto& h = back.strategy("sharded")->schedule;
+  EXPECT_EQ(h.layer_ms, c.strategies.back().schedule.layer_ms);
+  EXPECT_EQ(h.part_ms, c.strategies.back().schedule.part_ms);
+  EXPECT_DOUBLE_EQ(h.stretch.at("gather"), 1.5);
+  EXPECT_DOUBLE_EQ(h.iteration_ms, c.strategies.back().schedule.iteration_ms);
+  EXPECT_TRUE(back.strategy("nccl")->schedule.empty());
+  // The file's keys are the schedule's name and its parts' (the format published calibrations hold).
+  const auto written = c.to_json()["strategies"][1]["sharded"];
+  for (const char* key : {"update_ms", "gather_ms", "gather_stretch", "layer_ms", "step_ms", "prefetch"})
+    EXPECT_TRUE(written.contains(key)) << key;
   auto expect_refused = [](nlohmann::json json, const std::string& words) {
     try {
       phase4::Calibration::from_json(json, "c.json");

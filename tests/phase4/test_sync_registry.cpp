@@ -41,7 +41,7 @@ TEST(SyncRegistry, AStrategyInItsOwnFileIsKnownEverywhere) {
   phase4::Config config;
   ASSERT_EQ(exit_code_of({"--sync", "test-only"}, &config), -1);
   EXPECT_EQ(config.comm_reference(), "nccl");
-  EXPECT_FALSE(config.sharded());
+  EXPECT_TRUE(config.schedule().parts.empty());
   phase4::Config nccl;
   const double w = 4.0 * config.layers * config.hidden * config.hidden;
   EXPECT_DOUBLE_EQ(config.device_bytes() - nccl.device_bytes(), 4 * w);  // its buffers and bound_ref's nccl
@@ -62,7 +62,8 @@ TEST(SyncRegistry, TheHelpListsEveryStrategyWithItsHelp) {
 
 TEST(SyncRegistry, RowsSayWhatTheRestOfPhase4NeedsToKnow) {
   EXPECT_EQ(phase4::sync_row("ce").cta_policy, phase4::CtaPolicy::kZero);
-  EXPECT_EQ(phase4::sync_row("sharded-ce").schedule, phase4::kShardedSchedule);
+  EXPECT_EQ(phase4::sync_row("sharded-ce").schedule, "sharded");
+  EXPECT_TRUE(phase4::sync_row("sharded-ce").ring_only && !phase4::sync_row("ce").ring_only);
   EXPECT_EQ(phase4::sync_row("sharded-ce").reference, "sharded");
   EXPECT_TRUE(phase4::sync_row("sharded").graph);  // its deferred update made unconditional in a captured step
   EXPECT_FALSE(phase4::sync_row("sharded").accumulation);
@@ -77,7 +78,7 @@ TEST(SyncRegistry, RowsSayWhatTheRestOfPhase4NeedsToKnow) {
   for (const auto& row : phase4::sync_rows()) {
     if (row.scales_as.empty()) continue;
     const auto& twin = phase4::sync_row(row.scales_as);
-    EXPECT_EQ(row.schedule, phase4::kShardedSchedule) << row.name;
+    EXPECT_EQ(row.schedule, "sharded") << row.name;
     EXPECT_EQ(twin.schedule, phase4::kAllReduceSchedule) << row.name;
     EXPECT_EQ(twin.peer_access, row.peer_access) << row.name;
   }
