@@ -121,9 +121,10 @@ def explained(row):
     if row["within_5pct"]:
         words.append("the probe within 5 % of the truth or inside its interval")
     else:
-        words.append(f"the probe {100 * row['probe_error']:+.0f} % off" + (
-            " (its compute-only step keeps FSDP2's hooks: the truth's is the unwrapped model)"
-            if row["wrapper"] == "fsdp2" else " (the truth's steps synchronised, the probe's back to back)"))
+        words.append(f"the probe {100 * row['probe_error']:+.0f} % off: its job step "
+                     f"{100 * (row['step_ms'] / row['truth_step_ms'] - 1):+.0f} % and its compute-only step "
+                     f"{100 * (row['compute_only_step_ms'] / row['truth_compute_ms'] - 1):+.0f} % from the truth's "
+                     "(the truth's steps each synchronised, the probe's back to back)")
     words.append(f"ob-analyze on the plain trace {100 * row['plain_error']:+.0f} % off: no compute-only step and "
                  "no unprofiled step to hold the trace against")
     if not math.isfinite(row["tracelens_comm_ms"]):
@@ -145,7 +146,9 @@ def job_row(probe_folder, plain):
     paths = traces(plain)
     row = {"job": row["job"], "ranks": row["ranks"], "backend": row["backend"], "wrapper": probe.get("wrapper", ""),
            "truth_added_ms": row["truth_added_ms"], "truth_ci_lo_ms": row["truth_ci_lo_ms"],
-           "truth_ci_hi_ms": row["truth_ci_hi_ms"], "probe_added_ms": row["added_ms"],
+           "truth_ci_hi_ms": row["truth_ci_hi_ms"], "probe_added_ms": row["added_ms"], "step_ms": row["step_ms"],
+           "compute_only_step_ms": row["compute_only_step_ms"], "truth_step_ms": row["truth_step_ms"],
+           "truth_compute_ms": row["truth_compute_ms"],
            "within_5pct": row["within_5pct"],
            **plain_analysis(paths), "hta_overlap_pct": hta_overlap(plain)}
     row["tracelens_exposed_comm_ms"], row["tracelens_comm_ms"] = tracelens_parts(paths[0])
