@@ -23,17 +23,13 @@
 namespace ob {
 
 void add_common_options(CLI::App& app, CommonOptions& options) {
-  app.add_option("--iters", options.iters, "Timed iterations per mode")
-      ->check(CLI::Range(1, 1000000))
-      ->capture_default_str();
-  app.add_option("--warmup", options.warmup, "Untimed warm-up iterations per mode")
-      ->check(CLI::Range(0, 100000))
-      ->capture_default_str();
-  app.add_option("--min-time-ms", options.min_time_ms,
-                 "Timed iterations beyond --iters until they fill this many ms, by the warm-up's step (at most " +
-                     std::to_string(kMostMinTimeIters) + "; 0: --iters only)")
-      ->check(finite_in(0, 3.6e6))
-      ->capture_default_str();
+  ob::add_checked_option(app, "--iters", options.iters, "Timed iterations per mode", CLI::Range(1, 1000000));
+  ob::add_checked_option(app, "--warmup", options.warmup, "Untimed warm-up iterations per mode", CLI::Range(0, 100000));
+  ob::add_checked_option(
+      app, "--min-time-ms", options.min_time_ms,
+      "Timed iterations beyond --iters until they fill this many ms, by the warm-up's step (at most " +
+          std::to_string(kMostMinTimeIters) + "; 0: --iters only)",
+      finite_in(0, 3.6e6));
   app.add_option("--csv", options.csv, "Summary CSV path (default: results/runs/<phase>-<date>.csv)");
   app.add_option("--timeline", options.timeline, "Timeline CSV path; a Chrome trace is written beside it");
   app.add_option("--seed", options.seed, "Seed of every random input")->capture_default_str();

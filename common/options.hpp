@@ -54,6 +54,14 @@ CLI::Option* add_size_option(CLI::App& app, const std::string& name, int& value,
 // CLI11 check: a finite number (no NaN or infinity) in [lo, hi].
 CLI::Validator finite_in(double lo, double hi);
 
+// An option whose value `check` bounds (CLI::Range, CLI::IsMember, finite_in), its default shown in --help: the one
+// way every phase declares one.
+template <class T>
+CLI::Option* add_checked_option(CLI::App& app, const std::string& name, T& value, const std::string& help,
+                                const CLI::Validator& check) {
+  return app.add_option(name, value, help)->check(check)->capture_default_str();
+}
+
 // Throws UsageError naming `option` unless `bytes` fits in half of this machine's physical memory.
 void require_fits_in_host_memory(const std::string& option, const std::string& value, double bytes);
 

@@ -12,17 +12,15 @@ void add_options(CLI::App& app, Config& config) {
   ob::add_size_option(app, "--batch", config.batch, "Rows of x (samples per step)", 1 << 20);
   ob::add_size_option(app, "--in", config.in, "Input features (rows of W)", 1 << 20);
   ob::add_size_option(app, "--out", config.out, "Output features (columns of W)", 1 << 20);
-  app.add_option("--lr", config.lr, "SGD learning rate (0: a quarter of the largest stable rate for these sizes)")
-      ->check(ob::finite_in(0, 1e9))
-      ->capture_default_str();
-  app.add_option("--kernel", config.kernel, "GEMM kernel: naive|tiled|cublas|all")
-      ->check(CLI::IsMember({"naive", "tiled", "cublas", "all"}))
-      ->capture_default_str();
+  ob::add_checked_option(app, "--lr", config.lr,
+                         "SGD learning rate (0: a quarter of the largest stable rate for these sizes)",
+                         ob::finite_in(0, 1e9));
+  ob::add_checked_option(app, "--kernel", config.kernel, "GEMM kernel: naive|tiled|cublas|all",
+                         CLI::IsMember({"naive", "tiled", "cublas", "all"}));
   app.add_flag("--tf32", config.tf32, "cuBLAS with TF32 tensor cores (cublas kernel only)");
-  app.add_option("--memory", config.memory, "device (cudaMalloc) or managed (cudaMallocManaged)")
-      ->check(CLI::IsMember({"device", "managed"}))
-      ->capture_default_str();
-  app.add_option("--device", config.device, "CUDA device index")->check(CLI::Range(0, 1023))->capture_default_str();
+  ob::add_checked_option(app, "--memory", config.memory, "device (cudaMalloc) or managed (cudaMallocManaged)",
+                         CLI::IsMember({"device", "managed"}));
+  ob::add_checked_option(app, "--device", config.device, "CUDA device index", CLI::Range(0, 1023));
 }
 
 void validate(const Config& config) {

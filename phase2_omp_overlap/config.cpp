@@ -13,34 +13,28 @@ namespace phase2 {
 void add_options(CLI::App& app, Config& config) {
   config.common.iters = 10;
   ob::add_common_options(app, config.common);
-  app.add_option("--workload", config.workload, "synthetic: timed waits; real: OpenMP GEMM + in-memory all-reduce")
-      ->check(CLI::IsMember({"synthetic", "real"}))
-      ->capture_default_str();
-  app.add_option("--chunks", config.chunks, "Pieces the gradient is computed and communicated in")
-      ->check(CLI::Range(1, 100000))
-      ->capture_default_str();
-  app.add_option("--compute-ms", config.compute_ms, "synthetic: compute time of one chunk (ms)")
-      ->check(ob::finite_in(0, 60000))
-      ->capture_default_str();
-  app.add_option("--comm-ms", config.comm_ms, "synthetic: communication time of one chunk (ms)")
-      ->check(ob::finite_in(0, 60000))
-      ->capture_default_str();
-  app.add_option("--jitter", config.jitter, "synthetic: durations vary by +-this fraction (seeded)")
-      ->check(ob::finite_in(0, 1))
-      ->capture_default_str();
+  ob::add_checked_option(app, "--workload", config.workload,
+                         "synthetic: timed waits; real: OpenMP GEMM + in-memory all-reduce",
+                         CLI::IsMember({"synthetic", "real"}));
+  ob::add_checked_option(app, "--chunks", config.chunks, "Pieces the gradient is computed and communicated in",
+                         CLI::Range(1, 100000));
+  ob::add_checked_option(app, "--compute-ms", config.compute_ms, "synthetic: compute time of one chunk (ms)",
+                         ob::finite_in(0, 60000));
+  ob::add_checked_option(app, "--comm-ms", config.comm_ms, "synthetic: communication time of one chunk (ms)",
+                         ob::finite_in(0, 60000));
+  ob::add_checked_option(app, "--jitter", config.jitter, "synthetic: durations vary by +-this fraction (seeded)",
+                         ob::finite_in(0, 1));
   ob::add_size_option(app, "--chunk-rows", config.chunk_rows, "real: gradient rows per chunk", 1 << 24);
   ob::add_size_option(app, "--hidden", config.hidden, "real: matrix width", 1 << 16);
-  app.add_option("--virtual-ranks", config.virtual_ranks, "real: gradient copies summed by the all-reduce")
-      ->check(CLI::Range(1, 4096))
-      ->capture_default_str();
-  app.add_option("--threads", config.threads,
-                 "OpenMP threads: compute team + 1 comm thread (0: a team of all but one, at most one per 8 rows of a "
-                 "chunk)")
-      ->check(CLI::Range(0, 4096))
-      ->capture_default_str();
-  app.add_option("--mode", config.mode, "seq|overlap|compute|comm|all")
-      ->check(CLI::IsMember({"seq", "overlap", "compute", "comm", "all"}))
-      ->capture_default_str();
+  ob::add_checked_option(app, "--virtual-ranks", config.virtual_ranks, "real: gradient copies summed by the all-reduce",
+                         CLI::Range(1, 4096));
+  ob::add_checked_option(
+      app, "--threads", config.threads,
+      "OpenMP threads: compute team + 1 comm thread (0: a team of all but one, at most one per 8 rows of a "
+      "chunk)",
+      CLI::Range(0, 4096));
+  ob::add_checked_option(app, "--mode", config.mode, "seq|overlap|compute|comm|all",
+                         CLI::IsMember({"seq", "overlap", "compute", "comm", "all"}));
   ob::add_fault_options(app, config.fault);
 }
 

@@ -33,47 +33,40 @@ void add_options(CLI::App& app, Config& config) {
       ->capture_default_str();
   ob::add_size_option(app, "--in", config.in, "Input features (rows of W and dW)", 1 << 20);
   ob::add_size_option(app, "--out", config.out, "Output features (columns of W)", 1 << 20);
-  app.add_option("--lr", config.lr, "SGD learning rate")->check(ob::finite_in(0, 1e9))->capture_default_str();
-  app.add_option("--chunks", config.chunks, "Row blocks of dW, each all-reduced as soon as it is computed")
-      ->check(CLI::Range(1, 1 << 20))
-      ->capture_default_str();
-  app.add_option("--strategy", config.strategy,
-                 "seq|thread|nonblocking|progress|all (compute-only and comm-only always run)")
-      ->check(CLI::IsMember({"seq", "thread", "nonblocking", "progress", "all"}))
-      ->capture_default_str();
-  app.add_option("--compute", config.compute,
-                 "gemm: the model's GEMMs; busy: OSU's dummy compute, a wall-clock busy loop per chunk as long as "
-                 "the chunk's pure all-reduce (osu_iallreduce's sizing)")
-      ->check(CLI::IsMember({"gemm", "busy"}))
-      ->capture_default_str();
-  app.add_option("--probes", config.probes,
-                 "--compute busy: MPI_Test calls spread over each chunk's busy loop in the nonblocking strategy "
-                 "(osu_iallreduce -t)")
-      ->check(CLI::Range(0, 1000000))
-      ->capture_default_str();
-  app.add_option("--busy-us", config.busy_us,
-                 "--compute busy: every chunk's target in microseconds instead of its measured all-reduce time")
-      ->check(ob::finite_in(0, 1e9))
-      ->capture_default_str();
-  app.add_option("--backoff-us", config.backoff_us,
-                 "progress strategy on a core it cannot run first on (no root): the longest sleep (us) of its "
-                 "progress thread between MPI_Test rounds that completed nothing (0: spin)")
-      ->check(ob::finite_in(0, 1e6))
-      ->capture_default_str();
+  ob::add_checked_option(app, "--lr", config.lr, "SGD learning rate", ob::finite_in(0, 1e9));
+  ob::add_checked_option(app, "--chunks", config.chunks, "Row blocks of dW, each all-reduced as soon as it is computed",
+                         CLI::Range(1, 1 << 20));
+  ob::add_checked_option(app, "--strategy", config.strategy,
+                         "seq|thread|nonblocking|progress|all (compute-only and comm-only always run)",
+                         CLI::IsMember({"seq", "thread", "nonblocking", "progress", "all"}));
+  ob::add_checked_option(
+      app, "--compute", config.compute,
+      "gemm: the model's GEMMs; busy: OSU's dummy compute, a wall-clock busy loop per chunk as long as "
+      "the chunk's pure all-reduce (osu_iallreduce's sizing)",
+      CLI::IsMember({"gemm", "busy"}));
+  ob::add_checked_option(
+      app, "--probes", config.probes,
+      "--compute busy: MPI_Test calls spread over each chunk's busy loop in the nonblocking strategy "
+      "(osu_iallreduce -t)",
+      CLI::Range(0, 1000000));
+  ob::add_checked_option(app, "--busy-us", config.busy_us,
+                         "--compute busy: every chunk's target in microseconds instead of its measured all-reduce time",
+                         ob::finite_in(0, 1e9));
+  ob::add_checked_option(app, "--backoff-us", config.backoff_us,
+                         "progress strategy on a core it cannot run first on (no root): the longest sleep (us) of its "
+                         "progress thread between MPI_Test rounds that completed nothing (0: spin)",
+                         ob::finite_in(0, 1e6));
   app.add_option("--grad-mb", config.grad_mb,
                  "Gradient sizes to run one after another, MiB (e.g. 1,4,16): out = MiB * 2^20 / (4 * in)")
       ->delimiter(',')
       ->check(ob::finite_in(1e-6, 2048));
-  app.add_option("--device", config.device, "Where gradients are computed: cpu|gpu|auto")
-      ->check(CLI::IsMember({"cpu", "gpu", "auto"}))
-      ->capture_default_str();
-  app.add_option("--kernel", config.kernel, "GPU GEMM (phase 1's): naive|tiled|cublas")
-      ->check(CLI::IsMember({"naive", "tiled", "cublas"}))
-      ->capture_default_str();
+  ob::add_checked_option(app, "--device", config.device, "Where gradients are computed: cpu|gpu|auto",
+                         CLI::IsMember({"cpu", "gpu", "auto"}));
+  ob::add_checked_option(app, "--kernel", config.kernel, "GPU GEMM (phase 1's): naive|tiled|cublas",
+                         CLI::IsMember({"naive", "tiled", "cublas"}));
   app.add_flag("--cuda-aware", config.cuda_aware, "All-reduce device buffers directly (needs a CUDA-aware MPI)");
-  app.add_option("--threads", config.threads, "OpenMP threads per rank: compute team + 1 comm thread (0: all)")
-      ->check(CLI::Range(0, 4096))
-      ->capture_default_str();
+  ob::add_checked_option(app, "--threads", config.threads,
+                         "OpenMP threads per rank: compute team + 1 comm thread (0: all)", CLI::Range(0, 4096));
 }
 
 void validate(const Config& config) {

@@ -26,21 +26,20 @@ void add_communication_options(CLI::App& app, Config& config) {
                       "How NCCL moves data between the GPUs: nvlink (peer to peer, NCCL's choice), shm (through host "
                       "shared memory), socket (its network transport over loopback); the NCCL variables it sets are "
                       "in the metadata");
-  app.add_option("--emulate-nodes", config.emulate_nodes,
-                 "Split the ranks into N nodes on this host (consecutive ranks, NCCL_HOSTID per node): NCCL joins "
-                 "the nodes by its network transport as it would separate hosts; N divides the ranks")
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
-  app.add_option("--socket-threads", config.socket_threads,
-                 "NCCL's socket transport (emulated nodes, --transport socket): helper threads per connection "
-                 "(NCCL_SOCKET_NTHREADS); with --socks-per-thread, a faster network (0: NCCL's own)")
-      ->check(CLI::Range(0, 16))
-      ->capture_default_str();
-  app.add_option("--socks-per-thread", config.socks_per_thread,
-                 "NCCL's socket transport: sockets per helper thread (NCCL_NSOCKS_PERTHREAD; threads x sockets at "
-                 "most 64, NCCL's limit; 0: NCCL's own)")
-      ->check(CLI::Range(0, 64))
-      ->capture_default_str();
+  ob::add_checked_option(
+      app, "--emulate-nodes", config.emulate_nodes,
+      "Split the ranks into N nodes on this host (consecutive ranks, NCCL_HOSTID per node): NCCL joins "
+      "the nodes by its network transport as it would separate hosts; N divides the ranks",
+      CLI::Range(1, 1024));
+  ob::add_checked_option(app, "--socket-threads", config.socket_threads,
+                         "NCCL's socket transport (emulated nodes, --transport socket): helper threads per connection "
+                         "(NCCL_SOCKET_NTHREADS); with --socks-per-thread, a faster network (0: NCCL's own)",
+                         CLI::Range(0, 16));
+  ob::add_checked_option(
+      app, "--socks-per-thread", config.socks_per_thread,
+      "NCCL's socket transport: sockets per helper thread (NCCL_NSOCKS_PERTHREAD; threads x sockets at "
+      "most 64, NCCL's limit; 0: NCCL's own)",
+      CLI::Range(0, 64));
   app.add_flag("--nccl-path", config.nccl_path,
                "Read the path NCCL took (its transports, channels, copy engines, registered buffers) from its own "
                "INFO log into the metadata's nccl_path");
@@ -49,9 +48,8 @@ void add_communication_options(CLI::App& app, Config& config) {
   add_whole_option(app, config, "accum-steps");
   std::string strategies;
   for (const auto& row : sync_rows()) strategies += "\n  " + row.name + ": " + row.help;
-  app.add_option("--sync", config.sync, "How gradient buckets are synchronised:" + strategies)
-      ->check(CLI::IsMember(sync_names()))
-      ->capture_default_str();
+  ob::add_checked_option(app, "--sync", config.sync, "How gradient buckets are synchronised:" + strategies,
+                         CLI::IsMember(sync_names()));
   add_whole_option(app, config, "gemm-sm-margin");
   add_whole_option(app, config, "prefetch");
 }
@@ -115,7 +113,7 @@ void validate_point(const Config& point) {
 void add_options(CLI::App& app, Config& config) {
   ob::add_common_options(app, config.common);
   ob::add_size_option(app, "--hidden", config.hidden, "Width H of every square layer", 1 << 16);
-  app.add_option("--layers", config.layers, "Layers L")->check(CLI::Range(1, 4096))->capture_default_str();
+  ob::add_checked_option(app, "--layers", config.layers, "Layers L", CLI::Range(1, 4096));
   ob::add_size_option(app, "--batch", config.batch, "Rows per rank (each rank's data differs)", 1 << 24);
   std::string presets;
   for (const auto& name : transformer_presets()) presets += (presets.empty() ? "" : ", ") + name;
@@ -123,26 +121,20 @@ void add_options(CLI::App& app, Config& config) {
                  "A transformer instead of the square layers: a preset (" + presets +
                      ") or a Hugging Face style "
                      "config.json; its tensors are the backward steps (phase4_model lists them)");
-  app.add_option("--seq", config.seq, "With --model: tokens per sequence")
-      ->check(CLI::Range(1, 1 << 17))
-      ->capture_default_str();
-  app.add_option("--micro-batch", config.micro_batch, "With --model: sequences per rank and micro-step")
-      ->check(CLI::Range(1, 1 << 16))
-      ->capture_default_str();
-  app.add_option("--blocks", config.blocks,
-                 "With --model: its first N blocks, with the embeddings and head whole "
-                 "(0: all)")
-      ->check(CLI::Range(0, 4096))
-      ->capture_default_str();
-  app.add_option("--bucket-mb", config.bucket_mb, "Bucket size cap (MiB), as DDP's bucket_cap_mb")
-      ->check(ob::finite_in(kLeastBucketMb, kMostBucketMb))
-      ->capture_default_str();
-  app.add_option("--first-bucket-mb", config.first_bucket_mb, "Cap of the first bucket (MiB)")
-      ->check(ob::finite_in(kLeastBucketMb, kMostBucketMb))
-      ->capture_default_str();
+  ob::add_checked_option(app, "--seq", config.seq, "With --model: tokens per sequence", CLI::Range(1, 1 << 17));
+  ob::add_checked_option(app, "--micro-batch", config.micro_batch, "With --model: sequences per rank and micro-step",
+                         CLI::Range(1, 1 << 16));
+  ob::add_checked_option(app, "--blocks", config.blocks,
+                         "With --model: its first N blocks, with the embeddings and head whole "
+                         "(0: all)",
+                         CLI::Range(0, 4096));
+  ob::add_checked_option(app, "--bucket-mb", config.bucket_mb, "Bucket size cap (MiB), as DDP's bucket_cap_mb",
+                         ob::finite_in(kLeastBucketMb, kMostBucketMb));
+  ob::add_checked_option(app, "--first-bucket-mb", config.first_bucket_mb, "Cap of the first bucket (MiB)",
+                         ob::finite_in(kLeastBucketMb, kMostBucketMb));
   add_whole_option(app, config, "chunks");
   app.add_flag("--tf32,!--no-tf32", config.tf32, "GEMMs on TF32 tensor cores (default on)");
-  app.add_option("--lr", config.lr, "SGD learning rate")->check(ob::finite_in(0, 1e6))->capture_default_str();
+  ob::add_checked_option(app, "--lr", config.lr, "SGD learning rate", ob::finite_in(0, 1e6));
   ob::add_enum_option(app, "--mode", config.mode, run_mode_names(),
                       "The modes to run (all: compute, comm, seq, overlap), or interference: instead of training, the "
                       "interference map (a backward GEMM of the model's shape and the strategy's collective, alone "
@@ -151,10 +143,9 @@ void add_options(CLI::App& app, Config& config) {
                  "--mode interference: message sizes in MiB (default: 1, 2, 4, ... up to the gradient)")
       ->delimiter(',')
       ->check(ob::finite_in(1e-3, 1e6));
-  app.add_option("--interference-window-ms", config.interference_window_ms,
-                 "--mode interference: how long each loop runs alone (the covering loop 3 times as long)")
-      ->check(ob::finite_in(0.1, 10000))
-      ->capture_default_str();
+  ob::add_checked_option(app, "--interference-window-ms", config.interference_window_ms,
+                         "--mode interference: how long each loop runs alone (the covering loop 3 times as long)",
+                         ob::finite_in(0.1, 10000));
   add_communication_options(app, config);
   add_planner_options(app, config);
   app.add_flag("--power", config.power, "Sample each GPU's power every 20 ms (NVML) and report energy per iteration");
@@ -174,11 +165,11 @@ void add_options(CLI::App& app, Config& config) {
                  "point_order), so a comparison's contenders in one process take turns as they would in fresh "
                  "processes")
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{4294967295ULL}));
-  app.add_option("--passes", config.passes,
-                 "Run the modes this many times in turn, each pass timing its share of --iters (and of --min-time-ms) "
-                 "after its own warm-up, so that a drift over the run reaches every mode alike (the calibration's too)")
-      ->check(CLI::Range(1, 1000))
-      ->capture_default_str();
+  ob::add_checked_option(
+      app, "--passes", config.passes,
+      "Run the modes this many times in turn, each pass timing its share of --iters (and of --min-time-ms) "
+      "after its own warm-up, so that a drift over the run reaches every mode alike (the calibration's too)",
+      CLI::Range(1, 1000));
 }
 
 namespace {

@@ -129,13 +129,10 @@ SyncRow copy_engine_row() {
   row.help =
       "zero-SM: copy-engine all-to-all + a small sum kernel + copy-engine all-gather on symmetric windows "
       "(CTA policy zero; fp32)";
-  row.cta_policy = CtaPolicy::kZero;
-  row.bounded = false;
-  row.peer_access = true;
   row.reference = "nccl";
   row.buffers = 3;  // the gradient, the received slices, the reduced gradient
   row.make = OB_SYNC_FACTORY(make_copy_engine);
-  return row;
+  return on_copy_engines(row);
 }
 
 const RegisterSync kCopyEngine(copy_engine_row());

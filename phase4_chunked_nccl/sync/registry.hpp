@@ -54,6 +54,15 @@ struct SyncRow {
   std::unique_ptr<GradientSync> (*make)(const SyncContext&) = nullptr;  // null in a build without CUDA
 };
 
+// `row` as a strategy on the copy engines (ce, sharded-ce) is: CTA policy zero, the GPUs' peer access, and its
+// bound rows models (its comm-only run times the copies without the compute stream's share of them).
+inline SyncRow on_copy_engines(SyncRow row) {
+  row.cta_policy = CtaPolicy::kZero;
+  row.bounded = false;
+  row.peer_access = true;
+  return row;
+}
+
 // Registers `row` (at start-up, from a strategy's file). Two rows of one name stop the program.
 struct RegisterSync {
   explicit RegisterSync(SyncRow row);
