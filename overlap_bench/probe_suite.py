@@ -10,18 +10,19 @@ import json
 import pathlib
 import sys
 
-import torch
-
 from overlap_bench.core import ob_tool
 from overlap_bench.ddp import bench_ddp
-from overlap_bench.ddp.ddp_steps import fresh_model, optimizer_options, wrap
-from overlap_bench.ddp.probe_state import truth_check, truth_sentence
-from overlap_bench.probe import Probe
 
 
 def probe_runs(args, work, rank, world, step, compute_ms, runs):
     """Probes every wrapped run of `work`: `runs` as [(kind, setting, {mode: the slowest rank's times}, buckets)],
-    `compute_ms` the compute-only step's times, the truth's baseline."""
+    `compute_ms` the compute-only step's times, the truth's baseline. (torch imported here: --help needs none.)"""
+    import torch
+
+    from overlap_bench.ddp.ddp_steps import fresh_model, optimizer_options, wrap
+    from overlap_bench.ddp.probe_state import truth_check, truth_sentence
+    from overlap_bench.probe import Probe
+
     for kind, setting, modes, _ in runs:
         wrapped, _ = wrap(work, kind, setting, not args.default, fresh_model(args, work))
         optimizer = torch.optim.SGD(wrapped.parameters(), **optimizer_options(args))
