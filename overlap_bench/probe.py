@@ -17,8 +17,9 @@ moves a step least), and its compute-only steps traced apart (the split's baseli
 
 The compute-only step is your own step with no collective (overlap_bench/ddp/probe_wrappers.py): under DDP its
 `no_sync()` (its forward wrapper is all of DDP left in it: within 0.6 % of the unwrapped model's step, measured on
-one H100); under FSDP2 the parameters gathered once before a block of them and its collectives off (its hooks stay
-in it: the added time leaves their host work out, and probe.json says so, `baseline`). It trains on
+one H100); under FSDP2 the parameters gathered once before a block of them, its forward hooks out and its
+collectives off: a plain replica's work on the job's own tensors (under a mixed-precision policy its hooks stay in it,
+their host work then left out of the added time; probe.json says which, `baseline`). It trains on
 local gradients, so the probe keeps a copy of the model's parameters, buffers, gradients and optimizer state (on the
 GPU where it fits, else in host memory; refused before any step where neither holds it) and of the random number
 generators, and restores them after every block of compute-only steps: the job then trains exactly as it would

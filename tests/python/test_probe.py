@@ -139,6 +139,7 @@ def test_a_probed_run_trains_exactly_as_the_job_s_own_steps(tmp_path, wrapper):
     assert measured["added_ci_lo_ms"] <= measured["added_ms"] <= measured["added_ci_hi_ms"]
     assert measured["backend"] == "gloo" and measured["clock"] == "host perf_counter"
     assert measured["wrapper"] == wrapper and measured["baseline"]
+    assert ("hooks out" in measured["baseline"]) == (wrapper == "fsdp2")  # FSDP2's compute-only: a plain replica's
     assert sorted(p.name for p in (tmp_path / "probe").glob("*.trace.json.gz")) == [
         "compute-only.rank0.trace.json.gz", "compute-only.rank1.trace.json.gz", "job.rank0.trace.json.gz",
         "job.rank1.trace.json.gz"]
