@@ -22,8 +22,8 @@ import tempfile
 import time
 import warnings
 
-from overlap_bench.core import inputs, ob_tool
-from overlap_bench.trace import analyze, probe_split
+from overlap_bench.core import ob_tool
+from overlap_bench.trace import analyze, probe_split, trace_read
 
 TOOLS = {"hta": "HolisticTraceAnalysis", "tracelens": "TraceLens"}
 
@@ -43,11 +43,9 @@ def traces(plain):
 
 
 def steps_in(path):
-    """The profiler's steps a trace holds (its ProfilerStep#N ranges on the host)."""
-    with inputs.open_input(path, "JOB", json_depth=inputs.MOST_JSON_DEPTH) as source:
-        events = json.load(source).get("traceEvents", [])
-    return len({e.get("name") for e in events if str(e.get("name", "")).startswith("ProfilerStep#")
-                and e.get("ph") == "X"}) or 1
+    """The profiler's steps a trace holds (its ProfilerStep#N ranges on the host), read by the suite's streaming
+    reader."""
+    return len(trace_read.read_kineto(path).steps) or 1
 
 
 def plain_analysis(paths):
@@ -102,11 +100,11 @@ def tracelens_parts(path):
     """TraceLens' GPU timeline of rank 0's trace, a step: (exposed communication, all communication) in ms."""
     if not version("tracelens"):
         return math.nan, math.nan
+    steps = steps_in(path)  # this suite's reader: its errors are its own, not TraceLens'
     with guarded("tracelens", path), quiet():
         from TraceLens import TreePerfAnalyzer
 
         table = TreePerfAnalyzer.from_file(str(path)).get_df_gpu_timeline().set_index("type")["time ms"]
-        steps = steps_in(path)
         return float(table["exposed_comm_time"]) / steps, float(table["total_comm_time"]) / steps
     return math.nan, math.nan
 

@@ -11,6 +11,8 @@ import pytest
 from conftest import one_error_line, run_command, tool
 from test_probe import probe_folder
 
+from overlap_bench.trace import side_by_side
+
 
 def job(tmp_path, truth_added=0.040):
     folder = probe_folder(tmp_path / "job")
@@ -42,6 +44,7 @@ def test_each_tool_held_against_the_truth(tmp_path):
     assert "ob-analyze on the plain trace -75 % off" in row["explained"]
     meta = json.loads((tmp_path / "t.meta.json").read_text())
     assert set(meta["tools"]) == {"HolisticTraceAnalysis", "TraceLens"} and "tool_failures" in meta
+    assert side_by_side.steps_in(tmp_path / "job-plain" / "host_0.1.pt.trace.json") == 2  # the trace's two steps
 
 
 @pytest.mark.parametrize("damage, named", [("no truth", "truth.json"), ("no plain trace", "holds no trace"),
