@@ -187,7 +187,8 @@ def run(args):
     replayed = table.set_index("mode").loc["overlap", "replayed_share"] > REPLAYED  # no collective's size in it
     advised = advice.advise(traces, stats, world, args.predictor) if system == "pytorch-ddp" and not replayed else None
     buckets = pd.DataFrame([{"rank": s.rank, "step": s.step, "bucket": i, "collective": b[0], "bytes": b[1],
-                             "ms": b[2]} for s in stats for i, b in enumerate(s.buckets)])
+                             "ms": b[2]} for s in stats for i, b in enumerate(s.buckets)],
+                           columns=["rank", "step", "bucket", "collective", "bytes", "ms"])  # none: the header alone
     meta = {"suite": "overlap-bench", "tool": "ob-analyze", "commit": ob_tool.commit_id(), "command_line": sys.argv,
             "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "system": system, "ranks": world,
             "gpus": [{"gpu_name": t.gpu} for t in traces if t.gpu], "nccl": traces[0].nccl,

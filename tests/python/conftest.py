@@ -40,6 +40,10 @@ def install_package():
 PACKAGE_SITE = install_package()
 # The commands the tests start (tool()) import the checkout's package, wherever they run.
 os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, os.environ.get("PYTHONPATH", "").split(":"))])
+# This process's mpiruns keep Open MPI's session directory apart from every other test's (two mpiruns starting at once
+# raced to create the shared one under /tmp); a short path: Open MPI's sockets live in it.
+os.environ["OMPI_MCA_orte_tmpdir_base"] = tempfile.mkdtemp(prefix="ob-mpi-")
+atexit.register(shutil.rmtree, os.environ["OMPI_MCA_orte_tmpdir_base"], True)
 
 
 def pytest_report_header():

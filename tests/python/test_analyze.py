@@ -290,3 +290,14 @@ def test_memory_follows_the_kernels_not_the_file(tmp_path):
     assert result.returncode == 0, result.stderr
     rss_mb = int(result.stdout.split("maxrss")[-1]) / 1024
     assert path.stat().st_size > 50e6 and rss_mb < 400, rss_mb
+
+
+def test_a_trace_with_no_collective_writes_its_buckets_header_alone(tmp_path):
+    """One rank's job (its collectives launch no kernel): the buckets table holds no row, but its columns, so that
+    every reader of a published folder can parse it."""
+    trace = tmp_path / "one.trace.json"
+    kineto(trace, [(s, 10, "gemm", "", 0) for s in (0.0, 1000.0)], [(0.0, 100.0), (1000.0, 1100.0)], world=1)
+    result = analyze(trace, "--out", tmp_path / "a")
+    assert result.returncode == 0, result.stderr
+    buckets = pd.read_csv(tmp_path / "a" / "analysis.buckets.csv")
+    assert buckets.empty and list(buckets.columns) == ["rank", "step", "bucket", "collective", "bytes", "ms"]
