@@ -35,7 +35,7 @@ def probe_runs(args, work, rank, world, step, compute_ms, runs):
         result = probe.finish()
         check = truth_check(modes["overlap"], compute_ms, result["added_ms"])
         if rank == 0:
-            (folder / "truth.json").write_text(json.dumps(check, indent=2) + "\n")
+            ob_tool.write_text_atomic(folder / "truth.json", json.dumps(check, indent=2) + "\n")
             print(f"ob-probe-suite {work.label} {kind} {setting:g}: {truth_sentence(check)}", file=sys.stderr,
                   flush=True)
         del probe, job, optimizer, wrapped

@@ -8,8 +8,8 @@ before anything runs (exit 2, naming it)."""
 import datetime
 import hashlib
 import itertools
-import os
 import json
+import os
 import pathlib
 import re
 import shlex

@@ -72,34 +72,34 @@ def work_checks(args):
 def option_checks(args, probing):
     """(option, value, whether it is allowed, what is) of every option parse_args checks beyond the configurations."""
     return [("--iters", args.iters, args.iters >= 1, "at least 1"),
-              ("--warmup", args.warmup, args.warmup >= 0, "at least 0"),
-              ("--passes", args.passes, 1 <= args.passes <= args.iters, "from 1 to --iters"),
-              ("--min-time-ms", args.min_time_ms, math.isfinite(args.min_time_ms) and 0 <= args.min_time_ms <= 3.6e6,
-               "0 to 3600000"),
-              ("--bucket-mb", " ".join(map(str, args.bucket_mb)),
-               all(math.isfinite(mb) and mb > 0 for mb in args.bucket_mb), "numbers > 0"),
-              ("--fsdp", "on", not (args.fsdp and args.default), "not with --default"),
-              ("--graph", "on", not (args.graph and (args.fsdp or args.default)), "not with --fsdp or --default"),
-              ("--reshard-after-forward", " ".join(map(str, args.reshard_after_forward)),
-               args.fsdp or args.reshard_after_forward == [0, 1], "with --fsdp only"),
-              ("--probe", getattr(args, "probe", None), not probing or not (
-                  args.graph or pathlib.Path(args.probe).is_symlink() or pathlib.Path(args.probe).is_file()),
-               "a folder (not a link or a file), not with --graph (the probe times eager steps)"),
-              ("--lr", args.lr, math.isfinite(args.lr) and args.lr >= 0, "a number >= 0"),
-              ("--seed", args.seed, args.seed >= 0, "at least 0"),
-              ("--order-seed", args.order_seed, args.order_seed is None or 0 <= args.order_seed < 2 ** 32,
-               "0 to 2^32-1"),
-              ("--emulate-nodes", args.emulate_nodes,
-               1 <= args.emulate_nodes <= 1024 and int(os.environ.get("WORLD_SIZE", 1)) % args.emulate_nodes == 0,
-               "1 to 1024, a divisor of the ranks (WORLD_SIZE)"),
-              ("--socket-threads", args.socket_threads, 0 <= args.socket_threads <= 16, "0 to 16"),
-              ("--socks-per-thread", args.socks_per_thread, 0 <= args.socks_per_thread <= 64
-               and max(args.socket_threads, 1) * max(args.socks_per_thread, 1) <= 64,
-               "0 to 64, x --socket-threads at most 64"),
-              *[(option, value, value == 0 or args.emulate_nodes > 1, "with --emulate-nodes 2 or more")
-                for option, value in (("--socket-threads", args.socket_threads),
-                                      ("--socks-per-thread", args.socks_per_thread))],
-              *work_checks(args)]
+            ("--warmup", args.warmup, args.warmup >= 0, "at least 0"),
+            ("--passes", args.passes, 1 <= args.passes <= args.iters, "from 1 to --iters"),
+            ("--min-time-ms", args.min_time_ms, math.isfinite(args.min_time_ms) and 0 <= args.min_time_ms <= 3.6e6,
+             "0 to 3600000"),
+            ("--bucket-mb", " ".join(map(str, args.bucket_mb)),
+             all(math.isfinite(mb) and mb > 0 for mb in args.bucket_mb), "numbers > 0"),
+            ("--fsdp", "on", not (args.fsdp and args.default), "not with --default"),
+            ("--graph", "on", not (args.graph and (args.fsdp or args.default)), "not with --fsdp or --default"),
+            ("--reshard-after-forward", " ".join(map(str, args.reshard_after_forward)),
+             args.fsdp or args.reshard_after_forward == [0, 1], "with --fsdp only"),
+            ("--probe", getattr(args, "probe", None), not probing or not (
+                args.graph or pathlib.Path(args.probe).is_symlink() or pathlib.Path(args.probe).is_file()),
+             "a folder (not a link or a file), not with --graph (the probe times eager steps)"),
+            ("--lr", args.lr, math.isfinite(args.lr) and args.lr >= 0, "a number >= 0"),
+            ("--seed", args.seed, args.seed >= 0, "at least 0"),
+            ("--order-seed", args.order_seed, args.order_seed is None or 0 <= args.order_seed < 2 ** 32,
+             "0 to 2^32-1"),
+            ("--emulate-nodes", args.emulate_nodes,
+             1 <= args.emulate_nodes <= 1024 and int(os.environ.get("WORLD_SIZE", 1)) % args.emulate_nodes == 0,
+             "1 to 1024, a divisor of the ranks (WORLD_SIZE)"),
+            ("--socket-threads", args.socket_threads, 0 <= args.socket_threads <= 16, "0 to 16"),
+            ("--socks-per-thread", args.socks_per_thread, 0 <= args.socks_per_thread <= 64
+             and max(args.socket_threads, 1) * max(args.socks_per_thread, 1) <= 64,
+             "0 to 64, x --socket-threads at most 64"),
+            *[(option, value, value == 0 or args.emulate_nodes > 1, "with --emulate-nodes 2 or more")
+              for option, value in (("--socket-threads", args.socket_threads),
+                                    ("--socks-per-thread", args.socks_per_thread))],
+            *work_checks(args)]
 
 
 def parse_args(probing=False):

@@ -144,7 +144,7 @@ def truth_check(job, compute, probe_added_ms, seed=1):
 
 
 def truth_sentence(check):
-    """The check in words, as the example and bench_ddp --probe print it."""
+    """The check in words, as the example and ob-probe-suite print it."""
     return (f"truth: the job's step {check['truth_step_ms']:.3f} ms, its compute-only step "
             f"{check['truth_compute_ms']:.3f} ms: added {check['truth_added_ms']:.3f} ms "
             f"[{check['truth_ci_lo_ms']:.3f}, {check['truth_ci_hi_ms']:.3f}]; the probe's "

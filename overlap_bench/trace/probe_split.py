@@ -18,18 +18,31 @@ PARTS = (("exposed communication", ("exposed_comm_ms", "-peer_wait_ms"), True),
          ("blocking communication", ("blocking_comm_ms",), False))
 
 
+def _numbers(path, what, keys, check=None):
+    """A JSON object of a probe's folder, read through the input policy (ob_tool.read_small: a file too large to read
+    whole is a usage error), holding the finite numbers `keys`; a ValueError naming the file where it does not."""
+    from overlap_bench.core import ob_tool
+
+    try:
+        value = json.loads(ob_tool.read_small(path, "FOLDER"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise ValueError(f"{path}: not {what} ({type(error).__name__})") from None
+    if not isinstance(value, dict) or (check and not check(value)) or not all(
+            isinstance(value.get(k), (int, float)) and not isinstance(value.get(k), bool) and
+            math.isfinite(value[k]) for k in keys):
+        raise ValueError(f"{path}: not {what} ({path.name} needs the finite numbers {', '.join(keys)})")
+    return value
+
+
 def load(path):
     """A probe's probe.json; a ValueError naming the file where it is not one."""
-    try:
-        probe = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(f"{path}: not a probe's result ({type(error).__name__})") from None
     keys = ("step_ms", "compute_only_step_ms", "added_ms", "added_ci_lo_ms", "added_ci_hi_ms", "traced_step_ms")
-    if not isinstance(probe, dict) or probe.get("tool") != "probe" or not all(
-            isinstance(probe.get(k), (int, float)) and not isinstance(probe.get(k), bool) and
-            math.isfinite(probe[k]) for k in keys):
-        raise ValueError(f"{path}: not a probe's result (probe.json needs the finite numbers {', '.join(keys)})")
-    return probe
+    return _numbers(path, "a probe's result", keys, lambda probe: probe.get("tool") == "probe")
+
+
+# The truth a probe is held against (truth.json: examples/probe_ddp.py --truth, ob-probe-suite), as ob-probe-table
+# carries it.
+TRUTH_NUMBERS = ("truth_step_ms", "truth_compute_ms", "truth_added_ms", "truth_ci_lo_ms", "truth_ci_hi_ms")
 
 
 def _value(row, column):
@@ -89,10 +102,8 @@ def table_row(folder):
            "replicas_agree": probe.get("replicas_agree")}
     truth_path = folder / "truth.json"
     if truth_path.is_file():
-        truth = json.loads(truth_path.read_text())
-        row.update({k: truth.get(k) for k in ("truth_step_ms", "truth_compute_ms", "truth_added_ms", "truth_ci_lo_ms",
-                                              "truth_ci_hi_ms", "error",
-                                              "within_5pct")})
+        truth = _numbers(truth_path, "a probe's truth", TRUTH_NUMBERS)
+        row.update({k: truth.get(k) for k in (*TRUTH_NUMBERS, "error", "within_5pct")})
     parts_path = folder / "analysis" / "analysis.parts.csv"
     if parts_path.is_file():
         import csv

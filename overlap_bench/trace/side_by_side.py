@@ -138,7 +138,10 @@ def explained(row):
 
 
 def job_row(probe_folder, plain):
-    row, probe = probe_split.table_row(probe_folder)
+    try:
+        row, probe = probe_split.table_row(probe_folder)
+    except (ValueError, OSError) as error:
+        raise ob_tool.UsageError(str(error)) from None
     if "truth_added_ms" not in row:
         raise ob_tool.UsageError(f"JOB: '{probe_folder}' holds no truth.json: nothing to hold the tools against")
     paths = traces(plain)
@@ -163,6 +166,7 @@ def main(argv=None):
                         "PROBE=PLAIN")
     parser.add_argument("--csv", required=True, help="the table to write (its metadata beside it, .meta.json)")
     args = parser.parse_args(argv)
+    FAILED.clear()  # this call's failures only
     out = pathlib.Path(args.csv)
     if out.suffix != ".csv" or not out.parent.is_dir():
         raise ob_tool.UsageError(f"--csv: '{out}' is invalid: a .csv file in an existing folder")

@@ -48,11 +48,17 @@ def test_each_tool_held_against_the_truth(tmp_path):
 
 
 @pytest.mark.parametrize("damage, named", [("no truth", "truth.json"), ("no plain trace", "holds no trace"),
-                                            ("no plain folder", "is not a folder")])
+                                            ("no plain folder", "is not a folder"),
+                                            ("a truth without its numbers", "truth_step_ms"),
+                                            ("a truth that is no JSON", "not a probe's truth")])
 def test_bad_jobs_are_one_line_and_exit_2(tmp_path, damage, named):
     folder = job(tmp_path)
     if damage == "no truth":
         (folder / "truth.json").unlink()
+    elif damage == "a truth without its numbers":
+        (folder / "truth.json").write_text(json.dumps({"truth_step_ms": "0.08"}))
+    elif damage == "a truth that is no JSON":
+        (folder / "truth.json").write_text("{")
     elif damage == "no plain trace":
         for path in (tmp_path / "job-plain").iterdir():
             path.unlink()
