@@ -71,6 +71,7 @@ struct ScheduleRow {
   // to the target: the compute and comm clocks where the backward starts. Null: the calibration's compute-only
   // forward, nothing on the comm stream (the planner's own).
   void (*forward)(const ScheduleCalibration& scaled, double& compute_end, double& comm_end) = nullptr;
+  bool planned = true;  // the planner models it (--plan auto, --calibrate)
   ScheduleFactory make = nullptr;  // null in a build without CUDA
   // Its part `name` (nullptr: none of that name).
   const PartSpec* part(const std::string& name) const;

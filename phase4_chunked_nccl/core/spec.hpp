@@ -38,6 +38,7 @@ struct SyncSpec {
   std::string strategy;
   WireType wire = WireType::kFp32;  // the type the gradient travels in
   int prefetch = 0;  // the sharded schedule: layers gathered ahead of the forward (0: all)
+  int carry = 0;  // the carry schedule: forward layers whose buckets run on into the next forward (0: half)
 };
 
 // One training step as the trainer runs it.

@@ -59,7 +59,7 @@ ModelSpec Config::model_spec() const {
   return spec;
 }
 
-SyncSpec Config::sync_spec() const { return {sync, comm_dtype, prefetch}; }
+SyncSpec Config::sync_spec() const { return {sync, comm_dtype, prefetch, carry}; }
 
 StepSpec Config::step_spec() const {
   StepSpec spec;
@@ -125,6 +125,7 @@ std::string Config::point_label() const {
   if (sync != reference_sync()) label += ", sync=" + sync;
   if (gemm_sm_margin > 0) label += ", gemm-sm-margin=" + std::to_string(gemm_sm_margin);
   if (prefetch > 0) label += ", prefetch=" + std::to_string(prefetch);
+  if (carry > 0) label += ", carry=" + std::to_string(carry);
   return label;
 }
 

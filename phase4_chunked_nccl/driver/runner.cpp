@@ -206,6 +206,7 @@ ob::SummaryRow base_row(const Config& config, const BucketPlan& plan, int ranks)
       .config("sync", config.sync)
       .config("gemm_sm_margin", config.gemm_sm_margin)
       .config("prefetch", config.prefetch)
+      .config("carry", config.carry)
       .config("plan", name(config.plan_mode))
       .config("clock", "cuda_event");
   if (config.transformer()) {  // hidden is its width, layers its tensors, batch its tokens per rank

@@ -56,6 +56,10 @@ const std::vector<SweepParameter>& sweep_parameters() {
        "Sharded strategies: all-gathers issued ahead of the forward layer that needs them, in layers (0: every "
        "layer's at the step's start)",
        &Config::prefetch},
+      {"carry", P::kWhole, 0, 1 << 20,
+       "Carrying strategies (*-carry): forward layers whose buckets are reduced beside the next step's forward, "
+       "first layer first (0: half the layers, rounded up)",
+       &Config::carry},
       {"sync", P::kStrategy, 0, 0, "", nullptr, [](Config& c, const std::string& v) { c.sync = v; }},
       {"plan", P::kPlan, kLeastBucketMb, kMostBucketMb, "", nullptr,
        [](Config& c, const std::string& v) {

@@ -1,5 +1,6 @@
 #include "phase4_chunked_nccl/schedule/schedule.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -86,23 +87,27 @@ void Schedule::hand_over(cudaStream_t from, cudaEvent_t event, cudaStream_t to) 
 // begins the next: an event recorded between two collectives holds the second back by ~2.5 us (nccl-sym's 4 MiB
 // buckets: 125 GB/s with two, 135 with one).
 void Schedule::communicate(const BucketPlan& plan, std::size_t from, std::size_t to, bool whole, StepMarks& m) {
-  for (std::size_t b = from; b < to; ++b) {
-    ob::NvtxRange range("bucket " + std::to_string(b) + " " + r_.spec.sync.strategy);
-    m.bucket_begin[b] = whole && b > from ? m.bucket_end[b - 1] : m.mark(r_.comm);
-    if (m.detailed()) m.enqueue_begin[b] = ob::SteadyClock::now();
-    if (whole) {
-      sync_.synchronise(plan.buckets[b], r_.comm);
-    } else {
-      sync_.communicate(plan.buckets[b], r_.comm);
-    }
-    if (m.detailed()) m.enqueue_end[b] = ob::SteadyClock::now();
-    m.bucket_end[b] = m.mark(r_.comm);
+  for (std::size_t b = from; b < to; ++b)
+    communicate_bucket(plan, b, whole, whole && b > from ? m.bucket_end[b - 1] : -1, m);
+}
+
+void Schedule::communicate_bucket(const BucketPlan& plan, std::size_t b, bool whole, int begin, StepMarks& m) {
+  ob::NvtxRange range("bucket " + std::to_string(b) + " " + r_.spec.sync.strategy);
+  m.bucket_begin[b] = begin >= 0 ? begin : m.mark(r_.comm);
+  if (m.detailed()) m.enqueue_begin[b] = ob::SteadyClock::now();
+  if (whole) {
+    sync_.synchronise(plan.buckets[b], r_.comm);
+  } else {
+    sync_.communicate(plan.buckets[b], r_.comm);
   }
+  if (m.detailed()) m.enqueue_end[b] = ob::SteadyClock::now();
+  m.bucket_end[b] = m.mark(r_.comm);
 }
 
 void Schedule::backward(ob::Mode mode, const BucketPlan& plan, StepMarks& m) {
   const auto& buckets = plan.buckets;
   const bool overlap = mode == ob::Mode::kOverlap;
+  const std::size_t handed = overlap ? buckets.size() - std::min(carried(plan), buckets.size()) : 0;
   std::size_t next = 0;
   for (int s = 0; s < r_.spec.model.layers; ++s) {
     m.step_begin[s] = s == 0 ? m.forward_end : m.step_end[s - 1];
@@ -113,9 +118,9 @@ void Schedule::backward(ob::Mode mode, const BucketPlan& plan, StepMarks& m) {
     }
     m.step_end[s] = m.mark(r_.compute);
     if (!overlap) continue;
-    if (ready != next) {
+    if (ready < std::min(next, handed)) {
       hand_over(r_.compute, r_.handoff, r_.comm);
-      communicate(plan, ready, next, false, m);
+      communicate(plan, ready, std::min(next, handed), false, m);
     }
     sync_.after_step(s, r_.compute, r_.comm);
   }

@@ -6,7 +6,10 @@
 //   all-reduce (all_reduce.cpp): forward, the backward handing each bucket over as it completes, the update after
 //                                the last bucket;
 //   sharded (sharded.cpp):       the same with the weights gathered from the ranks' slices ahead of the forward and
-//                                the update deferred into the next step's forward (its parts: update, gather).
+//                                the update deferred into the next step's forward (its parts: update, gather);
+//   carry (carry.cpp):           the all-reduce's with the first forward layers' buckets reduced beside the next
+//                                step's forward, first layer first, each layer updated as its buckets arrive (its
+//                                part: update).
 // In every schedule: seq runs the whole backward, then every bucket on the comm stream, then the update; compute is
 // the overlapped step with the strategy's collectives, and only they, left out (its sums, casts, copies, sliced
 // updates and stream waits stay: the same work less the communication); comm the buckets' communication alone.
@@ -85,7 +88,7 @@ class Schedule {
   virtual void reset() {}
   // Work done eagerly before one step of `mode` is captured into a CUDA graph (--graph): state the step's replays
   // carry from one to the next, and the connections its collectives open on first use.
-  virtual void before_capture(ob::Mode /*mode*/) {}
+  virtual void before_capture(ob::Mode mode, const BucketPlan& plan) { (void)mode, (void)plan; }
 
  protected:
   // One step of `mode`: seq, overlap or comm.
@@ -103,9 +106,18 @@ class Schedule {
   // Buckets [from, to) on the comm stream: `whole` synchronised to the end, else the strategy may leave a part to
   // after_step() and finish().
   void communicate(const BucketPlan& plan, std::size_t from, std::size_t to, bool whole, StepMarks& m);
+  // Bucket b on the comm stream, marked from `begin` (-1: a mark of its own) to its end: `whole` synchronised to the
+  // end, else the strategy may leave a part to after_step() and finish().
+  void communicate_bucket(const BucketPlan& plan, std::size_t b, bool whole, int begin, StepMarks& m);
   // The last micro-step's backward: each bucket made ready as its step completes and, overlapped, handed over to
-  // the comm stream at once; then (overlapped) the strategy's deferred parts finished.
+  // the comm stream at once (all but the plan's last carried() ones); then (overlapped) the strategy's deferred
+  // parts finished.
   void backward(ob::Mode mode, const BucketPlan& plan, StepMarks& m);
+  // The plan's last buckets an overlapped step leaves to the next one (the carry schedule's); none by default.
+  virtual std::size_t carried(const BucketPlan& plan) const {
+    (void)plan;
+    return 0;
+  }
   void hand_over(cudaStream_t from, cudaEvent_t event, cudaStream_t to);
   void update() { sync_.update(r_.model.weights(), r_.update_scale, r_.model.elements(), r_.compute); }
 

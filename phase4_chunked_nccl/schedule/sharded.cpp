@@ -122,7 +122,7 @@ class ShardedSchedule final : public Schedule {
 
   // The gathers' connections opened (gathering the ranks' equal weights changes no bit), and an overlapped step's
   // deferred update made unconditional: each replay applies the previous one's, the first an update of nothing.
-  void before_capture(ob::Mode mode) override {
+  void before_capture(ob::Mode mode, const BucketPlan& /*plan*/) override {
     for (int layer = 1; layer <= r_.spec.model.layers; ++layer) shards_.gather(layer, r_.model.weights(), r_.comm);
     if (mode == ob::Mode::kOverlap || mode == ob::Mode::kCompute)
       shards_.defer_empty_update(r_.update_scale, r_.compute);

@@ -167,7 +167,7 @@ std::unique_ptr<Replay> Trainer::capture(ob::Mode mode, const BucketPlan& plan, 
     for (const auto& bucket : plan.buckets) sync_->synchronise(bucket, comm_stream_);
     CUDA_CHECK(cudaDeviceSynchronize());
   }
-  schedule_->before_capture(mode);
+  schedule_->before_capture(mode, plan);
   CUDA_CHECK(cudaDeviceSynchronize());
   replay->step.capture(first_stream(mode), [&] { schedule_->run(mode, plan, replay->marks); });
   return replay;

@@ -56,15 +56,22 @@ class CopyEngineAllReduce final : public GradientSync {
 
   void finish(cudaStream_t compute, cudaStream_t comm) override {
     while (!open_.empty()) close_front(compute, comm);
-    if (compute != comm) {  // the all-gathers ran on their own stream: the comm stream (and the update) waits for them
+    // All-gathers ran on their own stream: the comm stream (and the update) waits for them. None did (nothing was
+    // open: every bucket carried to the next step), no wait: captured, it would depend on work outside the graph.
+    if (gathering_) {
       CUDA_CHECK(cudaEventRecord(gathered_, gather_));
       CUDA_CHECK(cudaStreamWaitEvent(comm, gathered_, 0));
+      gathering_ = false;
     }
     opened_ = 0;  // every event's waits are enqueued: the next step reuses them
   }
 
   void update(float* weights, float scale, std::size_t n, cudaStream_t compute) override {
-    sgd(weights, out_.get(), scale, n, compute);
+    update_part(weights, scale, 0, n, compute);
+  }
+
+  void update_part(float* weights, float scale, std::uint64_t begin, std::uint64_t n, cudaStream_t compute) override {
+    sgd(weights + begin, out_.get() + begin, scale, n, compute);
   }
 
   const float* reduced(cudaStream_t) override { return out_.get(); }
@@ -95,6 +102,7 @@ class CopyEngineAllReduce final : public GradientSync {
     cudaStream_t gather = comm;
     if (compute != comm) {
       gather = gather_;
+      gathering_ = true;
       CUDA_CHECK(cudaEventRecord(pending.summed, compute));
       CUDA_CHECK(cudaStreamWaitEvent(gather, pending.summed, 0));
     }
@@ -110,6 +118,7 @@ class CopyEngineAllReduce final : public GradientSync {
   std::vector<ob::CudaEvent> events_;
   std::deque<Pending> open_;  // buckets whose all-to-all is enqueued and whose sum is not
   std::size_t opened_ = 0;  // buckets opened since the last finish(): each has its own two events
+  bool gathering_ = false;  // an all-gather went on gather_ since the last finish()
 };
 
 std::unique_ptr<GradientSync> make_copy_engine(const SyncContext& context) {
@@ -136,6 +145,7 @@ SyncRow copy_engine_row() {
 }
 
 const RegisterSync kCopyEngine(copy_engine_row());
+const RegisterSync kCopyEngineCarried(carrying(copy_engine_row()));
 
 }  // namespace
 }  // namespace phase4

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 
 #include "phase4_chunked_nccl/core/spec.hpp"
 #include "phase4_chunked_nccl/sync/collectives.hpp"
@@ -58,6 +59,12 @@ class GradientSync {
   virtual void finish(cudaStream_t compute, cudaStream_t comm) { (void)compute, (void)comm; }
   // Compute stream, after every bucket's communication: w -= scale * (synchronised gradient).
   virtual void update(float* weights, float scale, std::size_t n, cudaStream_t compute) = 0;
+  // The same for elements [begin, begin + n) only (the carry schedule updates each forward layer as its buckets
+  // arrive); a strategy whose update is not elementwise over the gradient has none.
+  virtual void update_part(float* weights, float scale, std::uint64_t begin, std::uint64_t n, cudaStream_t compute) {
+    (void)weights, (void)scale, (void)begin, (void)n, (void)compute;
+    throw std::logic_error("this strategy updates the whole gradient only");
+  }
   // The synchronised gradient in fp32 (converted on `stream` where the wire is not fp32), for the checks.
   virtual const float* reduced(cudaStream_t stream) = 0;
 

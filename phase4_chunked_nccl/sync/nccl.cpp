@@ -38,10 +38,14 @@ class NcclAllReduce final : public GradientSync {
   }
 
   void update(float* weights, float scale, std::size_t n, cudaStream_t compute) override {
+    update_part(weights, scale, 0, n, compute);
+  }
+
+  void update_part(float* weights, float scale, std::uint64_t begin, std::uint64_t n, cudaStream_t compute) override {
     if (bf16_) {
-      sgd(weights, wire_.get(), scale, n, compute);
+      sgd(weights + begin, wire_.get() + begin, scale, n, compute);
     } else {
-      sgd(weights, grads_.get(), scale, n, compute);
+      sgd(weights + begin, grads_.get() + begin, scale, n, compute);
     }
   }
 
@@ -89,6 +93,7 @@ SyncRow plain_row() {
 }
 
 const RegisterSync kPlain(plain_row());
+const RegisterSync kPlainCarried(carrying(plain_row()));
 SyncRow symmetric_row() {
   SyncRow symmetric =
       row("nccl-sym", "ncclAllReduce on buffers registered as NCCL symmetric windows (symmetric kernels, few CTAs)",
@@ -98,6 +103,7 @@ SyncRow symmetric_row() {
 }
 
 const RegisterSync kSymmetric(symmetric_row());
+const RegisterSync kSymmetricCarried(carrying(symmetric_row()));
 
 }  // namespace
 }  // namespace phase4

@@ -20,6 +20,7 @@ struct ScheduleRow;
 // Which schedule drives a strategy: a name a schedule of schedule/ registers its row under (core/schedules.hpp);
 // a strategy's row names another than this default where it needs one.
 inline constexpr const char* kAllReduceSchedule = "all-reduce";
+inline constexpr const char* kCarrySchedule = "carry";
 
 struct SyncRow {
   std::string name, help;
@@ -60,6 +61,18 @@ inline SyncRow on_copy_engines(SyncRow row) {
   row.cta_policy = CtaPolicy::kZero;
   row.bounded = false;
   row.peer_access = true;
+  return row;
+}
+
+// `row`'s all-reduces driven by the carry schedule (schedule/carry.cpp) as `<name>-carry`: the buckets of the first
+// --carry forward layers reduced beside the next step's forward. One micro-step per step (the next step's
+// accumulation would overwrite the gradient its forward is still reducing); never the exact reference.
+inline SyncRow carrying(SyncRow row) {
+  row.name += "-carry";
+  row.help += "; the first --carry forward layers' buckets reduced beside the next forward";
+  row.schedule = kCarrySchedule;
+  row.accumulation = false;
+  row.exact_reference = false;
   return row;
 }
 

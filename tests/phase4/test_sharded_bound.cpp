@@ -67,7 +67,7 @@ TEST(ShardedBound, APrefetchDepthHoldsGathersBackUntilTheForwardGetsThere) {
 }
 
 TEST(ScheduleRows, EachSchedulesRowSaysWhatTheRestOfPhase4Needs) {
-  EXPECT_EQ(phase4::schedule_names(), (std::vector<std::string>{"all-reduce", "sharded"}));
+  EXPECT_EQ(phase4::schedule_names(), (std::vector<std::string>{"all-reduce", "carry", "sharded"}));
   const auto& sharded = phase4::schedule_row("sharded");
   ASSERT_EQ(sharded.parts.size(), 2u);
   EXPECT_TRUE(sharded.whole_tensors && sharded.forward && sharded.part("gather")->comm);

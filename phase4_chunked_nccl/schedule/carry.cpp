@@ -1,0 +1,201 @@
+// The carry schedule (schedule.hpp; strategies nccl-carry, nccl-sym-carry and ce-carry): the all-reduce schedule
+// whose last buckets, those holding the first --carry forward layers' gradients (0: half the layers, rounded up), run
+// on into the next step's forward, which needs them first: priority-ordered propagation (P3, Jayarajan et al., MLSys
+// 2019) planned once. Overlapped, a step
+//   1. reduces the previous step's carried buckets on the comm stream in the order the forward needs them (the
+//      plan's last bucket first), each whole;
+//   2. runs the forward, each carried bucket's weights updated with the previous step's reduced gradient right
+//      before the first layer that reads them, once its reduction is done (on the compute stream, which waits there
+//      anyway: on the comm stream the updates would hold back the reductions behind them);
+//   3. runs the backward, handing the other buckets over as the all-reduce schedule does, and updates their weights
+//      once they are reduced.
+// Every element is updated once a step with the same reduced gradient as seq (the update is elementwise), so the
+// weights are seq's. Replayed from a CUDA graph, one launch ends before the next begins, so the step as captured is
+// the steady state: the previous step's tail beside this step's forward. Timed from start to end, a step is the period
+// of back-to-back steps (METRICS.md, "carry"). Its first step after the weights were reset (and a captured step's
+// first replay) carries a reduced gradient of zeros, which updates nothing; settle() reduces the last step's carried
+// buckets and applies their update. seq and comm run as the all-reduce schedule's; the compute-only step is the
+// overlapped one with its collectives silenced (Schedule::run): the carried updates and the stream waits stay.
+//
+// No part of its own: a forward layer's time holds the updates made before it. Its bound (METRICS.md, "bound"): the
+// carried buckets back to back on the comm stream from the step's start, last first; per forward layer its forward
+// once the bucket holding its last element is reduced (where that bucket is carried); the forward's rest; then the backward pipeline with the other
+// buckets queued behind the carried ones, and the update after the last. Never below T_comp nor T_comm, as
+// ob::schedule_bound_ms(). The planner does not model it yet (its row's `planned`).
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/metrics.hpp"
+#include "phase4_chunked_nccl/core/schedules.hpp"
+#include "phase4_chunked_nccl/sync/registry.hpp"
+#if defined(OVERLAP_HAVE_CUDA)
+#include "common/cuda/cuda_check.hpp"
+#include "common/cuda/handles.hpp"
+#include "phase4_chunked_nccl/schedule/schedule.hpp"
+#endif
+
+namespace phase4 {
+namespace {
+
+// The first carried bucket of buckets ready after backward steps `ready_after` (ascending): the first that holds an
+// element of the first `carry` forward layers (0: half of them, rounded up), i.e. of backward steps layers - carry on.
+std::size_t first_carried(const std::vector<int>& ready_after, int layers, int carry) {
+  if (layers < 1 || carry < 0) throw std::invalid_argument("carry schedule: at least one layer and a carry >= 0");
+  const int carried_layers = carry > 0 ? std::min(carry, layers) : (layers + 1) / 2;
+  const auto first = std::lower_bound(ready_after.begin(), ready_after.end(), layers - carried_layers);
+  return static_cast<std::size_t>(first - ready_after.begin());
+}
+
+double bound(const MeasuredParts& p, const SyncSpec& sync) {
+  const int layers = static_cast<int>(p.layer_ms.size());
+  const std::size_t buckets = p.bucket_ms.size(), first = first_carried(p.ready_after, layers, sync.carry);
+  if (p.ready_after.size() != buckets) throw std::invalid_argument("carry schedule: one ready step per bucket");
+  double comm_end = 0.0, compute_end = 0.0;
+  std::vector<double> reduced(buckets, 0.0);
+  for (std::size_t b = buckets; b-- > first;) reduced[b] = comm_end += p.bucket_ms[b];
+  for (int l = 1; l <= layers; ++l) {  // forward layer l is backward step layers - l
+    const auto holding = std::lower_bound(p.ready_after.begin(), p.ready_after.end(), layers - l);
+    const double ready = holding == p.ready_after.end() ? 0.0 : reduced[holding - p.ready_after.begin()];
+    compute_end = std::max(compute_end, ready) + p.layer_ms[l - 1];
+  }
+  compute_end += std::max(0.0, p.forward_ms - ob::sum_ms(p.layer_ms));
+  const std::vector<double> head_ms(p.bucket_ms.begin(), p.bucket_ms.begin() + first);
+  const std::vector<int> head_ready(p.ready_after.begin(), p.ready_after.begin() + first);
+  ob::run_pipeline(p.backward_ms, head_ms, head_ready, compute_end, comm_end);
+  return ob::step_bound(std::max(compute_end, comm_end) + p.update_ms, p.t_comp, p.t_comm);
+}
+
+#if defined(OVERLAP_HAVE_CUDA)
+std::vector<int> ready_steps(const BucketPlan& plan) {
+  std::vector<int> ready;
+  for (const Bucket& bucket : plan.buckets) ready.push_back(bucket.ready_after);
+  return ready;
+}
+
+class CarrySchedule final : public Schedule {
+ public:
+  using Schedule::Schedule;
+
+  void step(ob::Mode mode, const BucketPlan& plan, StepMarks& m) override {
+    if (mode == ob::Mode::kComm) return communicate_only(plan, m, {});
+    if (mode == ob::Mode::kSeq) {
+      if (pending_) settle();
+      return train(
+          mode, plan, m, [] { return Model::LayerHook(); }, [this] { update(); });
+    }
+    if (!pending_) prime(plan);
+    train(
+        mode, plan, m, [&] { return carried_before_forward(plan, m); },
+        [this] {
+          update_range(0, carried_from_, r_.compute);  // the buckets reduced in this backward
+          pending_ = true;
+        });
+  }
+
+  // The last step's carried buckets reduced and their weights updated.
+  void settle() override {
+    if (!pending_) return;
+    pending_ = false;
+    hand_over(r_.compute, r_.handoff, r_.comm);
+    for (const Bucket& bucket : tail_) sync_.synchronise(bucket, r_.comm);
+    hand_over(r_.comm, r_.comm_done, r_.compute);
+    for (const Bucket& bucket : tail_) update_range(bucket.begin, bucket.end, r_.compute);
+    CUDA_CHECK(cudaStreamSynchronize(r_.compute));
+  }
+
+  void reset() override { pending_ = false; }
+
+  // A captured overlapped step carries unconditionally: its first replay carries zeros.
+  void before_capture(ob::Mode mode, const BucketPlan& plan) override {
+    settle();
+    if (mode == ob::Mode::kOverlap || mode == ob::Mode::kCompute) prime(plan);
+  }
+
+ protected:
+  std::size_t carried(const BucketPlan& plan) const override {
+    return plan.buckets.size() - first_carried(ready_steps(plan), r_.spec.model.layers, r_.spec.sync.carry);
+  }
+
+ private:
+  void update_range(std::uint64_t begin, std::uint64_t end, cudaStream_t stream) {
+    if (end > begin) sync_.update_part(r_.model.weights(), r_.update_scale, begin, end - begin, stream);
+  }
+
+  // As if a step had just carried a gradient of zeros: the carried buckets' reduction of it in place.
+  void prime(const BucketPlan& plan) {
+    remember(plan);
+    CUDA_CHECK(cudaMemsetAsync(sync_.gradient(), 0, plan.elements * sizeof(float), r_.compute));
+    for (const Bucket& bucket : tail_) sync_.bucket_ready(bucket, r_.compute);
+    hand_over(r_.compute, r_.handoff, r_.comm);
+    for (const Bucket& bucket : tail_) sync_.synchronise(bucket, r_.comm);
+    hand_over(r_.comm, r_.comm_done, r_.compute);
+    pending_ = true;
+  }
+
+  // The carried buckets of `plan`, and per forward layer the carried buckets first read there.
+  void remember(const BucketPlan& plan) {
+    const int layers = r_.spec.model.layers;
+    const std::size_t first = plan.buckets.size() - carried(plan);
+    tail_.assign(plan.buckets.begin() + static_cast<std::ptrdiff_t>(first), plan.buckets.end());
+    carried_from_ = tail_.empty() ? plan.elements : tail_.front().begin;
+    const GradientLayout layout = r_.spec.model.layout();
+    due_.assign(layers, {});
+    std::vector<bool> read(tail_.size(), false);
+    for (int l = 1; l <= layers; ++l) {
+      const int s = layers - l;
+      for (std::size_t t = 0; t < tail_.size(); ++t) {
+        if (!read[t] && tail_[t].begin < layout.ends[s] && tail_[t].end > layout.begin(s)) {
+          read[t] = true;
+          due_[l - 1].push_back(t);
+        }
+      }
+    }
+    while (reduced_.size() < tail_.size()) reduced_.push_back(ob::make_sync_event());
+  }
+
+  // The carried buckets reduced on the comm stream, the plan's last first; the hook run before each forward layer:
+  // the carried buckets first read there waited for and updated (in the layer's time: the compute-only step's layer
+  // times hold them, as the bound needs).
+  Model::LayerHook carried_before_forward(const BucketPlan& plan, StepMarks& m) {
+    remember(plan);
+    hand_over(r_.compute, r_.handoff, r_.comm);  // the previous backward wrote the carried gradient
+    const std::size_t first = plan.buckets.size() - tail_.size();
+    for (std::size_t t = tail_.size(); t-- > 0;) {
+      const std::size_t b = first + t;
+      communicate_bucket(plan, b, true, t + 1 < tail_.size() ? m.bucket_end[b + 1] : -1, m);
+      CUDA_CHECK(cudaEventRecord(reduced_[t], r_.comm));
+    }
+    return [this](int l) {
+      for (std::size_t t : due_[l - 1]) {
+        CUDA_CHECK(cudaStreamWaitEvent(r_.compute, reduced_[t], 0));
+        update_range(tail_[t].begin, tail_[t].end, r_.compute);
+      }
+    };
+  }
+
+  bool pending_ = false;  // a carried gradient not yet applied
+  std::vector<Bucket> tail_;  // the carried buckets
+  std::uint64_t carried_from_ = 0;  // their first element: the backward's buckets update [0, carried_from_)
+  std::vector<std::vector<std::size_t>>
+      due_;  // per forward layer: the carried buckets (tail_ indices) first read there
+  std::vector<ob::CudaEvent> reduced_;  // per carried bucket: reduced, this step
+};
+#endif
+
+ScheduleRow row() {
+  ScheduleRow row;
+  row.name = kCarrySchedule;
+  row.help = "the all-reduce schedule with the first forward layers' buckets reduced beside the next forward";
+  row.bound = bound;
+  row.planned = false;
+  row.make = OB_SCHEDULE_FACTORY(made_schedule<CarrySchedule>);
+  return row;
+}
+
+const RegisterSchedule kCarry(row());
+
+}  // namespace
+
+}  // namespace phase4
