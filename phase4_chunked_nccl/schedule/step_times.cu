@@ -1,5 +1,6 @@
 #include "phase4_chunked_nccl/schedule/step_times.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -85,7 +86,10 @@ void collect(const std::vector<StepTimes>& marked, double origin_ms, int rank, i
       }
       if (!t.enqueue_begin.empty()) {
         run.enqueue_ms.push_back(enqueue);
-        run.enqueue_span_ms.push_back(t.enqueue_end.back() - t.enqueue_begin.front());
+        // From the first call's start to the last one's end: buckets need not be enqueued in the plan's order (the
+        // carry schedule enqueues its carried ones, last first, before the others).
+        run.enqueue_span_ms.push_back(*std::max_element(t.enqueue_end.begin(), t.enqueue_end.end()) -
+                                      *std::min_element(t.enqueue_begin.begin(), t.enqueue_begin.end()));
       }
     }
   }

@@ -175,7 +175,7 @@ TEST(Rooms, AnUnknownFamilyOrScheduleIsRefusedByName) {
     EXPECT_NE(std::string(e.what()).find("'no-such'"), std::string::npos) << e.what();
   }
   const auto schedules = phase4::schedule_names();
-  EXPECT_EQ(schedules, (std::vector<std::string>{"all-reduce", "sharded", "test-only"}));
+  EXPECT_EQ(schedules, (std::vector<std::string>{"all-reduce", "carry", "sharded", "test-only"}));
   const auto families = phase4::model_families();
   EXPECT_EQ(families, (std::vector<std::string>{"mlp", "test-only", "transformer"}));
 }
