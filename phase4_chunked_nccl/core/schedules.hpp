@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "phase4_chunked_nccl/core/bucket_plan.hpp"
 #include "phase4_chunked_nccl/core/spec.hpp"
 
 namespace phase4 {
@@ -56,6 +57,16 @@ struct ScheduleCalibration {
   bool empty() const { return layer_ms.empty(); }
 };
 
+// What the planner knows of a step it predicts for a schedule that models its whole step (ScheduleRow::planned): the
+// compute-only forward and update of the whole gradient (the all-reduce schedule's), each backward step and each of
+// `plan`'s buckets as they take under overlap, on `layout`.
+struct PlannedStep {
+  double forward_ms = 0, update_ms = 0;
+  std::vector<double> backward_ms, bucket_ms;
+  GradientLayout layout;
+  BucketPlan plan;
+};
+
 class GradientSync;
 class Schedule;
 struct StepResources;
@@ -71,7 +82,10 @@ struct ScheduleRow {
   // to the target: the compute and comm clocks where the backward starts. Null: the calibration's compute-only
   // forward, nothing on the comm stream (the planner's own).
   void (*forward)(const ScheduleCalibration& scaled, double& compute_end, double& comm_end) = nullptr;
-  bool planned = true;  // the planner models it (--plan auto, --calibrate)
+  // The planner's model of its whole step, the update included (null: row.forward, then the planner's pipeline of the
+  // buckets behind the backward, then the update). Its calibration's compute-only runs are its own, not the shared
+  // ones (they hold work its model places from the shared parts).
+  double (*planned)(const PlannedStep& step, const SyncSpec& sync) = nullptr;
   ScheduleFactory make = nullptr;  // null in a build without CUDA
   // Its part `name` (nullptr: none of that name).
   const PartSpec* part(const std::string& name) const;

@@ -97,9 +97,6 @@ void validate_point(const Config& point) {
     ob::require(row->accumulation || point.accum_steps == 1, "--accum-steps", std::to_string(point.accum_steps),
                 "--sync " + row->name + " runs one micro-step per step");
     ob::require(row->graph || !point.graph, "--graph", "on", "--sync " + row->name + " does not run under --graph");
-    ob::require(schedule_of(planned).planned || !(point.plan_mode == PlanMode::kAuto || point.calibrate),
-                point.plan_syncs.empty() ? "--sync" : "--plan-syncs", planned,
-                "the planner does not model the " + schedule_of(planned).name + " schedule yet (--plan caps)");
     ob::require(!row->peer_access || point.transport == Transport::kNvlink, "--transport", name(point.transport),
                 "--sync " + planned +
                     " needs the GPUs' peer access, which this transport turns off (--sync nccl and "

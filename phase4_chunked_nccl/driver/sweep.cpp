@@ -144,6 +144,7 @@ Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, 
   Calibration calibration = describe_run(base.step_spec(), ranks, gpu);
   const auto sizes = calibration_sizes(base.model_spec());
   double best_iteration = 0;
+  bool shared_compute = false;  // the shared compute parts are an all-reduce schedule's run's
   bool warm = false;
   for (const auto& sync : base.planned_syncs()) {
     Config config = base;
@@ -155,6 +156,9 @@ Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, 
     config.common.iters = std::max(config.common.iters, 20);
     const ScheduleRow& schedule = schedule_of(sync);
     const bool own_step = !schedule.parts.empty();  // its schedule's parts calibrated with its own step
+    // The shared compute parts are the all-reduce schedule's: a schedule with a model of its own (the carry's) holds
+    // work in its compute-only run that its model places from them, so its runs give them only where none other does.
+    const bool shared = !own_step && !schedule.planned;
     Trainer trainer(config.step_spec(), rank, ranks, comms.get(config.nccl_settings()), comm);
     if (!warm) {  // the trainer reads its config when it runs: one compute-only run of kCalibrationWarmupMs
       const ModeRun probe = trainer.run(ob::Mode::kCompute, trainer.adapt(base.plan()), false, origin);
@@ -166,6 +170,7 @@ Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, 
     }
     StrategyCalibration strategy;
     strategy.sync = sync;
+    strategy.carry = config.carry;
     double own_iteration = 0;
     for (const double bytes : sizes) {
       const double mb = bytes / (1 << 20);
@@ -185,7 +190,9 @@ Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, 
       const ModeRun &compute = runs[0], &alone = runs[1], &overlapped = runs[2];
       const double compute_backward = ob::slowest_median(compute.backward_total_ms, comm);
       const double iteration = ob::summarize(ob::max_across_ranks(compute.iter_ms, comm)).p50;
-      if (!own_step && (best_iteration == 0 || iteration < best_iteration)) {
+      const bool faster = best_iteration == 0 || iteration < best_iteration;
+      if (!own_step && (shared ? !shared_compute || faster : !shared_compute && faster)) {
+        shared_compute = shared_compute || shared;
         const ModeRun paced = at_timed_pace(compute);
         best_iteration = calibration.iteration_ms = iteration;
         calibration.forward_ms = ob::slowest_median(paced.forward_ms, comm);

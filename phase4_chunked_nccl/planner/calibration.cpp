@@ -136,6 +136,10 @@ StrategyCalibration strategy_from_json(const nlohmann::json& entry, const std::s
     require_positive(s.overlap_ms, where + "overlap_ms", source);
   }
   const ScheduleRow& schedule = schedule_row(row->schedule);  // its own step, under its schedule's name
+  if (schedule.planned) {
+    s.carry = field<int>(entry, "carry", where, source);
+    if (s.carry < 0) throw invalid(where + "carry must be >= 0");
+  }
   if (!schedule.parts.empty()) {
     s.schedule = schedule_from_json(schedule, field<nlohmann::json>(entry, schedule.name, where, source),
                                     where + schedule.name + ".", source);
@@ -162,6 +166,7 @@ nlohmann::json Calibration::to_json() const {
                     {"stretch", s.stretch},
                     {"slowdown", s.slowdown}});
     if (!s.overlap_ms.empty()) list.back()["plan_mb"] = s.plan_mb, list.back()["overlap_ms"] = s.overlap_ms;
+    if (schedule_of(s.sync).planned) list.back()["carry"] = s.carry;
     if (s.schedule.empty()) continue;
     const ScheduleRow& schedule = schedule_of(s.sync);
     list.back()[schedule.name] = schedule_to_json(schedule, s.schedule);

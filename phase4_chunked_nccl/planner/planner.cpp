@@ -198,9 +198,18 @@ Prediction predict_with(const Model& model, const BucketPlan& plan) {
   prediction.slowdown = total > 0 ? weighted / total : 0;
   std::vector<double> steps = model.steps;
   for (double& s : steps) s *= 1 + prediction.slowdown;
-  double compute_end = model.compute_start, comm_end = model.comm_start;
-  ob::run_pipeline(steps, comm_ms, ready, compute_end, comm_end);
-  prediction.step_ms = std::max(compute_end, comm_end) + model.tail_ms;
+  if (model.schedule.planned) {  // its own model of the whole step, the update included; then the overhead
+    const Calibration& c = model.calibration;
+    SyncSpec sync;
+    sync.strategy = model.strategy.sync;
+    sync.carry = model.strategy.carry;
+    prediction.step_ms = model.schedule.planned({c.forward_ms, c.update_ms, steps, comm_ms, model.layout, plan}, sync) +
+        model.tail_ms - c.update_ms;
+  } else {
+    double compute_end = model.compute_start, comm_end = model.comm_start;
+    ob::run_pipeline(steps, comm_ms, ready, compute_end, comm_end);
+    prediction.step_ms = std::max(compute_end, comm_end) + model.tail_ms;
+  }
   if (!model.residual.empty() && !plan.buckets.empty()) {  // the residual at the plan's sizes, weighted as sigma_plan
     double corrected = 0;
     for (const Bucket& bucket : plan.buckets) {  // (buckets of no isolated time, as extrapolated: weighed equally)
@@ -310,41 +319,6 @@ std::vector<PlanChoice> choose_plans(const Calibration& calibration, const std::
     return a.prediction.step_ms < b.prediction.step_ms;
   });
   return choices;
-}
-
-// The strategy DDP's buckets are predicted with: nccl's all-reduces where calibrated, else the first all-reduce
-// strategy's (null: sharded ones only).
-const StrategyCalibration* ddp_like(const Calibration& c) {
-  if (const auto* plain = c.strategy(reference_sync())) return plain;
-  for (const auto& s : c.strategies) {
-    if (s.schedule.empty()) return &s;
-  }
-  return nullptr;
-}
-
-// DDP's plan for a cap as PyTorch assigns it (whole tensors, a 1 MiB first bucket: plan_like_ddp); the cap
-// predicted best, and its step (NaN and NaN: no all-reduce strategy calibrated). DDP's default of 25 MiB unless
-// another cap is predicted faster by more than a millionth: caps below the largest tensors often give the same
-// buckets.
-double best_ddp_cap(const Calibration& c, const Target& target, double* best_ms, double min_cap_mb) {
-  const StrategyCalibration* found = ddp_like(c);
-  if (!found) return *best_ms = std::nan("");
-  const StrategyCalibration& s = *found;
-  const GradientLayout layout = c.layout();
-  auto step_ms = [&](double cap) { return predict(c, s, plan_like_ddp(layout, cap), target).step_ms; };
-  double best_cap = 25;  // DDP's default, or the least candidate of at least min_cap_mb above it (else the largest)
-  if (min_cap_mb > best_cap) {
-    const auto above =
-        std::find_if(kCandidateCapsMb.begin(), kCandidateCapsMb.end(), [&](double cap) { return cap >= min_cap_mb; });
-    best_cap = above == kCandidateCapsMb.end() ? kCandidateCapsMb.back() : *above;
-  }
-  *best_ms = step_ms(best_cap);
-  for (double cap : kCandidateCapsMb) {
-    if (cap < min_cap_mb) continue;
-    const double ms = step_ms(cap);
-    if (ms < *best_ms * (1 - 1e-6)) *best_ms = ms, best_cap = cap;
-  }
-  return best_cap;
 }
 
 }  // namespace phase4

@@ -25,6 +25,10 @@
 // waits, a sharded schedule's gathers) is measured, not modelled. Calibrations made before the steps were recorded
 // hold none: no correction.
 //
+// Strategies whose schedule models its whole step (ScheduleRow::planned: the carry schedule) are predicted by that
+// model from the shared compute-only parts, the backward steps slowed and the buckets' times as above; the residual
+// corrects it as any other.
+//
 // Strategies whose schedule has parts of its own (sharded, sharded-ce: schedule/sharded.cpp) are planned the same
 // way from their own calibration (ScheduleCalibration): their compute-only step (each forward layer's time, the
 // schedule's compute parts, the backward steps), each comm part alone per layer, its stretch and the forward's
@@ -56,6 +60,7 @@ struct StrategyCalibration {
   // measured overlapped step (slowest rank's median). Empty in calibrations made before they were recorded.
   std::vector<double> plan_mb, overlap_ms;
   ScheduleCalibration schedule;  // its schedule's own step, where the schedule has parts of its own (schedules.hpp)
+  int carry = 0;  // the --carry it was calibrated with, which the predictions keep (the carry schedule's strategies)
 
   // c(m): linear between the two calibrated sizes around m (latency + bytes / bandwidth of that range); outside the
   // range, the nearest range's line, and *extrapolated set.

@@ -21,7 +21,7 @@
 // carried buckets back to back on the comm stream from the step's start, last first; per forward layer its forward
 // once the bucket holding its last element is reduced (where that bucket is carried); the forward's rest; then the backward pipeline with the other
 // buckets queued behind the carried ones, and the update after the last. Never below T_comp nor T_comm, as
-// ob::schedule_bound_ms(). The planner does not model it yet (its row's `planned`).
+// ob::schedule_bound_ms(). The planner's model of it is the same path from the shared compute-only parts (planned()).
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
@@ -49,23 +49,62 @@ std::size_t first_carried(const std::vector<int>& ready_after, int layers, int c
   return static_cast<std::size_t>(first - ready_after.begin());
 }
 
-double bound(const MeasuredParts& p, const SyncSpec& sync) {
-  const int layers = static_cast<int>(p.layer_ms.size());
-  const std::size_t buckets = p.bucket_ms.size(), first = first_carried(p.ready_after, layers, sync.carry);
-  if (p.ready_after.size() != buckets) throw std::invalid_argument("carry schedule: one ready step per bucket");
+// The step's critical path: the carried buckets [first, end) back to back on the comm stream from 0, last first;
+// forward layer l once the bucket holding its last element is reduced (where that bucket is carried), then the
+// forward's `rest_ms`; the backward pipeline with the other buckets queued behind the carried ones; then `update_ms`.
+double critical_path(const std::vector<double>& layer_ms, double rest_ms, const std::vector<double>& backward_ms,
+                     const std::vector<double>& bucket_ms, const std::vector<int>& ready_after, std::size_t first,
+                     double update_ms) {
+  const int layers = static_cast<int>(layer_ms.size());
+  const std::size_t buckets = bucket_ms.size();
+  if (ready_after.size() != buckets) throw std::invalid_argument("carry schedule: one ready step per bucket");
   double comm_end = 0.0, compute_end = 0.0;
   std::vector<double> reduced(buckets, 0.0);
-  for (std::size_t b = buckets; b-- > first;) reduced[b] = comm_end += p.bucket_ms[b];
+  for (std::size_t b = buckets; b-- > first;) reduced[b] = comm_end += bucket_ms[b];
   for (int l = 1; l <= layers; ++l) {  // forward layer l is backward step layers - l
-    const auto holding = std::lower_bound(p.ready_after.begin(), p.ready_after.end(), layers - l);
-    const double ready = holding == p.ready_after.end() ? 0.0 : reduced[holding - p.ready_after.begin()];
-    compute_end = std::max(compute_end, ready) + p.layer_ms[l - 1];
+    const auto holding = std::lower_bound(ready_after.begin(), ready_after.end(), layers - l);
+    const double ready = holding == ready_after.end() ? 0.0 : reduced[holding - ready_after.begin()];
+    compute_end = std::max(compute_end, ready) + layer_ms[l - 1];
   }
-  compute_end += std::max(0.0, p.forward_ms - ob::sum_ms(p.layer_ms));
-  const std::vector<double> head_ms(p.bucket_ms.begin(), p.bucket_ms.begin() + first);
-  const std::vector<int> head_ready(p.ready_after.begin(), p.ready_after.begin() + first);
-  ob::run_pipeline(p.backward_ms, head_ms, head_ready, compute_end, comm_end);
-  return ob::step_bound(std::max(compute_end, comm_end) + p.update_ms, p.t_comp, p.t_comm);
+  compute_end += rest_ms;
+  const std::vector<double> head_ms(bucket_ms.begin(), bucket_ms.begin() + static_cast<std::ptrdiff_t>(first));
+  const std::vector<int> head_ready(ready_after.begin(), ready_after.begin() + static_cast<std::ptrdiff_t>(first));
+  ob::run_pipeline(backward_ms, head_ms, head_ready, compute_end, comm_end);
+  return std::max(compute_end, comm_end) + update_ms;
+}
+
+// The compute-only step's layers hold the carried updates made before them; its update, the others'.
+double bound(const MeasuredParts& p, const SyncSpec& sync) {
+  const int layers = static_cast<int>(p.layer_ms.size());
+  const double rest = std::max(0.0, p.forward_ms - ob::sum_ms(p.layer_ms));
+  const double path = critical_path(p.layer_ms, rest, p.backward_ms, p.bucket_ms, p.ready_after,
+                                    first_carried(p.ready_after, layers, sync.carry), p.update_ms);
+  return ob::step_bound(path, p.t_comp, p.t_comm);
+}
+
+// The planner's model: the shared forward spread over the layers by their weights, each carried bucket's share of the
+// update before the first layer that reads it (the one holding its last element), the others' share after the last
+// reduction; the critical path above.
+double planned(const PlannedStep& step, const SyncSpec& sync) {
+  const GradientLayout& layout = step.layout;
+  const int layers = layout.steps();
+  const double elements = static_cast<double>(layout.elements());
+  std::vector<int> ready;
+  for (const Bucket& bucket : step.plan.buckets) ready.push_back(bucket.ready_after);
+  const std::size_t first = first_carried(ready, layers, sync.carry);
+  std::vector<double> layer_ms(layers);
+  for (int l = 1; l <= layers; ++l) {
+    const int s = layers - l;
+    layer_ms[l - 1] = step.forward_ms * static_cast<double>(layout.ends[s] - layout.begin(s)) / elements;
+  }
+  double carried = 0;
+  for (std::size_t b = first; b < step.plan.buckets.size(); ++b) {
+    const Bucket& bucket = step.plan.buckets[b];
+    const double share = step.update_ms * static_cast<double>(bucket.size()) / elements;
+    layer_ms[layers - 1 - layout.ready_step(bucket.end)] += share;
+    carried += share;
+  }
+  return critical_path(layer_ms, 0.0, step.backward_ms, step.bucket_ms, ready, first, step.update_ms - carried);
 }
 
 #if defined(OVERLAP_HAVE_CUDA)
@@ -202,7 +241,7 @@ ScheduleRow row() {
   row.name = kCarrySchedule;
   row.help = "the all-reduce schedule with the first forward layers' buckets reduced beside the next forward";
   row.bound = bound;
-  row.planned = false;
+  row.planned = planned;
   row.make = OB_SCHEDULE_FACTORY(made_schedule<CarrySchedule>);
   return row;
 }

@@ -66,10 +66,6 @@ class CopyEngineAllReduce final : public GradientSync {
     opened_ = 0;  // every event's waits are enqueued: the next step reuses them
   }
 
-  void update(float* weights, float scale, std::size_t n, cudaStream_t compute) override {
-    update_part(weights, scale, 0, n, compute);
-  }
-
   void update_part(float* weights, float scale, std::uint64_t begin, std::uint64_t n, cudaStream_t compute) override {
     sgd(weights + begin, out_.get() + begin, scale, n, compute);
   }

@@ -15,7 +15,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <stdexcept>
 
 #include "phase4_chunked_nccl/core/spec.hpp"
 #include "phase4_chunked_nccl/sync/collectives.hpp"
@@ -57,13 +56,13 @@ class GradientSync {
   virtual void after_step(int step, cudaStream_t compute, cudaStream_t comm) { (void)step, (void)compute, (void)comm; }
   // Every deferred part still open, its compute on `compute` (the comm stream itself when nothing overlaps).
   virtual void finish(cudaStream_t compute, cudaStream_t comm) { (void)compute, (void)comm; }
-  // Compute stream, after every bucket's communication: w -= scale * (synchronised gradient).
-  virtual void update(float* weights, float scale, std::size_t n, cudaStream_t compute) = 0;
-  // The same for elements [begin, begin + n) only (the carry schedule updates each forward layer as its buckets
-  // arrive); a strategy whose update is not elementwise over the gradient has none.
-  virtual void update_part(float* weights, float scale, std::uint64_t begin, std::uint64_t n, cudaStream_t compute) {
-    (void)weights, (void)scale, (void)begin, (void)n, (void)compute;
-    throw std::logic_error("this strategy updates the whole gradient only");
+  // Compute stream, after the communication of the buckets holding elements [begin, begin + n): w -= scale *
+  // (synchronised gradient) there. The carry schedule updates a range at a time; a strategy whose update is not
+  // elementwise over the gradient (the sharded ones: each rank's slices) takes the whole gradient only.
+  virtual void update_part(float* weights, float scale, std::uint64_t begin, std::uint64_t n, cudaStream_t compute) = 0;
+  // The same for the whole gradient (n elements).
+  void update(float* weights, float scale, std::size_t n, cudaStream_t compute) {
+    update_part(weights, scale, 0, n, compute);
   }
   // The synchronised gradient in fp32 (converted on `stream` where the wire is not fp32), for the checks.
   virtual const float* reduced(cudaStream_t stream) = 0;

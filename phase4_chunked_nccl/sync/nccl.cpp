@@ -37,10 +37,6 @@ class NcclAllReduce final : public GradientSync {
     }
   }
 
-  void update(float* weights, float scale, std::size_t n, cudaStream_t compute) override {
-    update_part(weights, scale, 0, n, compute);
-  }
-
   void update_part(float* weights, float scale, std::uint64_t begin, std::uint64_t n, cudaStream_t compute) override {
     if (bf16_) {
       sgd(weights + begin, wire_.get() + begin, scale, n, compute);

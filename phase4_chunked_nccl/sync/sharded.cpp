@@ -22,6 +22,7 @@
 #include "phase4_chunked_nccl/sync/registry.hpp"
 
 #if defined(OVERLAP_HAVE_CUDA)
+#include <stdexcept>
 #include <vector>
 
 #include "phase4_chunked_nccl/model/kernels.cuh"
@@ -65,7 +66,9 @@ class ZeroSharded final : public ShardedSync {
     if (!copy_engine_) nccl.group_end();
   }
 
-  void update(float* weights, float scale, std::size_t, cudaStream_t compute) override {
+  void update_part(float* weights, float scale, std::uint64_t begin, std::uint64_t n, cudaStream_t compute) override {
+    if (begin != 0) throw std::logic_error("a sharded strategy updates the whole gradient only");
+    (void)n;  // its slices of every tensor
     update_slots(0, static_cast<int>(slots_.size()), weights, scale, compute);
     drop_deferred();
   }

@@ -32,7 +32,9 @@ def spec(**changes):
 def test_the_published_experiment_is_the_issue_s():
     experiment = headline.load_experiment(EXPERIMENT)
     assert len(experiment["configs"]) == 6 and experiment["rounds"] >= 3
-    assert experiment["strategies"] == ["nccl", "nccl-sym", "ce", "sharded", "sharded-ce"]
+    # issue 74: the carry schedule among the contenders and in the planner's choice
+    assert experiment["strategies"] == ["nccl", "nccl-sym", "ce", "sharded", "sharded-ce", "nccl-carry"]
+    assert experiment["planned_syncs"] == ["nccl", "ce", "sharded-ce", "nccl-carry"]
     assert experiment["ddp_caps_mb"] == [25, 64, 128, 256] and experiment["fsdp2"]
     # both sides replayed from CUDA graphs, as README's headline was made (results/4xH200/headline-85378b9)
     assert experiment["graph"] and experiment["ddp_graph"] and experiment["passes"] == 1
