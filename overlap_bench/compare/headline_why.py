@@ -1,9 +1,9 @@
 """Why a headline's best step misses its floor, in time (issue 49, METRICS.md "The headline"): for every configuration
 whose best phase 4 contender ran more than FLOOR_LIMIT x its floor, a Gantt of that contender's median breakdown step
-in the last round's phase 4 process (every rank's compute and comm streams) under its own compute-only step, each
-from 0, with the floor, the schedule's bound and the measured step drawn: why-<config>.png. The events drawn are kept
-in why.timeline.csv (the suite's timeline schema), from which --analyze draws them again once the round's whole
-timeline is gone (into the folder analysed or another).
+and the next in the last round's phase 4 process (every rank's compute and comm streams) under its own compute-only
+steps, each from 0, with the floor, the schedule's bound and the measured step drawn: why-<config>.png. The events
+drawn are kept in why.timeline.csv (the suite's timeline schema), from which --analyze draws them again once the
+round's whole timeline is gone (into the folder analysed or another).
 """
 import math
 import pathlib
@@ -39,13 +39,18 @@ def contender_point(points, config, label, strategies):
 
 
 def median_step(events, mode):
-    """The events of `mode`'s median breakdown step (the lower median of the steps' spans over every rank)."""
+    """The events of `mode`'s median breakdown step (the lower median of the steps' spans over every rank) and of the
+    step after it (before it, where it is the last): two consecutive steps, so that a schedule whose communication runs
+    on into the next step (the carry schedule's) shows where it went."""
     mine = events[events["lane"].str.startswith(f"{mode}:")]
     if mine.empty:
         return mine
     steps = mine.groupby("iter")
     spans = (steps["end_us"].max() - steps["start_us"].min()).sort_values()
-    return mine[mine["iter"] == spans.index[(len(spans) - 1) // 2]]
+    order = sorted(spans.index)
+    at = order.index(spans.index[(len(spans) - 1) // 2])
+    pair = order[at:at + 2] if at + 1 < len(order) else order[max(0, at - 1):at + 1]
+    return mine[mine["iter"].isin(pair)]
 
 
 def source_timeline(timeline, out):
@@ -81,13 +86,13 @@ def figures(timeline, out, headline, strategies):
             origin = step["start_us"].min()
             step["start_us"] -= origin
             step["end_us"] -= origin
-            step["iter"] = 0
+            step["iter"] -= step["iter"].min()
             drawn.append(step)
         frame = pd.concat(drawn)
         marks = {"floor": row["floor_ms"], "bound": row.get("best_bound_ms", math.nan), "step": row["best_ms"]}
         title = (f"{row['config']}: {row['best']}, {row['best_vs_floor']:.3f}x its floor; its schedule's "
                  f"{row.get('best_bound_kind', 'bound')} {row.get('bound_vs_floor', math.nan):.3f}x the floor\n"
-                 f"median breakdown step of {point} under its compute-only step")
+                 f"median breakdown step and the next of {point} under its compute-only steps")
         path = out / f"why-{row['config']}.png"
         plot_gantt.plot(frame, path, title, {k: v for k, v in marks.items() if np.isfinite(v)})
         written.append(path)

@@ -51,10 +51,11 @@ def test_the_best_step_beside_its_compute_only_step(tmp_path, capsys):
     figure = out / "why-4096x16x512.png"
     assert figure.stat().st_size > 5000 and f"why its best misses its floor: {figure}" in capsys.readouterr().out
     kept = pd.read_csv(out / headline_why.TIMELINE)
-    # the median step of five (9000 us: iteration 2) of each mode, every rank and lane, nothing of other points
-    assert set(kept["iter"]) == {2} and set(kept["point"]) == {"shape=4096x16x512, bucket-mb=25, sync=ce"}
+    # the median step of five (9000 us: iteration 2) of each mode and the next (two consecutive steps: a carried
+    # schedule's tail shows in the second), every rank and lane, nothing of other points
+    assert set(kept["iter"]) == {2, 3} and set(kept["point"]) == {"shape=4096x16x512, bucket-mb=25, sync=ce"}
     assert set(kept["lane"]) == {"compute:compute", "overlap:compute", "overlap:comm", "overlap:host"}
-    assert len(kept) == 2 + 3 * 2
+    assert len(kept) == 2 * (2 + 3 * 2)
     # the round's whole timeline gone (a published folder keeps none): --analyze draws from the events kept
     (folder / "runs" / "r1-p4.timeline.csv").unlink()
     figure.unlink()
