@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "phase4_chunked_nccl/core/bucket_plan.hpp"
@@ -73,11 +74,17 @@ struct StepResources;
 using ScheduleFactory = std::unique_ptr<Schedule> (*)(const StepResources& resources, GradientSync& sync);
 
 struct ScheduleRow {
+  using Bound = double (*)(const MeasuredParts& parts, const SyncSpec& sync);
+  ScheduleRow() = default;
+  // The row of `row_name`: its help, its bound and its factory; the rest set after where it has them.
+  ScheduleRow(std::string row_name, std::string row_help, Bound row_bound, ScheduleFactory row_make)
+      : name(std::move(row_name)), help(std::move(row_help)), bound(row_bound), make(row_make) {}
+
   std::string name, help;
   std::vector<PartSpec> parts;  // its own timed parts (none: the step's common ones only)
   bool whole_tensors = false;  // its strategies' buckets hold whole tensors (align_plan_to_steps)
   // Its overlapped step's lower bound from measured parts (METRICS.md, "bound"); `sync` the strategy's settings.
-  double (*bound)(const MeasuredParts& parts, const SyncSpec& sync) = nullptr;
+  Bound bound = nullptr;
   // The planner's model of its step up to the backward pipeline, from its calibration with every part already scaled
   // to the target: the compute and comm clocks where the backward starts. Null: the calibration's compute-only
   // forward, nothing on the comm stream (the planner's own).

@@ -31,12 +31,8 @@ double bound(const MeasuredParts& p, const SyncSpec& /*sync*/) {
 }
 
 ScheduleRow row() {
-  ScheduleRow row;
-  row.name = kAllReduceSchedule;
-  row.help = "buckets all-reduced as the backward completes them, the update after the last";
-  row.bound = bound;
-  row.make = OB_SCHEDULE_FACTORY(made_schedule<AllReduceSchedule>);
-  return row;
+  return {kAllReduceSchedule, "buckets all-reduced as the backward completes them, the update after the last", bound,
+          OB_SCHEDULE_FACTORY(made_schedule<AllReduceSchedule>)};
 }
 
 const RegisterSchedule kAllReduce(row());

@@ -237,12 +237,10 @@ class CarrySchedule final : public Schedule {
 #endif
 
 ScheduleRow row() {
-  ScheduleRow row;
-  row.name = kCarrySchedule;
-  row.help = "the all-reduce schedule with the first forward layers' buckets reduced beside the next forward";
-  row.bound = bound;
+  ScheduleRow row(kCarrySchedule,
+                  "the all-reduce schedule with the first forward layers' buckets reduced beside the next forward",
+                  bound, OB_SCHEDULE_FACTORY(made_schedule<CarrySchedule>));
   row.planned = planned;
-  row.make = OB_SCHEDULE_FACTORY(made_schedule<CarrySchedule>);
   return row;
 }
 

@@ -195,14 +195,12 @@ class ShardedSchedule final : public Schedule {
 #endif
 
 ScheduleRow row() {
-  ScheduleRow row;
-  row.name = "sharded";
-  row.help = "buckets reduce-scattered, each rank updating its slices, the forward gathering the weights";
+  ScheduleRow row("sharded",
+                  "buckets reduce-scattered, each rank updating its slices, the forward gathering the weights", bound,
+                  OB_SCHEDULE_FACTORY(made_schedule<ShardedSchedule>));
   row.parts = {{kUpdate, /*comm=*/false, /*rank_share=*/true, ""}, {kGather, /*comm=*/true, false, "allgather"}};
   row.whole_tensors = true;
-  row.bound = bound;
   row.forward = planned_forward;
-  row.make = OB_SCHEDULE_FACTORY(made_schedule<ShardedSchedule>);
   return row;
 }
 
