@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/device_info.hpp"
@@ -60,6 +63,24 @@ inline const ob::SummaryRow& row_of(const phase4::PointResult& result, const std
     if (ob::mode_name(row.mode) == mode) return row;
   }
   throw std::runtime_error("no " + mode + " row");
+}
+
+// Per (rank, iteration) of a point's overlapped breakdown steps, the span of its forward and of its backward steps
+// (timeline microseconds).
+struct StepSpans {
+  std::map<std::pair<int, int>, std::pair<double, double>> forward, backward;
+};
+inline StepSpans overlap_spans(const phase4::PointResult& result) {
+  StepSpans spans;
+  for (const auto& e : result.events) {
+    const auto key = std::make_pair(e.rank, e.iter);
+    if (e.lane == "overlap:compute" && e.name == "forward") spans.forward[key] = {e.start_us, e.end_us};
+    if (e.lane == "overlap:compute" && e.name == "backward") {
+      auto& span = spans.backward.emplace(key, std::make_pair(e.start_us, e.end_us)).first->second;
+      span = {std::min(span.first, e.start_us), std::max(span.second, e.end_us)};
+    }
+  }
+  return spans;
 }
 
 }  // namespace phase4_test

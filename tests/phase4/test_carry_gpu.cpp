@@ -35,15 +35,7 @@ TEST_F(Phase4Gpu, CarriedBucketsRunBesideTheNextForwardAndTheWeightsStayExact) {
         if (graph) EXPECT_EQ(row_of(result, "overlap").get("graph_vs_eager_bitwise"), "1");
         if (rank_ != 0) continue;
         const int carried_layers = carry > 0 ? std::min(carry, config.layers) : (config.layers + 1) / 2;
-        std::map<std::pair<int, int>, std::pair<double, double>> forward, backward;  // per rank and iteration
-        for (const auto& e : result.events) {
-          const auto key = std::make_pair(e.rank, e.iter);
-          if (e.lane == "overlap:compute" && e.name == "forward") forward[key] = {e.start_us, e.end_us};
-          if (e.lane == "overlap:compute" && e.name == "backward") {
-            auto& span = backward.emplace(key, std::make_pair(e.start_us, e.end_us)).first->second;
-            span = {std::min(span.first, e.start_us), std::max(span.second, e.end_us)};
-          }
-        }
+        const auto [forward, backward] = phase4_test::overlap_spans(result);  // per rank and iteration
         int carried = 0, reductions = 0;
         for (const auto& e : result.events) {
           if (e.lane != "overlap:comm") continue;

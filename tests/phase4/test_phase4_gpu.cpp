@@ -267,15 +267,7 @@ TEST_F(Phase4Gpu, ShardedStrategiesTakeUnevenSlicesAndGatherInsideTheForward) {
     if (graph) EXPECT_EQ(row_of(result, "overlap").get("graph_vs_eager_bitwise"), "1");
     if (rank_ != 0) continue;
     // Per iteration and rank: the forward's span, each all-gather's, each reduction's.
-    std::map<std::pair<int, int>, std::pair<double, double>> forward, backward;
-    for (const auto& e : result.events) {
-      const auto key = std::make_pair(e.rank, e.iter);
-      if (e.lane == "overlap:compute" && e.name == "forward") forward[key] = {e.start_us, e.end_us};
-      if (e.lane == "overlap:compute" && e.name == "backward") {
-        auto& span = backward.emplace(key, std::make_pair(e.start_us, e.end_us)).first->second;
-        span = {std::min(span.first, e.start_us), std::max(span.second, e.end_us)};
-      }
-    }
+    const auto [forward, backward] = phase4_test::overlap_spans(result);
     int gathers = 0, reductions = 0;
     for (const auto& e : result.events) {
       const auto key = std::make_pair(e.rank, e.iter);
