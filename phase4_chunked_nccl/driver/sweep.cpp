@@ -225,12 +225,15 @@ Config resolve_plan(const Config& point, const Calibration& calibration, std::os
   const auto choices = choose_plans(calibration, point.planned_syncs());
   Config resolved = point;
   resolved.sync = choices.front().sync;
+  if (schedule_of(resolved.sync).planned) resolved.carry = choices.front().carry;
   for (const auto& bucket : choices.front().plan.buckets) resolved.plan_ends.push_back(bucket.end);
   if (progress) {
     *progress << "phase4: plan auto:";
     for (const auto& choice : choices) {
-      *progress << " --sync " << choice.sync << " " << choice.plan.describe() << " predicted "
-                << ob::format_number(choice.prediction.step_ms, 4) << " ms;";
+      *progress << " --sync " << choice.sync;
+      if (schedule_of(choice.sync).planned) *progress << " --carry " << choice.carry;
+      *progress << " " << choice.plan.describe() << " predicted " << ob::format_number(choice.prediction.step_ms, 4)
+                << " ms;";
     }
     *progress << " running --sync " << resolved.sync << std::endl;
   }

@@ -236,6 +236,22 @@ std::vector<double> Model::residuals() const {
   return out;
 }
 
+// `best` or a better choice among `plans` at another --carry: every depth up to the layers, at most kMostCarries of
+// them spread evenly.
+PlanChoice deepest(const Calibration& calibration, StrategyCalibration strategy, const Target& target,
+                   const std::vector<BucketPlan>& plans, PlanChoice best) {
+  const int layers = calibration.layout().steps();
+  for (int k = 1; k <= std::min(layers, kMostCarries); ++k) {
+    strategy.carry = static_cast<int>(std::lround(1.0 * k * layers / std::min(layers, kMostCarries)));
+    const Model model(calibration, strategy, target);
+    for (const BucketPlan& plan : plans) {
+      const Prediction prediction = predict_with(model, plan);
+      if (prediction.step_ms < best.prediction.step_ms) best = {strategy.sync, plan, prediction, strategy.carry};
+    }
+  }
+  return best;
+}
+
 bool same_plan(const BucketPlan& a, const BucketPlan& b) {
   if (a.buckets.size() != b.buckets.size()) return false;
   for (std::size_t k = 0; k < a.buckets.size(); ++k) {
@@ -282,12 +298,14 @@ std::vector<PlanChoice> choose_plans(const Calibration& calibration, const std::
   for (const auto& strategy : calibration.strategies) {
     if (!syncs.empty() && std::find(syncs.begin(), syncs.end(), strategy.sync) == syncs.end()) continue;
     const Model model(calibration, strategy, target);
-    PlanChoice best{strategy.sync, {}, {}};
+    PlanChoice best{strategy.sync, {}, {}, strategy.carry};
     best.prediction.step_ms = std::numeric_limits<double>::infinity();
+    std::vector<BucketPlan> candidates;
     auto consider = [&](const BucketPlan& given) {  // as the strategy runs it: a sharded one, in whole tensors
       const BucketPlan plan = model.as_run(given);
       const Prediction prediction = predict_with(model, plan);
-      if (prediction.step_ms < best.prediction.step_ms) best = {strategy.sync, plan, prediction};
+      if (prediction.step_ms < best.prediction.step_ms) best = {strategy.sync, plan, prediction, strategy.carry};
+      candidates.push_back(plan);
       return prediction;
     };
     // A plan's slowdown lies between the calibrated extremes: the programme at slowdowns across that range, then
@@ -313,6 +331,7 @@ std::vector<PlanChoice> choose_plans(const Calibration& calibration, const std::
     // bucket a backward step (--plan layer's), are candidates too.
     for (double mb : strategy.plan_mb) consider(plan_by_size(model.layout, mb, mb));
     consider(plan_from_ends(model.layout, model.layout.ends));
+    if (model.schedule.planned) best = deepest(calibration, strategy, target, candidates, best);
     choices.push_back(best);
   }
   std::stable_sort(choices.begin(), choices.end(), [](const PlanChoice& a, const PlanChoice& b) {

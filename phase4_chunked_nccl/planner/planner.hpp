@@ -150,7 +150,10 @@ struct PlanChoice {
   std::string sync;
   BucketPlan plan;
   Prediction prediction;
+  int carry = 0;  // a strategy whose schedule models its own step: the --carry planned with it
 };
+
+inline constexpr int kMostCarries = 64;
 
 // Bucket caps (MiB) whose plans the choice and the DDP recommendation also weigh.
 extern const std::vector<double> kCandidateCapsMb;
@@ -159,7 +162,8 @@ extern const std::vector<double> kCandidateCapsMb;
 int pieces_per_layer(int layers);
 
 // The plan of least predicted step for each strategy in `syncs` (all calibrated ones when empty), the best of them
-// first. Boundaries fall on 1/pieces_per_layer() of a backward step (a sharded strategy's: on whole steps).
+// first; for a strategy whose schedule models its own step, the --carry too: the same candidate plans at every depth
+// (at most kMostCarries of them, spread evenly) besides the calibrated one. Boundaries fall on 1/pieces_per_layer() of a backward step (a sharded strategy's: on whole steps).
 std::vector<PlanChoice> choose_plans(const Calibration& calibration, const std::vector<std::string>& syncs = {},
                                      const Target& target = {});
 
