@@ -238,7 +238,7 @@ std::vector<double> Model::residuals() const {
 
 // `best` or a better choice among `plans` at another --carry: every depth up to the layers, at most kMostCarries of
 // them spread evenly.
-PlanChoice deepest(const Calibration& calibration, StrategyCalibration strategy, const Target& target,
+PlanChoice best_carry(const Calibration& calibration, StrategyCalibration strategy, const Target& target,
                    const std::vector<BucketPlan>& plans, PlanChoice best) {
   const int layers = calibration.layout().steps();
   for (int k = 1; k <= std::min(layers, kMostCarries); ++k) {
@@ -331,7 +331,7 @@ std::vector<PlanChoice> choose_plans(const Calibration& calibration, const std::
     // bucket a backward step (--plan layer's), are candidates too.
     for (double mb : strategy.plan_mb) consider(plan_by_size(model.layout, mb, mb));
     consider(plan_from_ends(model.layout, model.layout.ends));
-    if (model.schedule.planned) best = deepest(calibration, strategy, target, candidates, best);
+    if (model.schedule.planned) best = best_carry(calibration, strategy, target, candidates, best);
     choices.push_back(best);
   }
   std::stable_sort(choices.begin(), choices.end(), [](const PlanChoice& a, const PlanChoice& b) {
