@@ -239,7 +239,7 @@ std::vector<double> Model::residuals() const {
 // `best` or a better choice among `plans` at another --carry: every depth up to the layers, at most kMostCarries of
 // them spread evenly.
 PlanChoice best_carry(const Calibration& calibration, StrategyCalibration strategy, const Target& target,
-                   const std::vector<BucketPlan>& plans, PlanChoice best) {
+                      const std::vector<BucketPlan>& plans, PlanChoice best) {
   const int layers = calibration.layout().steps();
   for (int k = 1; k <= std::min(layers, kMostCarries); ++k) {
     strategy.carry = static_cast<int>(std::lround(1.0 * k * layers / std::min(layers, kMostCarries)));
