@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <sstream>
+#include <utility>
 
 #include "common/cuda/cuda_check.hpp"
 #include "common/errors.hpp"
@@ -144,7 +146,8 @@ Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, 
   Calibration calibration = describe_run(base.step_spec(), ranks, gpu);
   const auto sizes = calibration_sizes(base.model_spec());
   double best_iteration = 0;
-  bool shared_compute = false;  // the shared compute parts are an all-reduce schedule's run's
+  // The run the shared compute parts come from, ranked: an all-reduce schedule's before another's, then the faster.
+  std::pair<bool, double> best_run{true, std::numeric_limits<double>::infinity()};
   bool warm = false;
   for (const auto& sync : base.planned_syncs()) {
     Config config = base;
@@ -190,9 +193,8 @@ Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, 
       const ModeRun &compute = runs[0], &alone = runs[1], &overlapped = runs[2];
       const double compute_backward = ob::slowest_median(compute.backward_total_ms, comm);
       const double iteration = ob::summarize(ob::max_across_ranks(compute.iter_ms, comm)).p50;
-      const bool faster = best_iteration == 0 || iteration < best_iteration;
-      if (!own_step && (shared ? !shared_compute || faster : !shared_compute && faster)) {
-        shared_compute = shared_compute || shared;
+      if (!own_step && std::make_pair(!shared, iteration) < best_run) {
+        best_run = {!shared, iteration};
         const ModeRun paced = at_timed_pace(compute);
         best_iteration = calibration.iteration_ms = iteration;
         calibration.forward_ms = ob::slowest_median(paced.forward_ms, comm);
