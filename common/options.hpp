@@ -119,6 +119,12 @@ std::optional<double> parse_number(const std::string& text);
 
 // Splits "a,b,c" into its non-empty items.
 std::vector<std::string> split_list(const std::string& text, char separator = ',');
+// The items with `separator` between them: "a, b, c".
+inline std::string join(const std::vector<std::string>& items, const std::string& separator = ", ") {
+  std::string text;
+  for (const auto& item : items) text += (text.empty() ? "" : separator) + item;
+  return text;
+}
 
 // An option whose values are the names of an enum, parsed once by CLI11 into the enum (code compares values, never
 // names): `names` pairs each name with its value, in the order --help lists them.

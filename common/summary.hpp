@@ -60,6 +60,7 @@ struct SummaryRow {
   SummaryRow& config(const std::string& key, const T& value) {
     return put(key, to_value(value), true);
   }
+  SummaryRow& config(const std::string& key, const FieldValue& value) { return put(key, value, true); }
   // The field's CSV text, or "" when absent.
   std::string get(const std::string& key) const;
   // The field as a number: NaN when absent or text.

@@ -8,28 +8,28 @@
 
 #include "phase4_chunked_nccl/core/bucket_plan.hpp"
 #include "phase4_chunked_nccl/core/choices.hpp"
+#include "phase4_chunked_nccl/core/families.hpp"
 #include "phase4_chunked_nccl/core/transformer.hpp"
 
 namespace phase4 {
 
-// The model names its family's registered factory (model/model.hpp): phase 4's MLP of `layers` square layers of
-// width `hidden` on `batch` rows, or a transformer of `shape` (its first `blocks` blocks, 0: all) on `seq` x
-// `micro_batch` tokens, whose `layers` are its backward steps (one per tensor with a gradient).
-inline constexpr const char* kMlpFamily = "mlp";
-inline constexpr const char* kTransformerFamily = "transformer";
-
+// The model names its family's row (core/families.hpp): phase 4's MLP ("mlp", model/mlp.cpp) of `layers` square
+// layers of width `hidden` on `batch` rows, or a transformer ("transformer", model/transformer.cpp) of `model`'s
+// `shape` (its first `blocks` blocks, 0: all) on `seq` x `micro_batch` tokens, whose `layers` are its backward steps
+// (one per tensor with a gradient); or any other registered family.
 // The specs carry no option defaults: the driver's Config holds those and fills every field.
 struct ModelSpec {
-  std::string family = kMlpFamily;
+  std::string family = kDefaultFamily;
   int hidden = 0, layers = 0, batch = 0;  // batch: rows (tokens) per rank and micro-step
-  TransformerShape shape;  // the transformer family's
+  std::string model;  // a named model's source (--model: a preset or a config.json)
+  TransformerShape shape;  // the transformer family's, read from `model`
   int seq = 0, micro_batch = 1, blocks = 0;
   int accum_steps = 1;  // micro-steps per step, gradients accumulating
   bool tf32 = false;
   std::uint64_t seed = 0;  // weights and data (the same weights on every rank)
 
-  bool transformer() const { return family == kTransformerFamily; }
-  GradientLayout layout() const;  // the backward steps' gradient ranges: the model's tensors, or L equal layers
+  const FamilyRow& family_row() const { return phase4::family_row(family); }
+  GradientLayout layout() const { return family_row().layout(*this); }  // the backward steps' gradient ranges
   double grad_mb() const;  // the fp32 gradient in MiB
 };
 

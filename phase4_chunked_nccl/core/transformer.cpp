@@ -161,9 +161,7 @@ TransformerShape load_transformer(const std::string& name_or_file, const std::st
   }
   std::error_code error;
   if (!std::filesystem::exists(name_or_file, error)) {
-    std::string names;
-    for (const auto& name : transformer_presets()) names += (names.empty() ? "" : ", ") + name;
-    bad(option, name_or_file, "neither a preset (" + names + ") nor a readable config.json");
+    bad(option, name_or_file, "neither a preset (" + ob::join(transformer_presets()) + ") nor a readable config.json");
   }
   const std::string text = ob::read_input_file(option, name_or_file, kMostConfigBytes);
   const auto json = nlohmann::json::parse(text, nullptr, false);

@@ -35,20 +35,13 @@ NcclSettings Config::nccl_settings() const {
   return {nccl_max_ctas, nccl_min_ctas, needed == CtaPolicy::kDefault ? nccl_cta_policy : needed};
 }
 
-void Config::use_model(const std::string& name, const TransformerShape& s) {
-  model = name;
-  shape = s;
-  hidden = s.hidden;
-  layers = static_cast<int>(parameter_tensors(s, blocks).size());
-  batch = seq * micro_batch;
-}
-
 ModelSpec Config::model_spec() const {
   ModelSpec spec;
-  spec.family = transformer() ? kTransformerFamily : kMlpFamily;
+  spec.family = family;
   spec.hidden = hidden;
   spec.layers = layers;
   spec.batch = batch;
+  spec.model = model;
   spec.shape = shape;
   spec.seq = seq;
   spec.micro_batch = micro_batch;
@@ -81,23 +74,16 @@ BucketPlan Config::plan() const {
   if (chunks > 0) return plan_by_chunks(steps, chunks);
   // A transformer's caps are DDP's (whole tensors, as bucket_cap_mb assigns them): cut at the caps, its 295 slices
   // of llama3-8b's 4 blocks hid 2.5 % of their communication, and the step was 1.14x DDP's at 25 MB on 4 x H200.
-  return transformer() ? plan_like_ddp(steps, bucket_mb, first_bucket_mb)
-                       : plan_by_size(steps, bucket_mb, first_bucket_mb);
+  return family_row().whole_tensor_caps ? plan_like_ddp(steps, bucket_mb, first_bucket_mb)
+                                        : plan_by_size(steps, bucket_mb, first_bucket_mb);
 }
 
 double Config::device_bytes() const {
-  const double w = static_cast<double>(layout().elements()), act = 1.0 * batch * hidden;
+  const double w = static_cast<double>(layout().elements());
   const SyncRow& row = sync_row(sync);
-  // weights, room for one weight snapshot, the strategy's buffers (its gradient included); a transformer's
-  // activations and backward work buffers (step_memory), or the MLP's A_1..A_L, the inputs and targets of every
-  // micro-batch, dZ and dA; the bf16 copy of the gradient; 64 MiB of headroom.
-  double floats = (2.0 + row.buffers) * w;
-  if (transformer()) {
-    const StepMemory held = step_memory(shape, blocks, seq, micro_batch, 0);
-    floats += (held.activations + held.work) / 4 + 2.0 * accum_steps * batch;  // + the tokens and targets
-  } else {
-    floats += layers * act + 2.0 * accum_steps * act + 2.0 * act;
-  }
+  // weights, room for one weight snapshot, the strategy's buffers (its gradient included); the model's activations,
+  // work buffers and data (its family's row); the bf16 copy of the gradient; 64 MiB of headroom.
+  double floats = (2.0 + row.buffers) * w + family_row().activation_floats(model_spec());
   if (comm_dtype == WireType::kBf16)
     floats += 0.5 * w + (common.check ? w : 0.0);  // --check: an fp32-reduced reference
   if (comm_reference() != sync) floats += sync_row(comm_reference()).buffers * w;  // bound_ref's comm-only run

@@ -29,9 +29,11 @@ struct Config {
   int hidden = 4096;
   int layers = 16;
   int batch = 512;  // rows per rank
-  // --model: a transformer instead of the square layers (apply_model): then hidden is its width, layers its backward
-  // steps (one per tensor with a gradient) and batch its tokens per rank and micro-step (seq x micro_batch).
-  std::string model;
+  // --model-family (core/families.hpp), or the family an option given chooses (--model: the transformer), whose row
+  // resolves its options (apply_family): then hidden is its width, layers its backward steps (a transformer's tensors
+  // with a gradient) and batch its rows per rank and micro-step (seq x micro_batch).
+  std::string family = kDefaultFamily;
+  std::string model;  // --model: a named model (a preset or a config.json)
   int seq = 2048, micro_batch = 1, blocks = 0;  // tokens per sequence, sequences per rank, the first N blocks (0: all)
   TransformerShape shape;  // --model's, once read
   double bucket_mb = 25.0;
@@ -73,9 +75,7 @@ struct Config {
   double interference_window_ms = 20;  // --mode interference: each loop's length alone
 
   std::vector<ob::Mode> modes() const;  // in the one run order (ob::in_run_order)
-  bool transformer() const { return !model.empty(); }
-  // Train `s` (named `name`): shape, model, and hidden, layers and batch from it and seq, micro_batch, blocks.
-  void use_model(const std::string& name, const TransformerShape& s);
+  const FamilyRow& family_row() const { return phase4::family_row(family); }
   // The specs the rooms below the driver take (core/spec.hpp), resolved from these options.
   ModelSpec model_spec() const;
   SyncSpec sync_spec() const;
@@ -108,7 +108,7 @@ const std::vector<std::string>& sweep_names();
 void add_options(CLI::App& app, Config& config);
 // Throws ob::UsageError. With --model it reads the shape first and sets hidden, layers and batch from it.
 void validate(const CLI::App& app, Config& config);
-// The files a run reads (--calibration, a --model config.json): no output may be one of them.
+// The files a run reads (--calibration, the model's: a --model config.json): no output may be one of them.
 std::vector<ob::NamedPath> input_files(const Config& config);
 
 }  // namespace phase4

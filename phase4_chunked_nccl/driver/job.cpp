@@ -58,15 +58,8 @@ void require_fit(const Config& config, const std::vector<Config>& points) {
              : std::vector<std::string>{point.sync}) {
       auto planned = point;
       planned.sync = sync;
-      if (point.transformer()) {
-        ob::require_fits_on_device("--model",
-                                   point.model + " (--seq " + std::to_string(point.seq) + " --micro-batch " +
-                                       std::to_string(point.micro_batch) + " --blocks " + std::to_string(point.blocks) +
-                                       ")",
-                                   planned.device_bytes());
-      } else {
-        ob::require_fits_on_device("--batch", std::to_string(point.batch), planned.device_bytes());
-      }
+      const FamilyRow& row = point.family_row();
+      ob::require_fits_on_device(row.fit_option, row.describe(point.model_spec()), planned.device_bytes());
     }
   }
 }
@@ -108,12 +101,7 @@ void describe(const Config& config, const SweepResult& sweep, const ob::PowerMon
   if (config.shuffle) result.meta["order_seed"] = config.order_seed;
   if (config.emulate_nodes > 1) result.meta["emulated_nodes"] = config.emulate_nodes;
   if (sweep.order.size() > 1) result.meta["point_order"] = sweep.order;
-  const int blocks = config.blocks > 0 ? config.blocks : config.shape.layers;
-  const std::string model = config.transformer() ? config.shape.name + " (" + std::to_string(blocks) + " of " +
-          std::to_string(config.shape.layers) + " blocks, " + std::to_string(config.layers) + " tensors), " +
-          std::to_string(config.micro_batch) + " x " + std::to_string(config.seq) + " tokens per rank"
-                                                 : "MLP H=" + std::to_string(config.hidden) +
-          " L=" + std::to_string(config.layers) + " B=" + std::to_string(config.batch) + " per rank";
+  const std::string model = config.family_row().describe(config.model_spec());
   result.header = std::string(kProgram) + ": " + std::to_string(context.ranks) + " rank(s), " + model + ", " +
       (config.tf32 ? "TF32" : "fp32") + " GEMMs, median of " + std::to_string(config.common.iters) +
       (config.mode == RunMode::kInterference ? " passes" : " steps") + ", slowest rank (CUDA events)";

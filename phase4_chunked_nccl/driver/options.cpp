@@ -113,11 +113,19 @@ void validate_point(const Config& point) {
 
 void add_options(CLI::App& app, Config& config) {
   ob::add_common_options(app, config.common);
+  std::string families;
+  for (const auto& name : family_names()) {
+    const FamilyRow& row = family_row(name);
+    families += "\n  " + name + ": " + row.help + (row.chosen_by.empty() ? "" : " (chosen by " + row.chosen_by + ")");
+  }
+  ob::add_checked_option(
+      app, "--model-family", config.family,
+      "The model trained (default: " + std::string(kDefaultFamily) + "); each family takes its own options:" + families,
+      CLI::IsMember(family_names()));
   ob::add_size_option(app, "--hidden", config.hidden, "Width H of every square layer", 1 << 16);
   ob::add_checked_option(app, "--layers", config.layers, "Layers L", CLI::Range(1, 4096));
   ob::add_size_option(app, "--batch", config.batch, "Rows per rank (each rank's data differs)", 1 << 24);
-  std::string presets;
-  for (const auto& name : transformer_presets()) presets += (presets.empty() ? "" : ", ") + name;
+  const std::string presets = ob::join(transformer_presets());
   app.add_option("--model", config.model,
                  "A transformer instead of the square layers: a preset (" + presets +
                      ") or a Hugging Face style "
@@ -152,8 +160,7 @@ void add_options(CLI::App& app, Config& config) {
   app.add_flag("--power", config.power, "Sample each GPU's power every 20 ms (NVML) and report energy per iteration");
   app.add_flag("--graph", config.graph, "Capture each mode's step in a CUDA graph and replay it");
   ob::add_fault_options(app, config.fault);
-  std::string names;
-  for (const auto& name : sweep_names()) names += (names.empty() ? "" : ", ") + name;
+  const std::string names = ob::join(sweep_names());
   app.add_option(
          "--sweep", config.sweeps,
          "Run every point in one process: NAME=V1,V2,... with NAME one of " + names +
@@ -175,29 +182,29 @@ void add_options(CLI::App& app, Config& config) {
 
 namespace {
 
-// --model: the shape read, and hidden, layers and batch set from it; the square layers' options refused with it,
-// and its own without it.
-void apply_model(const CLI::App& app, Config& config) {
-  if (!config.transformer()) {
-    for (const char* option : {"--seq", "--micro-batch", "--blocks"}) {
-      ob::require(app.count(option) == 0, option, app.get_option(option)->as<std::string>(), "needs --model");
+// The model family: --model-family, or the one an option given chooses (--model: the transformer), or the default;
+// the model options it does not take refused; then its row resolves the rest (a shape read; hidden, layers, batch).
+void apply_family(const CLI::App& app, Config& config) {
+  if (app.count("--model-family") == 0) {
+    for (const auto& name : family_names()) {
+      const std::string& option = family_row(name).chosen_by;
+      if (!option.empty() && app.count(option) > 0) config.family = name;
     }
-    return;
   }
-  for (const char* option : {"--hidden", "--layers", "--batch"}) {
-    ob::require(app.count(option) == 0, option, app.get_option(option)->as<std::string>(),
-                "not with --model (the model sets its width, tensors and tokens: --seq, --micro-batch, --blocks)");
+  const FamilyRow& row = config.family_row();
+  for (const auto& other : family_names()) {
+    for (const auto& option : family_row(other).options) {
+      ob::require(row.takes(option) || app.count(option) == 0, option, app.get_option(option)->as<std::string>(),
+                  "not an option of --model-family " + row.name + " (it takes " + ob::join(row.options, ", ") + ")");
+    }
   }
-  const TransformerShape shape = load_transformer(config.model);
-  ob::require(config.blocks <= shape.layers, "--blocks", std::to_string(config.blocks),
-              "at most the model's " + std::to_string(shape.layers) + " blocks");
-  const double tokens = 1.0 * config.seq * config.micro_batch;
-  const double widest =
-      std::max({1.0 * shape.hidden, 1.0 * shape.intermediate, 1.0 * shape.heads * shape.head_dim, 1.0 * shape.vocab});
-  ob::require(tokens * widest < 2147483647.0 && 1.0 * shape.heads * config.seq * config.seq < 2147483647.0, "--seq",
-              std::to_string(config.seq),
-              "seq x micro-batch x the widest tensor, and heads x seq^2, must stay below 2^31");
-  config.use_model(config.model, shape);
+  if (!row.resolve) return;
+  ModelSpec spec = config.model_spec();
+  row.resolve(spec);
+  config.shape = spec.shape;
+  config.hidden = spec.hidden;
+  config.layers = spec.layers;
+  config.batch = spec.batch;
 }
 
 // The sweeps: each names a different option; bucket-mb and plan sweeps not with --chunks; a shape sweep not with
@@ -212,8 +219,8 @@ void validate_sweeps(const Config& config) {
     names.push_back(name);
     ob::require(!((name == "bucket-mb" || name == "plan") && config.chunks > 0), "--sweep", text,
                 "a bucket-mb or plan sweep cannot be combined with --chunks");
-    ob::require(name != "shape" || !config.transformer(), "--sweep", text,
-                "a shape sweep trains the square layers: not with --model");
+    ob::require(name != "shape" || config.family_row().square_layers, "--sweep", text,
+                "a shape sweep trains square layers: not with --model-family " + config.family);
     const bool measures = config.calibrate || (config.calibrations.empty() && [&] {
                             for (const auto& point : config.sweep_points()) {
                               if (point.plan_mode == PlanMode::kAuto) return true;
@@ -242,15 +249,15 @@ void validate_network(const Config& config) {
 std::vector<ob::NamedPath> input_files(const Config& config) {
   std::vector<ob::NamedPath> inputs;
   for (const auto& file : config.calibrations) inputs.push_back({"--calibration", file});
-  const auto presets = transformer_presets();
-  if (config.transformer() && std::find(presets.begin(), presets.end(), config.model) == presets.end()) {
-    inputs.push_back({"--model", config.model});  // a config.json (a preset's name is no file)
+  const FamilyRow& row = config.family_row();
+  if (row.inputs) {
+    for (const auto& file : row.inputs(config.model_spec())) inputs.push_back(file);
   }
   return inputs;
 }
 
 void validate(const CLI::App& app, Config& config) {
-  apply_model(app, config);
+  apply_family(app, config);
   ob::require(!(config.chunks > 0 && (app.count("--bucket-mb") > 0 || app.count("--first-bucket-mb") > 0)), "--chunks",
               std::to_string(config.chunks), "--chunks and --bucket-mb/--first-bucket-mb exclude each other");
   ob::parse_fault(config.fault.inject_fault);
@@ -287,8 +294,8 @@ void validate(const CLI::App& app, Config& config) {
     ob::require(mb <= config.grad_mb(), "--interference-mb", ob::format_number(mb),
                 "at most the gradient (" + ob::format_number(config.grad_mb()) + " MiB: --layers x --hidden^2 fp32)");
   }
-  ob::require(!map || !config.transformer(), "--mode", name(config.mode),
-              "the interference map times the square layers' GEMM: not with --model");
+  ob::require(!map || config.family_row().square_layers, "--mode", name(config.mode),
+              "the interference map times square layers' GEMM: not with --model-family " + config.family);
   ob::require(!map || !(config.common.check || config.calibrate || config.plan_mode == PlanMode::kAuto), "--mode",
               name(config.mode),
               "the interference map times loops of one GEMM and one collective: not with --check, --calibrate or "

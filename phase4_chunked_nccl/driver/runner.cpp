@@ -208,12 +208,11 @@ ob::SummaryRow base_row(const Config& config, const BucketPlan& plan, int ranks)
       .config("prefetch", config.prefetch)
       .config("carry", config.carry)
       .config("plan", name(config.plan_mode))
-      .config("clock", "cuda_event");
-  if (config.transformer()) {  // hidden is its width, layers its tensors, batch its tokens per rank
-    base.config("model", config.shape.name)
-        .config("seq", config.seq)
-        .config("micro_batch", config.micro_batch)
-        .config("blocks", config.blocks > 0 ? config.blocks : config.shape.layers);
+      .config("clock", "cuda_event")
+      .config("model_family", config.family);
+  const FamilyRow& family = config.family_row();  // hidden is its width, layers its steps, batch its rows per rank
+  if (family.columns) {
+    for (const auto& [key, value] : family.columns(config.model_spec())) base.config(key, value);
   }
   return base;
 }

@@ -24,9 +24,7 @@ bool valid_value(const SweepParameter& parameter, const std::string& item) {
 }
 
 std::string allowed_text() {
-  std::string names;
-  for (const auto& name : sweep_names()) names += (names.empty() ? "" : ", ") + name;
-  return "NAME=V1,V2,... with NAME one of " + names +
+  return "NAME=V1,V2,... with NAME one of " + ob::join(sweep_names()) +
       " (whole numbers in each option's range; bucket-mb >= " + ob::format_number(kLeastBucketMb) +
       "; sync: strategy names; plan: auto, caps, layer or a bucket cap; shape: HxLxB, hidden x layers x batch)";
 }

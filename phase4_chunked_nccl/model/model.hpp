@@ -1,8 +1,6 @@
-// The MLP of phase 4: L square layers of width H, ReLU between them, MSE against a fixed target, fp32 weights,
-// GEMMs through cuBLAS (TF32 by default). With K accumulation micro-steps each rank holds K micro-batches (rows
-// [kB, (k+1)B) of one K*B-row batch), and the loss is the mean over all of them. Weights and gradients each live in one contiguous buffer in backward
-// order: slot s holds layer L - s, so the gradient buffer fills front to back during the backward pass and a
-// bucket (an element range) is ready as soon as the slots it overlaps are written.
+// What phase 4's schedules drive: a model, made by its family's factory (core/families.hpp). Weights and gradients
+// each live in one contiguous buffer in backward order, so the gradient buffer fills front to back during the
+// backward pass and a bucket (an element range) is ready as soon as the steps it overlaps are written.
 #pragma once
 
 #include <cublas_v2.h>
@@ -10,8 +8,8 @@
 
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
-#include <vector>
 
 #include "common/cuda/device_buffer.hpp"
 #include "phase4_chunked_nccl/core/spec.hpp"
@@ -55,51 +53,20 @@ class Model {
   float* weights_;
 };
 
-// A model family is one file under model/ that registers its factory at start-up (a RegisterModel object), as a
-// strategy does (sync/registry.hpp): the MLP below, the transformer (transformer_model.cu). Two families of one name
-// stop the program.
-using ModelFactory = std::unique_ptr<Model> (*)(const ModelSpec& spec, int rank, cublasHandle_t cublas, float* grads,
-                                                float* weights);
-struct RegisterModel {
-  RegisterModel(const std::string& family, ModelFactory make);
-};
-// The factory of a model class constructed from the factory's arguments: RegisterModel k("mine", made_model<Mine>).
+// A model family is one file under model/ with its row (core/families.hpp), whose factory makes its model: the
+// factory of a model class constructed from the factory's arguments is made_model<Mine>.
 template <class M>
 std::unique_ptr<Model> made_model(const ModelSpec& spec, int rank, cublasHandle_t cublas, float* grads,
                                   float* weights) {
   return std::make_unique<M>(spec, rank, cublas, grads, weights);
 }
-std::vector<std::string> model_families();  // every registered family, by name
-// The model `spec` describes, made by its family's factory; throws std::invalid_argument for an unknown family.
-std::unique_ptr<Model> make_model(const ModelSpec& spec, int rank, cublasHandle_t cublas, float* grads, float* weights);
-
-class Mlp : public Model {
- public:
-  Mlp(const ModelSpec& spec, int rank, cublasHandle_t cublas, float* grads, float* weights);
-
-  void reset_weights(cudaStream_t stream) override;
-  // On micro-batch `micro`: A_l = ReLU(A_{l-1} · W_l) (no ReLU on the last layer), then
-  // dZ = 2 (A_L - T) / (K * batch * hidden).
-  void forward(int micro, cudaStream_t stream, const LayerHook& before = {}, const LayerHook& after = {}) override;
-  // Backward step s (layer l = L - s) of the last forward's micro-batch: dW_l = A_{l-1}ᵀ · dZ into gradient slot s
-  // (added to it when `accumulate`), then (l > 1) the next dZ = (dZ · W_lᵀ) masked by A_{l-1} > 0.
-  void backward_step(int step, bool accumulate, cudaStream_t stream) override;
-
- private:
-  std::size_t batch_elements() const { return static_cast<std::size_t>(batch_) * hidden_; }
-  // A_0 is the current micro-batch's input; A_1..A_L are kept for the backward pass.
-  float* activation(int l) const {
-    return l == 0 ? inputs_.get() + micro_ * batch_elements() : activations_.get() + (l - 1) * batch_elements();
-  }
-  float* slot(float* buffer, int step) const { return buffer + static_cast<std::size_t>(step) * hidden_ * hidden_; }
-
-  bool tf32_;
-  int hidden_, layers_, batch_, micro_steps_;
-  std::size_t micro_ = 0;
-  cublasHandle_t cublas_;
-  ob::DeviceBuffer<float> inputs_, targets_, activations_, dz_, da_;
-  ob::DeviceBuffer<double> loss_;
-  std::uint64_t weight_seed_;
-};
+// The model `spec` describes, made by its family's factory; throws std::invalid_argument for an unknown family or
+// one with no factory in this build.
+inline std::unique_ptr<Model> make_model(const ModelSpec& spec, int rank, cublasHandle_t cublas, float* grads,
+                                         float* weights) {
+  const FamilyRow& row = spec.family_row();
+  if (!row.make) throw std::invalid_argument("model family '" + spec.family + "' has no model in this build");
+  return row.make(spec, rank, cublas, grads, weights);
+}
 
 }  // namespace phase4

@@ -49,7 +49,6 @@ std::uint64_t mix(std::uint64_t z) {
   return z ^ (z >> 31);
 }
 
-const RegisterModel kTransformer(kTransformerFamily, made_model<TransformerModel>);
 }  // namespace
 
 TransformerModel::TransformerModel(const ModelSpec& spec, int rank, cublasHandle_t cublas, float* grads, float* weights)

@@ -319,8 +319,9 @@ Calibration describe_run(const StepSpec& step, int ranks, const std::string& gpu
   c.layers = model.layers;
   c.batch = model.batch;
   c.accum_steps = model.accum_steps;
-  if (model.transformer()) {
-    c.model = model.shape.name;
+  const FamilyRow& family = model.family_row();
+  if (family.model_name) {  // a named model: its layout kept in the file
+    c.model = family.model_name(model);
     c.step_elements = model.layout().ends;
     for (std::size_t s = c.step_elements.size(); s-- > 1;) c.step_elements[s] -= c.step_elements[s - 1];
   }

@@ -64,7 +64,7 @@ std::vector<std::uint64_t> piece_ends(const GradientLayout& layout, int pieces) 
 // where it falls (the schedule bound, a lower bound, leaves it to its T_comp term).
 double overhead_ms(double iteration_ms, double tasks_ms) { return std::max(0.0, iteration_ms - tasks_ms); }
 
-struct Model {
+struct StepModel {
   const Calibration& calibration;
   const StrategyCalibration& strategy;
   const Target& target;
@@ -79,7 +79,7 @@ struct Model {
   // Measured / predicted overlapped step of the calibration's plan of each size (empty: no correction).
   std::vector<double> residual;
 
-  Model(const Calibration& c, const StrategyCalibration& s, const Target& t, bool corrected = true)
+  StepModel(const Calibration& c, const StrategyCalibration& s, const Target& t, bool corrected = true)
       : calibration(c), strategy(s), target(t) {
     start();
     if (corrected) residual = residuals();
@@ -151,7 +151,7 @@ struct Model {
 // finish time, and monotonically, so the minimum composes. Among plans of equal finish (a compute-bound step: the
 // last bucket decides), the one whose buckets slow the backward least (their isolated time times the slowdown of
 // their size, summed) is kept: an additive tie-break, which composes too.
-BucketPlan best_for_slowdown(const Model& model, double slowdown) {
+BucketPlan best_for_slowdown(const StepModel& model, double slowdown) {
   const GradientLayout& layout = model.layout;
   const auto ends = piece_ends(layout, model.pieces());
   std::vector<double> ready(model.steps.size());  // compute clock at the end of each backward step
@@ -180,7 +180,7 @@ BucketPlan best_for_slowdown(const Model& model, double slowdown) {
   return plan_from_ends(layout, chosen);
 }
 
-Prediction predict_with(const Model& model, const BucketPlan& plan) {
+Prediction predict_with(const StepModel& model, const BucketPlan& plan) {
   Prediction prediction;
   double weighted = 0, total = 0;
   std::vector<double> comm_ms;
@@ -223,11 +223,11 @@ Prediction predict_with(const Model& model, const BucketPlan& plan) {
   return prediction;
 }
 
-std::vector<double> Model::residuals() const {
+std::vector<double> StepModel::residuals() const {
   const StrategyCalibration& s = strategy;
   if (s.overlap_ms.size() != s.bytes.size() || s.plan_mb.size() != s.bytes.size()) return {};
   static const Target kCalibrated;  // the calibrated ranks and link
-  const Model calibrated(calibration, strategy, kCalibrated, false);
+  const StepModel calibrated(calibration, strategy, kCalibrated, false);
   std::vector<double> out;
   for (std::size_t k = 0; k < s.bytes.size(); ++k) {
     const BucketPlan plan = as_run(plan_by_size(layout, s.plan_mb[k], s.plan_mb[k]));
@@ -243,7 +243,7 @@ PlanChoice best_carry(const Calibration& calibration, StrategyCalibration strate
   const int layers = calibration.layout().steps();
   for (int k = 1; k <= std::min(layers, kMostCarries); ++k) {
     strategy.carry = static_cast<int>(std::lround(1.0 * k * layers / std::min(layers, kMostCarries)));
-    const Model model(calibration, strategy, target);
+    const StepModel model(calibration, strategy, target);
     for (const BucketPlan& plan : plans) {
       const Prediction prediction = predict_with(model, plan);
       if (prediction.step_ms < best.prediction.step_ms) best = {strategy.sync, plan, prediction, strategy.carry};
@@ -287,7 +287,7 @@ double StrategyCalibration::slowdown_at(double m) const { return log_linear(byte
 
 Prediction predict(const Calibration& calibration, const StrategyCalibration& strategy, const BucketPlan& plan,
                    const Target& target) {
-  return predict_with(Model(calibration, strategy, target), plan);
+  return predict_with(StepModel(calibration, strategy, target), plan);
 }
 
 int pieces_per_layer(int layers) { return std::max(1, std::min(8, 512 / std::max(1, layers))); }
@@ -297,7 +297,7 @@ std::vector<PlanChoice> choose_plans(const Calibration& calibration, const std::
   std::vector<PlanChoice> choices;
   for (const auto& strategy : calibration.strategies) {
     if (!syncs.empty() && std::find(syncs.begin(), syncs.end(), strategy.sync) == syncs.end()) continue;
-    const Model model(calibration, strategy, target);
+    const StepModel model(calibration, strategy, target);
     PlanChoice best{strategy.sync, {}, {}, strategy.carry};
     best.prediction.step_ms = std::numeric_limits<double>::infinity();
     std::vector<BucketPlan> candidates;

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "common/options.hpp"
 #include "phase4_chunked_nccl/core/schedules.hpp"
 
 namespace phase4 {
@@ -56,15 +57,7 @@ std::vector<std::string> sync_names() {
   return names;
 }
 
-namespace {
-std::string joined(const std::vector<std::string>& names) {
-  std::string list;
-  for (const auto& name : names) list += (list.empty() ? "" : ", ") + name;
-  return list;
-}
-}  // namespace
-
-std::string sync_list(const std::string& schedule) { return joined(sync_names(schedule)); }
+std::string sync_list(const std::string& schedule) { return ob::join(sync_names(schedule)); }
 
 const ScheduleRow& schedule_of(const std::string& sync) { return schedule_row(sync_row(sync).schedule); }
 
@@ -74,6 +67,6 @@ const std::string& reference_sync() {
   }
   throw std::logic_error("no strategy of this build is the exact reference");
 }
-std::string sync_list() { return joined(sync_names()); }
+std::string sync_list() { return ob::join(sync_names()); }
 
 }  // namespace phase4

@@ -39,7 +39,12 @@ phase4::Config model_config(const nlohmann::json& json, const std::string& name)
   phase4::Config config;
   config.seq = 16;
   config.micro_batch = 2;
-  config.use_model(name, phase4::parse_transformer_config(json, name));
+  config.family = "transformer";  // the shape parsed here, as the family's row reads it from a file
+  config.model = name;
+  config.shape = phase4::parse_transformer_config(json, name);
+  config.hidden = config.shape.hidden;
+  config.layers = static_cast<int>(phase4::parameter_tensors(config.shape).size());
+  config.batch = config.seq * config.micro_batch;
   config.bucket_mb = 0.02;  // 5,242 elements: buckets cut tensors and span small ones
   config.first_bucket_mb = 0.005;
   config.common.iters = 3;

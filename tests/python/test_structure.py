@@ -63,18 +63,37 @@ def test_the_structure_test_sees_an_upward_include(tmp_path):
 
 
 def test_a_schedule_and_a_model_family_are_one_file_that_registers_itself():
-    """No enum, switch or list names them: each file of schedule/ that defines a schedule, and of model/ a model
-    family, registers it; the test build adds one of each (tests/phase4/test_rooms_gpu.cpp)."""
-    for room, base, door in [("schedule", "Schedule", "RegisterSchedule"), ("model", "Model", "RegisterModel")]:
-        for path in (PHASE4 / room).glob("*.cu"):
-            text = cxx_shape.strip(path.read_text())
-            defined = re.findall(rf"class (\w+) (?:final )?: public {base}\b", text)
-            for name in defined:
-                assert re.search(rf"{door} \w+\([^;]*\b{name}\b", text), (path.name, name)
+    """No enum, switch or list names them: each file of schedule/ that defines a schedule registers it, and each
+    .cpp of model/ is a model family's row (registered, its model made by its factory); the test build adds one of
+    each (tests/phase4/test_rooms_gpu.cpp, and a family with a layout of its own in test_model_families.cpp)."""
+    for path in (PHASE4 / "schedule").glob("*.c*"):
+        text = cxx_shape.strip(path.read_text())
+        for name in re.findall(r"class (\w+) (?:final )?: public Schedule\b", text):
+            assert re.search(rf"RegisterSchedule \w+\([^;]*\b{name}\b", text) or "made_schedule<" + name in text, \
+                (path.name, name)
+    families = sorted(PHASE4.glob("model/*.cpp"))
+    assert [p.name for p in families] == ["mlp.cpp", "transformer.cpp"]
+    for path in families:
+        text = cxx_shape.strip(path.read_text())
+        assert "RegisterFamily" in text and "made_model<" in text, path.name
     for path in SOURCES:
         assert "ScheduleKind" not in path.read_text(), path.name
     test = (REPO / "tests" / "phase4" / "test_rooms_gpu.cpp").read_text()
-    assert all(door in test for door in ["RegisterSchedule", "RegisterModel", "RegisterSync"])
+    assert all(door in test for door in ["RegisterSchedule", "RegisterFamily", "RegisterSync"])
+    assert "RegisterFamily" in (REPO / "tests" / "phase4" / "test_model_families.cpp").read_text()
+
+
+def test_no_model_family_is_named_outside_its_own_file():
+    """Issue 73: the options, the driver, the calibration and the planner ask the family's row (core/families.hpp),
+    never compare its name; only the default's name is written once, where the rows are declared."""
+    families = set(PHASE4.glob("model/*.cpp"))
+    named = re.compile(r'transformer\(\)|"transformer"|[!=]= "mlp"|kMlpFamily|kTransformerFamily|family ==|'
+                       r"== kDefaultFamily|use_model\(")
+    for path in SOURCES:
+        if path in families:
+            continue
+        found = named.search(code_with_strings(path))
+        assert not found, f"{path.relative_to(PHASE4)}: {found.group()}"
 
 
 def python_functions(path):

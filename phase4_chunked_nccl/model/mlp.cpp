@@ -1,32 +1,50 @@
-#include <cmath>
+// The MLP family ("mlp", the default): --layers square layers of width --hidden on --batch rows per rank (its model:
+// model/mlp.hpp). Its row is known to a build without CUDA; its model is built with CUDA only.
 #include <string>
+
+#include "phase4_chunked_nccl/core/families.hpp"
+#include "phase4_chunked_nccl/core/spec.hpp"
+
+#if defined(OVERLAP_HAVE_CUDA)
+#include <cmath>
 #include <utility>
 
 #include "common/cuda/cublas_gemm.hpp"
+#include "common/cuda/cuda_check.hpp"
 #include "common/nvtx.hpp"
 #include "phase4_chunked_nccl/model/kernels.cuh"
-#include "phase4_chunked_nccl/core/registry.hpp"
-#include "phase4_chunked_nccl/model/model.hpp"
+#include "phase4_chunked_nccl/model/mlp.hpp"
+#endif
 
 namespace phase4 {
-
-using Families = Registry<ModelFactory>;
-
-RegisterModel::RegisterModel(const std::string& family, ModelFactory make) {
-  Families::add("model families", family, make);
-}
-
-std::vector<std::string> model_families() { return Families::names(); }
-
-std::unique_ptr<Model> make_model(const ModelSpec& spec, int rank, cublasHandle_t cublas, float* grads,
-                                  float* weights) {
-  return Families::get("model family", spec.family)(spec, rank, cublas, grads, weights);
-}
-
 namespace {
-const RegisterModel kMlp(kMlpFamily, made_model<Mlp>);
+
+FamilyRow mlp_row() {
+  FamilyRow row;
+  row.name = kDefaultFamily;
+  row.help = "phase 4's MLP: --layers square layers of width --hidden, ReLU between them, on --batch rows per rank";
+  row.options = {"--hidden", "--layers", "--batch"};
+  row.fit_option = "--batch";
+  row.layout = [](const ModelSpec& spec) { return GradientLayout::equal(spec.layers, spec.hidden); };
+  row.activation_floats = [](const ModelSpec& spec) {  // A_1..A_L, every micro-batch's inputs and targets, dZ, dA
+    const double act = 1.0 * spec.batch * spec.hidden;
+    return spec.layers * act + 2.0 * spec.accum_steps * act + 2.0 * act;
+  };
+  row.describe = [](const ModelSpec& spec) {
+    return "MLP H=" + std::to_string(spec.hidden) + " L=" + std::to_string(spec.layers) +
+        " B=" + std::to_string(spec.batch) + " per rank";
+  };
+  row.square_layers = true;
+#if defined(OVERLAP_HAVE_CUDA)
+  row.make = made_model<Mlp>;
+#endif
+  return row;
+}
+const RegisterFamily kMlp(mlp_row());
+
 }  // namespace
 
+#if defined(OVERLAP_HAVE_CUDA)
 Mlp::Mlp(const ModelSpec& spec, int rank, cublasHandle_t cublas, float* grads, float* weights)
     : Model(static_cast<std::size_t>(spec.layers) * spec.hidden * spec.hidden, grads, weights), tf32_(spec.tf32),
       hidden_(spec.hidden), layers_(spec.layers), batch_(spec.batch), micro_steps_(spec.accum_steps), cublas_(cublas),
@@ -81,5 +99,7 @@ void Mlp::backward_step(int step, bool accumulate, cudaStream_t stream) {
   relu_backward(da_.get(), activation(l - 1), batch_elements(), stream);
   std::swap(dz_, da_);
 }
+
+#endif
 
 }  // namespace phase4
