@@ -121,12 +121,14 @@ def parse_args(probing=False):
                         "as phase 4's --order-seed does")
     parser.add_argument("--no-isolated", action="store_true", help="time only the compute-only and the wrapped "
                         "steps (no seq, comm or ideal rows): what a comparison's contender needs")
-    parser.add_argument("--emulate-nodes", type=int, default=1, help="split the ranks into N nodes on this host "
-                        "(consecutive ranks, NCCL_HOSTID per node), as phase 4's --emulate-nodes (default: 1)")
-    parser.add_argument("--socket-threads", type=int, default=0, help="with --emulate-nodes: NCCL_SOCKET_NTHREADS, "
-                        "and with --socks-per-thread a faster network, as phase 4's (default: 0, NCCL's own)")
-    parser.add_argument("--socks-per-thread", type=int, default=0, help="with --emulate-nodes: NCCL_NSOCKS_PERTHREAD "
-                        "(threads x sockets at most 64; default: 0, NCCL's own)")
+    for option, default, text in (  # the network between emulated nodes, as phase 4's
+            ("--emulate-nodes", 1, "split the ranks into N nodes on this host (consecutive ranks, NCCL_HOSTID per "
+             "node), as phase 4's --emulate-nodes (default: 1)"),
+            ("--socket-threads", 0, "with --emulate-nodes: NCCL_SOCKET_NTHREADS, and with --socks-per-thread a faster "
+             "network, as phase 4's (default: 0, NCCL's own)"),
+            ("--socks-per-thread", 0, "with --emulate-nodes: NCCL_NSOCKS_PERTHREAD (threads x sockets at most 64; "
+             "default: 0, NCCL's own)")):
+        parser.add_argument(option, type=int, default=default, help=text)
     parser.add_argument("--iters", type=int, default=20, help="timed iterations per mode (default: 20)")
     parser.add_argument("--warmup", type=int, default=5, help="untimed iterations before them (default: 5)")
     parser.add_argument("--min-time-ms", type=float, default=0.0, help="timed iterations beyond --iters until they "

@@ -13,6 +13,25 @@
 namespace phase4 {
 namespace {
 
+// The network between emulated nodes: whole numbers in [least, most].
+struct NetworkOption {
+  const char* name;
+  int Config::*member;
+  int least, most;
+  const char* help;
+};
+const NetworkOption kNetworkOptions[] = {
+    {"--emulate-nodes", &Config::emulate_nodes, 1, 1024,
+     "Split the ranks into N nodes on this host (consecutive ranks, NCCL_HOSTID per node): NCCL joins the nodes by "
+     "its network transport as it would separate hosts; N divides the ranks"},
+    {"--socket-threads", &Config::socket_threads, 0, 16,
+     "NCCL's socket transport (emulated nodes, --transport socket): helper threads per connection "
+     "(NCCL_SOCKET_NTHREADS); with --socks-per-thread, a faster network (0: NCCL's own)"},
+    {"--socks-per-thread", &Config::socks_per_thread, 0, 64,
+     "NCCL's socket transport: sockets per helper thread (NCCL_NSOCKS_PERTHREAD; threads x sockets at most 64, "
+     "NCCL's limit; 0: NCCL's own)"},
+};
+
 // How the gradient travels: the comm stream, NCCL's CTAs, the wire's type, the strategy.
 void add_communication_options(CLI::App& app, Config& config) {
   ob::add_enum_option(app, "--comm-priority", config.comm_priority, priority_names(),
@@ -26,20 +45,9 @@ void add_communication_options(CLI::App& app, Config& config) {
                       "How NCCL moves data between the GPUs: nvlink (peer to peer, NCCL's choice), shm (through host "
                       "shared memory), socket (its network transport over loopback); the NCCL variables it sets are "
                       "in the metadata");
-  ob::add_checked_option(
-      app, "--emulate-nodes", config.emulate_nodes,
-      "Split the ranks into N nodes on this host (consecutive ranks, NCCL_HOSTID per node): NCCL joins "
-      "the nodes by its network transport as it would separate hosts; N divides the ranks",
-      CLI::Range(1, 1024));
-  ob::add_checked_option(app, "--socket-threads", config.socket_threads,
-                         "NCCL's socket transport (emulated nodes, --transport socket): helper threads per connection "
-                         "(NCCL_SOCKET_NTHREADS); with --socks-per-thread, a faster network (0: NCCL's own)",
-                         CLI::Range(0, 16));
-  ob::add_checked_option(
-      app, "--socks-per-thread", config.socks_per_thread,
-      "NCCL's socket transport: sockets per helper thread (NCCL_NSOCKS_PERTHREAD; threads x sockets at "
-      "most 64, NCCL's limit; 0: NCCL's own)",
-      CLI::Range(0, 64));
+  for (const auto& o : kNetworkOptions) {
+    ob::add_checked_option(app, o.name, config.*o.member, o.help, CLI::Range(o.least, o.most));
+  }
   app.add_flag("--nccl-path", config.nccl_path,
                "Read the path NCCL took (its transports, channels, copy engines, registered buffers) from its own "
                "INFO log into the metadata's nccl_path");

@@ -229,8 +229,7 @@ SyncRow sharded_copy_engine_row() {
       "sharded on the copy engines: ncclAlltoAll per layer, the slices' sum fused into the update, "
       "ncclAllGather per layer, on symmetric windows (CTA policy zero; fp32)";
   row.scales_as = "ce";
-  row.update_sums_ranks = true;
-  row.gathers_by_copies = true;
+  row.update_sums_ranks = row.gathers_by_copies = true;
   row.buffers = 3;  // the gradient, the received slices, the gathered gradient of the checks
   row.make = OB_SYNC_FACTORY(make_sharded_copy_engine);
   return on_copy_engines(row);
