@@ -82,6 +82,9 @@ struct ScheduleRow {
 
   std::string name, help;
   std::vector<PartSpec> parts;  // its own timed parts (none: the step's common ones only)
+  // Its own whole-number option ("prefetch": --prefetch, SyncSpec's field of that name; empty: none), which other
+  // schedules' strategies would ignore: set other than 0 in a run with none of its strategies, it is refused.
+  std::string option;
   bool whole_tensors = false;  // its strategies' buckets hold whole tensors (align_plan_to_steps)
   // Its overlapped step's lower bound from measured parts (METRICS.md, "bound"); `sync` the strategy's settings.
   Bound bound = nullptr;

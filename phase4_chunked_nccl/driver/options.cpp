@@ -241,6 +241,26 @@ void validate_sweeps(const Config& config) {
   }
 }
 
+// A schedule's own option (--prefetch, --carry) set other than 0 needs a strategy of that schedule in the run (the
+// points' strategies, or those they plan among): the others would ignore it.
+void validate_schedule_options(const Config& config) {
+  const auto points = config.sweep_points();
+  std::vector<std::string> run;  // the schedules of the run's strategies
+  for (const auto& point : points) {
+    run.push_back(schedule_of(point.sync).name);
+    for (const auto& sync : point.planned_syncs()) run.push_back(schedule_of(sync).name);
+  }
+  for (const auto& p : sweep_parameters()) {
+    for (const auto& name : schedule_names()) {
+      if (schedule_row(name).option != p.name || std::find(run.begin(), run.end(), name) != run.end()) continue;
+      for (const auto& point : points) {
+        ob::require(point.*p.member == 0, "--" + p.name, std::to_string(point.*p.member),
+                    "only for the " + name + " schedule's strategies (" + sync_list(name) + "), none in this run");
+      }
+    }
+  }
+}
+
 // The socket transport's threads and sockets: where the ranks talk over a network, at most 64 sockets in all.
 void validate_network(const Config& config) {
   const bool threads = config.socket_threads > 0;
@@ -309,6 +329,7 @@ void validate(const CLI::App& app, Config& config) {
               "the interference map times loops of one GEMM and one collective: not with --check, --calibrate or "
               "--plan auto");
   for (const auto& point : config.sweep_points()) validate_point(point);
+  validate_schedule_options(config);
 }
 
 }  // namespace phase4

@@ -242,6 +242,7 @@ ScheduleRow row() {
                   "the all-reduce schedule with the first forward layers' buckets reduced beside the next forward",
                   bound, OB_SCHEDULE_FACTORY(made_schedule<CarrySchedule>));
   row.planned = planned;
+  row.option = "carry";
   return row;
 }
 

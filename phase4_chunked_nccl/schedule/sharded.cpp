@@ -200,6 +200,7 @@ ScheduleRow row() {
                   OB_SCHEDULE_FACTORY(made_schedule<ShardedSchedule>));
   row.parts = {{kUpdate, /*comm=*/false, /*rank_share=*/true, ""}, {kGather, /*comm=*/true, false, "allgather"}};
   row.whole_tensors = true;
+  row.option = "prefetch";
   row.forward = planned_forward;
   return row;
 }

@@ -119,6 +119,13 @@ TEST(Phase4Options, ShardedStrategiesRefuseWhatTheyCannotHonour) {
   EXPECT_EQ(exit_code_of({"--prefetch", "-1"}), ob::kExitUsage);
   EXPECT_EQ(exit_code_of({"--prefetch", "two"}), ob::kExitUsage);
   ASSERT_EQ(exit_code_of({"--sync", "sharded", "--sweep", "prefetch=0,1,4"}, &config), -1);
+  // A schedule's own option, set where no strategy of the run would read it, is refused; with one that does, kept.
+  EXPECT_EQ(exit_code_of({"--prefetch", "2"}), ob::kExitUsage);  // nccl: the all-reduce schedule
+  EXPECT_EQ(exit_code_of({"--sync", "sharded", "--carry", "2"}), ob::kExitUsage);
+  EXPECT_EQ(exit_code_of({"--sweep", "carry=0,2"}), ob::kExitUsage);
+  EXPECT_EQ(exit_code_of({"--prefetch", "0"}), -1);  // its default: nothing ignored
+  EXPECT_EQ(exit_code_of({"--sweep", "sync=nccl,nccl-carry", "--carry", "2"}), -1);
+  EXPECT_EQ(exit_code_of({"--plan", "auto", "--plan-syncs", "nccl,sharded", "--prefetch", "1"}), -1);
   EXPECT_EQ(config.sweep_points()[1].prefetch, 1);
   EXPECT_EQ(config.sweep_points()[2].point_label(), "bucket-mb=25, sync=sharded, prefetch=4");
 }
