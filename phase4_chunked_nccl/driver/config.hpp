@@ -106,7 +106,7 @@ struct Config {
 const std::vector<std::string>& sweep_names();
 
 void add_options(CLI::App& app, Config& config);
-// Throws ob::UsageError. With --model it reads the shape first and sets hidden, layers and batch from it.
+// Throws ob::UsageError. The model family's row resolves its options first (a --model shape read; hidden, layers, batch).
 void validate(const CLI::App& app, Config& config);
 // The files a run reads (--calibration, the model's: a --model config.json): no output may be one of them.
 std::vector<ob::NamedPath> input_files(const Config& config);
