@@ -106,7 +106,8 @@ struct Config {
 const std::vector<std::string>& sweep_names();
 
 void add_options(CLI::App& app, Config& config);
-// Throws ob::UsageError. The model family's row resolves its options first (a --model shape read; hidden, layers, batch).
+// Throws ob::UsageError. The model family's row resolves its options first (a --model shape read; hidden, layers
+// and batch set).
 void validate(const CLI::App& app, Config& config);
 // The files a run reads (--calibration, the model's: a --model config.json): no output may be one of them.
 std::vector<ob::NamedPath> input_files(const Config& config);
