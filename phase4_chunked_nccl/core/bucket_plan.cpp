@@ -160,6 +160,12 @@ std::uint64_t BucketPlan::largest() const {
   return most;
 }
 
+std::vector<int> BucketPlan::ready_steps() const {
+  std::vector<int> ready;
+  for (const auto& bucket : buckets) ready.push_back(bucket.ready_after);
+  return ready;
+}
+
 std::string BucketPlan::describe() const {
   const double first = buckets.empty() ? 0 : buckets.front().size() * sizeof(float) / double(1 << 20);
   char text[128];

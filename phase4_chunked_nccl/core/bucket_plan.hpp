@@ -41,6 +41,7 @@ struct BucketPlan {
   std::uint64_t elements = 0;  // the gradient's length
   std::string describe() const;  // "42 buckets: 1 MiB first, 25 MiB cap"
   std::uint64_t largest() const;  // the largest bucket's elements (0: no bucket)
+  std::vector<int> ready_steps() const;  // each bucket's ready_after, in order
 };
 
 // The most buckets a plan may hold: each costs a collective, events and timeline rows per step, and a plan of

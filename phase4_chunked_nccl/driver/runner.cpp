@@ -135,7 +135,7 @@ double bound_from(const Config& config, Trainer& trainer, const BucketPlan& plan
   for (const auto& [name, per_layer] : compute.part_ms) {  // the schedule's compute parts (the compute-only run's)
     for (const auto& samples : per_layer) parts.part_ms[name].push_back(local_median(samples));
   }
-  for (const auto& bucket : plan.buckets) parts.ready_after.push_back(bucket.ready_after);
+  parts.ready_after = plan.ready_steps();
   parts.forward_ms = local_median(compute.forward_ms);
   parts.update_ms = local_median(compute.update_ms);
   parts.bucket_ms = tasks.buckets;

@@ -184,7 +184,7 @@ Prediction predict_with(const StepModel& model, const BucketPlan& plan) {
   Prediction prediction;
   double weighted = 0, total = 0;
   std::vector<double> comm_ms;
-  std::vector<int> ready;
+  const std::vector<int> ready = plan.ready_steps();
   const double low = model.strategy.bytes.front(), high = model.strategy.bytes.back();
   for (const Bucket& bucket : plan.buckets) {
     const double bytes = bucket_bytes(bucket);
@@ -192,7 +192,6 @@ Prediction predict_with(const StepModel& model, const BucketPlan& plan) {
     weighted += isolated * model.strategy.slowdown_at(bytes);
     total += isolated;
     comm_ms.push_back(model.bucket_ms(bytes, &bucket == &plan.buckets.back()));
-    ready.push_back(bucket.ready_after);
     prediction.extrapolated = prediction.extrapolated || bytes < low * (1 - 1e-9) || bytes > high * (1 + 1e-9);
   }
   prediction.slowdown = total > 0 ? weighted / total : 0;

@@ -49,13 +49,6 @@ std::size_t first_carried(const std::vector<int>& ready_after, int layers, int c
   return static_cast<std::size_t>(first - ready_after.begin());
 }
 
-// The backward step each bucket of `plan` is ready after.
-std::vector<int> ready_steps(const BucketPlan& plan) {
-  std::vector<int> ready;
-  for (const Bucket& bucket : plan.buckets) ready.push_back(bucket.ready_after);
-  return ready;
-}
-
 // The step's critical path: the carried buckets [first, end) back to back on the comm stream from 0, last first;
 // forward layer l once the bucket holding its last element is reduced (where that bucket is carried), then the
 // forward's `rest_ms`; the backward pipeline with the other buckets queued behind the carried ones; then `update_ms`.
@@ -96,7 +89,7 @@ double planned(const PlannedStep& step, const SyncSpec& sync) {
   const GradientLayout& layout = step.layout;
   const int layers = layout.steps();
   const double elements = static_cast<double>(layout.elements());
-  const std::vector<int> ready = ready_steps(step.plan);
+  const std::vector<int> ready = step.plan.ready_steps();
   const std::size_t first = first_carried(ready, layers, sync.carry);
   std::vector<double> layer_ms(layers);
   for (int l = 1; l <= layers; ++l) {
@@ -156,7 +149,7 @@ class CarrySchedule final : public Schedule {
 
  protected:
   std::size_t carried(const BucketPlan& plan) const override {
-    return plan.buckets.size() - first_carried(ready_steps(plan), r_.spec.model.layers, r_.spec.sync.carry);
+    return plan.buckets.size() - first_carried(plan.ready_steps(), r_.spec.model.layers, r_.spec.sync.carry);
   }
 
  private:
