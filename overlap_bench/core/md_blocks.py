@@ -1,12 +1,30 @@
 """The generated blocks of a Markdown file (md_generate writes them, packs reads which files they name): the markers,
 their strict parsing and a block's KEY=VALUE words."""
+import pathlib
 import re
+import shlex
 
 from overlap_bench.core import ob_tool
 
 OPEN = re.compile(r"^<!-- generated: (?P<spec>.*?) -->$")
 CLOSE = "<!-- /generated -->"
 MARKER = re.compile(r"<!-- */?generated")
+
+
+def words(where, spec):
+    """A block's spec split as a shell would split it; an unbalanced quote is a usage error naming `where`."""
+    try:
+        return shlex.split(spec)
+    except ValueError as error:
+        raise ob_tool.UsageError(f"{where}: '{spec}' is invalid ({error})") from None
+
+
+def glob(base, pattern):
+    """The files a block's glob names, relative to the Markdown file's folder `base`; an absolute or empty pattern
+    is a usage error (it would name files outside the checkout)."""
+    if not pattern or pathlib.PurePath(pattern).is_absolute():
+        raise ob_tool.UsageError(f"'{pattern}' is invalid: a pattern relative to {base}")
+    return base.glob(pattern)
 
 
 def options(words):

@@ -166,7 +166,9 @@ def at_signal(callback):
 @contextlib.contextmanager
 def staged(path, name):
     """A temporary beside `path` (named `name`) to write; renamed over `path` when the block ends well, removed
-    whatever happens (a signal included: main_guard)."""
+    whatever happens (a signal included: main_guard). The one writer: a symbolic link, folder, device or FIFO at
+    `path` is refused before anything is written (it would be replaced, not written through)."""
+    require_outputs([("output", path)])
     temporary = path.with_name(name)
     _TEMPORARIES.add(temporary)
     try:

@@ -12,12 +12,13 @@ Packs are made reproducibly (members sorted, no times, owners or modes of the ma
 import functools
 import gzip
 import io
+import os
 import pathlib
 import re
-import shlex
 import tarfile
 import zlib
 
+from overlap_bench.core import inputs
 from overlap_bench.core import md_blocks
 from overlap_bench.core import ob_tool
 
@@ -35,6 +36,7 @@ def _members(pack):
     a member named with a folder, `..` or an absolute path (it would be written outside the folder), a link, or
     members larger than the caps as they unpack are a usage error naming the pack, before anything is read."""
     try:
+        _headers(pack)
         with tarfile.open(pack, "r:gz") as archive:
             members = archive.getmembers()
             total = 0
@@ -52,6 +54,24 @@ def _members(pack):
         raise ob_tool.UsageError(f"{pack}: not a readable pack ({type(error).__name__})") from None
 
 
+def _headers(pack):
+    """Reads a pack's tar headers as the bytes inflate, before tarfile sees them: every header's size (a pax or GNU
+    long-name header's too, which tarfile would read whole into memory) within the cap of a member, the whole
+    within the caps of the pack; a usage error naming the pack otherwise (a corrupt gzip stream included)."""
+    with inputs.open_input(pack, "PACK", inflated=MOST_PACK_BYTES + (64 << 20)) as stream:
+        while len(header := stream.read(512)) == 512 and header.strip(b"\0"):
+            field = header[124:136]
+            try:
+                size = int.from_bytes(field[1:], "big") if field[0] & 0x80 else int(field.strip(b"\0 ") or b"0", 8)
+            except ValueError:
+                raise ob_tool.UsageError(f"{pack}: not a readable pack (a header's size is no number)") from None
+            if size > MOST_MEMBER_BYTES:
+                raise ob_tool.UsageError(f"{pack}: a member or header unpacks past the cap ({MOST_MEMBER_BYTES >> 20} "
+                                         "MiB a file)")
+            for _ in range(-(-size // 512)):
+                stream.read(512)
+
+
 def _packed(path):
     path = pathlib.Path(path)
     pack = path.parent / PACK
@@ -63,19 +83,29 @@ def exists(path):
     return pathlib.Path(path).is_file() or _packed(path) is not None
 
 
-def read_bytes(path):
-    """The loose file's bytes, or its folder's packed member's; FileNotFoundError when neither holds it."""
+def read_bytes(path, option="FILE", most=ob_tool.MOST_INPUT_BYTES):
+    """The loose file's bytes (through the input policy: at most `most`), or its folder's packed member's;
+    FileNotFoundError when neither holds it."""
     path = pathlib.Path(path)
     if path.is_file():
-        return path.read_bytes()
+        return ob_tool.require_input(path, option, most).read_bytes()
     data = _packed(path)
     if data is None:
         raise FileNotFoundError(f"{path}: no such file (loose or in {path.parent / PACK})")
     return data
 
 
-def read_text(path):
-    return read_bytes(path).decode()
+def read_text(path, option="FILE", most=ob_tool.MOST_INPUT_BYTES):
+    return read_bytes(path, option, most).decode(errors="replace")
+
+
+def read_json(path, option="FILE", most=ob_tool.MOST_SMALL_BYTES):
+    """A loose or packed JSON file through the one JSON loader (inputs.load_json: size and nesting bounded as the
+    bytes pass); any fault a usage error naming the option and the file."""
+    path = pathlib.Path(path)
+    if path.exists() or not exists(path):
+        return inputs.load_json(path, option, most)
+    return inputs.parse_json(read_bytes(path), f"{option}: '{path}' is invalid")
 
 
 def read_csv(path, **options):
@@ -113,19 +143,20 @@ def named_by_markdown(repo):
         text = page.read_text(errors="replace")
         named |= {(page.parent / target).resolve() for target in LINK.findall(text)}
         for _open, _close, spec in md_blocks.blocks(page, text.split("\n")):
-            plain, _keyed = md_blocks.options(shlex.split(spec)[1:])
-            named |= {p.resolve() for word in plain for p in page.parent.glob(word)}
+            plain, _keyed = md_blocks.options(md_blocks.words(page, spec)[1:])
+            named |= {p.resolve() for word in plain for p in md_blocks.glob(page.parent, word)}
     return named
 
 
 def pack(root, repo=ob_tool.REPO):
-    """Packs every folder's files under `root` (but its runs/) that no Markdown names and that are no figure or page."""
+    """Packs every folder's files under `root` (but its runs/) that no Markdown names and that are no figure, page or
+    symbolic link (a link's target may lie outside the tree)."""
     named, root = named_by_markdown(pathlib.Path(repo)), pathlib.Path(root)
     folders = 0
     for folder in sorted({p.parent for p in root.rglob("*") if p.is_file()}):
         if folder.relative_to(root).parts[:1] == ("runs",):  # results/runs/: ad-hoc runs, never published
             continue
-        loose = [p for p in sorted(folder.iterdir()) if p.is_file() and p.name != PACK
+        loose = [p for p in sorted(folder.iterdir()) if p.is_file() and not p.is_symlink() and p.name != PACK
                  and p.suffix not in {".md", ".png"} and p.resolve() not in named]
         if not loose:
             continue
@@ -151,8 +182,13 @@ def _write(target, members):
 
 
 def unpack(root):
-    """Puts every packed file under `root` back beside its pack and removes the packs."""
+    """Puts every packed file under `root` back beside its pack and removes the packs; refused before anything is
+    written where a loose file or link of a member's name is there (it would be replaced)."""
     packs = sorted(pathlib.Path(root).rglob(PACK))
+    there = next((path.parent / n for path in packs for n in _members(path.resolve())
+                  if os.path.lexists(path.parent / n)), None)
+    if there is not None:
+        raise ob_tool.UsageError(f"{there}: already there beside its pack (unpacking would replace it): move it away")
     for path in packs:
         for name, data in _members(path.resolve()).items():
             ob_tool.write_bytes_atomic(path.parent / name, data)

@@ -26,13 +26,13 @@ cannot use. A Markdown file that is a symbolic link is written through (its targ
 Usage: md_generate.py [--check] FILE.md [...]"""
 import json
 import pathlib
-import shlex
 
 
 from overlap_bench.core import ob_csv
 
 
 from overlap_bench.core import ob_tool
+from overlap_bench.core import md_blocks
 from overlap_bench.core.md_blocks import blocks, options
 from overlap_bench.core import packs
 
@@ -130,7 +130,7 @@ def overlaps_block(base, plain, keyed):
     Each row is its own process's median: a ranking within a spread of a few percent is not resolved (ob-compare)."""
     from overlap_bench.report import report
 
-    paths = sorted({p for pattern in plain for p in base.glob(pattern)})
+    paths = sorted({p for pattern in plain for p in md_blocks.glob(base, pattern)})
     if not paths:
         raise ob_tool.UsageError(f"{base}: no file matches {' '.join(plain)}")
     frame = ob_csv.concat_summaries([ob_csv.load_summary(p) for p in paths])
@@ -154,7 +154,7 @@ def pivot_block(base, plain, keyed):
     import pandas as pd
     from overlap_bench.report import report
 
-    paths = sorted({p for pattern in plain for p in base.glob(pattern)})
+    paths = sorted({p for pattern in plain for p in md_blocks.glob(base, pattern)})
     if not paths:
         raise ob_tool.UsageError(f"{base}: no file matches {' '.join(plain)}")
     frame = pd.concat([pd.read_csv(p).assign(file=p.stem) for p in paths], ignore_index=True)  # rows=file: per file
@@ -185,7 +185,7 @@ def modes_block(base, plain, keyed):
     import pandas as pd
     from overlap_bench.report import report
 
-    paths = sorted({p for pattern in plain for p in base.glob(pattern)})
+    paths = sorted({p for pattern in plain for p in md_blocks.glob(base, pattern)})
     if not paths:
         raise ob_tool.UsageError(f"{base}: no file matches {' '.join(plain)}")
     modes = keyed.get("modes", "seq,overlap,ideal,bound").split(",")
@@ -255,10 +255,7 @@ def render(markdown_path, text):
     lines = text.split("\n")
     out, last = [], 0
     for start, end, spec in blocks(markdown_path, lines):
-        try:
-            words = shlex.split(spec)
-        except ValueError as error:
-            raise ob_tool.UsageError(f"{markdown_path}:{start + 1}: '{spec}' is invalid ({error})") from None
+        words = md_blocks.words(f"{markdown_path}:{start + 1}", spec)
         if not words or words[0] not in KINDS:
             raise ob_tool.UsageError(f"{markdown_path}:{start + 1}: unknown generated block '{spec}' "
                                     f"(one of: {', '.join(KINDS)})")
