@@ -1,5 +1,6 @@
 #include "phase3_mpi_cuda/config.hpp"
 
+#include <mpi.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -65,6 +66,9 @@ void add_options(CLI::App& app, Config& config) {
   ob::add_checked_option(app, "--kernel", config.kernel, "GPU GEMM (phase 1's): naive|tiled|cublas",
                          CLI::IsMember({"naive", "tiled", "cublas"}));
   app.add_flag("--cuda-aware", config.cuda_aware, "All-reduce device buffers directly (needs a CUDA-aware MPI)");
+  app.add_flag("--share-gpu", config.share_gpu,
+               "Where a node has fewer GPUs than ranks, let its ranks share them (they time-slice one GPU's "
+               "compute); without it --device gpu refuses and --device auto computes on the CPU");
   ob::add_checked_option(app, "--threads", config.threads,
                          "OpenMP threads per rank: compute team + 1 comm thread (0: all)", CLI::Range(0, 4096));
 }
@@ -99,6 +103,18 @@ void validate(const Config& config) {
   }
   ob::require(!config.cuda_aware || config.device != "cpu", "--cuda-aware", "--device cpu",
               "--cuda-aware needs GPU compute (--device gpu or auto)");
+#if defined(OPEN_MPI) && defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION < 5
+  // Open MPI 4's CUDA-aware support covers point-to-point and blocking collectives only (its FAQ, "Which MPI APIs
+  // do NOT work with CUDA-aware?"): an MPI_Iallreduce of device memory would be reduced by the host, and crash.
+  ob::require(!config.cuda_aware || config.strategy == "seq" || config.strategy == "thread", "--strategy",
+              config.strategy,
+              "--cuda-aware under Open MPI 4 needs seq or thread: its CUDA-aware support covers blocking collectives "
+              "only (nonblocking and progress use MPI_Iallreduce)");
+#endif
+  ob::require(!config.share_gpu || config.device != "cpu", "--share-gpu", "--device cpu",
+              "--share-gpu shares GPUs among ranks: it needs GPU compute (--device gpu or auto)");
+  ob::require(!config.share_gpu || !config.busy(), "--share-gpu", "--compute busy",
+              "--compute busy runs on the host: it uses no GPU to share");
   for (const double mb : config.grad_mb) {
     const double floats = mb * (1 << 20) / 4;
     ob::require(

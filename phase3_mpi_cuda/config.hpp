@@ -37,6 +37,7 @@ struct Config {
   std::string device = "auto";  // cpu | gpu | auto
   std::string kernel = "cublas";  // GPU GEMM: naive | tiled | cublas (phase 1's kernels)
   bool cuda_aware = false;
+  bool share_gpu = false;  // --device gpu|auto: ranks of a node may share a GPU when it has fewer GPUs than ranks
   int threads = 0;  // OpenMP threads per rank (compute team + comm thread); 0: omp_get_max_threads()
 
   std::vector<ob::Mode> modes() const;  // in run order: comm first with --compute busy (it sizes the loop)

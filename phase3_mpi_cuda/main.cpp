@@ -45,34 +45,62 @@ std::string describe_shape(const phase3::Config& config) {
   return text + "gradients " + sizes + " MiB";
 }
 
-// Where rank `context.rank` computes: "cpu" or "gpu" (--device auto: a GPU where there is one), and which GPU;
-// or the exit code when --device gpu finds none.
-std::variant<int, std::pair<std::string, int>> choose_device(const phase3::Config& config,
-                                                             const ob::PhaseContext& context) {
-  std::string device = config.busy() ? "cpu" : config.device;  // the busy loop runs on the host
+// Where rank `context.rank` computes: "cpu" or "gpu", which GPU, how many ranks of its node share that GPU at most
+// (0 on the CPU), and why, where it says more than the device; or the exit code when --device gpu finds none.
+struct Placement {
+  std::string device;
+  int gpu = -1;
+  int ranks_per_gpu = 0;
+  std::string note;  // for the header: "2 ranks time-slice 1 GPU (--share-gpu)", or why auto chose the CPU
+};
+
+// A node's GPUs over its ranks (a collective): with fewer GPUs than ranks, ranks share only on --share-gpu; without
+// it --device gpu is refused (exit 2, before any work) and --device auto computes on the CPU.
+std::variant<int, Placement> choose_device(const phase3::Config& config, const ob::PhaseContext& context) {
+  Placement place;
+  place.device = config.busy() ? "cpu" : config.device;  // the busy loop runs on the host
 #ifdef OVERLAP_HAVE_CUDA
   const auto probe = ob::probe_cuda();
-  if (device == "auto") device = probe.devices > 0 ? "gpu" : "cpu";
-  if (device == "gpu" && probe.devices == 0) {
+  const int local_ranks = static_cast<int>(ob::gather_on_node("", MPI_COMM_WORLD).size());
+  int most_local = local_ranks;  // the busiest node decides for every rank: one device for the whole run
+  MPI_CHECK(MPI_Allreduce(&local_ranks, &most_local, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+  const bool enough = probe.devices >= most_local;
+  const std::string count = std::to_string(most_local) + " ranks on a node for " + std::to_string(probe.devices) +
+      " GPU(s)";
+  if (place.device == "auto") {
+    place.device = probe.devices > 0 && (enough || config.share_gpu) ? "gpu" : "cpu";
+    if (probe.devices > 0 && place.device == "cpu") place.note = "--device auto: " + count + "; --share-gpu shares them";
+  }
+  if (place.device == "gpu" && probe.devices == 0) {
     if (context.root) std::cerr << ob::no_device_message("phase3_mpi_cuda", probe) << std::endl;
     return ob::kExitSkipped;
   }
-  if (device == "gpu") return std::make_pair(device, ob::gpu_for_rank(ob::local_rank(MPI_COMM_WORLD), probe.devices));
+  ob::require(place.device != "gpu" || enough || config.share_gpu, "--device", "gpu",
+              count + ": add --share-gpu to let ranks time-slice a GPU, or use --device cpu");
+  if (place.device == "gpu") {
+    place.gpu = ob::gpu_for_rank(ob::local_rank(MPI_COMM_WORLD), probe.devices);
+    place.ranks_per_gpu = (most_local + probe.devices - 1) / probe.devices;
+    if (place.ranks_per_gpu > 1) {
+      place.note = std::to_string(place.ranks_per_gpu) + " ranks time-slice each GPU's compute (--share-gpu)";
+    }
+  }
 #else
-  if (device == "gpu") {
+  if (place.device == "gpu") {
     if (context.root) std::cerr << "phase3_mpi_cuda: no CUDA device available (built without CUDA)" << std::endl;
     return ob::kExitSkipped;
   }
-  device = "cpu";
+  place.device = "cpu";
 #endif
-  return std::make_pair(device, -1);  // ranks may share one GPU
+  return place;
 }
 
 // Every gradient size of the run on one time axis, on `device` (GPU `gpu`).
 std::variant<int, ob::PhaseResult> run(const phase3::Config& config, const ob::PhaseContext& context) {
   const auto chosen = choose_device(config, context);
   if (const int* code = std::get_if<int>(&chosen)) return *code;
-  const auto [device, gpu] = std::get<std::pair<std::string, int>>(chosen);
+  const Placement place = std::get<Placement>(chosen);
+  const std::string& device = place.device;
+  const int gpu = place.gpu;
   ob::require(!config.cuda_aware || mpi_supports_device_buffers(), "--cuda-aware", "on",
               "this MPI library does not report CUDA support (MPIX_Query_cuda_support)");
   const phase3::BackendFactory make_backend = [&](const phase3::Config& c) -> std::unique_ptr<phase3::Backend> {
@@ -101,6 +129,7 @@ std::variant<int, ob::PhaseResult> run(const phase3::Config& config, const ob::P
     }
     description = backend->description();
     auto part = phase3::run(point, *backend, device, MPI_COMM_WORLD, progress, origin);
+    for (auto& row : part.rows) row.config("ranks_per_gpu", place.ranks_per_gpu);
     result.rows.insert(result.rows.end(), part.rows.begin(), part.rows.end());
     if (config.grad_mb.size() > 1) ob::label_point(part.events, "grad_mb=" + ob::format_number(point.grad_mb[0]));
     result.events.insert(result.events.end(), part.events.begin(), part.events.end());
@@ -112,7 +141,8 @@ std::variant<int, ob::PhaseResult> run(const phase3::Config& config, const ob::P
   result.meta = {
       {"clock", "std::chrono::steady_clock"}, {"mpi_thread_level", context.mpi->provided()}, {"device", description}};
   result.header = "phase3_mpi_cuda: " + std::to_string(context.ranks) + " ranks, " + config.compute + " compute, " +
-      describe_shape(config) + " in " + std::to_string(config.chunks) + " chunks on " + device + ", median of " +
+      describe_shape(config) + " in " + std::to_string(config.chunks) + " chunks on " + device +
+      (place.note.empty() ? "" : " (" + place.note + ")") + ", median of " +
       std::to_string(config.common.iters) + " steps, slowest rank (steady_clock)";
   result.columns = phase3::console_columns();
   return result;

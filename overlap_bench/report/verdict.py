@@ -177,6 +177,10 @@ def verdict(path, cores):
     crowded = crowding(name, frame, meta, cores)
     if crowded:
         lines.append(crowded)
+    if "ranks_per_gpu" in frame and number(frame.iloc[0], "ranks_per_gpu") > 1:
+        lines.append(f"{name}: {number(frame.iloc[0], 'ranks_per_gpu'):.0f} ranks time-slice one GPU's compute "
+                     "(--share-gpu): each rank's compute-only step already waits for the other ranks' kernels, and its "
+                     "all-reduce hides behind their turns on the GPU, not behind a GPU of its own")
     if (frame["phase"] == "phase4").all() and int(frame["ranks"].iloc[0]) == 1:
         lines.append(f"{name}: one GPU: its all-reduce has no peer, so what hides here is a local pass over the "
                      "gradient, not communication between GPUs")

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <mpi.h>
 
 #include "common/errors.hpp"
 #include "common/run_output.hpp"
@@ -76,4 +77,21 @@ TEST(Phase3Options, DefaultsAndMoreChunksThanRowsParse) {  // bad values: tests/
   EXPECT_EQ(exit_code_of({"--chunks", "100", "--in", "10"}), -1);
   EXPECT_EQ(exit_code_of({"--inject-fault", "1:20:hang", "--timeout-s", "30"}), -1);
   EXPECT_EQ(exit_code_of({"--inject-fault", "1:start-up:exit"}), -1);
+}
+
+TEST(Phase3Options, ShareGpuIsAskedForWithGpuComputeOnly) {  // the runtime refusal: tests/python/test_phase3_cli.py
+  EXPECT_EQ(exit_code_of({"--share-gpu"}), -1);
+  EXPECT_EQ(exit_code_of({"--share-gpu", "--device", "gpu"}), -1);
+  EXPECT_EQ(exit_code_of({"--share-gpu", "--device", "cpu"}), 2);
+  EXPECT_EQ(exit_code_of({"--share-gpu", "--compute", "busy"}), 2);
+}
+
+TEST(Phase3Options, CudaAwareUnderOpenMpi4TakesBlockingStrategiesOnly) {
+#if defined(OPEN_MPI) && defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION < 5
+  EXPECT_EQ(exit_code_of({"--cuda-aware"}), 2);  // --strategy all holds nonblocking and progress
+  EXPECT_EQ(exit_code_of({"--cuda-aware", "--strategy", "nonblocking"}), 2);
+  EXPECT_EQ(exit_code_of({"--cuda-aware", "--strategy", "progress"}), 2);
+#endif
+  EXPECT_EQ(exit_code_of({"--cuda-aware", "--strategy", "seq"}), -1);
+  EXPECT_EQ(exit_code_of({"--cuda-aware", "--strategy", "thread"}), -1);
 }

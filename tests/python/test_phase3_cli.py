@@ -140,7 +140,8 @@ def test_batch_auto_sizes_the_gemm_to_the_all_reduce(phase3, tmp_path):
 BAD = [["--chunks", "0"], ["--strategy", "fast"], ["--batch", "-1"], ["--device", "cpu", "--cuda-aware"],
        ["--csv", "/nonexistent/x.csv"], ["--lr", "nan"], ["--compute", "fast"], ["--probes", "3"],
        ["--busy-us", "5"], ["--busy-us", "0.000001", "--compute", "busy"], ["--grad-mb", "0.001"],
-       ["--batch", "auto", "--compute", "busy"], ["--device", "gpu", "--compute", "busy"], ["--backoff-us", "-1"]]
+       ["--batch", "auto", "--compute", "busy"], ["--device", "gpu", "--compute", "busy"], ["--backoff-us", "-1"],
+       ["--share-gpu", "--device", "cpu"], ["--share-gpu", "--compute", "busy"]]
 
 
 @pytest.mark.parametrize("args", BAD, ids=[" ".join(a) for a in BAD])
