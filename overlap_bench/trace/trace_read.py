@@ -125,6 +125,12 @@ def set_apart_compute_only(trace):
 def read_kineto(path):
     """A PyTorch profiler trace (Chrome JSON, optionally gzipped), streamed; a usage error naming the file where it
     is not one (not JSON, cut short, no traceEvents, no GPU kernel)."""
+    from overlap_bench.trace import trace_native
+
+    native = trace_native.read(path)  # at the parser's speed where it is built; None: read here
+    if native is not None:
+        set_apart_compute_only(native)
+        return native
     import ijson
 
     trace = RankTrace(str(path))

@@ -4,7 +4,7 @@
 OB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # The Python tools run in place as modules (python3 -m overlap_bench.report.report), the checkout's package.
 export PYTHONPATH="$OB_ROOT${PYTHONPATH:+:$PYTHONPATH}"
-OB_APT_PACKAGES="build-essential cmake git openmpi-bin libopenmpi-dev libcli11-dev nlohmann-json3-dev libgtest-dev python3 python3-pip"
+OB_APT_PACKAGES="build-essential cmake git openmpi-bin libopenmpi-dev libcli11-dev nlohmann-json3-dev libgtest-dev libsimdjson-dev zlib1g-dev python3 python3-pip"
 OB_APT_PYTHON_PACKAGES="python3-pandas python3-matplotlib python3-pytest python3-setuptools python3-wheel python3-ijson"
 
 ob_log() { printf '[overlap-bench] %s\n' "$*" >&2; }
@@ -27,6 +27,9 @@ ob_missing_system() {
   [ -f /usr/include/CLI/CLI.hpp ] || [ -f /usr/local/include/CLI/CLI.hpp ] || missing+=(libcli11-dev)
   [ -f /usr/include/nlohmann/json.hpp ] || [ -f /usr/local/include/nlohmann/json.hpp ] || missing+=(nlohmann-json3-dev)
   [ -f /usr/include/gtest/gtest.h ] || [ -f /usr/local/include/gtest/gtest.h ] || missing+=(libgtest-dev)
+  # The native trace reader (trace_reader/, optional: without these ob-analyze reads traces in Python).
+  [ -f /usr/include/simdjson.h ] || [ -f /usr/local/include/simdjson.h ] || missing+=(libsimdjson-dev)
+  [ -f /usr/include/zlib.h ] || [ -f /usr/local/include/zlib.h ] || missing+=(zlib1g-dev)
   command -v python3 >/dev/null 2>&1 || missing+=(python3 python3-pip)
   echo "${missing[*]}"
 }

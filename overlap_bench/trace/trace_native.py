@@ -1,0 +1,113 @@
+"""The native Kineto reader (trace_reader/, ob_trace_columns: simdjson over the file in chunks, bounded memory) run
+on one trace, and its columns read back into the RankTrace the Python reader (trace_read.read_kineto) would make:
+the same events kept with the same numbers. It answers None where it is not built, not found, cannot run here (an
+older CPU), or met something it leaves to the Python reader (exit 4: a string where a number stands, bad JSON); a
+trace it refuses (nests too deep, one event too large, inflates too far) is a usage error, as the Python reader's.
+Standard library only: the array module reads the columns."""
+import array
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+from overlap_bench.core import ob_tool
+from overlap_bench.trace.trace_model import Kernel, RankTrace
+
+BINARY = "ob_trace_columns"
+MAGIC = b"OBCOLS1\n"
+# OB_TRACE_NATIVE=0: every trace read in Python; =PATH: that ob_trace_columns (the equality test compares both).
+ENVIRONMENT = "OB_TRACE_NATIVE"
+
+
+def binary():
+    """The built ob_trace_columns (OB_TRACE_NATIVE's, on PATH, or in this checkout's build folders), or None."""
+    choice = os.environ.get(ENVIRONMENT, "")
+    if choice == "0":
+        return None
+    if choice:
+        return choice
+    try:
+        return ob_tool.find_built(BINARY, folder="trace_reader")
+    except ob_tool.UsageError:
+        return None
+
+
+def sections(data):
+    """{name: bytes} of a columns file (trace_reader/columns_file.hpp)."""
+    if data[:len(MAGIC)] != MAGIC:
+        raise ValueError("not a columns file")
+    found, at = {}, len(MAGIC)
+    while at < len(data):
+        length = int.from_bytes(data[at:at + 4], "little")
+        name = data[at + 4:at + 4 + length].decode()
+        at += 4 + length
+        size = int.from_bytes(data[at:at + 8], "little")
+        at += 8
+        found[name] = data[at:at + size]
+        at += size + (8 - size % 8) % 8
+    return found
+
+
+def _column(found, name, code):
+    values = array.array(code)
+    values.frombytes(found[name])
+    if sys.byteorder != "little":
+        values.byteswap()
+    return values
+
+
+def _strings(found, name):
+    text, offsets = found[f"{name}.text"], _column(found, f"{name}.offsets", "Q")
+    return [text[a:b].decode() for a, b in zip(offsets, offsets[1:])]
+
+
+def to_trace(path, found):
+    """The columns as a RankTrace, before _wrapping_ends and set_apart_compute_only (trace_read does both)."""
+    import json
+
+    col = lambda name, code="d": _column(found, name, code)  # noqa: E731
+    rank, world, start_ns, nccl, gpu, fsdp = col("header", "q")
+    strings, tids = _strings(found, "strings"), [json.loads(t) if t else None for t in _strings(found, "tids")]
+    trace = RankTrace(str(path), rank=rank, world=world, gpu=strings[gpu], nccl=strings[nccl], start_ns=start_ns)
+    trace.kernels = [Kernel(s, e, strings[n], st, strings[sh], c, strings[co], b) for s, e, n, st, sh, c, co, b in zip(
+        col("k_start"), col("k_end"), col("k_name", "I"), col("k_stream", "q"), col("k_shape", "I"),
+        col("k_corr", "q"), col("k_coll", "I"), col("k_bytes"))]
+    trace.launches = dict(zip(col("l_corr", "q"), col("l_ts")))
+    trace.graph_launches = set(col("graph_corr", "q"))
+    trace.steps = list(zip(col("step_number", "q"), col("step_start"), col("step_end")))
+    trace.compute_only = list(zip(col("co_start"), col("co_end")))
+    trace.optimizer = list(zip(col("opt_start"), col("opt_end")))
+    trace.wrapper = list(zip(col("wrap_start"), col("wrap_end")))
+    trace.grads = list(zip(col("grad_ts"), col("grad_elems")))
+    trace.backward = [(s, e, strings[n]) for s, e, n in zip(col("bw_start"), col("bw_end"), col("bw_name", "I"))]
+    trace.wrapping = [(s, e, tids[t]) for s, e, t in zip(col("wrapping_start"), col("wrapping_end"),
+                                                          col("wrapping_tid", "I"))]
+    ops = {}
+    for t, s, e in zip(col("op_tid", "I"), col("op_start"), col("op_end")):
+        starts, ends = ops.setdefault(t, (array.array("d"), array.array("d")))
+        starts.append(s)
+        ends.append(e)
+    trace.ops = {tids[t]: pair for t, pair in ops.items()}
+    if fsdp:
+        trace.system = "pytorch-fsdp2"
+    return trace
+
+
+def read(path):
+    """A Kineto trace read natively (before _wrapping_ends and set_apart_compute_only), or None where the native
+    reader is not at hand or leaves this trace to the Python reader."""
+    command = binary()
+    if command is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="ob-columns-") as scratch:
+        out = pathlib.Path(scratch) / "columns.bin"
+        try:
+            done = subprocess.run([command, str(path), str(out)], capture_output=True, text=True)
+        except OSError:
+            return None
+        if done.returncode == 2:
+            raise ob_tool.UsageError(f"TRACE: '{path}' is invalid: {done.stderr.strip()[:200]}")
+        if done.returncode != 0:  # 4: left to Python; a signal (SIGILL on an older CPU) or 3: Python reads it too
+            return None
+        return to_trace(path, sections(out.read_bytes()))

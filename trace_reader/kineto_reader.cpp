@@ -1,0 +1,302 @@
+// The scanner tracks only what cutting needs: inside a string or not (a backslash escapes the next byte), the depth
+// of brackets outside strings (capped: a bracket inside a string never counts), and at depth 1 the key whose value
+// comes. traceEvents' commas become spaces, so its events are a run of whitespace-separated documents that simdjson's
+// iterate_many parses in one pass per batch. Anything the scanner cannot place (a top level that is not an object,
+// an event that is not an object, bytes after the end) is Unhandled: the Python reader says what it is.
+#include "trace_reader/kineto_reader.hpp"
+
+#include <immintrin.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "trace_reader/kineto_events.hpp"
+
+namespace ob::trace {
+namespace {
+
+// The first '"' or '\\' in b[i, end), or end: the end of a string's plain run.
+size_t find_quote(const char* b, size_t i, size_t end) {
+#ifdef __AVX2__
+  const __m256i quote = _mm256_set1_epi8('"'), backslash = _mm256_set1_epi8('\\');
+  while (i + 32 <= end) {
+    __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + i));
+    unsigned mask = static_cast<unsigned>(
+        _mm256_movemask_epi8(_mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, backslash))));
+    if (mask) return i + static_cast<size_t>(__builtin_ctz(mask));
+    i += 32;
+  }
+#endif
+  const __m128i quote16 = _mm_set1_epi8('"'), backslash16 = _mm_set1_epi8('\\');
+  while (i + 16 <= end) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i));
+    int mask = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote16), _mm_cmpeq_epi8(v, backslash16)));
+    if (mask) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+    i += 16;
+  }
+  while (i < end && b[i] != '"' && b[i] != '\\') ++i;
+  return i;
+}
+
+// The first '"' or bracket in b[i, end), or end: inside an event nothing else matters to the cutting.
+size_t find_structure(const char* b, size_t i, size_t end) {
+  // '[' 0x5B and '{' 0x7B differ in bit 0x20, as ']' 0x5D and '}' 0x7D do.
+  const __m128i quote = _mm_set1_epi8('"'), open = _mm_set1_epi8(0x5B), close = _mm_set1_epi8(0x5D),
+                fold = _mm_set1_epi8(static_cast<char>(0xDF));
+  while (i + 16 <= end) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i));
+    __m128i folded = _mm_and_si128(v, fold);
+    __m128i hit = _mm_or_si128(_mm_cmpeq_epi8(v, quote),
+                               _mm_or_si128(_mm_cmpeq_epi8(folded, open), _mm_cmpeq_epi8(folded, close)));
+    int mask = _mm_movemask_epi8(hit);
+    if (mask) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+    i += 16;
+  }
+  while (i < end && b[i] != '"' && (b[i] & 0xDF) != 0x5B && (b[i] & 0xDF) != 0x5D) ++i;
+  return i;
+}
+
+bool header_key(const std::string& key) {
+  return key == "distributedInfo" || key == "deviceProperties" || key == "baseTimeNanoseconds";
+}
+
+[[noreturn]] void unhandled(const char* what) { throw Unhandled(what); }
+
+}  // namespace
+
+KinetoScanner::KinetoScanner(Columns& columns, ReaderLimits limits) : columns_(columns), limits_(limits) {
+  capacity_ = limits_.most_event_bytes + limits_.chunk_bytes + simdjson::SIMDJSON_PADDING;
+  buffer_.reset(new char[capacity_]);
+}
+
+void KinetoScanner::feed(const char* data, size_t size) {
+  while (size > 0) {
+    // Keep from the event being cut (or nothing): what came before it is parsed or skipped.
+    flush_events();
+    size_t keep = in_events_ && item_ == Item::kIn ? item_from_ : pos_;
+    if (capturing_) {
+      capture_.append(buffer_.get() + capture_from_, pos_ - capture_from_);
+      if (capture_.size() > limits_.most_event_bytes) unhandled("a header value longer than the event cap");
+      capture_from_ = pos_ - keep;
+    }
+    std::memmove(buffer_.get(), buffer_.get() + keep, end_ - keep);
+    end_ -= keep;
+    pos_ -= keep;
+    item_from_ = item_from_ >= keep ? item_from_ - keep : 0;
+    batch_from_ = batch_to_ = in_events_ && item_ == Item::kIn ? item_from_ : pos_;
+    size_t room = std::min(capacity_ - simdjson::SIMDJSON_PADDING - end_, limits_.chunk_bytes);
+    if (room == 0 || (in_events_ && item_ == Item::kIn && end_ > limits_.most_event_bytes))
+      throw Refused("an event longer than " + std::to_string(limits_.most_event_bytes >> 20) + " MiB");
+    size_t n = std::min(size, room);
+    std::memcpy(buffer_.get() + end_, data, n);
+    end_ += n;
+    data += n;
+    size -= n;
+    total_ += n;
+    scan();
+    // An event (complete or not) longer than the cap: refused, whatever the chunks.
+    if (in_events_ && item_ == Item::kIn && end_ - item_from_ > limits_.most_event_bytes) too_long();
+  }
+}
+
+void KinetoScanner::too_long() const {
+  throw Refused("an event longer than " + std::to_string(limits_.most_event_bytes >> 20) + " MiB");
+}
+
+void KinetoScanner::begin_value() {
+  if (header_key(key_) && !events_) {  // as the Python reader: header keys before the first event
+    capturing_ = true;
+    capture_from_ = pos_;
+    capture_.clear();
+  }
+}
+
+void KinetoScanner::end_of_value() {
+  if (!capturing_) return;
+  capture_.append(buffer_.get() + capture_from_, pos_ - capture_from_);
+  capturing_ = false;
+  keep_header(key_, capture_, columns_);
+}
+
+void KinetoScanner::flush_events() {
+  if (batch_to_ > batch_from_) keep_events(parser_, buffer_.get() + batch_from_, batch_to_ - batch_from_, columns_);
+  batch_from_ = batch_to_;
+}
+
+void KinetoScanner::scan() {
+  char* b = buffer_.get();
+  size_t i = pos_;
+  while (i < end_) {
+    if (in_string_) {
+      if (escaped_) {
+        escaped_ = false;
+        ++i;
+        continue;
+      }
+      size_t j = find_quote(b, i, end_);
+      if (top_ == Top::kInKey) key_.append(b + i, j - i);
+      if (j == end_) {
+        i = j;
+        break;
+      }
+      i = j + 1;
+      if (b[j] == '\\') {
+        escaped_ = true;
+        key_escaped_ = key_escaped_ || top_ == Top::kInKey;
+        continue;
+      }
+      in_string_ = false;
+      if (top_ == Top::kInKey) top_ = Top::kColon;
+      continue;
+    }
+    if (depth_ >= 3) {  // inside an event: skip to the next string or bracket
+      i = find_structure(b, i, end_);
+      if (i == end_) break;
+    }
+    char c = b[i];
+    switch (c) {
+      case ' ': case '\n': case '\r': case '\t':
+        break;
+      case '"':
+        if (depth_ == 1) {
+          if (top_ == Top::kKey) {
+            top_ = Top::kInKey;
+            key_.clear();
+            key_escaped_ = false;
+          } else if (top_ == Top::kValue) {
+            pos_ = i;
+            begin_value();
+            top_ = Top::kInValue;
+          } else {
+            unhandled("a string out of place at the top level");
+          }
+        } else if (depth_ == 0 || (in_events_ && depth_ == 2)) {
+          unhandled("a string where an object belongs");
+        }
+        in_string_ = true;
+        break;
+      case '{': case '[':
+        if (depth_ == 0) {
+          if (top_ != Top::kBefore || c != '{') unhandled("a trace that is not one JSON object");
+          top_ = Top::kKey;
+        } else if (depth_ == 1) {
+          if (top_ != Top::kValue) unhandled("a value out of place at the top level");
+          top_ = Top::kInValue;
+          if (key_ == "traceEvents") {
+            if (c != '[') unhandled("traceEvents that is not a list");
+            in_events_ = true;
+            item_ = Item::kFirst;
+            batch_from_ = batch_to_ = i + 1;
+          } else {
+            pos_ = i;
+            begin_value();
+          }
+        } else if (in_events_ && depth_ == 2) {
+          if (c != '{' || item_ == Item::kAfter) unhandled("an event that is not a JSON object");
+          item_ = Item::kIn;
+          item_from_ = i;
+        }
+        if (++depth_ > limits_.most_depth)
+          throw Refused("it nests deeper than " + std::to_string(limits_.most_depth));
+        break;
+      case '}': case ']':
+        if (depth_ == 0) unhandled("a closing bracket at the top level");
+        if (depth_ == 1) {
+          if (c != '}' || (top_ != Top::kInValue && top_ != Top::kAfter)) unhandled("a top level cut short");
+          pos_ = i;
+          if (top_ == Top::kInValue) end_of_value();
+          top_ = Top::kDone;
+          depth_ = 0;
+          break;
+        }
+        if (in_events_ && depth_ == 2) {
+          if (c != ']' || item_ == Item::kExpect) unhandled("traceEvents cut short");
+          flush_events();
+          in_events_ = false;
+          item_ = Item::kAfter;  // events seen (or an empty list): header keys after this are not read
+          depth_ = 1;
+          break;
+        }
+        if (--depth_ == 2 && in_events_) {
+          item_ = Item::kAfter;
+          batch_to_ = i + 1;
+          if (i + 1 - item_from_ > limits_.most_event_bytes) too_long();
+          events_ = true;
+        }
+        break;
+      case ',':
+        if (depth_ == 1) {
+          if (top_ != Top::kInValue) unhandled("a comma out of place at the top level");
+          pos_ = i;
+          end_of_value();
+          top_ = Top::kKey;
+        } else if (in_events_ && depth_ == 2) {
+          if (item_ != Item::kAfter) unhandled("a comma out of place in traceEvents");
+          b[i] = ' ';
+          item_ = Item::kExpect;
+        } else if (depth_ == 0) {
+          unhandled("bytes after the trace");
+        }
+        break;
+      case ':':
+        if (depth_ == 1) {
+          if (top_ != Top::kColon || key_escaped_) unhandled("a key the native reader does not take");
+          top_ = Top::kValue;
+        }
+        break;
+      default:
+        if (depth_ == 0) unhandled("bytes after the trace");
+        if (depth_ == 1) {
+          if (top_ == Top::kValue) {
+            pos_ = i;
+            begin_value();
+            top_ = Top::kInValue;
+          } else if (top_ != Top::kInValue) {
+            unhandled("a value out of place at the top level");
+          }
+        } else if (in_events_ && depth_ == 2) {
+          unhandled("an event that is not a JSON object");
+        }
+    }
+    ++i;
+  }
+  pos_ = i;
+}
+
+void KinetoScanner::finish() {
+  flush_events();
+  if (top_ != Top::kDone || in_string_) unhandled("cut short");
+  if (!events_) unhandled("no traceEvents");
+}
+
+Columns read_kineto_file(const std::string& path, ReaderLimits limits) {
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (!file) throw std::runtime_error(path + ": cannot open it");
+  struct Closer {
+    gzFile f;
+    ~Closer() { gzclose(f); }
+  } closer{file};
+  gzbuffer(file, 1 << 20);
+  Columns columns;
+  KinetoScanner scanner(columns, limits);
+  std::unique_ptr<char[]> chunk(new char[limits.chunk_bytes]);
+  uint64_t inflated = 0;
+  for (;;) {
+    int got = gzread(file, chunk.get(), static_cast<unsigned>(limits.chunk_bytes));
+    if (got < 0) {
+      int code = 0;
+      throw Unhandled(std::string("gzip: ") + gzerror(file, &code));
+    }
+    if (got == 0) break;
+    inflated += static_cast<uint64_t>(got);
+    if (!gzdirect(file) && inflated > limits.most_inflated)
+      throw Refused("it inflates past " + std::to_string(limits.most_inflated >> 20) + " MiB");
+    scanner.feed(chunk.get(), static_cast<size_t>(got));
+  }
+  scanner.finish();
+  wrapping_ends(columns);
+  return columns;
+}
+
+}  // namespace ob::trace

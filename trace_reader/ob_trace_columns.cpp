@@ -1,0 +1,65 @@
+// ob_trace_columns TRACE OUT: a Kineto trace (plain or gzip) read natively into the columns ob-analyze reads
+// (overlap_bench/trace/trace_native.py runs it). --parse-only: the bare parser (simdjson over the same bytes, every
+// event parsed and dropped) for the parse limit ob-analyze-bench reports. Exit codes: 0 written; 2 the trace is
+// refused (one line why); 3 I/O; 4 not handled natively (the Python reader decides; one line why).
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include <zlib.h>
+
+#include "trace_reader/columns_file.hpp"
+#include "trace_reader/kineto_reader.hpp"
+
+namespace {
+
+int parse_only(const char* path) {
+  // The file inflated in chunks and every event parsed by simdjson's iterate_many: what any reader over this
+  // parser must pay; the bytes and the seconds on stdout.
+  gzFile file = gzopen(path, "rb");
+  if (!file) return 3;
+  gzbuffer(file, 1 << 20);
+  std::string text;
+  char chunk[1 << 16];
+  int got;
+  auto start = std::chrono::steady_clock::now();
+  while ((got = gzread(file, chunk, sizeof chunk)) > 0) text.append(chunk, static_cast<size_t>(got));
+  gzclose(file);
+  auto read = std::chrono::steady_clock::now();
+  simdjson::dom::parser parser;
+  simdjson::padded_string padded(text);
+  text.clear();
+  text.shrink_to_fit();
+  auto parse_start = std::chrono::steady_clock::now();
+  simdjson::dom::element root;
+  auto error = parser.parse(padded).get(root);
+  auto done = std::chrono::steady_clock::now();
+  std::printf("{\"bytes\": %zu, \"read_s\": %.4f, \"parse_s\": %.4f, \"ok\": %s}\n", padded.size(),
+              std::chrono::duration<double>(read - start).count(),
+              std::chrono::duration<double>(done - parse_start).count(), error ? "false" : "true");
+  return error ? 4 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], "--parse-only") == 0) return parse_only(argv[2]);
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: ob_trace_columns TRACE OUT | --parse-only TRACE\n");
+    return 2;
+  }
+  try {
+    ob::trace::write_columns(ob::trace::read_kineto_file(argv[1]), argv[2]);
+  } catch (const ob::trace::Refused& refused) {
+    std::fprintf(stderr, "%s\n", refused.what());
+    return 2;
+  } catch (const ob::trace::Unhandled& unhandled) {
+    std::fprintf(stderr, "%s\n", unhandled.what());
+    return 4;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "%s\n", error.what());
+    return 3;
+  }
+  return 0;
+}
