@@ -263,6 +263,8 @@ void keep_event(od::object object, Columns& c) {
   std::string_view n = name.value;
   double start = ts.value, end = ts.value + dur.value;
   bool cpu_op = category == "cpu_op", annotation = category == "user_annotation";
+  // Gloo's host collectives (trace_model.GLOO_OPS): read as communication by the Python reader, not here.
+  if ((cpu_op || annotation) && starts(n, "gloo:")) unhandled("a gloo host collective");
   if (category == "kernel" || category == "gpu_memset" || category == "gpu_memcpy") {
     std::string_view collective;
     if (category == "kernel" && args.collective.got != Got::kAbsent) {
@@ -403,6 +405,8 @@ void keep_header(std::string_view key, std::string_view value_json, Columns& c) 
     if (!root.is_object()) return;
     simdjson::dom::object info = root.get_object().value_unsafe();
     for (auto [name, value] : info) {
+      if (name == "backend" && value.is_string() && value.get_string().value_unsafe() == "gloo")
+        unhandled("a gloo job: its host collectives are read by the Python reader");
       if (name == "rank") c.rank = whole(value);
       else if (name == "world_size") c.world = whole(value);
       else if (name == "nccl_version") {

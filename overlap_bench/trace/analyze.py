@@ -292,10 +292,14 @@ def sentences(table, advised, busy=1.0, basis="lone instances"):
     row = table.set_index("mode").loc["overlap"]
     ranks, steps = int(row["ranks"]), int(row["iters"])
     lines = [f"{row['system']}, {ranks} rank{'s' * (ranks != 1)}, {steps} step{'s' * (steps != 1)}: the step took "
-             f"{row['time_ms_p50']:.3f} ms (median, slowest rank); communication {row['comm_ms']:.3f} ms, "
-             f"{row['overlap_pct']:.0f} % of it hidden behind compute, {row['exposed_comm_ms']:.3f} ms exposed; "
-             f"compute ran {100 * row['compute_slowdown']:.0f} % slower beside communication "
-             f"({row['slowdown_ms']:.3f} ms a step, {BASELINES[basis]}): {row['added_ms']:.3f} ms added to the "
+             f"{row['time_ms_p50']:.3f} ms (median, slowest rank); "
+             + (f"communication {row['comm_ms']:.3f} ms, {row['overlap_pct']:.0f} % of it hidden behind compute, "
+                f"{row['exposed_comm_ms']:.3f} ms exposed; " if np.isfinite(row["overlap_pct"]) else
+                "communication none measured; ")
+             + (f"compute ran {100 * row['compute_slowdown']:.0f} % slower beside communication "
+                if np.isfinite(row["compute_slowdown"]) else "compute slowdown none measured (no compute kernel "
+                "beside a collective had a time alone to hold it against) ")
+             + f"({row['slowdown_ms']:.3f} ms a step, {BASELINES[basis]}): {row['added_ms']:.3f} ms added to the "
              f"compute by communication; the wrapper's own kernels took {row['wrapper_gpu_ms']:.3f} ms more and its "
              f"host calls {row['host_comm_ms']:.3f} ms while the GPU waited for them"
              + (f"; it idled {row['idle_added_ms']:.3f} ms more than in the compute-only steps" if basis !=

@@ -2,6 +2,7 @@
 own runs): the kernels kept, their launches, the host ranges, and the pure helpers on them (intervals, idle time, the
 compute-only steps' baseline)."""
 import collections
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -13,6 +14,15 @@ from overlap_bench.core import inputs
 # records, NCCL's host annotations, DDP's reducer (the gradient copied into its bucket), FSDP2's hooks and copies.
 GRAPH_LAUNCHES = ("cudaGraphLaunch", "cuGraphLaunch")  # a CUDA graph's replay: every kernel of it one launch
 WRAPPER_CALLS = ("c10d::", "record_param_comms", "nccl:", "torch::distributed::reducer::", "FSDP::", "fsdp::")
+# Gloo's collectives run on the host, not as GPU kernels: its own ranges ("gloo:all_reduce", on the thread that moves
+# the data) where the trace holds them, else, in a trace whose distributedInfo says backend gloo, c10d's records of the
+# collectives (record_param_comms, else the c10d:: ops). They are read as kernels on HOST_STREAM (communication, each
+# launched at its own start), not as the wrapper's host calls (not host pacing).
+GLOO_OPS = "gloo:"
+GLOO_RECORDS = ("record_param_comms",)
+GLOO_C10D = ("c10d::allreduce_", "c10d::allgather_", "c10d::reduce_scatter_", "c10d::broadcast_",
+             "c10d::_allgather_base_", "c10d::_reduce_scatter_base_", "c10d::alltoall_", "c10d::reduce_")
+HOST_STREAM = -2
 # The wrapper's annotations around the user's own code (DDP's forward wraps the module's): only their host time
 # before the first operator inside them and after the last is the wrapper's (DDP's pre- and post-forward).
 WRAPPING_CALLS = ("DistributedDataParallel.forward",)
@@ -35,7 +45,7 @@ class Kernel:
     collective: str = ""  # NCCL's: allreduce, reduce_scatter, allgather, ...
     nbytes: float = 0.0
 
-    @property
+    @functools.cached_property  # read many times a kernel by the analysis; a kernel is never changed once read
     def comm(self):
         return bool(self.collective) or "nccl" in self.name.lower()
 

@@ -23,16 +23,18 @@ import zlib
 import numpy as np
 
 from overlap_bench.core import ob_tool
-from overlap_bench.trace.trace_model import (COMPUTE_ONLY, DTYPE_BYTES, GRAPH_LAUNCHES, MOST_US, WRAPPER_CALLS,
-                                       WRAPPING_CALLS, Kernel, RankTrace, open_trace, set_compute_only)
+from overlap_bench.trace.trace_model import (COMPUTE_ONLY, DTYPE_BYTES, GLOO_C10D, GLOO_OPS, GLOO_RECORDS,
+                                             GRAPH_LAUNCHES, HOST_STREAM, MOST_US, WRAPPER_CALLS, WRAPPING_CALLS,
+                                             Kernel, RankTrace, open_trace, set_compute_only)
 
 def _shape(args):
     grid, block = args.get("grid"), args.get("block")
     return f"{grid}x{block}" if grid is not None else ""
 
 
-def _keep(trace, event):
-    """One Kineto event into `trace` (the kinds ob-analyze reads; the rest is dropped as it streams by)."""
+def _keep(trace, event, host=None):
+    """One Kineto event into `trace` (the kinds ob-analyze reads; the rest is dropped as it streams by); gloo's host
+    collectives and c10d's records of collectives into `host` (a dict of lists, _host_collectives)."""
     cat, name, args = event.get("cat"), event.get("name", ""), event.get("args") or {}
     if event.get("ph") != "X":
         return
@@ -43,6 +45,14 @@ def _keep(trace, event):
     if not (abs(ts) <= MOST_US and 0 <= dur <= MOST_US):  # NaN fails both: a time no trace can hold
         raise ValueError(f"event '{name[:60]}': ts {ts} or dur {dur} outside what a trace holds (finite, |ts| and "
                          f"dur at most {MOST_US:g} us, dur not negative)")
+    if host is not None and cat in ("cpu_op", "user_annotation"):
+        kind = ("ops" if name.startswith(GLOO_OPS) else "records" if name.startswith(GLOO_RECORDS) else
+                "c10d" if name.startswith(GLOO_C10D) else None)
+        if kind:
+            elements = args.get("In msg nelems", 0)
+            nbytes = float(elements or 0) * DTYPE_BYTES.get(str(args.get("dtype", "Float")), 4) \
+                if isinstance(elements, (int, float)) else 0.0
+            host[kind].append((ts, ts + dur, name, str(args.get("Collective name", "")), nbytes))
     if cat in ("kernel", "gpu_memset", "gpu_memcpy"):
         collective = str(args.get("Collective name", "")) if cat == "kernel" else ""
         elements = float(args.get("In msg nelems", 0) or 0)
@@ -77,6 +87,23 @@ def _keep(trace, event):
         ends.append(ts + dur)
     if cat == "user_annotation" and name.startswith("FSDP"):
         trace.system = "pytorch-fsdp2"
+
+
+def _host_collectives(trace, host, gloo):
+    """Gloo's collectives as communication on the host: its own ranges where the trace holds any, else (a trace of
+    backend gloo) c10d's records of them, else its ops; each a kernel on HOST_STREAM launched at its own start (a
+    correlation of its own, below any the profiler gives), and no longer one of the wrapper's host calls."""
+    chosen = host["ops"] or (host["records"] or host["c10d"] if gloo else [])
+    if not chosen:
+        return
+    taken = set()
+    for i, (start, end, name, collective, nbytes) in enumerate(chosen):
+        correlation = -2 - i
+        label = collective or name.split(":")[-1].strip("_") or name
+        trace.kernels.append(Kernel(start, end, name, HOST_STREAM, "", correlation, label, nbytes))
+        trace.launches[correlation] = start
+        taken.add((start, end))
+    trace.wrapper = [w for w in trace.wrapper if w not in taken]
 
 
 def _wrapping_ends(trace):
@@ -133,7 +160,7 @@ def read_kineto(path):
         return native
     import ijson
 
-    trace = RankTrace(str(path))
+    trace, gloo = RankTrace(str(path)), False
     try:
         with open_trace(path) as source:
             for prefix, event, value in ijson.parse(source, use_float=True):
@@ -149,12 +176,16 @@ def read_kineto(path):
                     trace.gpu = str(value)
                 elif prefix == "baseTimeNanoseconds":
                     trace.start_ns = int(value)
+                elif prefix == "distributedInfo.backend":
+                    gloo = str(value) == "gloo"
             else:
                 raise ob_tool.UsageError(f"{path}: not a profiler trace (no traceEvents)")
+        host = {"ops": [], "records": [], "c10d": []}
         with open_trace(path) as source:  # again, from the events on (the header keys may follow them)
             for event in ijson.items(source, "traceEvents.item", use_float=True):
-                _keep(trace, event)
+                _keep(trace, event, host)
         _wrapping_ends(trace)
+        _host_collectives(trace, host, gloo)
         set_apart_compute_only(trace)
     except (ijson.JSONError, ijson.IncompleteJSONError, UnicodeDecodeError, EOFError, OSError, ValueError,
             gzip.BadGzipFile, TypeError, AttributeError, KeyError, zlib.error) as error:
