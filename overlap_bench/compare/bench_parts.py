@@ -35,6 +35,8 @@ PATHS = {"build", "root", "out", "sanitizer", *BINARIES}
 SEVERAL = {"mpi", "configs"}  # values of several words: their words where the placeholder stands alone
 ENVIRONMENT = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)-?\}")  # ${NAME-}: the environment's value, or nothing
 PLACEHOLDER = re.compile(r"(?<!\$)\{([a-z][a-z0-9_]*)\}")
+STEP_NAME = re.compile(r"[A-Za-z0-9_+=,-][A-Za-z0-9_.+=,-]{0,199}")  # names its log file inside --out
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def load_part(path):
@@ -121,10 +123,14 @@ def expand(step, values, configs):
         for key in PLACEHOLDER.findall(name + " " + command):
             if key not in known:
                 raise ob_tool.UsageError(f"--part: step '{step['name']}' is invalid: no value for '{{{key}}}'")
-        # a path given from outside (--out, --build, the checkout) is one word of the shell text, whatever it holds
-        yield (PLACEHOLDER.sub(lambda m: str(known[m.group(1)]), name),
-               PLACEHOLDER.sub(lambda m: shlex.quote(str(known[m.group(1)])) if m.group(1) in PATHS
-                               else str(known[m.group(1)]), command), argv_of(command, known))
+        name = PLACEHOLDER.sub(lambda m: str(known[m.group(1)]), name)
+        if not STEP_NAME.fullmatch(name) or any(CONTROL.search(str(v)) for v in known.values()):
+            raise ob_tool.UsageError(f"--part: step '{step['name']}' is invalid: '{name}' (with its values) must be a "
+                                     "plain name (letters, digits, _ . , + = -; no '/', no leading dot) and no value "
+                                     "may hold a newline, tab or other control character")
+        # every value one word of the shell text, whatever it holds (a placeholder of several words alone excepted)
+        yield (name, PLACEHOLDER.sub(lambda m: str(known[m.group(1)]) if m.group(1) in SEVERAL
+                                     else shlex.quote(str(known[m.group(1)])), command), argv_of(command, known))
 
 
 def argv_of(command, known):

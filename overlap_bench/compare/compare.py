@@ -89,17 +89,21 @@ def select(frame, mode, selector, ignore_empty=False):
     return rows
 
 
+TIME_MS = (1e-6, 1e9)  # a step's time a summary may hold (a nanosecond to 11 days)
+
+
 def read_times(frame, contender, compute_mode, csv):
     """A contender's time (its row's median) and its compute-only time (NaN without one) in one run's summary."""
     rows = select(frame, contender.mode, contender.selector)
     if len(rows) != 1:
         modes = ", ".join(dict.fromkeys(frame["mode"]))
-        raise ob_tool.UsageError(f"contender '{contender.name}': {csv} has {len(rows)} rows of its selection "
-                                f"({contender.describe()}; '{contender.mode}' rows are read; modes there: {modes}); "
-                                f"one is needed: name the row with NAME:MODE= or select it with @PROCESS[KEY=VALUE]")
+        raise ContenderFailed(f"contender '{contender.name}': {csv} has {len(rows)} rows of its selection "
+                              f"({contender.describe()}; '{contender.mode}' rows are read; modes there: {modes}); "
+                              f"one is needed: name the row with NAME:MODE= or select it with @PROCESS[KEY=VALUE]", 3)
     value = float(rows["time_ms_p50"].iloc[0])
-    if not (math.isfinite(value) and value > 0):
-        raise ContenderFailed(f"contender '{contender.name}': {csv}: time_ms_p50 {value} is not a positive number", 3)
+    if not ob_tool.is_number(value, *TIME_MS):  # a ratio of times outside it overflows to inf and nan
+        raise ContenderFailed(f"contender '{contender.name}': {csv}: time_ms_p50 {value} is not a time in "
+                              f"[{TIME_MS[0]:g}, {TIME_MS[1]:g}] ms", 3)
     if contender.mode == compute_mode:
         return value, value
     partner = select(frame, compute_mode, contender.selector, ignore_empty=True)

@@ -70,6 +70,7 @@ def run_one(command, csv, timeout, log, deadline_left=None, seed=None):
         process = subprocess.Popen(["bash", "-c", line], stdout=sink, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, start_new_session=True)
         _RUNNING.append(process)
+        ob_tool.guard("g", process.pid)  # ended with ob-compare even by SIGKILL
         try:
             returncode = process.wait(timeout=max(limit, 0.0))
         except subprocess.TimeoutExpired:
@@ -80,6 +81,7 @@ def run_one(command, csv, timeout, log, deadline_left=None, seed=None):
         finally:
             end_group(process, grace=2.0)  # a background child of a finished run ends with it
             _RUNNING.remove(process)
+            ob_tool.guard("g", process.pid, add=False)
     if returncode != 0:
         tail = " | ".join(pathlib.Path(log).read_text(errors="replace").strip().splitlines()[-3:])
         code = {1: 1, 77: 77}.get(returncode, 3)

@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from overlap_bench.core import ob_tool
 
-PROCESS_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_+-]*$")  # no dot: its files are r<round>-<name>.csv, .log, ...
+PROCESS_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_+-]{0,99}$")  # no dot: its files are r<round>-<name>.csv, .log, ...
 PART = r"[A-Za-z0-9][A-Za-z0-9_.+-]*"
 CONTENDER_NAME = re.compile(rf"^{PART}(@{PART})?$")
 SELECTION = re.compile(r"^@([A-Za-z0-9][A-Za-z0-9_+-]*)(?:\[(.*)\])?$")
@@ -64,7 +64,10 @@ def parse_contender(text, default_mode):
     if not sep or not body:
         raise ob_tool.UsageError(f"--contender: '{text}' is invalid: NAME=COMMAND, NAME=@PROCESS[KEY=VALUE,...] "
                                 "(or NAME:MODE=...)")
-    if not CONTENDER_NAME.match(name):
+    if not PROCESS_NAME.match(mode):
+        raise ob_tool.UsageError(f"--contender: '{name}:{mode}' is invalid: MODE a row's mode (letters, digits and "
+                                 "_ + -)")
+    if not CONTENDER_NAME.match(name) or len(name) > 100:
         raise ob_tool.UsageError(f"--contender: '{name}' is invalid: a name of letters, digits and _ . + -, "
                                 "optionally @GROUP")
     selection = SELECTION.match(body)
@@ -185,7 +188,7 @@ def validate(args):
         raise ob_tool.UsageError(f"--out: '{args.out}' is invalid: not a folder")
     ob_tool.require_outputs([(f"--out ({name})", out / name) for name in
                             ("compare.csv", "compare.rounds.csv", "compare.meta.json", "compare.png",
-                             *(f"compare.{mode}.csv" for mode in args.also_mode))])
+                             *(f"compare.{mode}.csv" for mode in args.also_mode))], created=True)
     if (out / "compare.csv").exists():
         raise ob_tool.UsageError(f"--out: '{args.out}' is invalid: it already holds a comparison (compare.csv)")
     if args.seed is None:

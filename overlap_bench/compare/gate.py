@@ -85,9 +85,10 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     configs = args.configs.split(",")
     problems = [("--base", args.base, bool(args.base) != bool(args.base_build), "one of --base and --base-build"),
-                ("--configs", args.configs, all(headline_tables.shape(c) for c in configs), "HxLxB,..."),
-                ("--syncs", args.syncs, all(compare.PROCESS_NAME.match(s) for s in args.syncs.split(",")),
-                 "strategy names, comma-separated"),
+                ("--configs", args.configs, all(headline_tables.shape(c) for c in configs)
+                 and ob_tool.distinct(configs), "HxLxB,..., each once"),
+                ("--syncs", args.syncs, all(compare.PROCESS_NAME.match(s) for s in args.syncs.split(","))
+                 and ob_tool.distinct(args.syncs.split(",")), "strategy names, comma-separated, each once"),
                 ("--gpus", args.gpus, 1 <= args.gpus <= 1024, "1 to 1024"),
                 ("--iters", args.iters, 1 <= args.iters <= 10000, "1 to 10000"),
                 ("--threshold", args.threshold, 1.0 <= args.threshold <= 10.0, "1 to 10"),

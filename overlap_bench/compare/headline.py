@@ -19,7 +19,6 @@ Usage:
   ob-headline --analyze results/2xH100/headline --out results/2xH100/headline
 """
 import io
-import json
 import pathlib
 import shlex
 import subprocess
@@ -55,6 +54,10 @@ def load_experiment(path):
     spec.setdefault("configs", headline_configs(pathlib.Path(path).with_name(EXPERIMENT.name)))
     kinds = {"name": str, "rounds": int, "iters": int, "configs": list, "strategies": list, "planned_syncs": list,
              "ddp_caps_mb": list, "fsdp2": bool, "baseline": str}
+    unknown = sorted(set(spec) - set(kinds) - {"caps_mb", "min_time_ms", "passes", "graph", "ddp_graph"})
+    if unknown:
+        raise ob_tool.UsageError(f"--experiment: '{path}' is invalid: unknown key '{unknown[0]}' (a misspelt key "
+                                 "would be ignored)")
     for key, kind in kinds.items():
         if not isinstance(spec.get(key), kind) or isinstance(spec.get(key), bool) != (kind is bool):
             raise ob_tool.UsageError(f"--experiment: '{path}' is invalid: '{key}' must be a {kind.__name__}")
@@ -71,20 +74,28 @@ def load_experiment(path):
     spec.setdefault("ddp_graph", False)
     checks = [("rounds", 2 <= spec["rounds"] <= 100), ("iters", 1 <= spec["iters"] <= 10000),
               ("caps_mb", isinstance(spec["caps_mb"], list) and bool(spec["caps_mb"]) and
-               all(isinstance(c, (int, float)) and not isinstance(c, bool) and 0 < c <= 1e6 for c in spec["caps_mb"])),
+               all(ob_tool.is_number(c, 1e-6, 1e6) for c in spec["caps_mb"])
+               and ob_tool.distinct(spec["caps_mb"])),
               ("configs", bool(spec["configs"]) and all(headline_tables.shape(c) for c in spec["configs"])),
               ("strategies", all(isinstance(s, str) and compare.PROCESS_NAME.match(s) for s in spec["strategies"])),
               ("planned_syncs", all(isinstance(s, str) and compare.PROCESS_NAME.match(s)
                                     for s in spec["planned_syncs"])),
-              ("min_time_ms", isinstance(spec["min_time_ms"], (int, float))
-               and not isinstance(spec["min_time_ms"], bool) and 0 <= spec["min_time_ms"] <= 60000),
-              ("passes", isinstance(spec["passes"], int) and not isinstance(spec["passes"], bool)
-               and 1 <= spec["passes"] <= spec["iters"]),
+              ("min_time_ms", ob_tool.is_number(spec["min_time_ms"], 0, 60000)),
+              ("passes", ob_tool.is_number(spec["passes"], 1, spec["iters"], integer=True)),
               ("graph", isinstance(spec["graph"], bool)), ("ddp_graph", isinstance(spec["ddp_graph"], bool)),
-              ("ddp_caps_mb", all(isinstance(c, (int, float)) and 0 < c <= 1e6 for c in spec["ddp_caps_mb"]))]
+              ("ddp_caps_mb", all(ob_tool.is_number(c, 1e-6, 1e6) for c in spec["ddp_caps_mb"])
+               and ob_tool.distinct(spec["ddp_caps_mb"])),
+              ("configs", ob_tool.distinct(spec["configs"]))]
     for key, ok in checks:
         if not ok:
             raise ob_tool.UsageError(f"--experiment: '{path}' is invalid: '{key}' holds a value out of range")
+    labels = {cap_label(s, c, spec) for s in spec["strategies"] for c in spec["caps_mb"]} | \
+        {f"ddp-{c:g}" for c in spec["ddp_caps_mb"]} | ({"planned"} if spec["planned_syncs"] else set()) | \
+        ({"fsdp2"} if spec["fsdp2"] else set())
+    named = spec["baseline"].split(",")
+    if not named or any(n not in labels for n in named):
+        raise ob_tool.UsageError(f"--experiment: '{path}' is invalid: 'baseline' must name contenders of the "
+                                 f"experiment ({', '.join(sorted(labels))})")
     return spec
 
 
@@ -114,9 +125,9 @@ def plan(spec, gpus, build, out, python=sys.executable):
     processes = {"p4": f"{p4} --sweep shape={configs} --sweep sync={','.join(spec['strategies'])}{caps} --sweep "
                        f"plan=caps{',auto' if spec['planned_syncs'] else ''} --plan-syncs {syncs} {files} "
                        f"--iters {spec['iters']}{min_time}{passes}{graph} --order-seed {{seed}} --csv {{csv}}"}
-    torch = f"{python} -m torch.distributed.run --nproc_per_node {gpus} -m overlap_bench.ddp.bench_ddp " \
-            f"--configs {' '.join(c.replace('x', ',') for c in spec['configs'])} --iters {spec['iters']}{min_time}" \
-            f"{passes} --no-isolated --order-seed {{seed}}"
+    torch = f"{shlex.quote(str(python))} -m torch.distributed.run --nproc_per_node {gpus} " \
+            f"-m overlap_bench.ddp.bench_ddp --configs {' '.join(c.replace('x', ',') for c in spec['configs'])} " \
+            f"--iters {spec['iters']}{min_time}{passes} --no-isolated --order-seed {{seed}}"
     if spec["ddp_caps_mb"]:
         processes["ddp"] = f"{torch} --bucket-mb {' '.join(f'{c:g}' for c in spec['ddp_caps_mb'])}" \
                            f"{' --graph' if spec['ddp_graph'] else ''} --csv {{csv}}"
@@ -164,7 +175,7 @@ def predict(spec, calibrations, ranks, predictor, tables=()):
         if not path.is_file():
             raise ob_tool.UsageError(f"--predict-from: no {path}")
         try:
-            syncs = [s["sync"] for s in json.loads(ob_tool.read_small(path, "--predict-from"))["strategies"]]
+            syncs = [s["sync"] for s in packs.read_json(path, "--predict-from")["strategies"]]
         except (ValueError, KeyError, TypeError) as error:
             raise ob_tool.UsageError(f"--predict-from: '{path}' is not a calibration "
                                      f"({type(error).__name__})") from None
@@ -227,7 +238,7 @@ def parse_args(argv=None):
         if args.configs:
             chosen = args.configs.split(",")
             unknown = [c for c in chosen if c not in args.spec["configs"]]
-            if unknown or len(set(chosen)) != len(chosen):
+            if unknown or not ob_tool.distinct(chosen):
                 raise ob_tool.UsageError(f"--configs: '{args.configs}' is invalid: distinct configurations of the "
                                          f"experiment ({','.join(args.spec['configs'])})")
             args.spec["configs"] = chosen
@@ -243,7 +254,7 @@ def parse_args(argv=None):
                 raise ob_tool.UsageError(f"--analyze: '{args.analyze}' is invalid: no compare/compare.csv in it")
         elif (out / "headline.csv").exists() or (out / "compare").exists():
             raise ob_tool.UsageError(f"--out: '{args.out}' is invalid: it already holds a headline")
-        ob_tool.require_outputs([(f"--out ({n})", out / n) for n in headline_tables.OUTPUTS])
+        ob_tool.require_outputs([(f"--out ({n})", out / n) for n in headline_tables.OUTPUTS], created=True)
         args.predictions_table = headline_tables.load_predictions(args.predictions) if args.predictions else None
         if not args.analyze and not args.dry_run:
             binary = pathlib.Path(args.build) / "phase4_chunked_nccl" / "phase4_chunked_nccl"
@@ -266,7 +277,7 @@ def main(argv=None):
         return 0
     predictions = args.predictions_table
     if args.analyze:
-        timing = json.loads(packs.read_text(pathlib.Path(args.analyze) / "headline.meta.json")) \
+        timing = packs.read_json(pathlib.Path(args.analyze) / "headline.meta.json", "--analyze") \
             if packs.exists(pathlib.Path(args.analyze) / "headline.meta.json") else {}
         timing = {k: timing[k] for k in ("wall_s", "calibration_s", "command_line", "experiment", "experiment_spec")
                   if k in timing}

@@ -126,19 +126,22 @@ def replayed(runs, process):
     return int("graph" in frame and bool((frame["graph"] == 1).any()))
 
 
+# ob-compare's columns the headline reads (compare.csv): checked before any is used
+CONTENDER_COLUMNS = ("label", "process", "median_ms", "median_ci_rel", "unstable", "ratio", "ratio_ci_lo",
+                     "ratio_ci_hi", "verdict", "compute_ratio", "compute_ci_lo", "compute_ci_hi", "overhead_ratio",
+                     "overhead_ci_lo", "overhead_ci_hi", "carried_by", "overhead", "beats_compute", "baseline_pick")
+
+
 def tables(compare_dir, spec, seed):
     """(headline, contenders, bounds): the per-configuration table, every contender against the experiment's baseline,
     and every phase 4 point's bound row (bound_rows)."""
     compare_dir = pathlib.Path(compare_dir)
-    table = packs.read_csv(compare_dir / "compare.csv")
-    rounds = packs.read_csv(compare_dir / "compare.rounds.csv")
+    table = packs.read_csv(compare_dir / "compare.csv", "--analyze", ("baseline_spec", "group", *CONTENDER_COLUMNS))
+    rounds = packs.read_csv(compare_dir / "compare.rounds.csv", "--analyze", ("round", "contender", "time_ms"))
     runs = compare_dir / "runs"
     against = table[table["baseline_spec"] == spec["baseline"]].copy()
     against["config"] = against["group"]
-    contenders = against[["config", "label", "process", "median_ms", "median_ci_rel", "unstable", "ratio",
-                          "ratio_ci_lo", "ratio_ci_hi", "verdict", "compute_ratio", "compute_ci_lo", "compute_ci_hi",
-                          "overhead_ratio", "overhead_ci_lo", "overhead_ci_hi", "carried_by", "overhead",
-                          "beats_compute", "baseline_pick"]]
+    contenders = against[["config", *CONTENDER_COLUMNS]]
     steps = {n: g.sort_values("round")["time_ms"].tolist() for n, g in rounds.groupby("contender")}
     rows, bounds = [], []
     ddp_graph = replayed(runs, DDP_PROCESS)
@@ -293,7 +296,10 @@ def write(compare_dir, out, spec, timing, predictions=None):
     predictions.csv, is given) and prints a sentence per configuration."""
     compare_dir, out = pathlib.Path(compare_dir), pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    meta = json.loads(packs.read_text(compare_dir / "compare.meta.json"))
+    meta = packs.read_json(compare_dir / "compare.meta.json", "--analyze")
+    if not isinstance(meta, dict) or not ob_tool.is_number(meta.get("seed"), 0, 2 ** 64, integer=True):
+        raise ob_tool.UsageError(f"--analyze: '{compare_dir / 'compare.meta.json'}' is invalid: not ob-compare's "
+                                 "metadata (an integer 'seed')")
     headline, contenders, bounds = tables(compare_dir, spec, meta["seed"])
     if headline.empty:
         raise ob_tool.UsageError(f"{compare_dir}: no phase 4 contender of the experiment's configurations in it")

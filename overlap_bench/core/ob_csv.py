@@ -5,7 +5,6 @@ A CSV that lacks a required column, has no rows, or holds something other than a
 belongs is a usage error: one line naming the file, the column and the row, exit code 2 (ob_tool's `UsageError`,
 turned into the exit code by its `main_guard`). Unknown columns are ignored.
 """
-import io
 import json
 import math
 import pathlib
@@ -36,18 +35,6 @@ def _check_numeric(path, frame, columns):
         frame[column] = values
 
 
-def _opened(path, what, most=ob_tool.MOST_INPUT_BYTES):
-    """A loose input, checked (ob_tool.require_input), or the copy its folder's pack keeps (packs.py), as bytes."""
-    path = pathlib.Path(path)
-    if not path.exists() and packs.exists(path):
-        return io.BytesIO(packs.read_bytes(path))
-    return ob_tool.require_input(path, what, most)
-
-
-def _compression(path):
-    return "gzip" if pathlib.Path(path).suffix == ".gz" else None
-
-
 def stored(path):
     """`path`, or its gzipped copy where only that is kept (a published comparison's runs: results/README.md), loose
     or packed; None where neither is."""
@@ -56,19 +43,27 @@ def stored(path):
     return path if packs.exists(path) else gzipped if packs.exists(gzipped) else None
 
 
+def require_ranges(path, frame, ranges):
+    """Checks a table's values against their declared kinds before any is used: {column: (least, most, integer)},
+    each value a finite number within [least, most] (an integer where `integer`); a usage error naming the file, the
+    column, the row and the value otherwise. Returns the frame with those columns numeric."""
+    for column, (least, most, integer) in ranges.items():
+        values = pd.to_numeric(frame[column], errors="coerce")
+        for index, value in enumerate(values):
+            if not (math.isfinite(value) and least <= value <= most and (not integer or float(value).is_integer())):
+                kind = "an integer" if integer else "a number"
+                raise ob_tool.UsageError(f"{path}: column '{column}', row {index + 1}: '{frame[column].iloc[index]}' "
+                                         f"is not {kind} in [{least:g}, {most:g}]")
+        frame[column] = values.astype(int) if integer else values
+    return frame
+
+
 def _load(path, required, kind):
     path = stored(path) or pathlib.Path(path)
-    try:
-        source = _opened(path, "a CSV")
+    try:  # a trailing comma on a row is no index column
+        frame = packs.read_csv(path, "a CSV", index_col=False, dtype={c: str for c in SCHEMA[kind].get("text", [])})
     except ob_tool.UsageError as error:
         raise ob_tool.UsageError(f"{path}: {str(error).split(' is invalid: ', 1)[-1]}") from None
-    try:  # a trailing comma on a row is no index column
-        frame = pd.read_csv(source, index_col=False, compression=_compression(path),
-                            dtype={c: str for c in SCHEMA[kind].get("text", [])})
-    except pd.errors.EmptyDataError:
-        raise ob_tool.UsageError(f"{path}: empty file (no header)") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as error:
-        raise ob_tool.UsageError(f"{path}: not a CSV ({str(error).splitlines()[0]})") from None
     for column in required:
         if column not in frame.columns:
             raise ob_tool.UsageError(f"{path}: missing required column '{column}'")
@@ -92,8 +87,8 @@ def meta_path(path):
 def _declared_config_columns(path):
     """The configuration columns the summary's metadata names; none without a readable sidecar."""
     try:
-        meta = json.loads(packs.read_text(meta_path(path)))
-    except (OSError, ValueError):
+        meta = packs.read_json(meta_path(path), "a metadata sidecar")
+    except (OSError, ob_tool.UsageError):
         return []
     columns = meta.get("config_columns", []) if isinstance(meta, dict) else []
     return [c for c in columns if isinstance(c, str)]
@@ -168,12 +163,8 @@ def kind_of(path):
     """'summary', 'timeline', 'power' or None from a CSV's header (None for what is not a regular file: a FIFO
     would block the read)."""
     try:
-        source = _opened(path, "a CSV")
-    except ob_tool.UsageError:
-        return None
-    try:
-        header = pd.read_csv(source, nrows=0, compression=_compression(path)).columns
-    except Exception:  # noqa: BLE001 - anything unreadable is not one of ours
+        header = packs.read_csv(path, "a CSV", nrows=0).columns
+    except (OSError, ob_tool.UsageError):
         return None
     if all(c in header for c in TIMELINE_COLUMNS):
         return "timeline"
@@ -216,9 +207,8 @@ def read_metadata(summary_path):
     if not packs.exists(path):
         return {}
     try:
-        source = _opened(path, "a metadata sidecar", 64 << 20)
-        meta = json.loads(source.read() if isinstance(source, io.BytesIO) else source.read_bytes())
-    except (OSError, ValueError, UnicodeDecodeError) as error:
+        meta = packs.read_json(path, "a metadata sidecar", 64 << 20)
+    except OSError as error:
         raise ob_tool.UsageError(f"{path}: unreadable metadata ({str(error).splitlines()[0]})") from None
     if not isinstance(meta, dict):
         raise ob_tool.UsageError(f"{path}: metadata must be a JSON object")

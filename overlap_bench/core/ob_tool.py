@@ -92,20 +92,45 @@ def output_path(text):
     return path
 
 
+def output_folder(text):
+    """argparse type of --out: a folder to write into: absent (made, its parent existing) or a folder, never a file
+    or a symbolic link (what is written would land elsewhere)."""
+    path = pathlib.Path(text)
+    if not text or path.is_symlink():
+        raise argparse.ArgumentTypeError(f"'{text}' is invalid: a folder (not a symbolic link)")
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"'{text}' is invalid: a folder (it is a file)")
+    if not path.exists() and not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f"'{text}' is invalid: its parent folder '{path.parent}' does not exist")
+    return text
+
+
+def executable(text):
+    """argparse type of a program to run (--predictor, --binary): an executable regular file, checked before any
+    work."""
+    found = shutil.which(text) if os.sep not in text else (text if os.access(text, os.X_OK) else None)
+    if not found or not pathlib.Path(found).is_file():
+        raise argparse.ArgumentTypeError(f"'{text}' is invalid: no executable file of that name")
+    return found
+
+
 def _identity(path):
     """One file however it is spelled: its folder resolved (links too), then its name."""
     path = pathlib.Path(os.path.abspath(path))
     return path.parent.resolve() / path.name
 
 
-def require_outputs(outputs, inputs=()):
+def require_outputs(outputs, inputs=(), created=False):
     """The suite's one output policy (as the binaries' ob::require_output_policy): every output (option, path) is
     absent or a regular file, never a symbolic link (it would be replaced, not written through), a device, FIFO,
-    socket or folder; no two outputs are one file however spelled; no output is one of the inputs (option, path),
-    which it would destroy before reading. A usage error naming the option and what is allowed."""
+    socket or folder; in a folder that exists (unless the tool makes it: `created`); no two outputs are one file
+    however spelled; no output is one of the inputs (option, path), which it would destroy before reading. A usage
+    error naming the option and what is allowed, before any work."""
     seen = {}
     for option, path in outputs:
         path = pathlib.Path(path)
+        if not created and not path.parent.is_dir():
+            raise UsageError(f"{option}: '{path}' is invalid: its folder '{path.parent}' does not exist")
         if path.is_symlink():
             raise UsageError(f"{option}: '{path}' is invalid: a symbolic link (it would be replaced, not written "
                              "through): name the file it points to")
@@ -145,6 +170,20 @@ def require_input(path, option, most=MOST_INPUT_BYTES):
     return path
 
 
+def is_number(value, least, most, integer=False):
+    """Whether a parsed value (TOML, JSON) is a number in [least, most] (an integer where `integer`): never a boolean
+    (True is no 1 MB), a string or NaN."""
+    import math
+
+    kinds = (int,) if integer else (int, float)
+    return isinstance(value, kinds) and not isinstance(value, bool) and math.isfinite(value) and least <= value <= most
+
+
+def distinct(items):
+    """Whether a list holds no item twice (`--configs A,A` would run A twice and count it as two)."""
+    return len(set(items)) == len(items)
+
+
 def describe(doc):
     """A script's --help description: the first paragraph of its docstring, whole."""
     return " ".join(doc.strip().split("\n\n")[0].split())
@@ -163,12 +202,42 @@ def at_signal(callback):
         _AT_SIGNAL.append(callback)
 
 
+_GUARDIAN = []  # the guardian process, once started (guard)
+_GUARDIAN_CODE = """
+import json, os, shutil, signal, sys
+held = set()
+for line in sys.stdin:
+    kind, value, add = json.loads(line)
+    (held.add if add else held.discard)((kind, value))
+for kind, value in sorted(held):  # process groups first ("g" < "p"), then the folders they wrote into
+    try:
+        os.killpg(value, signal.SIGKILL) if kind == "g" else shutil.rmtree(value, ignore_errors=True)
+    except OSError:
+        pass
+"""
+
+
+def guard(kind, value, add=True):
+    """What must not outlive this process however it ends, SIGKILL included, which no handler sees: a child's process
+    group (kind "g", its id) or a folder this process writes (kind "p", its path), held (`add`) or let go. A small
+    guardian process of its own session, started at the first call, reads them from a pipe; when the pipe closes
+    (this process ended) it kills the groups still held and removes the folders."""
+    if not _GUARDIAN:
+        _GUARDIAN.append(subprocess.Popen([sys.executable, "-c", _GUARDIAN_CODE], stdin=subprocess.PIPE,
+                                          start_new_session=True))
+    try:
+        _GUARDIAN[0].stdin.write((json.dumps([kind, value if kind == "g" else str(value), add]) + "\n").encode())
+        _GUARDIAN[0].stdin.flush()
+    except OSError:  # the guardian is gone: what it held is left to the signal handlers
+        pass
+
+
 @contextlib.contextmanager
 def staged(path, name):
     """A temporary beside `path` (named `name`) to write; renamed over `path` when the block ends well, removed
     whatever happens (a signal included: main_guard). The one writer: a symbolic link, folder, device or FIFO at
     `path` is refused before anything is written (it would be replaced, not written through)."""
-    require_outputs([("output", path)])
+    require_outputs([("output", path)], created=True)
     temporary = path.with_name(name)
     _TEMPORARIES.add(temporary)
     try:

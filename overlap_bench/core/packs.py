@@ -84,15 +84,11 @@ def exists(path):
 
 
 def read_bytes(path, option="FILE", most=ob_tool.MOST_INPUT_BYTES):
-    """The loose file's bytes (through the input policy: at most `most`), or its folder's packed member's;
-    FileNotFoundError when neither holds it."""
+    """The loose file's bytes (through the input policy: at most `most`), or its folder's packed member's; a usage
+    error naming the option where neither holds it, or where the loose one is a folder, FIFO or device."""
     path = pathlib.Path(path)
-    if path.is_file():
-        return ob_tool.require_input(path, option, most).read_bytes()
-    data = _packed(path)
-    if data is None:
-        raise FileNotFoundError(f"{path}: no such file (loose or in {path.parent / PACK})")
-    return data
+    data = None if os.path.lexists(path) else _packed(path)
+    return ob_tool.require_input(path, option, most).read_bytes() if data is None else data
 
 
 def read_text(path, option="FILE", most=ob_tool.MOST_INPUT_BYTES):
@@ -108,12 +104,28 @@ def read_json(path, option="FILE", most=ob_tool.MOST_SMALL_BYTES):
     return inputs.parse_json(read_bytes(path), f"{option}: '{path}' is invalid")
 
 
-def read_csv(path, **options):
-    """pandas.read_csv of a loose or packed CSV (gzipped where its name ends in .gz)."""
+def read_csv(path, option="CSV", required=(), most=ob_tool.MOST_INPUT_BYTES, **options):
+    """The one CSV loader: pandas.read_csv of a loose (through the input policy: at most `most` bytes) or packed CSV
+    (gzipped where its name ends in .gz, its inflated size bounded too); an empty, column-less or unparsable file, or
+    one without a `required` column, is a usage error naming the option and the file."""
     import pandas as pd
 
-    compression = "gzip" if str(path).endswith(".gz") else None
-    return pd.read_csv(io.BytesIO(read_bytes(path)), compression=compression, **options)
+    path = pathlib.Path(path)
+    where = f"{option}: '{path}' is invalid"
+    data = read_bytes(path, option, most)
+    if str(path).endswith(".gz"):
+        with inputs._Capped(gzip.GzipFile(fileobj=io.BytesIO(data)), path, option, most) as stream:
+            data = stream.read()
+    try:
+        frame = pd.read_csv(io.BytesIO(data), **options)
+    except pd.errors.EmptyDataError:
+        raise ob_tool.UsageError(f"{where}: an empty file (no header)") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as error:
+        raise ob_tool.UsageError(f"{where}: not a CSV ({str(error).splitlines()[0]})") from None
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        raise ob_tool.UsageError(f"{where}: no column '{missing[0]}' (needed: {', '.join(required)})")
+    return frame
 
 
 def glob(folder, pattern):

@@ -6,7 +6,6 @@ command line (mpirun, srun, torchrun) or the binary's own, with the output moved
 Usage: rerun.py SUMMARY.csv [--csv NEW.csv]   (default NEW: <summary stem>.rerun.csv beside it)
 """
 
-import json
 import pathlib
 import shlex
 
@@ -62,9 +61,9 @@ def rerun_command(summary, csv=None):
     if not packs.exists(meta_path):
         raise ob_tool.UsageError(f"{summary}: no metadata beside it ({meta_path.name})")
     try:
-        meta = json.loads(packs.read_text(meta_path))
-    except json.JSONDecodeError as error:
-        raise ob_tool.UsageError(f"{meta_path}: not JSON ({error.msg})") from None
+        meta = packs.read_json(meta_path, "SUMMARY's metadata")
+    except OSError as error:
+        raise ob_tool.UsageError(f"{meta_path}: not readable ({error.strerror})") from None
     if not isinstance(meta, dict) or meta.get("suite") != "overlap-bench":
         raise ob_tool.UsageError(f"{meta_path}: not the metadata of an overlap-bench run")
     csv = pathlib.Path(csv) if csv else summary.with_name(summary.stem + ".rerun.csv")

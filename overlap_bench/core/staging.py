@@ -34,6 +34,7 @@ class Staging:
         shutil.rmtree(self.path, ignore_errors=True)
         self.runs = self.path / "runs"
         self.path.mkdir(parents=True)
+        ob_tool.guard("p", self.path)  # removed even when a SIGKILL ends this invocation
         if runs:
             self.runs.mkdir()
         ob_tool.at_signal(self.discard)
@@ -49,6 +50,7 @@ class Staging:
 
     def discard(self):
         shutil.rmtree(self.path, ignore_errors=True)
+        ob_tool.guard("p", self.path, add=False)
 
     def release(self):
         if self._lock is not None:
@@ -58,15 +60,17 @@ class Staging:
     def commit(self, last="compare.csv"):
         """Moves every staged file and the runs folder into the output folder, `last` last (an older file or runs
         folder of the same name is replaced); if any move fails, every file is put back as it was, the older ones
-        included. A symbolic link where a file goes is refused before anything moves (it would be replaced)."""
+        included. A symbolic link, or a folder this tool did not write, where a file goes is refused before anything
+        moves (it would be replaced: never delete what the tool did not write)."""
         names = sorted(p.name for p in self.path.iterdir() if p.name != last) + \
             ([last] if (self.path / last).exists() else [])
-        linked = next((self.out / n for n in names if (self.out / n).is_symlink()), None)
+        linked = next((self.out / n for n in names if (self.out / n).is_symlink() or
+                       ((self.out / n).exists() and not (self.out / n).is_file())), None)
         if linked is not None:
             self.discard()
             self.release()
-            raise ob_tool.UsageError(f"--out: '{linked}' is a symbolic link (it would be replaced): remove it or "
-                                     "write elsewhere")
+            raise ob_tool.UsageError(f"--out: '{linked}' is a symbolic link or folder of its own (it would be "
+                                     "replaced): move it away or write elsewhere")
         older = self.out / f".staging-older-{os.getpid()}"
         moved, kept = [], []
         held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})

@@ -4,19 +4,19 @@ log's own NCCL_DEBUG*), e.g. nccl-tests under the variables `--transport shm` se
 
 Usage: with_nccl_env.py RUN.meta.json COMMAND [ARG...]
 """
-import json
 import os
 import shutil
 import sys
 
 from overlap_bench.core import ob_tool
+from overlap_bench.core import inputs
 
 
 def nccl_environment(meta_path):
     """The NCCL_* variables of a run's metadata, less those that only direct its log."""
     try:
-        environment = json.loads(open(meta_path, encoding="utf-8").read())["environment"]
-    except (OSError, ValueError, KeyError, TypeError) as error:
+        environment = inputs.load_json(meta_path, "META")["environment"]
+    except (OSError, ob_tool.UsageError, KeyError, TypeError) as error:
         raise ob_tool.UsageError(f"'{meta_path}' is invalid: no metadata with an environment ({error})")
     if not isinstance(environment, dict):
         raise ob_tool.UsageError(f"'{meta_path}' is invalid: its environment is not a table of variables")

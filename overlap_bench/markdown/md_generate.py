@@ -24,7 +24,6 @@ The markers are parsed strictly: a block opened inside another, a close without 
 is a usage error (exit 2) naming the file and line, and nothing is written; so is a block whose arguments its kind
 cannot use. A Markdown file that is a symbolic link is written through (its target replaced, the link kept).
 Usage: md_generate.py [--check] FILE.md [...]"""
-import json
 import pathlib
 
 
@@ -96,6 +95,8 @@ def excerpt_block(base, plain, keyed):
     if start is None:
         raise ob_tool.UsageError(f"{plain[0]}: no line holds '{keyed.get('from')}'")
     count = int(keyed.get("lines", "20"))
+    if not 1 <= count <= 10000:
+        raise ob_tool.UsageError(f"{plain[0]}: lines={count} is invalid: 1 to 10000 lines")
     return "```\n" + "\n".join(text[start:start + count]) + "\n```"
 
 
@@ -109,8 +110,8 @@ def index_block(base, _plain, _keyed):
         metas = []
         for path in (p for p in found if p.parent == folder):
             try:
-                meta = json.loads(packs.read_text(path))
-            except ValueError:
+                meta = packs.read_json(path, "an index block's metadata")
+            except ob_tool.UsageError:
                 continue
             if isinstance(meta, dict):
                 metas.append(meta)
@@ -220,7 +221,7 @@ def modes_block(base, plain, keyed):
 
 def json_block(base, plain, keyed):
     """Named keys of a JSON file (dotted for nested ones), a row each: key, value (lists joined by spaces)."""
-    data = json.loads(source(base, plain[0]).read_text())
+    data = packs.read_json(source(base, plain[0]), "a json block")
     rows = ["| key | value |", "|---|---|"]
     for key in keyed["keys"].split(","):
         value = data

@@ -20,7 +20,6 @@ Usage: check_prediction.py --calibrations A.calibration.json [B ...] --measured 
        ...] [--comm-from comm-nccl.csv ...] --csv check.csv
 """
 
-import json
 import math
 import pathlib
 import tempfile
@@ -28,6 +27,7 @@ import tempfile
 import pandas as pd
 
 from overlap_bench.core import ob_csv
+from overlap_bench.core import inputs
 from overlap_bench.core import ob_tool
 from overlap_bench.core import ob_metrics
 from overlap_bench.planner import predict
@@ -43,7 +43,7 @@ def calibrations_by_model(paths):
     found = {}
     for path in paths:
         try:
-            data = json.loads(ob_tool.require_input(path, "--calibrations").read_text())
+            data = inputs.load_json(path, "--calibrations")
             model = data["model"]
             key = (int(model["hidden"]), int(model["layers"]), int(model["batch"]), bool(model.get("graph", False)))
             found[key] = (pathlib.Path(path), int(data["ranks"]), {s["sync"] for s in data["strategies"]})

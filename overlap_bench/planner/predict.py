@@ -14,7 +14,6 @@ Usage: predict.py CALIBRATION.json --csv what-if.csv -o what-if.png [--links ib4
 """
 
 import argparse
-import json
 import pathlib
 import subprocess
 
@@ -24,6 +23,7 @@ import pandas as pd
 from overlap_bench.core import figures
 from overlap_bench.core import ob_csv
 from overlap_bench.core import ob_tool
+from overlap_bench.core import packs
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 # phase4_predict's columns, declared once in schema.json (the binary embeds the same file)
@@ -192,7 +192,7 @@ def main():
     ob_tool.require_outputs([(name, path) for name, path in outputs if path], inputs)
     args.predictor = find_predictor(args.predictor)
     frame = predict(args)
-    calibration = json.loads(ob_tool.require_input(args.calibration, "--calibration").read_text())
+    calibration = packs.read_json(args.calibration, "--calibration")
     plan = "best plan" if args.bucket_mb is None else f"plan of {args.bucket_mb:g} MiB buckets"
     what = workload(calibration, args)
     if args.output:

@@ -46,11 +46,17 @@ from overlap_bench.trace import trace_stats
 REPLAYED = 0.5
 
 
+OUTPUTS = ("analysis.csv", "analysis.timeline.csv", "analysis.buckets.csv", "analysis.ranks.csv",
+           "analysis.meta.json", "analysis.parts.csv", "analysis.png")  # what --out receives
+
+
 def parse_args(argv=None):
     parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
     parser.add_argument("traces", nargs="+", help="one trace per rank (or a phase 4 timeline CSV)")
-    parser.add_argument("--out", required=True, help="folder to write (created; must not hold an analysis yet)")
-    parser.add_argument("--predictor", help="phase4_predict for the advice (default: on PATH or in build/)")
+    parser.add_argument("--out", required=True, type=ob_tool.output_folder,
+                        help="folder to write (created; must not hold an analysis yet)")
+    parser.add_argument("--predictor", type=ob_tool.executable,
+                        help="phase4_predict for the advice (default: on PATH or in build/)")
     parser.add_argument("--compute-only", nargs="+", default=[], metavar="TRACE",
                         help="one trace per rank of the job's compute-only steps (its model and optimizer without "
                         "the wrapper), every step of it one: the slowdown's baseline where the job's traces hold no "
@@ -73,6 +79,8 @@ def parse_args(argv=None):
             parser.error(str(error))
     if (pathlib.Path(args.out) / "analysis.csv").exists():
         parser.error(f"--out: '{args.out}' is invalid: it already holds an analysis (analysis.csv)")
+    ob_tool.require_outputs([(f"--out ({name})", pathlib.Path(args.out) / name) for name in OUTPUTS],
+                            [("TRACE", path) for path in [*args.traces, *args.compute_only]], created=True)
     return args
 
 

@@ -24,6 +24,7 @@ import io
 import json
 import os
 import pathlib
+import re
 import shutil
 import signal
 import subprocess
@@ -38,6 +39,7 @@ import pandas as pd
 from overlap_bench.trace import analyze
 from overlap_bench.core import ob_csv
 from overlap_bench.core import ob_tool
+from overlap_bench.core import packs
 
 
 HTA_SECONDS = 180  # HTA's own analysis of one job's traces, in a process of its own (its pool can hang)
@@ -85,10 +87,23 @@ def verdict(total, target, lo, hi):
     return "inside the target's interval" if lo <= total <= hi else "off"
 
 
+JOB_COLUMNS = ("label", "system", "ranks", "step_ms", "compute_ms")  # what trace_job.csv must hold
+
+
 def traced_jobs(folder):
     """(job, its files) of a trace_job.py folder: each job's row of trace_job.csv and its one trace per rank; where
     its compute-only steps are in traces of their own (--profile gpu), those as the job's `compute_only`."""
-    jobs = pd.read_csv(folder / "trace_job.csv")
+    path = folder / "trace_job.csv"
+    jobs = packs.read_csv(path, "FOLDER", JOB_COLUMNS, most=16 << 20)
+    ob_csv.require_ranges(path, jobs, {"ranks": (1, 1 << 16, True), "step_ms": (1e-6, 1e9, False),
+                                       "compute_ms": (1e-6, 1e9, False)})
+    for job in jobs.itertuples():
+        if not re.fullmatch(r"[A-Za-z0-9_+=-][A-Za-z0-9._+=-]*", str(job.label)):
+            raise ob_tool.UsageError(f"{path}: row {job.Index + 1}: label '{job.label}' is invalid: a plain "
+                                     "file-name prefix (its traces lie in the folder)")
+        if job.compute_ms >= job.step_ms:
+            raise ob_tool.UsageError(f"{path}: row {job.Index + 1}: compute_ms {job.compute_ms:g} is not below "
+                                     f"step_ms {job.step_ms:g} (the added time must be positive)")
     for job in jobs.itertuples():
         files = sorted(folder.glob(f"{job.label}.rank*.trace.json*"))
         alone = sorted(folder.glob(f"{job.label}.compute-only.rank*.trace.json*"))
@@ -111,8 +126,8 @@ def phase4_jobs(folder):
             continue
         modes = frame.groupby("mode").first()
         step, compute = modes.loc["overlap", "time_ms_p50"], modes.loc["compute", "time_ms_p50"]
-        half = float(np.hypot(step * modes.loc["overlap", "time_ms_p50_ci_rel"],
-                              compute * modes.loc["compute", "time_ms_p50_ci_rel"]))
+        ci = modes["time_ms_p50_ci_rel"] if "time_ms_p50_ci_rel" in modes else {"overlap": np.nan, "compute": np.nan}
+        half = float(np.hypot(step * ci["overlap"], compute * ci["compute"]))
         yield ({"label": path.stem, "system": "overlap-bench", "ranks": int(modes.loc["overlap", "ranks"]),
                 "step_ms": step, "compute_ms": compute, "target_lo_ms": step - compute - half,
                 "target_hi_ms": step - compute + half}, [timeline])
@@ -194,7 +209,7 @@ def main():
     meta = {"suite": "overlap-bench", "tool": "ob-analyze-check", "commit": ob_tool.commit_id(),
             "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command_line": sys.argv,
             "traces": str(args.folder), "hta_version": hta,
-            "trace_job": json.loads(ob_tool.read_small(pathlib.Path(args.folder) / "trace_job.meta.json", "FOLDER"))
+            "trace_job": packs.read_json(pathlib.Path(args.folder) / "trace_job.meta.json", "FOLDER")
             if (pathlib.Path(args.folder) / "trace_job.meta.json").is_file() else None}
     ob_tool.write_text_atomic(ob_csv.meta_path(args.csv), json.dumps(meta, indent=2) + "\n")
     ob_tool.write_text_atomic(args.csv, table.to_csv(index=False))

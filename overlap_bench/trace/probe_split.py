@@ -21,11 +21,11 @@ PARTS = (("exposed communication", ("exposed_comm_ms", "-peer_wait_ms"), True),
 def _numbers(path, what, keys, check=None):
     """A JSON object of a probe's folder, read through the input policy (ob_tool.read_small: a file too large to read
     whole is a usage error), holding the finite numbers `keys`; a ValueError naming the file where it does not."""
-    from overlap_bench.core import ob_tool
+    from overlap_bench.core import inputs, ob_tool
 
     try:
-        value = json.loads(ob_tool.read_small(path, "FOLDER"))
-    except (OSError, json.JSONDecodeError) as error:
+        value = inputs.load_json(path, "FOLDER")
+    except (OSError, ob_tool.UsageError) as error:
         raise ValueError(f"{path}: not {what} ({type(error).__name__})") from None
     if not isinstance(value, dict) or (check and not check(value)) or not all(
             isinstance(value.get(k), (int, float)) and not isinstance(value.get(k), bool) and
