@@ -55,7 +55,11 @@ fi
 # run NAME COMMAND...: runs a step, keeps its log, records a failure without stopping the others.
 run() {
   local name=$1; shift
-  if [ "$dry" = 1 ]; then echo "$name: $*"; return; fi
+  if [ "$dry" = 1 ]; then  # each argument one word as a shell would read it back (quoted where it must be)
+    local word line=""
+    for word in "$@"; do [[ $word =~ ^[A-Za-z0-9_./=:,@%+-]+$ ]] && line+=" $word" || line+=" ${word@Q}"; done
+    echo "$name:$line"; return
+  fi
   ob_log "$name"
   if "$@" >"$out/$name.log" 2>&1; then
     grep -E '^(#|  )' "$out/$name.log" | grep -v '^# \(summary\|timeline\)' | head -n 40 || true

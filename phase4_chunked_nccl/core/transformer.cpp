@@ -135,7 +135,8 @@ TransformerShape parse_transformer_config(const nlohmann::json& config, const st
   try {
     // A mixture of experts is refused by name, not read as the dense model of one expert (Mixtral-8x7B's config
     // read so is about 7 B parameters of its 46.7 B); an architecture this parser does not know, likewise.
-    for (const char* key : {"num_local_experts", "num_experts", "n_routed_experts", "moe_intermediate_size"}) {
+    for (const char* key : {"num_local_experts", "num_experts", "n_routed_experts", "moe_intermediate_size",
+                            "num_experts_per_tok", "moe_num_experts", "n_shared_experts", "moe_topk"}) {
       if (config.contains(key) && !config.at(key).is_null())
         bad(option, source,
             std::string("a mixture-of-experts config (") + key + " " + config.at(key).dump() +

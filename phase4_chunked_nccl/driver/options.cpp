@@ -293,13 +293,20 @@ void validate(const CLI::App& app, Config& config) {
   config.shuffle = app.count("--order-seed") > 0;
   ob::require(config.passes <= config.common.iters, "--passes", std::to_string(config.passes),
               "at most --iters (" + std::to_string(config.common.iters) + "): each pass times one iteration at least");
+  // --plan-syncs before anything reads it (the sweeps take its first name): every item a strategy, each once, none
+  // empty (",", "nccl,,ce" and "nccl,nccl" are refused, not read as no strategy or as one)
+  const auto planned = ob::split_list(config.plan_syncs);
+  std::vector<std::string> distinct = planned;
+  std::sort(distinct.begin(), distinct.end());
+  const bool listed = config.plan_syncs.empty() ||
+                      (static_cast<size_t>(std::count(config.plan_syncs.begin(), config.plan_syncs.end(), ',')) + 1 ==
+                           planned.size() &&
+                       std::adjacent_find(distinct.begin(), distinct.end()) == distinct.end());
+  const auto known = [](const std::string& n) { return find_sync(n) != nullptr; };
+  ob::require(listed && std::all_of(planned.begin(), planned.end(), known), "--plan-syncs", config.plan_syncs, "comma-separated strategies, each once: " + sync_list());
   validate_sweeps(config);
   ob::require(!(config.plan_mode == PlanMode::kAuto && config.chunks > 0), "--plan", name(config.plan_mode),
               "--plan auto chooses the buckets: not with --chunks");
-  for (const auto& name : ob::split_list(config.plan_syncs)) {
-    ob::require(find_sync(name) != nullptr, "--plan-syncs", config.plan_syncs,
-                "comma-separated strategies: " + sync_list());
-  }
   const bool plan_swept = std::any_of(config.sweeps.begin(), config.sweeps.end(),
                                       [](const std::string& s) { return s.rfind("plan=", 0) == 0; });
   ob::require(config.plan_syncs.empty() || config.plan_mode == PlanMode::kAuto || config.calibrate || plan_swept,

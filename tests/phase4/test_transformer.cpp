@@ -141,6 +141,10 @@ TEST(Transformer, AMixtureOfExpertsAndAnUnknownArchitectureAreRefusedByName) {
   nlohmann::json deepseek = llama();
   deepseek["n_routed_experts"] = 64;
   EXPECT_NE(usage_error(deepseek).find("mixture-of-experts"), std::string::npos);
+  nlohmann::json routed = llama();  // a Llama-typed config naming its experts only by these keys (issue 83)
+  routed["num_experts_per_tok"] = 2;
+  routed["moe_num_experts"] = 16;
+  EXPECT_NE(usage_error(routed).find("a mixture-of-experts config"), std::string::npos) << usage_error(routed);
   nlohmann::json unknown = llama();
   unknown["model_type"] = "falcon";
   EXPECT_NE(usage_error(unknown).find("model_type 'falcon' is not one this suite models"), std::string::npos);
