@@ -26,18 +26,34 @@ def _numbers(path, what, keys, check=None):
     try:
         value = inputs.load_json(path, "FOLDER")
     except (OSError, ob_tool.UsageError) as error:
-        raise ValueError(f"{path}: not {what} ({type(error).__name__})") from None
-    if not isinstance(value, dict) or (check and not check(value)) or not all(
-            isinstance(value.get(k), (int, float)) and not isinstance(value.get(k), bool) and
-            math.isfinite(value[k]) for k in keys):
+        raise ValueError(f"{path}: not {what} ({str(error).split(' is invalid: ')[-1]})") from None
+    if not isinstance(value, dict) or not all(ob_tool.is_number(value.get(k), -1e9, 1e9) for k in keys):
         raise ValueError(f"{path}: not {what} ({path.name} needs the finite numbers {', '.join(keys)})")
+    if check and not check(value):
+        raise ValueError(f"{path}: not {what} (its fields contradict each other or have the wrong type: {RULES})")
     return value
+
+
+# What a probe's result and its truth must hold beyond finite numbers: positive steps, each value inside its own
+# interval, booleans that are booleans (a string "false" is no false)
+RULES = "steps above zero, ci_lo <= value <= ci_hi, within_5pct true or false"
+
+
+def _probe_holds(probe):
+    return (probe.get("tool") == "probe" and probe["step_ms"] > 0 and probe["compute_only_step_ms"] > 0
+            and probe["traced_step_ms"] > 0 and probe["added_ci_lo_ms"] <= probe["added_ms"] <= probe["added_ci_hi_ms"])
+
+
+def _truth_holds(truth):
+    return (truth["truth_step_ms"] > 0 and truth["truth_compute_ms"] > 0 and
+            truth["truth_ci_lo_ms"] <= truth["truth_added_ms"] <= truth["truth_ci_hi_ms"] and
+            isinstance(truth.get("within_5pct", False), bool))
 
 
 def load(path):
     """A probe's probe.json; a ValueError naming the file where it is not one."""
     keys = ("step_ms", "compute_only_step_ms", "added_ms", "added_ci_lo_ms", "added_ci_hi_ms", "traced_step_ms")
-    return _numbers(path, "a probe's result", keys, lambda probe: probe.get("tool") == "probe")
+    return _numbers(path, "a probe's result", keys, _probe_holds)
 
 
 # The truth a probe is held against (truth.json: examples/probe_ddp.py --truth, ob-probe-suite), as ob-probe-table
@@ -57,7 +73,8 @@ def split(row, probe):
     Where the measured total is not above zero the scale is 0 (nothing to split); where the trace's parts add to
     nothing but the measured total is above zero, the scale is NaN and the parts are left as traced (the trace saw
     none of what the job added: said in words)."""
-    parts = [{"part": name, "traced_ms": sum(_value(row, c) for c in columns), "adds": adds}
+    # a part below zero (a slowdown of -0.001 ms: noise) is none, never scaled up with the rest
+    parts = [{"part": name, "traced_ms": max(0.0, sum(_value(row, c) for c in columns)), "adds": adds}
              for name, columns, adds in PARTS]
     traced = sum(p["traced_ms"] for p in parts if p["adds"])
     measured = float(probe["added_ms"])
@@ -102,7 +119,7 @@ def table_row(folder):
            "replicas_agree": probe.get("replicas_agree")}
     truth_path = folder / "truth.json"
     if truth_path.is_file():
-        truth = _numbers(truth_path, "a probe's truth", TRUTH_NUMBERS)
+        truth = _numbers(truth_path, "a probe's truth", TRUTH_NUMBERS, _truth_holds)
         row.update({k: truth.get(k) for k in (*TRUTH_NUMBERS, "error", "within_5pct")})
     parts_path = folder / "analysis" / "analysis.parts.csv"
     if parts_path.is_file():
@@ -134,7 +151,8 @@ def table_main(argv=None):
         raise ob_tool.UsageError(f"--csv: '{out}' is invalid: a .csv file in an existing folder")
     meta_path = out.with_suffix(".meta.json")
     ob_tool.require_outputs([("--csv", out), ("--csv", meta_path)],
-                            [("FOLDER", pathlib.Path(f) / "probe.json") for f in args.folders])
+                            [("FOLDER", pathlib.Path(f) / name) for f in args.folders
+                             for name in ("probe.json", "truth.json", "analysis/analysis.parts.csv")])
     rows, probes = [], []
     for folder in map(pathlib.Path, args.folders):
         try:

@@ -88,7 +88,7 @@ def test_a_plain_trace_says_what_it_cannot_know(tmp_path):
 
 @pytest.mark.parametrize("damage, message", [
     ("no probe.json", "a folder without a probe's result"),
-    ("probe.json not JSON", "not a probe's result (JSONDecodeError)"),
+    ("probe.json not JSON", "not a probe's result (not JSON"),
     ("a string for a number", "needs the finite numbers"),
     ("no traces", "without its traces"),
 ])
@@ -113,6 +113,7 @@ def torch_job(*args, timeout=300):
     """probe_job.py in a process of its own (torch is never imported here: a child forked from a process that
     holds it inherits its peak memory, which other tests measure); skipped without torch or gloo."""
     if importlib.util.find_spec("torch") is None:
+        assert not os.environ.get("OB_REQUIRE_TORCH"), "torch was installed by the test command, yet not found"
         pytest.skip("torch is not installed")
     result = subprocess.run([sys.executable, str(JOB), *map(str, args)], capture_output=True, text=True,
                             timeout=timeout, env={**os.environ, "PYTHONPATH": str(REPO)})
@@ -121,28 +122,61 @@ def torch_job(*args, timeout=300):
     return result
 
 
-@pytest.mark.parametrize("wrapper", ["ddp", "fsdp2"])
-def test_a_probed_run_trains_exactly_as_the_job_s_own_steps(tmp_path, wrapper):
-    """Two ranks (gloo, CPU), BatchNorm's buffers, dropout's random numbers, AdamW, under DDP or FSDP2: after the
-    probe the model and the optimizer's state equal bit for bit those of the same job's own steps on the batches they
-    took, the replicas agree, and the probe took at most 40 steps."""
-    for mode in ("probed", "plain", "compare"):
-        result = torch_job(mode, tmp_path, wrapper)
-        assert result.returncode == 0, result.stderr[-3000:]
+JOBS = {  # the jobs the probe and its tuner run on the CPU (gloo, two ranks): the wrapper and probe_job.py's options
+    "ddp": ["ddp"], "fsdp2": ["fsdp2"],
+    "ddp-tune-accumulate": ["ddp", "--tune", "--accumulate", "2"],
+    "ddp-tune-compile": ["ddp", "--tune", "--compile"],
+    "fsdp2-tune": ["fsdp2", "--tune"],
+    "fsdp2-tune-noreshard-accumulate": ["fsdp2", "--tune", "--no-reshard", "--accumulate", "2"],
+}
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_a_probed_run_trains_exactly_as_the_job_s_own_steps(tmp_path, job):
+    """Two ranks (gloo, CPU), BatchNorm's buffers, dropout's random numbers, AdamW, under DDP or FSDP2, with
+    accumulation, torch.compile, FSDP2 with and without resharding: after the probe (and its tuner) the model and the
+    optimizer's state equal bit for bit those of the same job's own steps on the batches they took, the replicas
+    agree, the measurement took at most 40 steps and the tuner at most its budget, every setting it tried in
+    tune.csv and its verdict in words."""
+    wrapper, *options = JOBS[job]
+    result = torch_job("both", tmp_path, wrapper, *options, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
     lines = dict(line.split(": ", 1) for line in result.stdout.splitlines() if ": " in line)
     assert lines["model equal"] == "True" and lines["optimizer equal"] == "True"
     steps, timed = map(int, lines["plan"].split())
     measured = json.loads((tmp_path / "probe" / "probe.json").read_text())
-    assert measured["replicas_agree"] and measured["probe_steps"] == steps <= 40
+    assert measured["replicas_agree"] and measured["probe_steps"] == steps
     kinds = pd.read_csv(tmp_path / "probe" / "probe.csv")["kind"].value_counts()
     assert kinds["job"] == kinds["compute"] == timed
     assert measured["added_ci_lo_ms"] <= measured["added_ms"] <= measured["added_ci_hi_ms"]
     assert measured["backend"] == "gloo" and measured["clock"] == "host perf_counter"
     assert measured["wrapper"] == wrapper and measured["baseline"]
     assert ("hooks out" in measured["baseline"]) == (wrapper == "fsdp2")  # FSDP2's compute-only: a plain replica's
+    assert measured["replicas_checked"] > 0 if wrapper == "ddp" else measured["replicas_checked"] == 0
     assert sorted(p.name for p in (tmp_path / "probe").glob("*.trace.json.gz")) == [
         "compute-only.rank0.trace.json.gz", "compute-only.rank1.trace.json.gz", "job.rank0.trace.json.gz",
         "job.rank1.trace.json.gz"]
+    assert "nan" not in result.stdout.lower()
+    if "--tune" not in options:
+        assert steps <= 40 and "tune" not in measured and not (tmp_path / "probe" / "tune.csv").exists()
+        return
+    tuned = measured["tune"]
+    assert steps - sum(1 for k in kinds.index for _ in range(kinds[k]) if k.startswith("tune")) <= 40
+    assert tuned["steps"] == sum(kinds[k] for k in kinds.index if k.startswith("tune")) <= tuned["budget_steps"] == 200
+    table = pd.read_csv(tmp_path / "probe" / "tune.csv")
+    assert list(table["setting"]) == [row["setting"] for row in tuned["settings"]] and len(table) >= 2
+    assert (table["ci_lo"] <= table["ratio"]).all() and (table["ratio"] <= table["ci_hi"]).all()
+    assert (table["steps"] == tuned["rounds"] * 3).all() and tuned["rounds"] >= 2
+    assert table["best"].sum() == (tuned["best"] is not None)
+    if wrapper == "ddp":
+        assert all(s.startswith(("bucket_cap_mb=", "gradient_as_bucket_view=")) for s in table["setting"])
+        assert "compile" not in job or all(float(s.split("=")[1]) >= 1 for s in table["setting"]
+                                           if s.startswith("bucket"))
+    else:
+        assert any(s.startswith("forward prefetch") for s in table["setting"])
+        assert any(s.startswith("reshard_after_forward") for s in table["setting"]) == ("noreshard" not in job)
+    verdict = next(line for line in result.stdout.splitlines() if line.startswith("tune: "))
+    assert ("Paste: " in verdict) == (tuned["best"] is not None) and ("keep yours" in verdict) != ("Paste" in verdict)
 
 
 def test_each_bad_use_is_one_line_and_the_model_untouched(tmp_path):
