@@ -65,7 +65,7 @@ struct Columns {
   std::vector<uint32_t> op_tid;
   std::vector<double> op_start, op_end;
   StringTable strings;  // names, shapes, collectives, nccl, gpu
-  StringTable tids;     // each thread id as JSON text ("null" where absent)
+  StringTable tids;  // each thread id as JSON text ("null" where absent)
 };
 
 }  // namespace ob::trace

@@ -3,6 +3,7 @@
 // a step marker that is not digits, a time out of range) throws Unhandled: the Python reader then reads the file and
 // says what it says, so both readers agree on every input the native one accepts.
 #include "trace_reader/kineto_events.hpp"
+#include "trace_reader/kineto_fields.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -14,144 +15,7 @@
 namespace ob::trace {
 namespace {
 
-namespace od = simdjson::ondemand;
-constexpr double kMostUs = 1e15;  // trace_model.MOST_US
-constexpr double kExact = 9007199254740992.0;  // 2^53: every integer below converts to a double exactly
-
-enum class Got { kAbsent, kOk, kNull, kOther };
-
-struct IntField {
-  Got got = Got::kAbsent;
-  int64_t value = 0;
-};
-struct NumField {
-  Got got = Got::kAbsent;
-  double value = 0;
-};
-struct TextField {
-  Got got = Got::kAbsent;
-  std::string_view value;
-};
-
-[[noreturn]] void unhandled(const char* what) { throw Unhandled(what); }
-
-template <typename R>
-auto ok(R&& result) {
-  if (result.error()) unhandled("not JSON the native reader takes");
-  return std::forward<R>(result).value_unsafe();
-}
-inline std::string_view ok(std::string_view text) { return text; }
-
-IntField read_int(od::value value) {
-  IntField field;
-  od::json_type type = ok(value.type());
-  if (type == od::json_type::null) {
-    field.got = Got::kNull;
-  } else if (type == od::json_type::number && ok(value.get_number_type()) == od::number_type::signed_integer) {
-    field.value = ok(value.get_int64());
-    field.got = Got::kOk;
-  } else {
-    field.got = Got::kOther;
-  }
-  return field;
-}
-
-// A JSON number as Python's float() of ijson's value gives it (ints above 2^53 left to Python).
-NumField read_num(od::value value) {
-  NumField field;
-  od::json_type type = ok(value.type());
-  if (type == od::json_type::null) {
-    field.got = Got::kNull;
-  } else if (type == od::json_type::number) {
-    od::number_type kind = ok(value.get_number_type());
-    if (kind == od::number_type::floating_point_number) {
-      field.value = ok(value.get_double());
-      field.got = Got::kOk;
-    } else if (kind == od::number_type::signed_integer) {
-      int64_t whole = ok(value.get_int64());
-      field.value = static_cast<double>(whole);
-      field.got = std::fabs(field.value) < kExact ? Got::kOk : Got::kOther;
-    } else {
-      field.got = Got::kOther;
-    }
-  } else {
-    field.got = Got::kOther;
-  }
-  return field;
-}
-
-TextField read_text(od::value value) {
-  TextField field;
-  od::json_type type = ok(value.type());
-  if (type == od::json_type::string) {
-    field.value = ok(value.get_string());
-    field.got = Got::kOk;
-  } else {
-    field.got = type == od::json_type::null ? Got::kNull : Got::kOther;
-  }
-  return field;
-}
-
-// Python's str() of a launch shape (grid or block): an int, or a list of them, "[1024, 1, 1]".
-bool python_text(od::value value, std::string& out) {
-  od::json_type type = ok(value.type());
-  if (type == od::json_type::number) {
-    IntField whole = read_int(value);
-    if (whole.got != Got::kOk) return false;
-    out += std::to_string(whole.value);
-    return true;
-  }
-  if (type != od::json_type::array) return false;
-  out += '[';
-  bool first = true;
-  for (auto item : ok(value.get_array())) {
-    if (!first) out += ", ";
-    first = false;
-    if (!python_text(ok(std::move(item)), out)) return false;
-  }
-  out += ']';
-  return true;
-}
-
-struct Shape {
-  Got got = Got::kAbsent;  // kOk: text holds it; kNull: None
-  std::string text;
-};
-
-Shape read_shape(od::value value) {
-  Shape shape;
-  if (ok(value.type()) == od::json_type::null) {
-    shape.got = Got::kNull;
-    return shape;
-  }
-  shape.got = python_text(value, shape.text) ? Got::kOk : Got::kOther;
-  return shape;
-}
-
-// AccumulateGrad's (args.get("Input Dims") or [[]])[0] as a shape: its element count; Got::kOther where _keep fails.
-NumField read_dims(od::value value) {
-  NumField field{Got::kOk, 0.0};
-  od::json_type type = ok(value.type());
-  if (type == od::json_type::null) return field;  // falsy: [[]][0] is [], no elements counted
-  if (type != od::json_type::array) return {Got::kOther, 0};
-  od::array outer = ok(value.get_array());
-  for (auto first : outer) {
-    od::value dims = ok(std::move(first));
-    if (ok(dims.type()) != od::json_type::array) return {Got::kOther, 0};
-    unsigned __int128 product = 1;
-    bool any = false;
-    for (auto item : ok(dims.get_array())) {
-      IntField d = read_int(ok(std::move(item)));
-      if (d.got != Got::kOk || d.value < 0 || d.value >= (int64_t{1} << 40)) return {Got::kOther, 0};
-      any = true;
-      product *= static_cast<uint64_t>(d.value);
-      if (product >> 63) return {Got::kOther, 0};  // float(math.prod) of a huge product: left to Python
-    }
-    field.value = any ? static_cast<double>(static_cast<uint64_t>(product)) : 0.0;
-    return field;  // only the first entry counts; the rest is skipped
-  }
-  return field;  // an empty list is falsy: no elements
-}
+using namespace fields;  // NOLINT: kineto_fields.hpp
 
 bool starts(std::string_view text, std::string_view prefix) {
   return text.size() >= prefix.size() && text.compare(0, prefix.size(), prefix) == 0;
@@ -163,7 +27,6 @@ struct Args {
   Shape grid, block;
   TextField collective, dtype;
   NumField nelems;
-  Got nelems_falsy = Got::kAbsent;
   NumField dims{Got::kOk, 0.0};
 };
 
@@ -182,14 +45,22 @@ void read_args(od::value value, Args& args) {
   for (auto field : ok(value.get_object())) {
     od::field f = ok(std::move(field));
     std::string_view key = ok(f.unescaped_key());
-    if (key == "stream") args.stream = read_int(f.value());
-    else if (key == "correlation") args.correlation = read_int(f.value());
-    else if (key == "grid") args.grid = read_shape(f.value());
-    else if (key == "block") args.block = read_shape(f.value());
-    else if (key == "Collective name") args.collective = read_text(f.value());
-    else if (key == "dtype") args.dtype = read_text(f.value());
-    else if (key == "In msg nelems") args.nelems = read_num(f.value());
-    else if (key == "Input Dims") args.dims = read_dims(f.value());
+    if (key == "stream")
+      args.stream = read_int(f.value());
+    else if (key == "correlation")
+      args.correlation = read_int(f.value());
+    else if (key == "grid")
+      args.grid = read_shape(f.value());
+    else if (key == "block")
+      args.block = read_shape(f.value());
+    else if (key == "Collective name")
+      args.collective = read_text(f.value());
+    else if (key == "dtype")
+      args.dtype = read_text(f.value());
+    else if (key == "In msg nelems")
+      args.nelems = read_num(f.value());
+    else if (key == "Input Dims")
+      args.dims = read_dims(f.value());
   }
 }
 
@@ -238,6 +109,62 @@ Tid read_tid(od::value value) {
   return tid;
 }
 
+void keep_kernel(Columns& c, std::string_view n, bool kernel, double start, double end, const Args& args) {
+  std::string_view collective;
+  if (kernel && args.collective.got != Got::kAbsent) {
+    if (args.collective.got != Got::kOk) unhandled("Collective name");
+    collective = args.collective.value;
+  }
+  double elements = 0;
+  if (args.nelems.got == Got::kOk)
+    elements = args.nelems.value;
+  else if (args.nelems.got == Got::kOther)
+    unhandled("In msg nelems");
+  double per = 4;
+  if (args.dtype.got == Got::kOk)
+    per = dtype_bytes(args.dtype.value);
+  else if (args.dtype.got != Got::kAbsent)
+    unhandled("dtype");
+  if (args.stream.got == Got::kNull || args.stream.got == Got::kOther) unhandled("stream");
+  if (args.correlation.got == Got::kNull || args.correlation.got == Got::kOther) unhandled("correlation");
+  std::string shape;
+  if (args.grid.got == Got::kOther || args.block.got == Got::kOther) unhandled("grid or block");
+  if (args.grid.got == Got::kOk)
+    shape = args.grid.text + "x" + (args.block.got == Got::kOk ? args.block.text : std::string("None"));
+  c.k_start.push_back(start);
+  c.k_end.push_back(end);
+  c.k_name.push_back(c.strings.id(n));
+  c.k_stream.push_back(args.stream.got == Got::kOk ? args.stream.value : -1);
+  c.k_shape.push_back(c.strings.id(shape));
+  c.k_corr.push_back(args.correlation.got == Got::kOk ? args.correlation.value : -1);
+  c.k_coll.push_back(c.strings.id(collective));
+  c.k_bytes.push_back(elements * per);
+}
+
+// The wrapper's host calls, DDP's forward (wrapping_ends.cpp takes its ends) and every operator's host range.
+void keep_host(Columns& c, std::string_view n, bool cpu_op, bool annotation, double start, double end, const Tid& tid) {
+  static const std::string_view kWrapper[] = {
+      "c10d::", "record_param_comms", "nccl:", "torch::distributed::reducer::", "FSDP::", "fsdp::"};
+  bool wrapper = false;
+  for (auto prefix : kWrapper) wrapper = wrapper || starts(n, prefix);
+  bool needs_tid = cpu_op || (annotation && !wrapper && starts(n, "DistributedDataParallel.forward"));
+  if (needs_tid && tid.got == Got::kOther) unhandled("tid");
+  uint32_t thread = needs_tid ? c.tids.id(tid.got == Got::kOk ? std::string_view(tid.text) : "null") : 0;
+  if ((cpu_op || annotation) && wrapper) {
+    c.wrap_start.push_back(start);
+    c.wrap_end.push_back(end);
+  } else if (annotation && starts(n, "DistributedDataParallel.forward")) {
+    c.wrapping_start.push_back(start);
+    c.wrapping_end.push_back(end);
+    c.wrapping_tid.push_back(thread);
+  }
+  if (cpu_op) {
+    c.op_tid.push_back(thread);
+    c.op_start.push_back(start);
+    c.op_end.push_back(end);
+  }
+}
+
 void keep_event(od::object object, Columns& c) {
   TextField ph, cat, name;
   NumField ts{Got::kAbsent, NAN}, dur{Got::kAbsent, NAN};
@@ -246,13 +173,20 @@ void keep_event(od::object object, Columns& c) {
   for (auto field : object) {
     od::field f = ok(std::move(field));
     std::string_view key = ok(f.unescaped_key());
-    if (key == "ph") ph = read_text(f.value());
-    else if (key == "cat") cat = read_text(f.value());
-    else if (key == "name") name = read_text(f.value());
-    else if (key == "ts") ts = read_num(f.value());
-    else if (key == "dur") dur = read_num(f.value());
-    else if (key == "tid") tid = read_tid(f.value());
-    else if (key == "args") read_args(f.value(), args);
+    if (key == "ph")
+      ph = read_text(f.value());
+    else if (key == "cat")
+      cat = read_text(f.value());
+    else if (key == "name")
+      name = read_text(f.value());
+    else if (key == "ts")
+      ts = read_num(f.value());
+    else if (key == "dur")
+      dur = read_num(f.value());
+    else if (key == "tid")
+      tid = read_tid(f.value());
+    else if (key == "args")
+      read_args(f.value(), args);
   }
   c.saw_event_object = true;
   if (ph.got != Got::kOk || ph.value != "X") return;
@@ -266,31 +200,7 @@ void keep_event(od::object object, Columns& c) {
   // Gloo's host collectives (trace_model.GLOO_OPS): read as communication by the Python reader, not here.
   if ((cpu_op || annotation) && starts(n, "gloo:")) unhandled("a gloo host collective");
   if (category == "kernel" || category == "gpu_memset" || category == "gpu_memcpy") {
-    std::string_view collective;
-    if (category == "kernel" && args.collective.got != Got::kAbsent) {
-      if (args.collective.got != Got::kOk) unhandled("Collective name");
-      collective = args.collective.value;
-    }
-    double elements = 0;
-    if (args.nelems.got == Got::kOk) elements = args.nelems.value;
-    else if (args.nelems.got == Got::kOther) unhandled("In msg nelems");
-    double per = 4;
-    if (args.dtype.got == Got::kOk) per = dtype_bytes(args.dtype.value);
-    else if (args.dtype.got != Got::kAbsent) unhandled("dtype");
-    if (args.stream.got == Got::kNull || args.stream.got == Got::kOther) unhandled("stream");
-    if (args.correlation.got == Got::kNull || args.correlation.got == Got::kOther) unhandled("correlation");
-    std::string shape;
-    if (args.grid.got == Got::kOther || args.block.got == Got::kOther) unhandled("grid or block");
-    if (args.grid.got == Got::kOk)
-      shape = args.grid.text + "x" + (args.block.got == Got::kOk ? args.block.text : std::string("None"));
-    c.k_start.push_back(start);
-    c.k_end.push_back(end);
-    c.k_name.push_back(c.strings.id(n));
-    c.k_stream.push_back(args.stream.got == Got::kOk ? args.stream.value : -1);
-    c.k_shape.push_back(c.strings.id(shape));
-    c.k_corr.push_back(args.correlation.got == Got::kOk ? args.correlation.value : -1);
-    c.k_coll.push_back(c.strings.id(collective));
-    c.k_bytes.push_back(elements * per);
+    keep_kernel(c, n, category == "kernel", start, end, args);
   } else if ((category == "cuda_runtime" || category == "cuda_driver") && args.correlation.got != Got::kAbsent) {
     if (args.correlation.got != Got::kOk) unhandled("correlation");
     c.l_corr.push_back(args.correlation.value);
@@ -316,26 +226,7 @@ void keep_event(od::object object, Columns& c) {
     c.bw_end.push_back(end);
     c.bw_name.push_back(c.strings.id(n.substr(n.find(": ") + 2)));
   }
-  static const std::string_view kWrapper[] = {"c10d::", "record_param_comms", "nccl:",
-                                              "torch::distributed::reducer::", "FSDP::", "fsdp::"};
-  bool wrapper = false;
-  for (auto prefix : kWrapper) wrapper = wrapper || starts(n, prefix);
-  bool needs_tid = cpu_op || (annotation && !wrapper && starts(n, "DistributedDataParallel.forward"));
-  if (needs_tid && tid.got == Got::kOther) unhandled("tid");
-  uint32_t thread = needs_tid ? c.tids.id(tid.got == Got::kOk ? std::string_view(tid.text) : "null") : 0;
-  if ((cpu_op || annotation) && wrapper) {
-    c.wrap_start.push_back(start);
-    c.wrap_end.push_back(end);
-  } else if (annotation && starts(n, "DistributedDataParallel.forward")) {
-    c.wrapping_start.push_back(start);
-    c.wrapping_end.push_back(end);
-    c.wrapping_tid.push_back(thread);
-  }
-  if (cpu_op) {
-    c.op_tid.push_back(thread);
-    c.op_start.push_back(start);
-    c.op_end.push_back(end);
-  }
+  keep_host(c, n, cpu_op, annotation, start, end, tid);
   if (annotation && starts(n, "FSDP")) c.fsdp = true;
 }
 
@@ -350,84 +241,6 @@ void keep_events(od::parser& parser, const char* data, size_t size, Columns& col
     keep_event(object, columns);
   }
   if (stream.truncated_bytes() != 0) unhandled("an event cut short");
-}
-
-void wrapping_ends(Columns& c) {
-  std::unordered_map<uint32_t, std::vector<size_t>> threads;  // thread -> its operators, by start (stable)
-  for (size_t i = 0; i < c.op_tid.size(); ++i) threads[c.op_tid[i]].push_back(i);
-  for (auto& [tid, order] : threads)
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return c.op_start[a] < c.op_start[b]; });
-  for (size_t w = 0; w < c.wrapping_start.size(); ++w) {
-    double start = c.wrapping_start[w], end = c.wrapping_end[w];
-    double first = 0, last = 0;
-    bool inner = false;
-    auto found = threads.find(c.wrapping_tid[w]);
-    if (found != threads.end()) {
-      const auto& order = found->second;
-      auto lo = std::lower_bound(order.begin(), order.end(), start,
-                                 [&](size_t i, double t) { return c.op_start[i] < t; });
-      auto hi = std::upper_bound(order.begin(), order.end(), end,
-                                 [&](double t, size_t i) { return t < c.op_start[i]; });
-      for (auto it = lo; it < hi; ++it) {
-        if (!(c.op_end[*it] <= end)) continue;
-        first = inner ? std::min(first, c.op_start[*it]) : c.op_start[*it];
-        last = inner ? std::max(last, c.op_end[*it]) : c.op_end[*it];
-        inner = true;
-      }
-    }
-    if (!inner) {
-      c.wrap_start.push_back(start);
-      c.wrap_end.push_back(end);
-    } else {
-      c.wrap_start.insert(c.wrap_start.end(), {start, last});
-      c.wrap_end.insert(c.wrap_end.end(), {first, end});
-    }
-  }
-  c.wrapping_start.clear();
-  c.wrapping_end.clear();
-  c.wrapping_tid.clear();
-  c.op_tid.clear();
-  c.op_start.clear();
-  c.op_end.clear();
-}
-
-void keep_header(std::string_view key, std::string_view value_json, Columns& c) {
-  simdjson::dom::parser parser;
-  simdjson::dom::element root;
-  if (parser.parse(value_json.data(), value_json.size(), true).get(root)) unhandled("a header value");
-  auto whole = [](simdjson::dom::element e) {
-    if (!e.is_int64()) unhandled("a header number");
-    return e.get_int64().value_unsafe();
-  };
-  if (key == "baseTimeNanoseconds") {
-    c.start_ns = whole(root);
-  } else if (key == "distributedInfo") {
-    if (!root.is_object()) return;
-    simdjson::dom::object info = root.get_object().value_unsafe();
-    for (auto [name, value] : info) {
-      if (name == "backend" && value.is_string() && value.get_string().value_unsafe() == "gloo")
-        unhandled("a gloo job: its host collectives are read by the Python reader");
-      if (name == "rank") c.rank = whole(value);
-      else if (name == "world_size") c.world = whole(value);
-      else if (name == "nccl_version") {
-        if (value.is_string()) c.nccl = c.strings.id(value.get_string().value_unsafe());
-        else if (value.is_int64()) c.nccl = c.strings.id(std::to_string(value.get_int64().value_unsafe()));
-        else unhandled("nccl_version");
-      }
-    }
-  } else if (key == "deviceProperties") {
-    if (!root.is_array()) unhandled("deviceProperties");
-    simdjson::dom::array devices = root.get_array().value_unsafe();
-    for (auto device : devices) {
-      if (!device.is_object()) continue;
-      simdjson::dom::object properties = device.get_object().value_unsafe();
-      for (auto [name, value] : properties) {
-        if (name != "name" || c.gpu != 0) continue;
-        if (!value.is_string()) unhandled("a device's name");
-        c.gpu = c.strings.id(value.get_string().value_unsafe());
-      }
-    }
-  }
 }
 
 }  // namespace ob::trace

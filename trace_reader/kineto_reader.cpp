@@ -129,25 +129,7 @@ void KinetoScanner::scan() {
   size_t i = pos_;
   while (i < end_) {
     if (in_string_) {
-      if (escaped_) {
-        escaped_ = false;
-        ++i;
-        continue;
-      }
-      size_t j = find_quote(b, i, end_);
-      if (top_ == Top::kInKey) key_.append(b + i, j - i);
-      if (j == end_) {
-        i = j;
-        break;
-      }
-      i = j + 1;
-      if (b[j] == '\\') {
-        escaped_ = true;
-        key_escaped_ = key_escaped_ || top_ == Top::kInKey;
-        continue;
-      }
-      in_string_ = false;
-      if (top_ == Top::kInKey) top_ = Top::kColon;
+      i = string_run(b, i);
       continue;
     }
     if (depth_ >= 3) {  // inside an event: skip to the next string or bracket
@@ -156,112 +138,140 @@ void KinetoScanner::scan() {
     }
     char c = b[i];
     switch (c) {
-      case ' ': case '\n': case '\r': case '\t':
-        break;
-      case '"':
-        if (depth_ == 1) {
-          if (top_ == Top::kKey) {
-            top_ = Top::kInKey;
-            key_.clear();
-            key_escaped_ = false;
-          } else if (top_ == Top::kValue) {
-            pos_ = i;
-            begin_value();
-            top_ = Top::kInValue;
-          } else {
-            unhandled("a string out of place at the top level");
-          }
-        } else if (depth_ == 0 || (in_events_ && depth_ == 2)) {
-          unhandled("a string where an object belongs");
-        }
-        in_string_ = true;
-        break;
-      case '{': case '[':
-        if (depth_ == 0) {
-          if (top_ != Top::kBefore || c != '{') unhandled("a trace that is not one JSON object");
-          top_ = Top::kKey;
-        } else if (depth_ == 1) {
-          if (top_ != Top::kValue) unhandled("a value out of place at the top level");
-          top_ = Top::kInValue;
-          if (key_ == "traceEvents") {
-            if (c != '[') unhandled("traceEvents that is not a list");
-            in_events_ = true;
-            item_ = Item::kFirst;
-            batch_from_ = batch_to_ = i + 1;
-          } else {
-            pos_ = i;
-            begin_value();
-          }
-        } else if (in_events_ && depth_ == 2) {
-          if (c != '{' || item_ == Item::kAfter) unhandled("an event that is not a JSON object");
-          item_ = Item::kIn;
-          item_from_ = i;
-        }
-        if (++depth_ > limits_.most_depth)
-          throw Refused("it nests deeper than " + std::to_string(limits_.most_depth));
-        break;
-      case '}': case ']':
-        if (depth_ == 0) unhandled("a closing bracket at the top level");
-        if (depth_ == 1) {
-          if (c != '}' || (top_ != Top::kInValue && top_ != Top::kAfter)) unhandled("a top level cut short");
-          pos_ = i;
-          if (top_ == Top::kInValue) end_of_value();
-          top_ = Top::kDone;
-          depth_ = 0;
-          break;
-        }
-        if (in_events_ && depth_ == 2) {
-          if (c != ']' || item_ == Item::kExpect) unhandled("traceEvents cut short");
-          flush_events();
-          in_events_ = false;
-          item_ = Item::kAfter;  // events seen (or an empty list): header keys after this are not read
-          depth_ = 1;
-          break;
-        }
-        if (--depth_ == 2 && in_events_) {
-          item_ = Item::kAfter;
-          batch_to_ = i + 1;
-          if (i + 1 - item_from_ > limits_.most_event_bytes) too_long();
-          events_ = true;
-        }
-        break;
-      case ',':
-        if (depth_ == 1) {
-          if (top_ != Top::kInValue) unhandled("a comma out of place at the top level");
-          pos_ = i;
-          end_of_value();
-          top_ = Top::kKey;
-        } else if (in_events_ && depth_ == 2) {
-          if (item_ != Item::kAfter) unhandled("a comma out of place in traceEvents");
-          b[i] = ' ';
-          item_ = Item::kExpect;
-        } else if (depth_ == 0) {
-          unhandled("bytes after the trace");
-        }
-        break;
+      case ' ':
+      case '\n':
+      case '\r':
+      case '\t': break;
+      case '"': quote(i); break;
+      case '{':
+      case '[': open(c, i); break;
+      case '}':
+      case ']': close(c, i); break;
+      case ',': comma(b, i); break;
       case ':':
         if (depth_ == 1) {
           if (top_ != Top::kColon || key_escaped_) unhandled("a key the native reader does not take");
           top_ = Top::kValue;
         }
         break;
-      default:
-        if (depth_ == 0) unhandled("bytes after the trace");
-        if (depth_ == 1) {
-          if (top_ == Top::kValue) {
-            pos_ = i;
-            begin_value();
-            top_ = Top::kInValue;
-          } else if (top_ != Top::kInValue) {
-            unhandled("a value out of place at the top level");
-          }
-        } else if (in_events_ && depth_ == 2) {
-          unhandled("an event that is not a JSON object");
-        }
+      default: scalar(i);
     }
     ++i;
   }
   pos_ = i;
+}
+
+size_t KinetoScanner::string_run(const char* b, size_t i) {
+  if (escaped_) {
+    escaped_ = false;
+    return i + 1;
+  }
+  size_t j = find_quote(b, i, end_);
+  if (top_ == Top::kInKey) key_.append(b + i, j - i);
+  if (j == end_) return j;
+  if (b[j] == '\\') {
+    escaped_ = true;
+    key_escaped_ = key_escaped_ || top_ == Top::kInKey;
+    return j + 1;
+  }
+  in_string_ = false;
+  if (top_ == Top::kInKey) top_ = Top::kColon;
+  return j + 1;
+}
+
+void KinetoScanner::quote(size_t i) {
+  if (depth_ == 1) {
+    if (top_ == Top::kKey) {
+      top_ = Top::kInKey;
+      key_.clear();
+      key_escaped_ = false;
+    } else if (top_ == Top::kValue) {
+      pos_ = i;
+      begin_value();
+      top_ = Top::kInValue;
+    } else {
+      unhandled("a string out of place at the top level");
+    }
+  } else if (depth_ == 0 || (in_events_ && depth_ == 2)) {
+    unhandled("a string where an object belongs");
+  }
+  in_string_ = true;
+}
+
+void KinetoScanner::open(char c, size_t i) {
+  if (depth_ == 0) {
+    if (top_ != Top::kBefore || c != '{') unhandled("a trace that is not one JSON object");
+    top_ = Top::kKey;
+  } else if (depth_ == 1) {
+    if (top_ != Top::kValue) unhandled("a value out of place at the top level");
+    top_ = Top::kInValue;
+    if (key_ == "traceEvents") {
+      if (c != '[') unhandled("traceEvents that is not a list");
+      in_events_ = true;
+      item_ = Item::kFirst;
+      batch_from_ = batch_to_ = i + 1;
+    } else {
+      pos_ = i;
+      begin_value();
+    }
+  } else if (in_events_ && depth_ == 2) {
+    if (c != '{' || item_ == Item::kAfter) unhandled("an event that is not a JSON object");
+    item_ = Item::kIn;
+    item_from_ = i;
+  }
+  if (++depth_ > limits_.most_depth) throw Refused("it nests deeper than " + std::to_string(limits_.most_depth));
+}
+
+void KinetoScanner::close(char c, size_t i) {
+  if (depth_ == 0) unhandled("a closing bracket at the top level");
+  if (depth_ == 1) {
+    if (c != '}' || (top_ != Top::kInValue && top_ != Top::kAfter)) unhandled("a top level cut short");
+    pos_ = i;
+    if (top_ == Top::kInValue) end_of_value();
+    top_ = Top::kDone;
+    depth_ = 0;
+  } else if (in_events_ && depth_ == 2) {
+    if (c != ']' || item_ == Item::kExpect) unhandled("traceEvents cut short");
+    flush_events();
+    in_events_ = false;
+    item_ = Item::kAfter;  // events seen (or an empty list): header keys after this are not read
+    depth_ = 1;
+  } else if (--depth_ == 2 && in_events_) {
+    item_ = Item::kAfter;
+    batch_to_ = i + 1;
+    events_ = true;
+    if (i + 1 - item_from_ > limits_.most_event_bytes) too_long();
+  }
+}
+
+void KinetoScanner::comma(char* b, size_t i) {
+  if (depth_ == 1) {
+    if (top_ != Top::kInValue) unhandled("a comma out of place at the top level");
+    pos_ = i;
+    end_of_value();
+    top_ = Top::kKey;
+  } else if (in_events_ && depth_ == 2) {
+    if (item_ != Item::kAfter) unhandled("a comma out of place in traceEvents");
+    b[i] = ' ';
+    item_ = Item::kExpect;
+  } else if (depth_ == 0) {
+    unhandled("bytes after the trace");
+  }
+}
+
+void KinetoScanner::scalar(size_t i) {
+  if (depth_ == 0) unhandled("bytes after the trace");
+  if (depth_ == 1) {
+    if (top_ == Top::kValue) {
+      pos_ = i;
+      begin_value();
+      top_ = Top::kInValue;
+    } else if (top_ != Top::kInValue) {
+      unhandled("a value out of place at the top level");
+    }
+  } else if (in_events_ && depth_ == 2) {
+    unhandled("an event that is not a JSON object");
+  }
 }
 
 void KinetoScanner::finish() {

@@ -17,9 +17,9 @@
 namespace ob::trace {
 
 struct ReaderLimits {
-  size_t chunk_bytes = size_t{8} << 20;     // read at once
+  size_t chunk_bytes = size_t{8} << 20;  // read at once
   size_t most_event_bytes = size_t{16} << 20;  // one event (or header value) longer than this: Refused
-  int most_depth = 512;                     // inputs.MOST_JSON_DEPTH, counted outside strings
+  int most_depth = 512;  // inputs.MOST_JSON_DEPTH, counted outside strings
   uint64_t most_inflated = uint64_t{4} << 30;  // inputs.MOST_INFLATED_BYTES, for a gzipped file
 };
 
@@ -32,10 +32,17 @@ class KinetoScanner {
   uint64_t bytes() const { return total_; }
 
  private:
-  void scan();            // buffer_[pos_, end_)
-  void flush_events();    // the complete events buffered so far to simdjson
-  void end_of_value();    // a top-level key's value ended at pos_ (exclusive)
-  void begin_value();     // a top-level key's value starts at pos_
+  void scan();  // buffer_[pos_, end_)
+  // What one byte outside strings does (scan's cases), and a string's run to its next quote or backslash.
+  size_t string_run(const char* b, size_t i);
+  void quote(size_t i);
+  void open(char c, size_t i);
+  void close(char c, size_t i);
+  void comma(char* b, size_t i);
+  void scalar(size_t i);
+  void flush_events();  // the complete events buffered so far to simdjson
+  void end_of_value();  // a top-level key's value ended at pos_ (exclusive)
+  void begin_value();  // a top-level key's value starts at pos_
   [[noreturn]] void too_long() const;
 
   Columns& columns_;

@@ -16,7 +16,8 @@ from overlap_bench.trace.trace_model import Kernel, RankTrace
 
 BINARY = "ob_trace_columns"
 MAGIC = b"OBCOLS1\n"
-# OB_TRACE_NATIVE=0: every trace read in Python; =PATH: that ob_trace_columns (the equality test compares both).
+# OB_TRACE_NATIVE=0: every trace read in Python; =PATH: that ob_trace_columns; unset or 1: the one built (the
+# equality test compares both).
 ENVIRONMENT = "OB_TRACE_NATIVE"
 
 
@@ -25,7 +26,7 @@ def binary():
     choice = os.environ.get(ENVIRONMENT, "")
     if choice == "0":
         return None
-    if choice:
+    if choice not in ("", "1"):
         return choice
     try:
         return ob_tool.find_built(BINARY, folder="trace_reader")

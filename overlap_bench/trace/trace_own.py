@@ -5,11 +5,8 @@ lane's events the compute and its comm lane's the collectives; the run's compute
 import re
 import zlib
 
-import pandas as pd
-
-from overlap_bench.core import ob_csv
 from overlap_bench.core import ob_tool
-from overlap_bench.trace import trace_model
+from overlap_bench.trace import trace_formats, trace_model
 
 # The Chrome trace this suite's binaries (and ob_trace) write beside a timeline opens with this key (nlohmann-json
 # sorts the keys); Kineto's opens with its schemaVersion.
@@ -18,6 +15,8 @@ OWN_TRACE_HEAD = b'{"displayTimeUnit":'
 
 def read_timeline(path):
     """This suite's own timeline CSV (a phase 4 run; of a sweep, its first point): timeline_ranks."""
+    from overlap_bench.core import ob_csv
+
     return timeline_ranks(ob_csv.load_timeline(path), path)
 
 
@@ -46,6 +45,8 @@ def read_own_trace(path):
     except (ValueError, KeyError, TypeError, IndexError, AttributeError, ijson.JSONError, ijson.IncompleteJSONError,
             EOFError, zlib.error) as error:
         raise ob_tool.UsageError(f"{path}: not a trace this suite's binaries wrote ({str(error)[:120]!r})") from None
+    import pandas as pd
+
     columns = ["rank", "lane", "name", "iter", "chunk", "start_us", "end_us", "point"]
     return timeline_ranks(pd.DataFrame(rows, columns=columns), path)
 
@@ -54,6 +55,8 @@ def timeline_ranks(frame, path):
     """A phase 4 run's timeline rows (of a sweep, its first point) as ranks: its overlapped mode's lanes, every
     iteration a step, the compute lane's events as compute and the comm lane's as collectives; the same events'
     median times in the run's compute-only mode, the baseline of their slowdown, and its iterations' idle time."""
+    from overlap_bench.core import ob_csv
+
     frame = frame[frame["point"] == ob_csv.timeline_points(frame)[0]]  # a sweep's first point
     alone = frame[frame["lane"] == "compute:compute"]
     frame = frame[frame["lane"].str.startswith("overlap:") & ~frame["lane"].str.endswith(":host")]
@@ -78,3 +81,13 @@ def timeline_ranks(frame, path):
             one.steps.append((int(iteration), float(events["start_us"].min()), float(events["end_us"].max())))
         traces.append(one)
     return traces
+
+
+def _timeline_csv(head, path):
+    """A CSV whose header names the timeline's columns (or any .csv: the timeline reader says what it lacks)."""
+    first = head.split(b"\n", 1)[0].decode("utf-8", "replace").strip().split(",")
+    return {"rank", "lane", "start_us", "end_us"} <= set(first) or path.suffix == ".csv"
+
+
+trace_formats.register("own-timeline-csv", _timeline_csv, read_timeline)
+trace_formats.register("own-chrome-trace", lambda head, path: head.startswith(OWN_TRACE_HEAD), read_own_trace)

@@ -1,6 +1,7 @@
 """Reading a job's own profile into what ob-analyze needs, streamed so that memory stays bounded by the events kept,
-not by the file: the PyTorch profiler's Chrome trace (Kineto JSON, one file per rank, gzip too; read with ijson),
-Nsight Systems' exported SQLite (`nsys export --type sqlite`), and this suite's own runs (trace_own).
+not by the file: the PyTorch profiler's Chrome trace (Kineto JSON, one file per rank, gzip too; natively at the
+parser's speed where trace_reader/ is built (trace_native), else with ijson). Every format is a row chosen by content
+(trace_formats): Nsight Systems' exported SQLite is trace_nsys', this suite's own runs trace_own's.
 
 What is kept per rank: every GPU kernel and memset (start, end, name, stream, grid and block, the launching call's
 correlation id, and for a collective its name, element count and type), the launching CUDA runtime calls' host
@@ -17,12 +18,12 @@ import collections
 import gzip
 import math
 import pathlib
-import sqlite3
 import zlib
 
 import numpy as np
 
 from overlap_bench.core import ob_tool
+from overlap_bench.trace import trace_formats
 from overlap_bench.trace.trace_model import (COMPUTE_ONLY, DTYPE_BYTES, GLOO_C10D, GLOO_OPS, GLOO_RECORDS,
                                              GRAPH_LAUNCHES, HOST_STREAM, MOST_US, WRAPPER_CALLS, WRAPPING_CALLS,
                                              Kernel, RankTrace, open_trace, set_compute_only)
@@ -196,50 +197,12 @@ def read_kineto(path):
     return trace
 
 
-def read_nsys(path):
-    """Nsight Systems' SQLite export: its kernels (CUPTI_ACTIVITY_KIND_KERNEL, names from StringIds), the runtime
-    calls that launched them, and NVTX ranges named ProfilerStep#N where the job marked them."""
-    try:
-        db = sqlite3.connect(f"file:{ob_tool.require_input(path, 'TRACE')}?mode=ro", uri=True)
-        names = dict(db.execute("SELECT id, value FROM StringIds"))
-        trace = RankTrace(str(path), rank=0, world=1)
-        rows = db.execute("SELECT start, end, shortName, streamId, gridX, blockX, correlationId, deviceId "
-                          "FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start")
-        for start, end, name, stream, grid, block, correlation, device in rows:
-            trace.kernels.append(Kernel(start / 1e3, end / 1e3, names.get(name, str(name)), stream,
-                                        f"{grid}x{block}", correlation))
-            trace.rank = device
-        for start, correlation in db.execute("SELECT start, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME"):
-            trace.launches[correlation] = start / 1e3
-        try:
-            for start, end, text in db.execute("SELECT start, end, text FROM NVTX_EVENTS WHERE text LIKE "
-                                               "'ProfilerStep#%' OR text = ?", (COMPUTE_ONLY,)):
-                if text == COMPUTE_ONLY:
-                    trace.compute_only.append((start / 1e3, end / 1e3))
-                else:
-                    trace.steps.append((int(text.split("#", 1)[1]), start / 1e3, end / 1e3))
-        except sqlite3.OperationalError:
-            pass
-        db.close()
-        set_apart_compute_only(trace)
-    except sqlite3.DatabaseError as error:
-        raise ob_tool.UsageError(f"{path}: not an Nsight Systems SQLite export ({error})") from None
-    return trace
-
-
 def read(path):
-    """Every rank a file holds: a Kineto trace holds one, a timeline CSV every rank of its run."""
+    """Every rank a file holds (a Kineto trace holds one, a timeline CSV every rank of its run), read by the format
+    its content names (trace_formats)."""
     path = pathlib.Path(path)
     ob_tool.require_input(path, "TRACE")
-    with open(path, "rb") as probe:
-        head = probe.read(16)
-    if head.startswith(b"SQLite format 3"):
-        return [read_nsys(path)]
-    from overlap_bench.trace import trace_own  # this suite's own runs, read into this module's types
+    return trace_formats.choose(path).read(path)
 
-    if path.suffix == ".csv":
-        return trace_own.read_timeline(path)
-    with open_trace(path) as probe:
-        if probe.read(len(trace_own.OWN_TRACE_HEAD)) == trace_own.OWN_TRACE_HEAD:
-            return trace_own.read_own_trace(path)
-    return [read_kineto(path)]
+
+trace_formats.register("kineto-json", lambda head, path: True, lambda path: [read_kineto(path)], catch_all=True)

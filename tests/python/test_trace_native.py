@@ -101,3 +101,39 @@ def test_left_to_python_where_it_does_not_reproduce(native, tmp_path, monkeypatc
     assert trace_native.read(path) is None
     with pytest.raises(Exception):
         trace_read.read(path)
+
+
+def test_each_format_chosen_by_content(tmp_path):
+    """Each format a row (trace_formats): an Nsight export, this suite's timeline and Chrome trace and a Kineto
+    trace are told apart by their first bytes, whatever their names."""
+    from overlap_bench.trace import trace_formats
+
+    sqlite = tmp_path / "a.bin"
+    sqlite.write_bytes(b"SQLite format 3\0" + bytes(100))
+    timeline = tmp_path / "b.txt"
+    timeline.write_text("rank,lane,name,iter,chunk,start_us,end_us\n")
+    own = tmp_path / "c.json"
+    own.write_text('{"displayTimeUnit": "ms", "traceEvents": []}')
+    kineto = tmp_path / "d.json"
+    kineto.write_text('{"schemaVersion": 1, "traceEvents": []}')
+    assert [trace_formats.choose(p).name for p in (sqlite, timeline, own, kineto)] == [
+        "nsys-sqlite", "own-timeline-csv", "own-chrome-trace", "kineto-json"]
+
+
+def test_nsys_views_refused(tmp_path):
+    """An Nsight export whose StringIds is a recursive view (round 6: it grew without bound) is refused at once."""
+    import sqlite3
+
+    from overlap_bench.core import ob_tool
+
+    path = tmp_path / "view.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start, end, shortName, streamId, gridX, blockX, "
+               "correlationId, deviceId)")
+    db.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start, correlationId)")
+    db.execute("CREATE VIEW StringIds AS WITH RECURSIVE n(id, value) AS (SELECT 1, 'a' UNION ALL "
+               "SELECT id + 1, value || 'a' FROM n) SELECT id, value FROM n")
+    db.commit()
+    db.close()
+    with pytest.raises(ob_tool.UsageError, match="StringIds is a view"):
+        trace_read.read(path)

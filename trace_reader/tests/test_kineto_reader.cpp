@@ -75,11 +75,10 @@ TEST(KinetoReader, SameWhateverTheChunks) {
 
 TEST(KinetoReader, NestingCountedOutsideStringsOnly) {
   std::string brackets(100000, '[');
-  std::string text = R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": ")" + brackets +
-                     R"(", "tid": 1, "ts": 1, "dur": 1}]})";
+  std::string text =
+      R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": ")" + brackets + R"(", "tid": 1, "ts": 1, "dur": 1}]})";
   EXPECT_EQ(read(text, 4096).op_start.size(), 1u);
-  std::string deep = R"({"traceEvents": [{"ph": "X", "args": )" + std::string(600, '[') + std::string(600, ']') +
-                     "}]}";
+  std::string deep = R"({"traceEvents": [{"ph": "X", "args": )" + std::string(600, '[') + std::string(600, ']') + "}]}";
   EXPECT_THROW(read(deep, 4096), Refused);
 }
 
@@ -93,16 +92,16 @@ TEST(KinetoReader, EventLongerThanTheCapIsRefused) {
 
 TEST(KinetoReader, LeavesToPythonWhatItDoesNotReproduce) {
   const char* odd[] = {
-      R"([1, 2])",                                                                            // not an object
-      R"({"traceEvents": [1]})",                                                              // an event not an object
-      R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": 5, "ts": 1, "dur": 1}]})",    // name not a string
+      R"([1, 2])",  // not an object
+      R"({"traceEvents": [1]})",  // an event not an object
+      R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": 5, "ts": 1, "dur": 1}]})",  // name not a string
       R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": "1", "dur": 1}]})",  // ts a string
       R"({"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#x", "ts": 1, "dur": 1}]})",
-      R"({"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": -1}]})",                  // negative duration
+      R"({"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": -1}]})",  // negative duration
       R"({"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1}]} trailing)",
-      R"({"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1}])",                    // cut short
-      R"({"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1},]})",                  // trailing comma
-      R"({"other": 1})",                                                                      // no traceEvents
+      R"({"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1}])",  // cut short
+      R"({"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 1},]})",  // trailing comma
+      R"({"other": 1})",  // no traceEvents
   };
   for (const char* text : odd) EXPECT_THROW(read(text, 5), Unhandled) << text;
 }
