@@ -65,11 +65,17 @@ def find_built(name, given=None, folder="phase4_chunked_nccl", root=None):
     raise UsageError(f"{name} not found: build it (scripts/test.sh), install it, or pass its path")
 
 
+def one_line(message):
+    """A message as the one line the suite prints: a newline or other control character a value brought into it
+    written as its escape."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(message))
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """argparse whose usage errors are the suite's: one line on stderr naming the argument, exit 2."""
 
     def error(self, message):
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        print(f"{self.prog}: error: {one_line(message)}", file=sys.stderr)
         raise SystemExit(2)
 
 
@@ -355,7 +361,7 @@ def main_guard(function):
     try:
         return function()
     except UsageError as error:
-        print(f"{name}: error: {error}", file=sys.stderr)
+        print(f"{name}: error: {one_line(error)}", file=sys.stderr)
         return 2
     except OSError as error:
         where = error.filename or ""
