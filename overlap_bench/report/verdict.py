@@ -123,8 +123,15 @@ def crowding(name, frame, meta, cores):
     return ""
 
 
+PHASE1_COLUMNS = ("kernel", "gflops", "first_loss", "final_loss")  # what a phase 1 verdict reads
+
+
 def phase1_sentence(name, frame):
-    rows = frame[frame["kernel"] == "iteration"] if "kernel" in frame else frame
+    missing = [c for c in PHASE1_COLUMNS if c not in frame]
+    if missing:
+        raise ob_tool.UsageError(f"{name}: a phase 1 summary without its column '{missing[0]}' (needed: "
+                                 f"{', '.join(PHASE1_COLUMNS)})")
+    rows = frame[frame["kernel"] == "iteration"]
     lines = []
     for _, row in rows.iterrows():
         variant = row.get("variant", "")
