@@ -232,6 +232,9 @@ def run(args):
         output.discard()
     lines = sentences(table, advised, advice.gpu_busy(stats) if system != "overlap-bench" else 1.0,
                       meta["slowdown_baseline"])
+    if len(traces) < world:  # the job's ranks (distributedInfo) against the traces given
+        lines.insert(0, f"Only {len(traces)} of the job's {world} ranks' traces were given: the slowest rank and "
+                        "every figure below are of those ranks only, the missing ranks' waits unseen")
     if split:
         lines.append(probe_split.sentence(split))
     elif system != "overlap-bench":

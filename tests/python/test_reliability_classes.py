@@ -101,6 +101,15 @@ def test_ob_analyze_checks_out_and_predictor_before_any_work_and_keeps_a_user_fo
     assert (tmp_path / "o" / "analysis.png" / "mine.txt").read_text() == "the user's"
 
 
+def test_ob_analyze_says_when_it_holds_fewer_traces_than_the_job_s_ranks(tmp_path):
+    from test_analyze import analyze, kineto
+
+    path = kineto(tmp_path / "t.json", [(0.0, 10, "gemm", "", 0), (20.0, 20, "ncclDevKernel_AllReduce", "allreduce",
+                                                                    1 << 22)], [(0.0, 100.0), (200.0, 300.0)], world=8)
+    result = analyze(path, "--out", tmp_path / "a")
+    assert result.returncode == 0 and "Only 1 of the job's 8 ranks' traces were given" in result.stdout, result.stderr
+
+
 EXPERIMENT = """name = "h"
 rounds = 3
 iters = 12
