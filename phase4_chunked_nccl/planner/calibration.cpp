@@ -2,6 +2,9 @@
 // phase4_predict and overlap_bench/planner/predict.py.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
 
 #include <unistd.h>
 
@@ -20,8 +23,26 @@ T field(const nlohmann::json& json, const std::string& key, const std::string& w
   if (!json.is_object() || !json.contains(key)) {
     throw ob::UsageError("--calibration: '" + source + "' is invalid: missing key '" + where + key + "'");
   }
+  const auto& value = json.at(key);
+  // A number stays the number it is: nlohmann's get<int> reads 2^32 + 4096 as 4096 and 2.5 as 2, get<double> a
+  // string never; a whole number is asked to be one, in T's range.
+  bool fits = true;
+  if constexpr (std::is_integral_v<T>) {
+    fits = value.is_number_integer() &&
+           (value.is_number_unsigned() ? value.get<std::uint64_t>() <= std::uint64_t{std::numeric_limits<T>::max()}
+                                       : value.get<std::int64_t>() >= std::numeric_limits<T>::min() &&
+                                             value.get<std::int64_t>() <= std::numeric_limits<T>::max());
+  } else if constexpr (std::is_floating_point_v<T>) {
+    fits = value.is_number();  // a boolean, which nlohmann would read as 0 or 1, is none
+  } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+    fits = value.is_array() && std::all_of(value.begin(), value.end(), [](const auto& v) { return v.is_number(); });
+  }
+  if (!fits) {
+    throw ob::UsageError("--calibration: '" + source + "' is invalid: key '" + where + key + "' is " + value.dump() +
+                         ": not a number of its kind (a whole number in range where one is asked)");
+  }
   try {
-    return json.at(key).get<T>();
+    return value.get<T>();
   } catch (const nlohmann::json::exception&) {
     throw ob::UsageError("--calibration: '" + source + "' is invalid: key '" + where + key + "' has the wrong type");
   }

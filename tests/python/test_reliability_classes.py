@@ -210,5 +210,19 @@ def test_phase4_model_refuses_a_mixture_of_experts_named_by_its_routing_keys(bui
     assert result.returncode == 2 and "mixture-of-experts" in result.stderr, result.stderr
 
 
+@pytest.mark.parametrize("edit", [{"ranks": 2.5}, {"ranks": True}, {"model": {"hidden": 2 ** 32 + 4096}}])
+def test_phase4_predict_takes_numbers_as_the_numbers_they_are(build_dir, tmp_path, edit):
+    from conftest import REPO
+
+    binary = built(build_dir, "phase4_chunked_nccl/phase4_predict")
+    calibration = json.loads((REPO / "tests/data/planner-4096-16-512.calibration.json").read_text())
+    for key, value in edit.items():
+        calibration[key] = {**calibration[key], **value} if isinstance(value, dict) else value
+    (tmp_path / "c.json").write_text(json.dumps(calibration))
+    result = subprocess.run([str(binary), "--calibration", str(tmp_path / "c.json")], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
