@@ -4,7 +4,15 @@ three lines are marked `# probe`; everything else is an ordinary training script
 accumulation, torch.compile), written without the suite.
 
     torchrun --nproc_per_node=2 examples/probe_ddp.py --out ob-probe          # one GPU per rank, NCCL
+    torchrun --nproc_per_node=2 examples/probe_ddp.py --tune --out ob-probe   # and the tuner: what to change
     torchrun --nproc_per_node=2 examples/probe_ddp.py --device cpu --out ob-probe   # CPU ranks, gloo
+
+With fewer GPUs than ranks (two ranks on one GPU) NCCL cannot run (one GPU a rank): the collectives then go through
+gloo (host memory), said in one line; on a machine without a GPU the ranks run on the CPU, said likewise.
+
+--time-steps N --csv F runs the job alone (no probe), N steps timed after a warm-up, and writes their times as an
+overlap-bench summary CSV (one row, mode "overlap"): one contender of ob-compare, to hold the tuner's choice against
+fresh processes, one per setting (--bucket-mb, --reshard-after-forward, --prefetch).
 
 --truth N checks the probe after it: N passes of the job's DDP step and of its unwrapped model's step (the same
 module called without DDP: no collective, no wrapper), timed in turn without the probe or the profiler, their
@@ -23,7 +31,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
-from overlap_bench.ddp.probe_state import truth_check, truth_sentence
+from overlap_bench.probe.state import truth_check, truth_sentence
 from overlap_bench.probe import Probe  # probe
 
 
@@ -65,11 +73,21 @@ def parse_args():
     parser.add_argument("--batch", type=int, default=8, help="sequences per rank and micro-batch")
     parser.add_argument("--vocab", type=int, default=32000)
     parser.add_argument("--bucket-mb", type=float, default=25.0, help="DDP's bucket_cap_mb")
+    parser.add_argument("--gradient-as-bucket-view", action="store_true", help="DDP's gradient_as_bucket_view")
     parser.add_argument("--accumulate", type=int, default=1, help="micro-batches per step (no_sync on all but the "
                         "last, as users write it)")
     parser.add_argument("--compile", action="store_true", help="torch.compile the wrapped model")
     parser.add_argument("--fsdp2", action="store_true", help="FSDP2 (fully_shard per block and the whole) instead of "
                         "DDP; --truth's compute-only step then a plain replica of the model")
+    parser.add_argument("--reshard-after-forward", choices=("all", "none", "early"), default="all",
+                        help="FSDP2's blocks resharded after the forward: all (its default), none, or the earlier "
+                        "half only")
+    parser.add_argument("--prefetch", choices=("none", "forward", "backward"), default="none",
+                        help="FSDP2's explicit prefetching, two blocks ahead (the tuner's setting)")
+    parser.add_argument("--tune", action="store_true", help="the probe's tuner after its measurement")
+    parser.add_argument("--tune-steps", type=int, default=200, help="the tuner's budget in steps (default 200)")
+    parser.add_argument("--time-steps", type=int, default=0, metavar="N", help="no probe: time N steps, --csv")
+    parser.add_argument("--csv", help="with --time-steps: the summary CSV to write")
     parser.add_argument("--no-autocast", action="store_true", help="float32 instead of bf16 autocast")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument("--backend", choices=("nccl", "gloo"), help="default: nccl on cuda, gloo on cpu")
@@ -85,13 +103,35 @@ def parse_args():
             parser.error(f"--{name}: '{getattr(args, name)}' is invalid: at least 1")
     if args.width % args.heads or not 0 < args.bucket_mb <= 1e5 or not 0 <= args.truth <= 100:
         parser.error("--width a multiple of --heads, --bucket-mb in (0, 1e5], --truth from 0 to 100")
+    if not 0 <= args.time_steps <= 10000 or bool(args.time_steps) != bool(args.csv):
+        parser.error("--time-steps from 1 to 10000, with --csv, both or neither")
+    if not 1 <= args.tune_steps <= 10000:
+        parser.error(f"--tune-steps: '{args.tune_steps}' is invalid: from 1 to 10000")
     return args
+
+
+def backend_for(args):
+    """The device and backend, said in one line where they are not what was asked: no GPU, the CPU; fewer GPUs than
+    local ranks, gloo (NCCL takes one GPU a rank)."""
+    said = int(os.environ.get("RANK", 0)) == 0
+    if args.device == "cuda" and not torch.cuda.is_available():
+        if said:
+            print("probe_ddp: no GPU here: the ranks run on the CPU over gloo", flush=True)
+        args.device = "cpu"
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", 1))
+    if args.device == "cuda" and args.backend is None and torch.cuda.device_count() < local:
+        if said:
+            print(f"probe_ddp: {local} ranks share {torch.cuda.device_count()} GPU(s): NCCL takes one GPU a rank, so "
+                  "gloo carries the collectives (through host memory)", flush=True)
+        return "gloo"
+    return args.backend or ("nccl" if args.device == "cuda" else "gloo")
 
 
 def main():
     args = parse_args()
+    backend = backend_for(args)
     cuda = args.device == "cuda"
-    dist.init_process_group(args.backend or ("nccl" if cuda else "gloo"))
+    dist.init_process_group(backend)
     rank = dist.get_rank()
     device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)) % torch.cuda.device_count()) if cuda \
         else torch.device("cpu")
@@ -102,11 +142,19 @@ def main():
     if args.fsdp2:
         from torch.distributed.fsdp import fully_shard
 
-        for block in module.blocks:
-            fully_shard(block)
+        blocks = list(module.blocks)
+        for i, block in enumerate(blocks):
+            fully_shard(block, reshard_after_forward=args.reshard_after_forward == "all" or
+                        (args.reshard_after_forward == "early" and i < len(blocks) // 2))
         wrapped = fully_shard(module)
+        for i, block in enumerate(blocks):  # the tuner's prefetch settings, two blocks ahead
+            if args.prefetch == "forward" and i + 1 < len(blocks):
+                block.set_modules_to_forward_prefetch(blocks[i + 1:i + 3])
+            elif args.prefetch == "backward" and i > 0:
+                block.set_modules_to_backward_prefetch(blocks[max(i - 2, 0):i][::-1])
     else:
-        wrapped = nn.parallel.DistributedDataParallel(module, bucket_cap_mb=args.bucket_mb)
+        wrapped = nn.parallel.DistributedDataParallel(module, bucket_cap_mb=args.bucket_mb,
+                                                      gradient_as_bucket_view=args.gradient_as_bucket_view)
     model = torch.compile(wrapped) if args.compile else wrapped
     optimizer = torch.optim.AdamW(wrapped.parameters(), lr=1e-4, fused=cuda)
     generator = torch.Generator(device=device).manual_seed(rank)
@@ -130,7 +178,12 @@ def main():
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
-    probe = Probe(model, optimizer, out=args.out, allow_one_rank=args.allow_one_rank)  # probe
+    if args.time_steps:
+        time_steps(args, lambda: step(model), cuda)
+        dist.destroy_process_group()
+        return
+    probe = Probe(model, optimizer, out=args.out, allow_one_rank=args.allow_one_rank,  # probe
+                  tune=args.tune, tune_steps=args.tune_steps)
     while True:
         with probe.step():  # probe
             step(model)
@@ -161,6 +214,51 @@ def plain_trace(folder, job, wait=1, warmup=1, active=3):
             prof.step()
 
 
+def timed(run, cuda):
+    """One step's time in ms, the slowest rank's (CUDA events around it, synchronised after it)."""
+    if cuda:
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        run()
+        end.record()
+        end.synchronize()
+        ms = begin.elapsed_time(end)
+    else:
+        clock = time.perf_counter()
+        run()
+        ms = (time.perf_counter() - clock) * 1e3
+    slowest = torch.tensor([ms], dtype=torch.float64, device="cuda" if cuda and dist.get_backend() == "nccl" else
+                           "cpu")
+    dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+    return float(slowest.item())
+
+
+def time_steps(args, job, cuda, warmup=10):
+    """--time-steps: the job alone, its steps timed after a warm-up; rank 0 writes the summary CSV and metadata."""
+    for _ in range(warmup):
+        job()
+    times = sorted(timed(job, cuda) for _ in range(args.time_steps))
+    if dist.get_rank() == 0:
+        import statistics
+        import sys
+
+        from overlap_bench.core import ob_tool
+
+        at = lambda q: times[min(len(times) - 1, int(q * len(times)))]  # noqa: E731
+        setting = (f"reshard-{args.reshard_after_forward}-prefetch-{args.prefetch}" if args.fsdp2 else
+                   f"bucket-{args.bucket_mb:g}-view-{args.gradient_as_bucket_view}")
+        row = {"system": "pytorch-fsdp2" if args.fsdp2 else "pytorch-ddp", "phase": "probe-example", "mode": "overlap",
+               "ranks": dist.get_world_size(), "chunks": 0, "iters": len(times),
+               "time_ms_p50": statistics.median(times), "time_ms_p95": at(0.95), "time_ms_min": times[0],
+               "time_ms_max": times[-1], "setting": setting}
+        ob_tool.write_text_atomic(pathlib.Path(args.csv), ",".join(row) + "\n" + ",".join(map(str, row.values())) +
+                                  "\n")
+        meta = {"command_line": sys.argv, "backend": dist.get_backend(), "torch": torch.__version__,
+                "gpus": [torch.cuda.get_device_name()] if cuda else [], "date_utc": time.strftime(
+                    "%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": ob_tool.commit_id()}
+        ob_tool.write_text_atomic(pathlib.Path(args.csv).with_suffix(".meta.json"), json.dumps(meta, indent=2) + "\n")
+
+
 def truth(args, result, job, alone, cuda, rank, per_pass=5):
     """The job's step and its unwrapped model's, timed in turn (CUDA events around each step, synchronised after it),
     each step's slowest rank's; their medians' difference against the probe's added time. (Timed without the
@@ -172,21 +270,7 @@ def truth(args, result, job, alone, cuda, rank, per_pass=5):
     for p in range(args.truth):
         for kind, run in (("job", job), ("compute", alone)) if p % 2 == 0 else (("compute", alone), ("job", job)):
             for _ in range(per_pass):
-                if cuda:
-                    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    begin.record()
-                    run()
-                    end.record()
-                    end.synchronize()
-                    ms = begin.elapsed_time(end)
-                else:
-                    clock = time.perf_counter()
-                    run()
-                    ms = (time.perf_counter() - clock) * 1e3
-                slowest = torch.tensor([ms], dtype=torch.float64, device="cuda" if cuda and
-                                       dist.get_backend() == "nccl" else "cpu")
-                dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
-                times[kind].append(float(slowest.item()))
+                times[kind].append(timed(run, cuda))
     check = truth_check(times["job"], times["compute"], result["added_ms"])
     if rank == 0:
         (pathlib.Path(args.out) / "truth.json").write_text(json.dumps(check, indent=2) + "\n")

@@ -270,7 +270,7 @@ def summary_rows(args, system, world, work, compute, runs, worst):
 
 
 def main(after_runs=None):
-    """bench_ddp; ob-probe-suite passes `after_runs` (overlap_bench.probe_suite) and takes --probe."""
+    """bench_ddp; ob-probe-suite passes `after_runs` (overlap_bench.probe.suite) and takes --probe."""
     args = parse_args(probing=after_runs is not None)
     if torch is None:
         print("bench_ddp: PyTorch is not installed (python3 -m pip install torch)", file=sys.stderr)

@@ -20,7 +20,7 @@ def probe_runs(args, work, rank, world, step, compute_ms, runs):
     import torch
 
     from overlap_bench.ddp.ddp_steps import fresh_model, optimizer_options, wrap
-    from overlap_bench.ddp.probe_state import truth_check, truth_sentence
+    from overlap_bench.probe.state import truth_check, truth_sentence
     from overlap_bench.probe import Probe
 
     for kind, setting, modes, _ in runs:

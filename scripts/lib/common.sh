@@ -43,6 +43,25 @@ OB_PY_OPTIONAL="ijson hypothesis"
 ob_python_has() { local m; for m in "$@"; do python3 -c "import $m" >/dev/null 2>&1 || return 1; done; }
 ob_python_ok() { ob_python_has $OB_PY_RUN ${OB_NEED_TESTS:+$OB_PY_TEST} $OB_PY_OPTIONAL; }
 
+# torch for the probe's and the tuner's tests (pyproject.toml's ddp extra, its supported range): installed as root
+# where pip can; where it cannot, said in one line and those tests skip. Once torch is there, OB_REQUIRE_TORCH=1 makes
+# a probe test that finds no torch fail instead of skipping.
+ob_ensure_torch() {
+  local spec
+  spec=$(python3 -c 'import tomllib, sys; print(tomllib.load(open(sys.argv[1], "rb"))["project"]["optional-dependencies"]["ddp"][0])' \
+    "$OB_ROOT/pyproject.toml" 2>/dev/null) || spec=torch
+  if ! ob_python_has torch; then
+    if [ "$(id -u)" -eq 0 ]; then
+      ob_log "installing $spec for the probe's tests (pip; about 3 GB with its CUDA libraries)"
+      python3 -m pip install -q "$spec" >/dev/null 2>&1 ||
+        ob_log "torch could not be installed ($spec; offline?): the probe's torch tests skip"
+    else
+      ob_log "torch is not installed: the probe's torch tests skip (python3 -m pip install --user '$spec')"
+    fi
+  fi
+  if ob_python_has torch; then export OB_REQUIRE_TORCH=1; fi
+}
+
 # Installs what is missing when root; otherwise prints the exact commands and stops.
 ob_ensure_dependencies() {
   local missing
@@ -88,6 +107,7 @@ ob_ensure_dependencies() {
              "(their tests skip); everything else runs"
     ob_python_has hypothesis || ob_log "hypothesis is not installed and could not be (offline?): the fuzz test skips"
   fi
+  [ -n "${OB_NEED_TESTS:-}" ] && ob_ensure_torch
   local version
   version=$(cmake --version | head -n1 | sed 's/[^0-9.]*//g')
   if [ "$(printf '%s\n3.24\n' "$version" | sort -V | head -n1)" != "3.24" ]; then

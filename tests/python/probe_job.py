@@ -5,9 +5,18 @@ batches, without the probe and without the batches the probe's compute-only step
 must be equal bit for bit. `bad` prints each bad use's one line.
 
 `compare` prints whether the two saved states are equal, and the probe's plan. Exit 77 where torch has no gloo.
+Options (after the wrapper): --tune [STEPS] (the tuner after the measurement, its plan saved by `probed` for
+`plain`), --accumulate N (micro-batches a step, DDP's no_sync or FSDP2's set_requires_gradient_sync on all but the
+last), --compile (torch.compile with the aot_eager backend: no C++ compiler needed), --no-reshard (FSDP2's blocks
+without resharding after the forward).
 
-Usage: python3 probe_job.py probed|plain|bad|compare OUT_DIR [ddp|fsdp2]
+`both` runs probed then plain in the same two processes, then compare.
+
+Usage: python3 probe_job.py probed|plain|both|bad|compare OUT_DIR [ddp|fsdp2] [options]
 """
+import argparse
+import contextlib
+import json
 import os
 import pathlib
 import sys
@@ -17,10 +26,10 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from overlap_bench import probe as probe_module
+from overlap_bench.probe import api as probe_module
 
 
-def make(rank, wrapper):
+def make(rank, wrapper, options):
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.BatchNorm1d(32), torch.nn.ReLU(),
                                 torch.nn.Dropout(0.2), torch.nn.Linear(32, 4))
@@ -30,21 +39,30 @@ def make(rank, wrapper):
 
         mesh = init_device_mesh("cpu", (dist.get_world_size(),))  # the CPU's, where a GPU is present too
         for layer in (model[0], model[4]):
-            fully_shard(layer, mesh=mesh)
+            fully_shard(layer, mesh=mesh, reshard_after_forward=not options.no_reshard)
         wrapped = fully_shard(model, mesh=mesh)
     else:
-        wrapped = torch.nn.parallel.DistributedDataParallel(model)
-    return wrapped, torch.optim.AdamW(wrapped.parameters(), lr=1e-2)
+        # two buckets at least; compiled, dynamo refuses a cap below DDP's first bucket (1 MB)
+        wrapped = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=1 if options.compile else 0.01)
+    called = torch.compile(wrapped, backend="aot_eager") if options.compile else wrapped
+    return wrapped, called, torch.optim.AdamW(wrapped.parameters(), lr=1e-2)
 
 
-def batch(rank, i):
-    generator = torch.Generator().manual_seed(1000 * rank + i)
+def batch(rank, i, micro=0):
+    generator = torch.Generator().manual_seed(1000 * rank + 100000 * micro + i)
     return torch.randn(8, 16, generator=generator), torch.randn(8, 4, generator=generator)
 
 
-def step(ddp, optimizer, x, y):
-    loss = torch.nn.functional.mse_loss(ddp(x), y)
-    loss.backward()
+def step(wrapped, called, optimizer, rank, i, options):
+    """One step as users write it: micro-batches with the gradient's synchronisation on the last alone."""
+    for micro in range(options.accumulate):
+        last = micro == options.accumulate - 1
+        if options.wrapper == "fsdp2":
+            wrapped.set_requires_gradient_sync(last)
+        quiet = wrapped.no_sync() if options.wrapper == "ddp" and not last else contextlib.nullcontext()
+        with quiet:
+            x, y = batch(rank, i, micro)
+            (torch.nn.functional.mse_loss(called(x), y) / options.accumulate).backward()
     optimizer.step()
     optimizer.zero_grad()
 
@@ -58,29 +76,37 @@ def state(model, optimizer):
                           for i, s in enumerate(optimizer.state.values())}}
 
 
-def worker(rank, world, mode, out, store, wrapper):
-    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
+def run(rank, mode, out, options):
+    """The job probed (its plan saved) or plain (the probed run's plan's training steps alone); rank 0 saves its
+    state as OUT/<mode>.pt."""
     torch.manual_seed(123)
-    ddp, optimizer = make(rank, wrapper)
-    plan = probe_module.plan()
+    wrapped, called, optimizer = make(rank, options.wrapper, options)
     if mode == "probed":
-        probe = probe_module.Probe(ddp, optimizer, out=out / "probe", verbose=rank == 0)
+        probe = probe_module.Probe(called, optimizer, out=out / "probe", verbose=rank == 0,
+                                   tune=options.tune is not None, tune_steps=options.tune or 200)
         i = 0
         while not probe.done:
-            x, y = batch(rank, i)
             with probe.step():
-                step(ddp, optimizer, x, y)
+                step(wrapped, called, optimizer, rank, i, options)
             i += 1
         result = probe.finish()
-        assert i == len(plan) and result["replicas_agree"], result
+        assert i == len(probe.plan) and result["replicas_agree"], result
+        if rank == 0:
+            (out / "plan.json").write_text(json.dumps(probe.plan))
     else:
-        for i, (kind, _) in enumerate(plan):
+        for i, (kind, *_) in enumerate(json.loads((out / "plan.json").read_text())):
             if kind in probe_module.TRAINS:
-                step(ddp, optimizer, *batch(rank, i))
-    saved = state(ddp, optimizer)
+                step(wrapped, called, optimizer, rank, i, options)
+    saved = state(wrapped, optimizer)
     if rank == 0:
         torch.save(saved, out / f"{mode}.pt")
     dist.barrier()
+
+
+def worker(rank, world, mode, out, store, options):
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
+    for each in ("probed", "plain") if mode == "both" else (mode,):
+        run(rank, each, out, options)
     dist.destroy_process_group()
     # torch's own teardown of FSDP2 over gloo on the CPU aborts now and then at interpreter exit ("terminate called
     # without an active exception", about 1 run in 20 here): the work is saved, so the worker leaves at once.
@@ -126,11 +152,20 @@ def compare(out):
           all(torch.equal(probed["model"][k], plain["model"][k]) for k in plain["model"]))
     print("optimizer equal:", a.keys() == b.keys() and len(a) > 0 and
           all(torch.equal(a[i][k], b[i][k]) for i in a for k in a[i]))
-    print("plan:", len(probe_module.plan()), probe_module.PASSES * probe_module.PER_PASS)
+    print("plan:", len(json.loads((out / "plan.json").read_text())), probe_module.PASSES * probe_module.PER_PASS)
 
 
 def main():
-    mode, out = sys.argv[1], pathlib.Path(sys.argv[2])
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=("probed", "plain", "both", "bad", "compare"))
+    parser.add_argument("out", type=pathlib.Path)
+    parser.add_argument("wrapper", nargs="?", choices=("ddp", "fsdp2"), default="ddp")
+    parser.add_argument("--tune", type=int, nargs="?", const=200)
+    parser.add_argument("--accumulate", type=int, default=1)
+    parser.add_argument("--compile", action="store_true")
+    parser.add_argument("--no-reshard", action="store_true")
+    options = parser.parse_args()
+    mode, out = options.mode, options.out
     if not dist.is_available() or not dist.is_gloo_available():
         sys.exit(77)
     if mode == "compare":
@@ -142,7 +177,9 @@ def main():
         bad(out, store)
         return
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    mp.spawn(worker, args=(2, mode, out, store, sys.argv[3] if len(sys.argv) > 3 else "ddp"), nprocs=2, join=True)
+    mp.spawn(worker, args=(2, mode, out, store, options), nprocs=2, join=True)
+    if mode == "both":
+        compare(out)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import REPO, one_error_line, run_command
 
-SUITE = [sys.executable, "-m", "overlap_bench.probe_suite"]
+SUITE = [sys.executable, "-m", "overlap_bench.probe.suite"]
 
 
 @pytest.mark.parametrize("args, named", [
@@ -22,7 +22,7 @@ SUITE = [sys.executable, "-m", "overlap_bench.probe_suite"]
 def test_bad_invocations_exit_2_before_any_work(tmp_path, args, named):
     (tmp_path / "file").write_text("mine")
     result = run_command([*SUITE, *[a.replace("{work}", str(tmp_path)) for a in args]], tmp_path)
-    assert named in one_error_line(result, "probe_suite.py: error: ")
+    assert named in one_error_line(result, "suite.py: error: ")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"] and (tmp_path / "file").read_text() == "mine"
 
 
@@ -33,7 +33,7 @@ def test_the_suite_s_jobs_under_the_probe(tmp_path):
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "1", "-m",
-                "overlap_bench.probe_suite"]
+                "overlap_bench.probe.suite"]
     for wrapper, extra in (("ddp25", ["--bucket-mb", "25"]), ("fsdp1", ["--fsdp", "--reshard-after-forward", "1"])):
         out = tmp_path / wrapper
         result = subprocess.run([*torchrun, "--configs", "1024,8,256", "--iters", "8", "--passes", "2", *extra,
