@@ -93,11 +93,17 @@ std::string decimal_error(const CLI::App& app, int argc, char** argv) {
     if (given.empty()) return "--" + option->get_lnames().front() + ": '' is invalid: a number is needed";
     if (given == "auto" && option->get_type_name().find("|auto") != std::string::npos) continue;  // a word it takes
     if (option->get_type_name().rfind("FLOAT", 0) == 0) {
+      std::vector<double> seen;  // a list names each value once: "1,1" would run one point twice, counted as two
       for (const auto& item : split_list(given, ',')) {
-        if (!parse_number(item)) {
+        const auto number = parse_number(item);
+        if (!number) {
           return "--" + option->get_lnames().front() + ": '" + given +
               "' is not a finite decimal number (no hex, inf or nan)";
         }
+        if (std::find(seen.begin(), seen.end(), *number) != seen.end()) {
+          return "--" + option->get_lnames().front() + ": '" + given + "' is invalid: each value once";
+        }
+        seen.push_back(*number);
       }
       continue;
     }
