@@ -182,9 +182,16 @@ Inputs read_inputs(const Options& o) {
   ob::require(o.sync.empty() || in.calibration.strategy(o.sync) != nullptr, "--sync", o.sync,
               "a strategy the calibration holds");
   for (const auto& text : o.comm) {
-    in.measured.push_back(phase4::parse_measured_comm(text));
-    ob::require(in.calibration.strategy(in.measured.back().sync) != nullptr, "--comm", text,
-                "a strategy the calibration holds");
+    const auto m = phase4::parse_measured_comm(text);
+    ob::require(in.calibration.strategy(m.sync) != nullptr, "--comm", text, "a strategy the calibration holds");
+    // each measurement used, and used alone: one for a strategy on ranks the prediction covers, never two
+    ob::require(std::find(in.ranks.begin(), in.ranks.end(), m.ranks) != in.ranks.end(), "--comm", text,
+                "a rank count --ranks predicts (" + o.ranks_text + "): otherwise it would go unused");
+    ob::require(std::none_of(in.measured.begin(), in.measured.end(),
+                             [&](const auto& other) { return other.sync == m.sync && other.ranks == m.ranks; }),
+                "--comm", text, "one measurement a strategy and rank count (another --comm gives " + m.sync + "@" +
+                                    std::to_string(m.ranks) + ")");
+    in.measured.push_back(m);
   }
   // Points across nodes need a strategy that runs there.
   const bool across = std::any_of(in.ranks.begin(), in.ranks.end(), [&](int n) { return n > o.per_node; });
