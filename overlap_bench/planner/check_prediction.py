@@ -103,6 +103,9 @@ def comm_table_of(path):
         raise ob_tool.UsageError(f"--comm-from: '{path}' is invalid: a comm-only sweep over bucket sizes of one "
                                  "strategy on one node of the calibrated transport, --first-bucket-mb among its sizes")
     grad, sync, ranks = float(comm["grad_mb"].iloc[0]), str(comm["sync"].iloc[0]), int(comm["ranks"].iloc[0])
+    if not first < grad:  # the other buckets' share is of the gradient past the first bucket
+        raise ob_tool.UsageError(f"--comm-from: '{path}' is invalid: --first-bucket-mb {first:g} below the "
+                                 f"gradient (grad_mb {grad:g})")
     first_ms = float(equal["time_ms_p50"].iloc[0]) * first / grad
     times = {first: first_ms}
     for size, step in zip(comm["bucket_mb"].astype(float), comm["time_ms_p50"].astype(float)):
@@ -200,6 +203,10 @@ def check(calibrations, measured, predictor, links=(), comm_from=()):
             table.append(dict(zip(COLUMNS, [*key, int(row["ranks"]), row["plan"], row["sync"], row["bucket_mb"],
                                             row["first_bucket_mb"], transport, nodes, link, row["time_ms_p50"], ms,
                                             sync, row["time_ms_p50"] / ms - 1, calibrated, calibration.name])))
+    unused = [path for path, (_, ranks, _) in zip(comm_from, tables) if ranks not in {r["ranks"] for r in table}]
+    if unused:  # a measurement no row takes is a mistake to say, not to drop
+        raise ob_tool.UsageError(f"--comm-from: '{unused[0]}' is invalid: no measured row of its rank count "
+                                 f"({tables[comm_from.index(unused[0])][1]})")
     return pd.DataFrame(table, columns=COLUMNS), skipped
 
 
