@@ -18,6 +18,13 @@ void say(const std::string& line) { std::cerr << line + "\n" << std::flush; }
 
 }  // namespace
 
+void require_step_within_timeout(const FaultOptions& options, const std::string& option, const std::string& value,
+                                 double step_s) {
+  require(step_s < options.timeout_s, option, value,
+          "one step takes " + format_number(step_s, 3) + " s by its own figures, and --timeout-s " +
+              format_number(options.timeout_s) + " ends a step that long: a larger --timeout-s or a shorter step");
+}
+
 void add_fault_options(CLI::App& app, FaultOptions& options) {
   app.add_option("--timeout-s", options.timeout_s,
                  "Abort the whole job when a rank makes no progress (an iteration, a collective) for this long")

@@ -26,6 +26,10 @@ struct FaultOptions {
 
 // Adds --timeout-s and --inject-fault.
 void add_fault_options(CLI::App& app, FaultOptions& options);
+// A step that by its own figures (`step_s`) takes --timeout-s or longer is refused before any work (exit 2), not
+// ended by the watchdog after it ran.
+void require_step_within_timeout(const FaultOptions& options, const std::string& option, const std::string& value,
+                                 double step_s);
 
 struct FaultInjection {
   int rank = -1;

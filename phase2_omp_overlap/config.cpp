@@ -52,6 +52,8 @@ void validate(const Config& config) {
   if (config.workload == "synthetic") {  // every mode's warm-up (at most 4 x max(--warmup, 6)) and timed steps
     const double steps =
         (config.common.iters + 4.0 * std::max(config.common.warmup, 6)) * static_cast<double>(modes.size());
+    ob::require_step_within_timeout(config.fault, "--compute-ms", ob::format_number(config.compute_ms),
+                                    config.chunks * (config.compute_ms + config.comm_ms) / 1000);
     ob::require_stated_length("--compute-ms", ob::format_number(config.compute_ms),
                               steps * config.chunks * (config.compute_ms + config.comm_ms) / 1000 +
                                   static_cast<double>(modes.size()) * config.common.min_time_ms / 1000);
