@@ -7,6 +7,7 @@ Usage: rerun.py SUMMARY.csv [--csv NEW.csv]   (default NEW: <summary stem>.rerun
 """
 
 import pathlib
+import re
 import shlex
 
 from overlap_bench.core import ob_csv
@@ -68,8 +69,10 @@ def rerun_command(summary, csv=None):
         raise ob_tool.UsageError(f"{meta_path}: not the metadata of an overlap-bench run")
     csv = pathlib.Path(csv) if csv else summary.with_name(summary.stem + ".rerun.csv")
     environment = meta.get("environment", {})
-    if not isinstance(environment, dict) or not all(isinstance(v, str) for v in environment.values()):
-        raise ob_tool.UsageError(f"{meta_path}: the metadata's environment must map names to strings")
+    if not isinstance(environment, dict) or not all(isinstance(v, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k)
+                                                    for k, v in environment.items()):
+        raise ob_tool.UsageError(f"{meta_path}: the metadata's environment must map variable names (letters, digits "
+                                 "and _) to strings")
     environment = {k: v for k, v in sorted(environment.items()) if not k.startswith(LAUNCHER_SET)}
     try:
         argv = with_output(command_of(meta), csv.resolve())
