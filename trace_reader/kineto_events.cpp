@@ -28,9 +28,18 @@ struct Args {
   TextField collective, dtype;
   NumField nelems;
   NumField dims{Got::kOk, 0.0};
+  bool skipped = false;  // an object not read: cat and name said it does not matter
 };
 
-void read_args(od::value value, Args& args) {
+// Whether an event's args matter to what is kept: kernels, memsets and copies, launching calls, AccumulateGrad.
+bool args_read(const TextField& cat, const TextField& name) {
+  if (cat.got != Got::kOk || name.got != Got::kOk) return true;  // args before cat or name: read them
+  std::string_view c = cat.value;
+  return c == "kernel" || c == "gpu_memset" || c == "gpu_memcpy" || c == "cuda_runtime" || c == "cuda_driver" ||
+      (c == "cpu_op" && name.value == "torch::autograd::AccumulateGrad");
+}
+
+void read_args(od::value value, Args& args, const TextField& cat, const TextField& name) {
   od::json_type type = ok(value.type());
   if (type == od::json_type::null) {
     args.got = Got::kNull;
@@ -42,9 +51,13 @@ void read_args(od::value value, Args& args) {
   }
   args = Args{};
   args.got = Got::kOk;
+  if (!args_read(cat, name)) {
+    args.skipped = true;  // left unread: On-Demand skips it
+    return;
+  }
   for (auto field : ok(value.get_object())) {
     od::field f = ok(std::move(field));
-    std::string_view key = ok(f.unescaped_key());
+    std::string_view key = plain_key(f);
     if (key == "stream")
       args.stream = read_int(f.value());
     else if (key == "correlation")
@@ -172,7 +185,8 @@ void keep_event(od::object object, Columns& c) {
   Args args;
   for (auto field : object) {
     od::field f = ok(std::move(field));
-    std::string_view key = ok(f.unescaped_key());
+    std::string_view key = plain_key(f);
+    if (args.skipped && (key == "cat" || key == "name")) unhandled("cat or name again after args");
     if (key == "ph")
       ph = read_text(f.value());
     else if (key == "cat")
@@ -186,7 +200,7 @@ void keep_event(od::object object, Columns& c) {
     else if (key == "tid")
       tid = read_tid(f.value());
     else if (key == "args")
-      read_args(f.value(), args);
+      read_args(f.value(), args, cat, name);
   }
   c.saw_event_object = true;
   if (ph.got != Got::kOk || ph.value != "X") return;

@@ -42,6 +42,16 @@ inline auto ok(R&& result) {
 }
 inline std::string_view ok(std::string_view text) { return text; }
 
+// A field's key as written, without unescaping it into the parser's buffer (a key with an escape is left to Python:
+// "p\u0068" is "ph" to it).
+inline std::string_view plain_key(od::field& f) {
+  const char* start = f.key().raw();
+  const char* p = start;
+  for (; *p != '"'; ++p)
+    if (*p == '\\') unhandled("a key with an escape");
+  return {start, static_cast<size_t>(p - start)};
+}
+
 inline IntField read_int(od::value value) {
   IntField field;
   od::json_type type = ok(value.type());

@@ -5,57 +5,17 @@
 // an event that is not an object, bytes after the end) is Unhandled: the Python reader says what it is.
 #include "trace_reader/kineto_reader.hpp"
 
-#include <immintrin.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cstring>
 
 #include "trace_reader/kineto_events.hpp"
+#include "trace_reader/scan_bits.hpp"
 
 namespace ob::trace {
+using namespace scan;  // NOLINT: scan_bits.hpp
 namespace {
-
-// The first '"' or '\\' in b[i, end), or end: the end of a string's plain run.
-size_t find_quote(const char* b, size_t i, size_t end) {
-#ifdef __AVX2__
-  const __m256i quote = _mm256_set1_epi8('"'), backslash = _mm256_set1_epi8('\\');
-  while (i + 32 <= end) {
-    __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + i));
-    unsigned mask = static_cast<unsigned>(
-        _mm256_movemask_epi8(_mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, backslash))));
-    if (mask) return i + static_cast<size_t>(__builtin_ctz(mask));
-    i += 32;
-  }
-#endif
-  const __m128i quote16 = _mm_set1_epi8('"'), backslash16 = _mm_set1_epi8('\\');
-  while (i + 16 <= end) {
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i));
-    int mask = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, quote16), _mm_cmpeq_epi8(v, backslash16)));
-    if (mask) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
-    i += 16;
-  }
-  while (i < end && b[i] != '"' && b[i] != '\\') ++i;
-  return i;
-}
-
-// The first '"' or bracket in b[i, end), or end: inside an event nothing else matters to the cutting.
-size_t find_structure(const char* b, size_t i, size_t end) {
-  // '[' 0x5B and '{' 0x7B differ in bit 0x20, as ']' 0x5D and '}' 0x7D do.
-  const __m128i quote = _mm_set1_epi8('"'), open = _mm_set1_epi8(0x5B), close = _mm_set1_epi8(0x5D),
-                fold = _mm_set1_epi8(static_cast<char>(0xDF));
-  while (i + 16 <= end) {
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i));
-    __m128i folded = _mm_and_si128(v, fold);
-    __m128i hit = _mm_or_si128(_mm_cmpeq_epi8(v, quote),
-                               _mm_or_si128(_mm_cmpeq_epi8(folded, open), _mm_cmpeq_epi8(folded, close)));
-    int mask = _mm_movemask_epi8(hit);
-    if (mask) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
-    i += 16;
-  }
-  while (i < end && b[i] != '"' && (b[i] & 0xDF) != 0x5B && (b[i] & 0xDF) != 0x5D) ++i;
-  return i;
-}
 
 bool header_key(const std::string& key) {
   return key == "distributedInfo" || key == "deviceProperties" || key == "baseTimeNanoseconds";
@@ -124,10 +84,50 @@ void KinetoScanner::flush_events() {
   batch_from_ = batch_to_;
 }
 
+// The events, 64 bytes at a time: strings found by masks (quotes not escaped, their prefix XOR the bytes inside),
+// then only the brackets and commas outside strings visited. Leaves at the array's end or the buffer's last block.
+void KinetoScanner::scan_events(char* b, size_t& i) {
+  uint64_t inside = in_string_ ? ~uint64_t{0} : 0, carry = in_string_ && escaped_ ? 1 : 0;
+  while (in_events_ && i + 64 <= end_) {
+    const char* block = b + i;
+    uint64_t quotes = equal_bits(block, '"') & ~escaped_bits(equal_bits(block, '\\'), carry);
+    uint64_t strings = prefix_xor(quotes) ^ inside;
+    inside = static_cast<uint64_t>(static_cast<int64_t>(strings) >> 63);
+    uint64_t structure = (equal_bits(block, '{') | equal_bits(block, '}') | equal_bits(block, '[') |
+                          equal_bits(block, ']') | equal_bits(block, ',')) &
+        ~strings;
+    for (; structure; structure &= structure - 1) {
+      size_t at = i + static_cast<size_t>(__builtin_ctzll(structure));
+      char c = b[at];
+      if (c == ',') {
+        if (depth_ == 2) comma(b, at);
+      } else if (c == '{' || c == '[') {
+        open(c, at);
+      } else {
+        bool last = depth_ == 2;  // traceEvents' own ']'
+        close(c, at);
+        if (last) {
+          in_string_ = escaped_ = false;
+          i = at + 1;
+          return;
+        }
+      }
+    }
+    i += 64;
+  }
+  in_string_ = inside != 0;
+  escaped_ = carry != 0;
+}
+
 void KinetoScanner::scan() {
   char* b = buffer_.get();
   size_t i = pos_;
   while (i < end_) {
+    if (in_events_ && i + 64 <= end_) {
+      scan_events(b, i);  // then the buffer's tail (under 64 bytes) or what follows the events, byte by byte
+      if (i >= end_) break;
+      continue;
+    }
     if (in_string_) {
       i = string_run(b, i);
       continue;

@@ -33,6 +33,7 @@ class KinetoScanner {
 
  private:
   void scan();  // buffer_[pos_, end_)
+  void scan_events(char* b, size_t& i);  // the events, 64 bytes at a time
   // What one byte outside strings does (scan's cases), and a string's run to its next quote or backslash.
   size_t string_run(const char* b, size_t i);
   void quote(size_t i);

@@ -1,6 +1,7 @@
 """What a rank's trace becomes once read (trace_read reads the profiler's and Nsight's traces, trace_own this suite's
 own runs): the kernels kept, their launches, the host ranges, and the pure helpers on them (intervals, idle time, the
 compute-only steps' baseline)."""
+import bisect
 import collections
 import functools
 import math
@@ -91,6 +92,44 @@ def union(intervals):
         else:
             merged.append([start, end])
     return merged
+
+
+def length(intervals):
+    return float(sum(end - start for start, end in intervals))
+
+
+def overlap_with(start, end, cover):
+    """How much of [start, end) the disjoint sorted intervals `cover` hold (found by bisection: a trace's cover holds
+    thousands of intervals)."""
+    ends = cover.ends if isinstance(cover, Cover) else [b for _, b in cover]
+    total = 0.0
+    for i in range(bisect.bisect_right(ends, start), len(cover)):
+        a, b = cover[i]
+        if a >= end:
+            break
+        total += min(b, end) - max(a, start)
+    return total
+
+
+class Cover(list):
+    """A union of intervals with its ends kept for bisection."""
+
+    def __init__(self, intervals):
+        super().__init__(union(intervals))
+        self.ends = [b for _, b in self]
+
+
+def minus(intervals, cover):
+    """|intervals \\ cover| for disjoint sorted lists."""
+    return length(intervals) - sum(overlap_with(a, b, cover) for a, b in intervals)
+
+
+def memo(trace, name, key, make):
+    """make(trace), kept on the trace under `name` while `key` (what it was made from) stays the same."""
+    cached = trace.__dict__.get(name)
+    if cached is None or cached[0] != key:
+        cached = trace.__dict__[name] = (key, make(trace))
+    return cached[1]
 
 
 def idle(kernels):

@@ -12,46 +12,22 @@ from dataclasses import dataclass
 import numpy as np
 
 from overlap_bench.core import ob_tool
-from overlap_bench.trace.trace_model import idle, union
+from overlap_bench.trace.trace_model import Cover, idle, length, memo, minus, overlap_with, union  # noqa: F401
 
 # A compute kernel starting this close after a collective's exposed end, launched before it: it waited for it.
 BLOCKING_US = 20.0
 
 
-def length(intervals):
-    return float(sum(end - start for start, end in intervals))
-
-
-def overlap_with(start, end, cover):
-    """How much of [start, end) the disjoint sorted intervals `cover` hold (found by bisection: a trace's cover holds
-    thousands of intervals)."""
-    ends = cover.ends if isinstance(cover, Cover) else [b for _, b in cover]
-    total = 0.0
-    for i in range(bisect.bisect_right(ends, start), len(cover)):
-        a, b = cover[i]
-        if a >= end:
-            break
-        total += min(b, end) - max(a, start)
-    return total
-
-
-class Cover(list):
-    """A union of intervals with its ends kept for bisection."""
-
-    def __init__(self, intervals):
-        super().__init__(union(intervals))
-        self.ends = [b for _, b in self]
-
-
-def minus(intervals, cover):
-    """|intervals \\ cover| for disjoint sorted lists."""
-    return length(intervals) - sum(overlap_with(a, b, cover) for a, b in intervals)
-
-
 def steps_of(trace):
     """[(number, [kernels])] of a rank: by the profiler's step markers (a kernel in the step whose host range holds
     its launching call), or, without markers, by the period of the kernel-name sequence; of replayed steps and eager
-    ones, the replayed (only_replayed)."""
+    ones, the replayed (only_replayed). Found once per trace (step_stats, peer_waits and the timeline each ask),
+    again where its kernels, markers or launches changed since."""
+    return memo(trace, "_steps_of", (len(trace.kernels), len(trace.steps), len(trace.launches),
+                                     len(trace.graph_launches)), _steps_of)
+
+
+def _steps_of(trace):
     kernels = sorted(trace.kernels, key=lambda k: k.start)
     if trace.steps and trace.launches:
         launched = sorted((trace.launches.get(k.correlation, -1.0), i) for i, k in enumerate(kernels))
@@ -234,9 +210,9 @@ def host_comm(calls, start, end, busy):
     the ends of WRAPPING_CALLS) took while the GPU ran nothing (`busy`: the cover of every kernel, memset and copy of
     the rank): the GPU waited for its host, which was in the wrapper's code. `start` is the step marker's where there
     is one: the host's time before the step's first kernel is the step's too."""
-    first = bisect.bisect_right(calls.ends, start)
     clipped = []
-    for a, b in calls[first:]:
+    for i in range(bisect.bisect_right(calls.ends, start), len(calls)):  # no copy of the rest: a step's calls only
+        a, b = calls[i]
         if a >= end:
             break
         clipped.append((max(a, start), min(b, end)))
