@@ -50,6 +50,10 @@ T field(const nlohmann::json& json, const std::string& key, const std::string& w
 
 // The largest value a calibration may hold (a day in ms, or 1e15 bytes): the model's sums of many such stay finite.
 constexpr double kLargestCalibrated = 1e15;
+// The most sizes a strategy's calibration holds, and the largest gradient (elements) a calibration's model may have
+// (2^40: a 1-trillion-parameter model): the planner's time and memory grow with both.
+constexpr std::size_t kMostCalibratedSizes = 1000;
+constexpr double kMostGradientElements = 1099511627776.0;
 
 void require_positive(const std::vector<double>& values, const std::string& key, const std::string& source) {
   for (double v : values) {
@@ -128,6 +132,10 @@ StrategyCalibration strategy_from_json(const nlohmann::json& entry, const std::s
                                       : std::vector<double>(s.bytes.size(), 0.0);
   s.slowdown = field<std::vector<double>>(entry, "slowdown", where, source);
   const std::size_t n = s.bytes.size();
+  if (n > kMostCalibratedSizes) {  // the planner's work grows with the sizes it interpolates between
+    throw invalid(where + "bytes holds " + std::to_string(n) + " sizes, at most " +
+                  std::to_string(kMostCalibratedSizes) + " are read (a calibration measures a few tens)");
+  }
   if (n == 0 || s.comm_ms.size() != n || s.gap_ms.size() != n || s.stretch.size() != n || s.slowdown.size() != n ||
       !std::is_sorted(s.bytes.begin(), s.bytes.end()) ||
       std::adjacent_find(s.bytes.begin(), s.bytes.end()) != s.bytes.end()) {
@@ -267,6 +275,12 @@ Calibration Calibration::from_json(const nlohmann::json& json, const std::string
       if (n < 1 || n > static_cast<std::uint64_t>(kLargestCalibrated))
         throw invalid("model.step_elements must be >= 1");
     }
+  }
+  double gradient = c.step_elements.empty() ? 1.0 * c.hidden * (c.hidden + 1.0) * c.layers : 0.0;
+  for (const auto n : c.step_elements) gradient += static_cast<double>(n);
+  if (gradient > kMostGradientElements) {
+    throw invalid("the model's gradient of " + ob::format_number(gradient, 3) + " elements is past the " +
+                  ob::format_number(kMostGradientElements, 3) + " a calibration may describe");
   }
   require_positive(c.step_ms, "compute.step_ms", source);
   for (const auto& [key, value] : {std::pair{"compute.forward_ms", c.forward_ms},
