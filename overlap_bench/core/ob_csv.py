@@ -7,6 +7,7 @@ turned into the exit code by its `main_guard`). Unknown columns are ignored.
 """
 import json
 import math
+import os
 import pathlib
 
 import pandas as pd
@@ -204,7 +205,7 @@ def read_metadata(summary_path):
     """The summary's metadata sidecar as a dict ({} when there is none); a sidecar that is not a JSON object is a
     usage error naming it."""
     path = meta_path(summary_path)
-    if not packs.exists(path):
+    if not os.path.lexists(path) and not packs.exists(path):  # a folder or FIFO of its name is refused, not skipped
         return {}
     try:
         meta = packs.read_json(path, "a metadata sidecar", 64 << 20)
