@@ -224,5 +224,23 @@ def test_phase4_predict_takes_numbers_as_the_numbers_they_are(build_dir, tmp_pat
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
+def test_phase2_refuses_a_step_longer_than_its_timeout_before_any_work(build_dir, tmp_path):
+    binary = built(build_dir, "phase2_omp_overlap/phase2_omp_overlap")
+    result = subprocess.run([str(binary), "--compute-ms", "5000", "--timeout-s", "1", "--csv", str(tmp_path / "s.csv")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "--timeout-s" in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "s.csv").exists()
+
+
+def test_a_metadata_sidecar_that_is_a_folder_is_refused_not_skipped(tmp_path):
+    (tmp_path / "s.csv").write_text("system,phase,mode,ranks,chunks,iters,time_ms_p50,time_ms_p95,time_ms_min,"
+                                    "time_ms_max\nx,phase2,seq,1,1,3,2,2,2,2\n")
+    (tmp_path / "s.meta.json").mkdir()
+    with pytest.raises(ob_tool.UsageError, match="a regular file"):
+        from overlap_bench.core import ob_csv
+
+        ob_csv.read_metadata(tmp_path / "s.csv")
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
