@@ -131,8 +131,8 @@ def progress(samples, at, rounds, setting):
 
 
 def contender(key):
-    """A setting's name as an ob-compare contender (its key without = or spaces: bucket_cap_mb-5)."""
-    return "".join(c if c.isalnum() or c in "._" else "-" for c in key)
+    """A setting's name as an ob-compare contender (letters, digits and _ kept, the rest -: bucket_cap_mb-2-5)."""
+    return "".join(c if c.isalnum() or c == "_" else "-" for c in key)
 
 
 def held_against(job, tuned, compared):

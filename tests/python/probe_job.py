@@ -12,7 +12,9 @@ without resharding after the forward).
 
 `both` runs probed then plain in the same two processes, then compare.
 
-Usage: python3 probe_job.py probed|plain|both|bad|compare OUT_DIR [ddp|fsdp2] [options]
+`harm` prints how a refusal on one rank and a failing step are met.
+
+Usage: python3 probe_job.py probed|plain|both|bad|harm|compare OUT_DIR [ddp|fsdp2] [options]
 """
 import argparse
 import contextlib
@@ -115,6 +117,40 @@ def worker(rank, world, mode, out, store, options):
     os._exit(0)
 
 
+def harm(rank, world, out, store):
+    """Never harming the job: a refusal on one rank alone (its out is a file) raised on both, neither left waiting;
+    an exception from the user's own step inside a compute-only step and inside a tuner's setting: the state put
+    back, the exception raised again."""
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
+    options = argparse.Namespace(wrapper="ddp", no_reshard=False, compile=False, accumulate=1)
+    wrapped, called, optimizer = make(rank, "ddp", options)
+    (out / "file").write_text("x")
+    try:
+        probe_module.Probe(wrapped, optimizer, out=out / ("file" if rank == 1 else "fine"), verbose=False)
+        print(f"rank {rank} refused: no", flush=True)
+    except probe_module.ProbeError as error:
+        print(f"rank {rank} refused: {error}", flush=True)
+    probe = probe_module.Probe(wrapped, optimizer, out=out / "probe", verbose=False, tune=True)
+    i = 0
+    for fail in ("compute", "tune-warmup"):  # each the first step of its block: its state the block's start
+        while probe.plan[probe.index][0] != fail:
+            with probe.step():
+                step(wrapped, called, optimizer, rank, i, options)
+            i += 1
+        before = [p.detach().clone() for p in wrapped.parameters()]
+        try:
+            with probe.step():
+                step(wrapped, called, optimizer, rank, i, options)
+                raise RuntimeError("the user's own step failed")
+        except RuntimeError as error:
+            same = all(torch.equal(a, b) for a, b in zip(before, wrapped.parameters()))
+            print(f"rank {rank} {fail} raised: {error}; state restored: {same}; routed back: "
+                  f"{'forward' not in vars(wrapped)}", flush=True)
+    dist.barrier()
+    sys.stdout.flush()
+    os._exit(0)
+
+
 def bad(out, store):
     """Each bad use, one line each: the model untouched."""
     model = torch.nn.Linear(4, 4)
@@ -157,7 +193,7 @@ def compare(out):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=("probed", "plain", "both", "bad", "compare"))
+    parser.add_argument("mode", choices=("probed", "plain", "both", "bad", "harm", "compare"))
     parser.add_argument("out", type=pathlib.Path)
     parser.add_argument("wrapper", nargs="?", choices=("ddp", "fsdp2"), default="ddp")
     parser.add_argument("--tune", type=int, nargs="?", const=200)
@@ -175,6 +211,9 @@ def main():
     store = tempfile.mktemp(prefix="probe-store-", dir=out)
     if mode == "bad":
         bad(out, store)
+        return
+    if mode == "harm":
+        mp.spawn(harm, args=(2, out, store), nprocs=2, join=True)
         return
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     mp.spawn(worker, args=(2, mode, out, store, options), nprocs=2, join=True)

@@ -188,3 +188,18 @@ def test_each_bad_use_is_one_line_and_the_model_untouched(tmp_path):
     assert "entered inside another" in lines["entered twice"]
     assert lines["finish early"].startswith("finish() after 0 of the probe's")
     assert "a link or a file" in lines["out is a file"] and lines["untouched"] == "True"
+
+
+def test_a_refusal_on_one_rank_and_a_failing_step_never_harm_the_job(tmp_path):
+    """Two ranks (gloo): one rank's refusal is both ranks' (neither left waiting in a collective); the user's own step
+    failing inside a compute-only step and inside a tuner's setting: the state put back, the job's own DDP routed back,
+    the exception raised again."""
+    result = torch_job("harm", tmp_path, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = [line for line in result.stdout.splitlines() if line.startswith("rank ")]
+    assert "a link or a file" in next(line for line in lines if line.startswith("rank 1 refused"))
+    assert "another rank refused" in next(line for line in lines if line.startswith("rank 0 refused"))
+    for rank in (0, 1):
+        for fail in ("compute", "tune-warmup"):
+            assert f"rank {rank} {fail} raised: the user's own step failed; state restored: True; routed back: " \
+                   "True" in lines
