@@ -230,7 +230,8 @@ def guard(kind, value, add=True):
     (this process ended) it kills the groups still held and removes the folders."""
     if not _GUARDIAN:
         _GUARDIAN.append(subprocess.Popen([sys.executable, "-c", _GUARDIAN_CODE], stdin=subprocess.PIPE,
-                                          start_new_session=True))
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                          start_new_session=True))  # holds none of this process's pipes
     try:
         _GUARDIAN[0].stdin.write((json.dumps([kind, value if kind == "g" else str(value), add]) + "\n").encode())
         _GUARDIAN[0].stdin.flush()
