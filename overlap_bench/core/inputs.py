@@ -47,6 +47,15 @@ class _Capped:
         self.stream.close()
 
 
+def gunzip(data, path, option, most):
+    """Gzipped bytes inflated, never past `most` (a usage error naming the option and the file, as for a corrupt
+    stream)."""
+    import io
+
+    with _Capped(gzip.GzipFile(fileobj=io.BytesIO(data)), path, option, most) as stream:
+        return stream.read()
+
+
 def open_input(path, option, most=MOST_INPUT_BYTES, inflated=MOST_INFLATED_BYTES, json_depth=None):
     """The one way a tool opens an input it streams: the input policy (require_input), then the file, gunzipped where
     its first bytes say gzip, never read past `inflated` bytes once inflated (a small file that inflates to

@@ -114,8 +114,7 @@ def read_csv(path, option="CSV", required=(), most=ob_tool.MOST_INPUT_BYTES, **o
     where = f"{option}: '{path}' is invalid"
     data = read_bytes(path, option, most)
     if str(path).endswith(".gz"):
-        with inputs._Capped(gzip.GzipFile(fileobj=io.BytesIO(data)), path, option, most) as stream:
-            data = stream.read()
+        data = inputs.gunzip(data, path, option, most)
     try:
         frame = pd.read_csv(io.BytesIO(data), **options)
     except pd.errors.EmptyDataError:
