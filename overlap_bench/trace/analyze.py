@@ -38,6 +38,7 @@ from overlap_bench.core import ob_csv
 from overlap_bench.core import ob_tool
 from overlap_bench.trace import probe_split
 from overlap_bench.core import staging
+from overlap_bench.trace import trace_ranks
 from overlap_bench.trace import trace_read
 from overlap_bench.trace import trace_stats
 
@@ -177,10 +178,10 @@ def run(args):
     """Analyses the traces args names and writes --out; returns {"sentences", and with a probe "parts", "scale",
     "perturbation", ...: probe_split.split}."""
     started = time.monotonic()
-    traces = [rank for path in args.traces for rank in trace_read.read(path)]
+    traces = trace_ranks.read_all(args.traces)  # one worker per core
     trace_stats.check_one_job(traces)
     compute_only(traces, args.compute_only)
-    stats = [s for trace in traces for s in trace_stats.step_stats(trace)]
+    stats = trace_ranks.stats_all(traces)
     if not stats:
         raise ob_tool.UsageError(f"{args.traces[0]}: no step found in it")
     trace_stats.peer_waits(traces, stats)

@@ -95,20 +95,33 @@ def to_trace(path, found):
     return trace
 
 
-def read(path):
-    """A Kineto trace read natively (before _wrapping_ends and set_apart_compute_only), or None where the native
-    reader is not at hand or leaves this trace to the Python reader."""
+# Columns read ahead (trace_ranks.read_all runs the readers side by side): path -> columns() of it.
+PREFETCHED = {}
+
+
+def columns(path):
+    """(the columns file's bytes or None, a usage error's text or None) of ob_trace_columns on `path`: None where
+    the native reader is not at hand or leaves this trace to the Python reader."""
     command = binary()
     if command is None:
-        return None
+        return None, None
     with tempfile.TemporaryDirectory(prefix="ob-columns-") as scratch:
         out = pathlib.Path(scratch) / "columns.bin"
         try:
             done = subprocess.run([command, str(path), str(out)], capture_output=True, text=True)
         except OSError:
-            return None
+            return None, None
         if done.returncode == 2:
-            raise ob_tool.UsageError(f"TRACE: '{path}' is invalid: {done.stderr.strip()[:200]}")
+            return None, f"TRACE: '{path}' is invalid: {done.stderr.strip()[:200]}"
         if done.returncode != 0:  # 4: left to Python; a signal (SIGILL on an older CPU) or 3: Python reads it too
-            return None
-        return to_trace(path, sections(out.read_bytes()))
+            return None, None
+        return out.read_bytes(), None
+
+
+def read(path):
+    """A Kineto trace read natively (before _wrapping_ends and set_apart_compute_only), or None where the native
+    reader is not at hand or leaves this trace to the Python reader."""
+    data, refused = PREFETCHED.pop(str(path)) if str(path) in PREFETCHED else columns(path)
+    if refused:
+        raise ob_tool.UsageError(refused)
+    return to_trace(path, sections(data)) if data is not None else None

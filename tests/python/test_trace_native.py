@@ -137,3 +137,17 @@ def test_nsys_views_refused(tmp_path):
     db.close()
     with pytest.raises(ob_tool.UsageError, match="StringIds is a view"):
         trace_read.read(path)
+
+
+def test_ranks_in_parallel_give_the_same_figures(native, monkeypatch):
+    """trace_ranks: the native readers side by side and the ranks' steps in forked workers give what reading and
+    measuring each rank in turn gives."""
+    from overlap_bench.trace import trace_ranks
+
+    monkeypatch.setenv(trace_native.ENVIRONMENT, native)
+    paths = sorted((REPO / "tests" / "data" / "traces" / "4gpu").glob("*.trace.json.gz"))
+    together = trace_ranks.read_all(paths)
+    alone = [t for p in paths for t in trace_read.read(p)]
+    assert [fields(t) for t in together] == [fields(t) for t in alone]
+    serial = [s for t in alone for s in trace_stats.step_stats(t)]
+    assert all(fields_equal(a, b) for a, b in zip(trace_ranks.stats_all(together), serial, strict=True))

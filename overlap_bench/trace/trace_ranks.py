@@ -1,0 +1,60 @@
+"""Every rank's trace read and measured, one worker per core: the native readers (ob_trace_columns, one process
+each) run side by side, at most one per core, before their columns are read back; the per-rank step figures
+(trace_stats.step_stats) are computed in forked workers, each rank an independent task whose result is its
+StepStats (small: a few numbers a step); the cross-rank parts (peer_waits, the slowest rank) are computed after, in
+the parent, from those. A progress line on stderr where a read is long. One rank, or one core: all in this process,
+as before."""
+import concurrent.futures
+import multiprocessing
+import os
+import sys
+import time
+
+from overlap_bench.trace import trace_formats, trace_native, trace_read, trace_stats
+
+# A read this long (seconds) or longer says how far it is.
+PROGRESS_S = 5.0
+
+
+def workers(tasks):
+    return max(1, min(len(tasks), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else
+                      os.cpu_count() or 1))
+
+
+def read_all(paths):
+    """Every rank the files hold, in order (trace_read.read of each), the native reads run side by side."""
+    started = time.monotonic()
+    kineto = [str(p) for p in paths if trace_formats.choose(p).name == "kineto-json"]
+    if workers(kineto) > 1 and trace_native.binary() is not None:
+        with concurrent.futures.ThreadPoolExecutor(workers(kineto)) as pool:  # each thread waits on its process
+            trace_native.PREFETCHED.update(zip(kineto, pool.map(trace_native.columns, kineto)))
+    traces = []
+    try:
+        for done, path in enumerate(paths, 1):
+            traces += trace_read.read(path)
+            if time.monotonic() - started > PROGRESS_S:
+                print(f"ob-analyze: read {done} of {len(paths)} traces in {time.monotonic() - started:.0f} s",
+                      file=sys.stderr, flush=True)
+    finally:
+        trace_native.PREFETCHED.clear()
+    return traces
+
+
+def _stats(index):
+    return trace_stats.step_stats(_TRACES[index])
+
+
+_TRACES = []
+
+
+def stats_all(traces):
+    """Every rank's StepStats, in rank order (trace_stats.step_stats of each), in forked workers where there are
+    several ranks and cores."""
+    if workers(traces) == 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return [s for trace in traces for s in trace_stats.step_stats(trace)]
+    _TRACES[:] = traces  # the workers, forked, see them without a copy
+    try:
+        with multiprocessing.get_context("fork").Pool(workers(traces)) as pool:
+            return [s for stats in pool.map(_stats, range(len(traces))) for s in stats]
+    finally:
+        _TRACES.clear()
