@@ -5,9 +5,8 @@ import bisect
 import collections
 import functools
 import math
+import statistics  # median as numpy gives it (the middle, or the mean of the two middle values)
 from dataclasses import dataclass, field
-
-import numpy as np
 
 from overlap_bench.core import inputs
 
@@ -148,13 +147,14 @@ def nth_medians(steps):
         for k in sorted(kernels, key=lambda k: k.start):
             times[(k.name, k.shape, seen[(k.name, k.shape)])].append(k.end - k.start)
             seen[(k.name, k.shape)] += 1
-    return {key: float(np.median(v)) for key, v in times.items()}
+    return {key: float(statistics.median(v)) for key, v in times.items()}
 
 
 def set_compute_only(trace, steps, source):
     """The job's compute-only steps (each a list of Kernels; `source` says where they ran) as the slowdown's
     baseline: the medians of their n-th instances (nth_medians), their median idle time and span."""
     trace.isolated = nth_medians(steps)
-    trace.compute_only_idle = float(np.median([idle(kernels) for kernels in steps]))
-    trace.compute_only_ms = float(np.median([max(k.end for k in ks) - min(k.start for k in ks) for ks in steps])) / 1e3
+    trace.compute_only_idle = float(statistics.median([idle(kernels) for kernels in steps]))
+    trace.compute_only_ms = float(statistics.median([max(k.end for k in ks) - min(k.start for k in ks)
+                                                     for ks in steps])) / 1e3
     trace.baseline = source

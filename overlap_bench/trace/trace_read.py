@@ -20,8 +20,6 @@ import math
 import pathlib
 import zlib
 
-import numpy as np
-
 from overlap_bench.core import ob_tool
 from overlap_bench.trace import trace_formats
 from overlap_bench.trace.trace_model import (COMPUTE_ONLY, DTYPE_BYTES, GLOO_C10D, GLOO_OPS, GLOO_RECORDS,
@@ -112,17 +110,16 @@ def _wrapping_ends(trace):
     last (on its thread; all of it where none ran inside), then lets the operators go."""
     threads = {}
     for tid, (starts, ends) in trace.ops.items():
-        starts, ends = np.frombuffer(starts, dtype=float), np.frombuffer(ends, dtype=float)
-        order = np.argsort(starts, kind="stable")
-        threads[tid] = starts[order], ends[order]
+        order = sorted(range(len(starts)), key=starts.__getitem__)  # stable, as numpy's argsort(kind="stable")
+        threads[tid] = [starts[i] for i in order], [ends[i] for i in order]
     for start, end, tid in trace.wrapping:
-        starts, ends = threads.get(tid, (np.empty(0), np.empty(0)))
-        lo, hi = np.searchsorted(starts, start, "left"), np.searchsorted(starts, end, "right")
-        inner = ends[lo:hi] <= end
-        if not inner.any():
+        starts, ends = threads.get(tid, ([], []))
+        lo, hi = bisect.bisect_left(starts, start), bisect.bisect_right(starts, end)
+        inner = [i for i in range(lo, hi) if ends[i] <= end]
+        if not inner:
             trace.wrapper.append((start, end))
             continue
-        trace.wrapper += [(start, float(starts[lo:hi][inner].min())), (float(ends[lo:hi][inner].max()), end)]
+        trace.wrapper += [(start, min(starts[i] for i in inner)), (max(ends[i] for i in inner), end)]
     trace.wrapping, trace.ops = [], {}
 
 
@@ -159,8 +156,10 @@ def read_kineto(path):
     if native is not None:
         set_apart_compute_only(native)
         return native
-    import ijson
-
+    try:
+        import ijson
+    except ImportError:  # the standard library alone (the probe's own small traces): read whole, nesting bounded
+        return _read_whole(path)
     trace, gloo = RankTrace(str(path)), False
     try:
         with open_trace(path) as source:
@@ -194,6 +193,51 @@ def read_kineto(path):
             raise
         raise ob_tool.UsageError(f"{path}: not a profiler trace ({type(error).__name__}: "
                                 f"{str(error).splitlines()[0][:120] if str(error) else 'cut short'})") from None
+    return trace
+
+
+# Where ijson is not installed, a Kineto trace of at most this many bytes (inflated) is read whole by the standard
+# library's json (its nesting counted outside strings first: inputs.parse_json); a larger one needs ijson or the
+# native reader.
+MOST_WHOLE_BYTES = 64 << 20
+
+
+def _read_whole(path):
+    """read_kineto with the standard library alone: the same header keys (those before the events) and events."""
+    from overlap_bench.core import inputs
+
+    with open_trace(path) as source:
+        data = source.read(MOST_WHOLE_BYTES + 1)
+    if len(data) > MOST_WHOLE_BYTES:
+        raise ob_tool.UsageError(f"{path}: larger than {MOST_WHOLE_BYTES >> 20} MiB once inflated: reading it needs "
+                                 "ijson (pip install ijson) or the native reader (trace_reader/)")
+    top = inputs.parse_json(data, f"{path}: not a profiler trace")
+    trace, gloo, host = RankTrace(str(path)), False, {"ops": [], "records": [], "c10d": []}
+    try:
+        events = top.get("traceEvents") if isinstance(top, dict) else None
+        if not isinstance(events, list) or not any(isinstance(e, dict) for e in events):
+            raise ob_tool.UsageError(f"{path}: not a profiler trace (no traceEvents)")
+        for key, value in top.items():
+            if key == "traceEvents":
+                break
+            if key == "distributedInfo" and isinstance(value, dict):
+                trace.rank = int(value.get("rank", trace.rank))
+                trace.world = int(value.get("world_size", trace.world))
+                trace.nccl = str(value.get("nccl_version", trace.nccl))
+                gloo = str(value.get("backend", "")) == "gloo"
+            elif key == "deviceProperties" and isinstance(value, list):
+                names = [str(d["name"]) for d in value if isinstance(d, dict) and "name" in d]
+                trace.gpu = next((n for n in names if n), "")
+            elif key == "baseTimeNanoseconds":
+                trace.start_ns = int(value)
+        for event in events:
+            _keep(trace, event, host)
+        _wrapping_ends(trace)
+        _host_collectives(trace, host, gloo)
+        set_apart_compute_only(trace)
+    except (ValueError, TypeError, AttributeError, KeyError) as error:
+        raise ob_tool.UsageError(f"{path}: not a profiler trace ({type(error).__name__}: "
+                                 f"{str(error).splitlines()[0][:120] if str(error) else 'cut short'})") from None
     return trace
 
 

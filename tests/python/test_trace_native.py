@@ -8,6 +8,7 @@ import json
 import math
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -151,3 +152,26 @@ def test_ranks_in_parallel_give_the_same_figures(native, monkeypatch):
     assert [fields(t) for t in together] == [fields(t) for t in alone]
     serial = [s for t in alone for s in trace_stats.step_stats(t)]
     assert all(fields_equal(a, b) for a, b in zip(trace_ranks.stats_all(together), serial, strict=True))
+
+
+@pytest.mark.parametrize("path", SHIPPED[:4], ids=lambda p: p.name)
+def test_standard_library_alone_reads_the_same(path, monkeypatch):
+    """Without ijson (and without the native reader), a small trace is read whole by the standard library's json,
+    its nesting bounded first: the same RankTrace as ijson's."""
+    import sys
+
+    old, = read_with(path, "0", monkeypatch)
+    monkeypatch.setitem(sys.modules, "ijson", None)  # import ijson now fails
+    new, = trace_read.read(path)
+    old_fields, new_fields = fields(old), fields(new)
+    for key in old_fields:
+        assert same(old_fields[key], new_fields[key]), f"{path.name}: {key} differs"
+
+
+def test_reader_imports_without_numpy_or_pandas():
+    """The reader's modules (what the probe's split reads its traces with) import with the standard library alone."""
+    code = ("import sys\nfor m in ('numpy', 'pandas', 'ijson'): sys.modules[m] = None\n"
+            "from overlap_bench.trace import trace_read, trace_formats, trace_native, trace_nsys, trace_own\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert done.returncode == 0, done.stderr
