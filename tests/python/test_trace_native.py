@@ -175,3 +175,32 @@ def test_reader_imports_without_numpy_or_pandas():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                           env=dict(os.environ, PYTHONPATH=str(REPO)))
     assert done.returncode == 0, done.stderr
+
+
+def test_memory_bounded_on_a_trace_larger_than_the_bound(native, tmp_path):
+    """256 MB of events streamed through a pipe: the reader's peak resident memory stays under 128 MB (one chunk,
+    the longest event and one batch's parser buffers), whatever the file's size."""
+    import threading
+
+    pipe = tmp_path / "trace.fifo"
+    os.mkfifo(pipe)
+    event = b'{"ph": "X", "cat": "python_function", "name": "f [x]", "ts": 1, "dur": 1, "args": {"a": "{["}},\n'
+    kept = b'{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "args": {"stream": 7}}'
+    block = event * (1 << 14)
+
+    def write():
+        with open(pipe, "wb") as out:
+            out.write(b'{"traceEvents": [')
+            for _ in range((256 << 20) // len(block)):
+                out.write(block)
+            out.write(kept + b"]}")
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    child = subprocess.Popen([native, str(pipe), str(tmp_path / "columns.bin")], stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(child.pid, 0)
+    writer.join()
+    assert os.waitstatus_to_exitcode(status) == 0, child.stderr.read()
+    assert usage.ru_maxrss < 128 * 1024, f"{usage.ru_maxrss / 1024:.0f} MB resident"
+    found = trace_native.sections((tmp_path / "columns.bin").read_bytes())
+    assert len(found["k_start"]) == 8  # the one kernel kept
