@@ -19,12 +19,12 @@ import shlex
 import subprocess
 import sys
 
-import pandas as pd
 
 from overlap_bench.compare import compare
 from overlap_bench.compare import headline
 from overlap_bench.compare import headline_tables
 from overlap_bench.core import ob_tool
+from overlap_bench.core import packs
 
 BINARY = "phase4_chunked_nccl/phase4_chunked_nccl"
 COMMAND = ("mpirun --bind-to none -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS "
@@ -140,7 +140,7 @@ def main(argv=None):
         print(f"ob-gate: a run failed (ob-compare exit {code}): no verdict on regressions", file=sys.stderr)
         return 2 if code == 2 else 3
     out = pathlib.Path(args.out)
-    gate = regressions(pd.read_csv(out / "compare" / "compare.csv"), args.threshold)
+    gate = regressions(packs.read_csv(out / "compare" / "compare.csv", "ob-compare's table"), args.threshold)
     ob_tool.write_text_atomic(out / "gate.csv", gate.to_csv(index=False))
     regressed = gate[gate["regressed"] == 1]
     for _, row in regressed.iterrows():

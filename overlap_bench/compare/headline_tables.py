@@ -205,11 +205,7 @@ PREDICTION_COLUMNS = ["config", "label", "plan", "predicted_sync", "ranks", "cal
 def load_predictions(path):
     """predictions.csv (ob-headline --predict-from), its columns and numbers checked: a usage error naming the file
     otherwise."""
-    path = ob_tool.require_input(path, "--predictions", 16 << 20)
-    try:
-        table = pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as error:
-        raise ob_tool.UsageError(f"--predictions: '{path}' is invalid: not a CSV ({str(error).splitlines()[0]})")
+    table = packs.read_csv(path, "--predictions", most=16 << 20)
     missing = [c for c in PREDICTION_COLUMNS if c not in table.columns]
     if missing or table.empty:
         raise ob_tool.UsageError(f"--predictions: '{path}' is invalid: not ob-headline's predictions.csv (no "

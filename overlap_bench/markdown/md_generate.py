@@ -59,10 +59,9 @@ def summary_block(base, plain, keyed):
 
 
 def table_block(base, plain, keyed):
-    import pandas as pd
     from overlap_bench.report import report
 
-    frame = pd.read_csv(source(base, plain[0]))
+    frame = packs.read_csv(source(base, plain[0]), "a table block")
     columns = keyed["columns"].split(",") if "columns" in keyed else list(frame.columns)
     missing = [c for c in columns if c not in frame.columns]
     if missing:
@@ -158,7 +157,8 @@ def pivot_block(base, plain, keyed):
     paths = sorted({p for pattern in plain for p in md_blocks.glob(base, pattern)})
     if not paths:
         raise ob_tool.UsageError(f"{base}: no file matches {' '.join(plain)}")
-    frame = pd.concat([pd.read_csv(p).assign(file=p.stem) for p in paths], ignore_index=True)  # rows=file: per file
+    # rows=file: per file
+    frame = pd.concat([packs.read_csv(p, "a pivot block").assign(file=p.stem) for p in paths], ignore_index=True)
     rows, values = keyed.get("rows", "").split(","), keyed.get("values", "").split(",")
     across = keyed.get("columns", "")
     missing = [c for c in rows + values + [across] + ([keyed["where"].split(":", 1)[0]] if "where" in keyed else [])
@@ -238,10 +238,9 @@ def json_block(base, plain, keyed):
 
 
 def headline_block(base, plain, _keyed):
-    import pandas as pd
     from overlap_bench.compare import headline_tables
 
-    table = pd.read_csv(source(base, plain[0]))
+    table = packs.read_csv(source(base, plain[0]), "a block")
     return "\n".join(f"- {ob_csv.markdown(headline_tables.sentence(row))}" for _, row in table.iterrows())
 
 

@@ -18,7 +18,6 @@ import pathlib
 import subprocess
 
 import matplotlib.pyplot as plt
-import pandas as pd
 
 from overlap_bench.core import figures
 from overlap_bench.core import ob_csv
@@ -59,7 +58,7 @@ def predict(args):
     if args.layers_csv:
         command += ["--layers-csv", str(args.layers_csv)]
     run_predictor(command)
-    frame = pd.read_csv(args.csv)
+    frame = packs.read_csv(args.csv, "phase4_predict's CSV")
     missing = [c for c in COLUMNS if c not in frame.columns]
     if missing:
         raise ob_tool.UsageError(f"{args.csv}: missing columns {missing}")
@@ -198,7 +197,7 @@ def main():
     if args.output:
         plot(frame, calibration, args.gpus_per_node, args.output, what, plan)
     if args.layers_figure:
-        steps = pd.read_csv(args.layers_csv)
+        steps = packs.read_csv(args.layers_csv, "phase4_predict's --layers-csv")
         missing = [c for c in LAYER_COLUMNS if c not in steps.columns]
         if missing:
             raise ob_tool.UsageError(f"{args.layers_csv}: missing columns {missing}")

@@ -17,17 +17,14 @@ import pandas as pd  # noqa: E402
 
 from overlap_bench.core import figures
 from overlap_bench.core import ob_tool
+from overlap_bench.core import packs
 
 BAND = 0.10
 
 
 def load(path):
     """The check's (predicted, measured) pairs, every one a finite positive time, or a usage error naming the file."""
-    path = ob_tool.require_input(path, "CHECK", 64 << 20)
-    try:
-        frame = pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
-        raise ob_tool.UsageError(f"CHECK: '{path}' is invalid: not a CSV ({str(error).splitlines()[0]})") from None
+    frame = packs.read_csv(path, "CHECK", most=64 << 20)
     if not {"predicted_ms", "measured_ms"} <= set(frame.columns) or frame.empty:
         raise ob_tool.UsageError(f"CHECK: '{path}' is invalid: no rows of predicted_ms and measured_ms")
     pairs = frame[["predicted_ms", "measured_ms"]].apply(pd.to_numeric, errors="coerce")
