@@ -27,13 +27,18 @@ T field(const nlohmann::json& json, const std::string& key, const std::string& w
   // A number stays the number it is: nlohmann's get<int> reads 2^32 + 4096 as 4096 and 2.5 as 2, get<double> a
   // string never; a whole number is asked to be one, in T's range.
   bool fits = true;
-  if constexpr (std::is_integral_v<T>) {
+  if constexpr (std::is_same_v<T, bool>) {
+    fits = value.is_boolean();
+  } else if constexpr (std::is_integral_v<T>) {
     fits = value.is_number_integer() &&
            (value.is_number_unsigned() ? value.get<std::uint64_t>() <= std::uint64_t{std::numeric_limits<T>::max()}
                                        : value.get<std::int64_t>() >= std::numeric_limits<T>::min() &&
                                              value.get<std::int64_t>() <= std::numeric_limits<T>::max());
   } else if constexpr (std::is_floating_point_v<T>) {
     fits = value.is_number();  // a boolean, which nlohmann would read as 0 or 1, is none
+  } else if constexpr (std::is_same_v<T, std::vector<std::uint64_t>>) {
+    fits = value.is_array() &&
+           std::all_of(value.begin(), value.end(), [](const auto& v) { return v.is_number_unsigned(); });
   } else if constexpr (std::is_same_v<T, std::vector<double>>) {
     fits = value.is_array() && std::all_of(value.begin(), value.end(), [](const auto& v) { return v.is_number(); });
   }
