@@ -8,6 +8,7 @@ import dataclasses
 import gzip
 import importlib
 import pathlib
+import zlib
 
 # The modules that register a format, imported before the first choice.
 FORMAT_MODULES = ("trace_nsys", "trace_own", "trace_read")
@@ -39,7 +40,7 @@ def head(path):
         try:
             with gzip.open(path, "rb") as source:
                 return source.read(HEAD_BYTES)
-        except (OSError, EOFError):
+        except (OSError, EOFError, zlib.error):  # corrupt: the reader's inputs.open_input names it
             return raw
     return raw
 
