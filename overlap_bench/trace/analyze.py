@@ -75,7 +75,7 @@ def parse_args(argv=None):
             parser.error(f"TRACE: '{folder}' holds a probe's result without its traces (job.rank<R>.trace.json.gz)")
     for path in [*args.traces, *args.compute_only]:
         try:
-            ob_tool.require_input(path, "TRACE")
+            trace_read.require_trace(path)
         except ob_tool.UsageError as error:
             parser.error(str(error))
     if (pathlib.Path(args.out) / "analysis.csv").exists():

@@ -17,7 +17,6 @@ import bisect
 import collections
 import gzip
 import math
-import pathlib
 import zlib
 
 from overlap_bench.core import ob_tool
@@ -241,11 +240,27 @@ def _read_whole(path):
     return trace
 
 
+# The largest Kineto trace the native reader takes (its memory is bounded whatever the size); every other reader
+# keeps the input policy's cap (ob_tool.MOST_INPUT_BYTES).
+MOST_NATIVE_BYTES = 64 << 30
+
+
+def require_trace(path, option="TRACE"):
+    """The input policy for a trace: a regular file of at most the policy's cap, or, for a Kineto trace the native
+    reader will read, of at most MOST_NATIVE_BYTES. Returns its path."""
+    from overlap_bench.trace import trace_native
+
+    path = ob_tool.require_input(path, option, MOST_NATIVE_BYTES)  # a regular file, before anything opens it
+    if path.stat().st_size > ob_tool.MOST_INPUT_BYTES and not (
+            trace_native.binary() and trace_formats.choose(path).name == "kineto-json"):
+        ob_tool.require_input(path, option, ob_tool.MOST_INPUT_BYTES)  # the policy's refusal, its cap named
+    return path
+
+
 def read(path):
     """Every rank a file holds (a Kineto trace holds one, a timeline CSV every rank of its run), read by the format
     its content names (trace_formats)."""
-    path = pathlib.Path(path)
-    ob_tool.require_input(path, "TRACE")
+    path = require_trace(path)
     return trace_formats.choose(path).read(path)
 
 

@@ -204,3 +204,16 @@ def test_memory_bounded_on_a_trace_larger_than_the_bound(native, tmp_path):
     assert usage.ru_maxrss < 128 * 1024, f"{usage.ru_maxrss / 1024:.0f} MB resident"
     found = trace_native.sections((tmp_path / "columns.bin").read_bytes())
     assert len(found["k_start"]) == 8  # the one kernel kept
+
+
+def test_a_kineto_trace_beyond_the_input_cap_is_the_native_readers(native, tmp_path, monkeypatch):
+    """A Kineto trace larger than the input policy's cap (1 GiB; here made small) is read where the native reader
+    is built (its memory bounded whatever the size), refused naming the cap where it is not."""
+    from overlap_bench.core import ob_tool
+
+    path = SHIPPED[0]
+    monkeypatch.setattr(ob_tool, "MOST_INPUT_BYTES", path.stat().st_size - 1)
+    trace, = read_with(path, native, monkeypatch)
+    assert trace.kernels
+    with pytest.raises(ob_tool.UsageError, match="is invalid"):
+        read_with(path, "0", monkeypatch)
