@@ -8,6 +8,7 @@ with their intervals and verdicts in words. Ratios between systems come only fro
 Usage: report.py RESULTS_DIR
 """
 import pathlib
+import shutil
 
 import pandas as pd
 
@@ -184,6 +185,30 @@ def check_summary(path):
         raise ob_tool.UsageError(f"{path}: {error}") from None
 
 
+def _write(directory, csvs, kinds, figures):
+    """The figures and report.md of write_report, every CSV already checked."""
+    lines = ["# overlap-bench report", "", f"From the CSVs in `{directory}`. Columns: see METRICS.md.", ""]
+    for path in csvs:
+        if kinds[path] == "summary":
+            lines += summary_section(path, figures)
+    for path in csvs:
+        if kinds[path] is None and is_comparison(path):
+            lines += comparison_section(path)
+    for path in csvs:
+        if kinds[path] == "timeline" and len(packs.read_text(path).splitlines()) > 1:
+            lines += timeline_section(path, figures)
+    for path in csvs:
+        if kinds[path] == "power":  # <stem>.power.csv: shaded where <stem>.timeline.csv has overlapped iterations
+            power = figures / f"{path.stem}.png"
+            timeline = path.parent / (path.name[: -len(".power.csv")] + ".timeline.csv")
+            spans = plot_power.mode_spans(ob_csv.load_timeline(timeline), "overlap") if packs.exists(timeline) else []
+            plot_power.plot(ob_csv.load_power(path), power, spans)
+            lines += [f"## {path.stem}", "", f"![{power.name}](figures/{power.name})", ""]
+    report = directory / "report.md"
+    ob_tool.write_text_atomic(report, "\n".join(lines) + "\n")  # whole or not at all
+    return report
+
+
 def write_report(directory):
     directory = pathlib.Path(directory)
     if directory.is_dir() and (directory / "figures").exists() and not (directory / "figures").is_dir():
@@ -204,26 +229,18 @@ def write_report(directory):
         elif is_comparison(path):
             load_comparison(path)
     figures = directory / "figures"
+    made, before = not figures.exists(), set(figures.iterdir()) if figures.is_dir() else set()
     figures.mkdir(exist_ok=True)
-    lines = ["# overlap-bench report", "", f"From the CSVs in `{directory}`. Columns: see METRICS.md.", ""]
-    for path in csvs:
-        if kinds[path] == "summary":
-            lines += summary_section(path, figures)
-    for path in csvs:
-        if kinds[path] is None and is_comparison(path):
-            lines += comparison_section(path)
-    for path in csvs:
-        if kinds[path] == "timeline" and len(packs.read_text(path).splitlines()) > 1:
-            lines += timeline_section(path, figures)
-    for path in csvs:
-        if kinds[path] == "power":  # <stem>.power.csv: shaded where <stem>.timeline.csv has overlapped iterations
-            power = figures / f"{path.stem}.png"
-            timeline = path.parent / (path.name[: -len(".power.csv")] + ".timeline.csv")
-            spans = plot_power.mode_spans(ob_csv.load_timeline(timeline), "overlap") if packs.exists(timeline) else []
-            plot_power.plot(ob_csv.load_power(path), power, spans)
-            lines += [f"## {path.stem}", "", f"![{power.name}](figures/{power.name})", ""]
-    report = directory / "report.md"
-    ob_tool.write_text_atomic(report, "\n".join(lines) + "\n")  # whole or not at all
+    try:
+        report = _write(directory, csvs, kinds, figures)
+    except BaseException as error:  # a full disk, any failure: none of the figures this invocation drew left
+        for path in set(figures.iterdir()) - before:
+            path.unlink(missing_ok=True)
+        if made:
+            shutil.rmtree(figures, ignore_errors=True)
+        if isinstance(error, OSError) and not error.filename:  # the message names where it failed
+            raise OSError(error.errno, error.strerror or str(error), str(figures)) from None
+        raise
     return report
 
 
