@@ -27,6 +27,7 @@ bool header_key(const std::string& key) {
 
 KinetoScanner::KinetoScanner(Columns& columns, ReaderLimits limits) : columns_(columns), limits_(limits) {
   capacity_ = limits_.most_event_bytes + limits_.chunk_bytes + simdjson::SIMDJSON_PADDING;
+  parser_.threaded = false;  // one core, one parser's buffers: no second thread parsing the next batch ahead
   buffer_.reset(new char[capacity_]);
 }
 
