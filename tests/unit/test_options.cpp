@@ -158,6 +158,9 @@ TEST(RankAgreement, FirstDifferenceNamesTheOptionAndBothValues) {
             "--lr: rank 0 has 0.01, rank 3 has 0.02");
   EXPECT_EQ(ob::first_difference(a, 0, "iters=20\nlr=0.01\ncsv=\"x.csv\"\ncommit=def\n", 1),
             "the binary's commit: rank 0 has abc, rank 1 has def");
+  // The environment's part (issue 83: an MPMD launch with OMP_NUM_THREADS 1 and 2 and --threads 0)
+  EXPECT_EQ(ob::first_difference(a + "OMP_NUM_THREADS=1\n", 0, a + "OMP_NUM_THREADS=2\n", 1),
+            "the OpenMP threads (OMP_NUM_THREADS, --threads 0): rank 0 has 1, rank 1 has 2");
 }
 
 TEST(OutputPaths, EveryOutputARegularFileOnAPathOfItsOwn) {
