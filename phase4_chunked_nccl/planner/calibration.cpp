@@ -43,8 +43,9 @@ T field(const nlohmann::json& json, const std::string& key, const std::string& w
     fits = value.is_array() && std::all_of(value.begin(), value.end(), [](const auto& v) { return v.is_number(); });
   }
   if (!fits) {
-    throw ob::UsageError("--calibration: '" + source + "' is invalid: key '" + where + key + "' is " + value.dump() +
-                         ": not a number of its kind (a whole number in range where one is asked)");
+    throw ob::UsageError("--calibration: '" + source + "' is invalid: key '" + where + key +
+                         "' has the wrong type (" + value.dump().substr(0, 40) +
+                         ": a whole number in range where one is asked, a number never a boolean)");
   }
   try {
     return value.get<T>();

@@ -203,6 +203,10 @@ TEST(Planner, CalibrationFileRoundTripsAndNamesWhatIsWrong) {
   json = c.to_json();
   json["model"]["hidden"] = "wide";
   expect_usage(json, "key 'model.hidden' has the wrong type");
+  json["model"]["hidden"] = std::uint64_t{4294971392};  // 2^32 + 4096: never read as 4096 (issue 83)
+  expect_usage(json, "key 'model.hidden' has the wrong type");
+  json["model"]["hidden"] = 4096.5;
+  expect_usage(json, "key 'model.hidden' has the wrong type");
   json = c.to_json();
   json["kind"] = "something else";
   expect_usage(json, "not a phase 4 calibration");
