@@ -168,17 +168,6 @@ class Probe:
         if len(self.plan) > MOST_STEPS:
             raise ProbeError(f"passes x per_pass: the probe would take {len(self.plan)} steps of the job, more than "
                              f"its {MOST_STEPS}")
-        self.settings, self.tune_steps, self.rounds = [], tune_steps, 0
-        if tuned:
-            self.settings = self.row.settings()
-            self.rounds = tune.rounds_for(tune_steps, len(self.settings))
-            if not self.settings:
-                raise ProbeError(f"tune: the {self.row.name} row has no setting to try on this model")
-            if not self.rounds:
-                raise ProbeError(f"tune_steps: {tune_steps} steps are too few for {len(self.settings)} settings "
-                                 f"({tune.LEAST_ROUNDS} rounds of {tune.PER_SETTING_ROUND} steps each need "
-                                 f"{tune.LEAST_ROUNDS * tune.PER_SETTING_ROUND * len(self.settings)})")
-            self.plan += tune.plan(len(self.settings), self.rounds)
         self.out = pathlib.Path(out)
         if self.out.is_symlink() or (self.out.exists() and not self.out.is_dir()):
             raise ProbeError(f"out: '{out}' is a link or a file: the probe writes a folder of its own")
@@ -189,6 +178,14 @@ class Probe:
         if self.room is None:
             raise ProbeError(f"the copy of the model's state that the compute-only steps need ({need / 2**30:.2f} "
                              "GiB) fits neither on its device nor in host memory: the probe cannot restore it")
+        self.settings, self.tune_steps, self.rounds = [], tune_steps, 0
+        if tuned:
+            room = free_bytes(self.device) - (MARGIN * need if self.room == self.device else 0)
+            try:
+                self.settings, self.rounds = tune.prepare(self.row, tune_steps, room / MARGIN)
+            except ValueError as refused:
+                raise ProbeError(str(refused)) from None
+            self.plan += tune.plan(len(self.settings), self.rounds)
 
     def _row(self, model, module, optimizer):
         """The wrapper's row (wrappers.py), or the refusal of a model no row knows."""

@@ -9,7 +9,8 @@ group, devices, mixed precision and communication hook alike, no broadcast at it
 user's calls are routed to it (the `forward` of what the user calls, and `no_sync` of the job's DDP, so that its
 accumulation is the job's), and back on leaving. The job's DDP is never touched; its autograd hooks stay inert while
 its forward does not run. Under torch.compile the trial is compiled with the job's own compiler context, and dynamo's
-recompile limit is raised by one per trial while the tuner runs. Torch only."""
+recompile limit is raised by one per trial while the tuner runs, and each trial is kept (eager, one trial at a time).
+Torch only."""
 import contextlib
 import inspect
 
@@ -115,6 +116,14 @@ class DdpRow:
                 self.called.forward = saved
             else:
                 del self.called.forward
+            if self.called is self.model:  # eager, a trial is cheap to build again: one at a time in memory
+                self.trials.pop(setting.key)
+
+    def tune_bytes(self, settings):
+        """Device memory the tuner's trials hold at once: one bucket copy of the gradients each (compiled, every
+        trial is kept, not compiled again; eager, one at a time)."""
+        grads = sum(p.numel() * p.element_size() for p in self.model.parameters() if p.requires_grad)
+        return grads * (len(settings) if self.called is not self.model else 1)
 
     @contextlib.contextmanager
     def tuning(self, count):

@@ -198,6 +198,10 @@ class Fsdp2Row:
                 state._states_to_forward_prefetch = forward
                 state._states_to_backward_prefetch = backward
 
+    def tune_bytes(self, settings):
+        """Device memory the settings hold beyond the job's: blocks kept unsharded between forward and backward."""
+        return sum(p.numel() * p.element_size() for p in self.model.parameters())  # a DTensor's numel: the whole
+
     @contextlib.contextmanager
     def tuning(self, count):
         yield

@@ -34,6 +34,23 @@ def rounds_for(budget, settings):
     return rounds if rounds >= LEAST_ROUNDS else 0
 
 
+def prepare(row, budget, room):
+    """The wrapper row's settings and the rounds `budget` pays for; a ValueError naming why the tuner cannot run:
+    no setting, too few steps, or more device memory than `room` bytes for what its settings hold at once."""
+    settings = row.settings()
+    if not settings:
+        raise ValueError(f"tune: the {row.name} row has no setting to try on this model")
+    rounds = rounds_for(budget, len(settings))
+    if not rounds:
+        raise ValueError(f"tune_steps: {budget} steps are too few for {len(settings)} settings ({LEAST_ROUNDS} rounds "
+                         f"of {PER_SETTING_ROUND} steps each need {LEAST_ROUNDS * PER_SETTING_ROUND * len(settings)})")
+    need = row.tune_bytes(settings)
+    if need > room:
+        raise ValueError(f"tune: its settings hold {need / 2**30:.2f} GiB of device memory at once, more than the "
+                         f"{max(room, 0) / 2**30:.2f} GiB free beside the job and the probe's copy of its state")
+    return settings, rounds
+
+
 def plan(settings, rounds, seed=0):
     """The tuner's steps in order: (kind, round, setting index), kind one of tune-own-warmup, tune-own (the job's
     own), tune-warmup, tune (setting `index`'s)."""

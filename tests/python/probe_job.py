@@ -117,6 +117,11 @@ def worker(rank, world, mode, out, store, options):
     os._exit(0)
 
 
+def say(line):
+    """One line in one write: two ranks share the pipe, so a line is never cut by the other's."""
+    os.write(1, (line + "\n").encode())
+
+
 def harm(rank, world, out, store):
     """Never harming the job: a refusal on one rank alone (its out is a file) raised on both, neither left waiting;
     an exception from the user's own step inside a compute-only step and inside a tuner's setting: the state put
@@ -127,9 +132,9 @@ def harm(rank, world, out, store):
     (out / "file").write_text("x")
     try:
         probe_module.Probe(wrapped, optimizer, out=out / ("file" if rank == 1 else "fine"), verbose=False)
-        print(f"rank {rank} refused: no", flush=True)
+        say(f"rank {rank} refused: no")
     except probe_module.ProbeError as error:
-        print(f"rank {rank} refused: {error}", flush=True)
+        say(f"rank {rank} refused: {error}")
     probe = probe_module.Probe(wrapped, optimizer, out=out / "probe", verbose=False, tune=True)
     i = 0
     for fail in ("compute", "tune-warmup"):  # each the first step of its block: its state the block's start
@@ -144,8 +149,8 @@ def harm(rank, world, out, store):
                 raise RuntimeError("the user's own step failed")
         except RuntimeError as error:
             same = all(torch.equal(a, b) for a, b in zip(before, wrapped.parameters()))
-            print(f"rank {rank} {fail} raised: {error}; state restored: {same}; routed back: "
-                  f"{'forward' not in vars(wrapped)}", flush=True)
+            say(f"rank {rank} {fail} raised: {error}; state restored: {same}; routed back: "
+                f"{'forward' not in vars(wrapped)}")
     dist.barrier()
     sys.stdout.flush()
     os._exit(0)
