@@ -127,3 +127,15 @@ def test_one_rule_of_not_resolved_in_the_console_the_csv_and_the_verdict(tmp_pat
                 assert verdict.resolved(record, "overlap_pct") == (not (lo <= 0 <= hi)), (path, record["mode"])
                 checked += 1
     assert checked > 100, checked
+
+
+def test_ranks_sharing_a_gpu_are_said_and_a_gpu_each_is_not(tmp_path):
+    """phase3 --share-gpu (issue 84): its ranks_per_gpu column above 1 is said in words; 1 (a GPU per rank) is not."""
+    rows = [row("compute", 6.0), row("comm", 4.0), row("seq", 10.0),
+            row("thread", 9.0, 0, 1.1, 1.0, 1.2, 0.25, 25, 10, 40, 0.3)]
+    for share, said in ((2, True), (1, False)):
+        path = summary(tmp_path, rows, name=f"phase3-{share}.csv")
+        text = path.read_text().splitlines()
+        path.write_text("\n".join([text[0] + ",ranks_per_gpu"] + [line + f",{share}" for line in text[1:]]) + "\n")
+        lines = verdict.verdict(path, cores=64)
+        assert any("2 ranks time-slice one GPU's compute (--share-gpu)" in line for line in lines) == said, lines
