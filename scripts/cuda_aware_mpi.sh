@@ -10,8 +10,9 @@
 # Usage: scripts/cuda_aware_mpi.sh OPENMPI-SOURCE.tar.(xz|gz|bz2) PREFIX [--jobs N] [--logs DIR]
 #        scripts/cuda_aware_mpi.sh --built PREFIX [--jobs N] [--logs DIR]
 #   --logs DIR  keep the configure, make and cmake logs there (with each step's seconds in steps.log)
-#   --built     PREFIX already holds this build, made where there was time for it and moved here (OPAL_PREFIX is
-#               set to it): only its CUDA support is checked and phase 3 built against it
+#   --built     PREFIX already holds this build, made where there was time for it and moved here (run it with
+#               OPAL_PREFIX=PREFIX and PREFIX/lib on LD_LIBRARY_PATH): only its CUDA support is checked and phase 3
+#               built against it
 # Then:  PREFIX/bin/mpirun -np 2 build/cuda-mpi/phase3_mpi_cuda/phase3_mpi_cuda --device gpu --cuda-aware --check \
 #          --strategy thread    (Open MPI 4 is CUDA-aware in blocking collectives only; --share-gpu on one GPU)
 set -euo pipefail
@@ -24,7 +25,8 @@ if [ "$source" = --built ]; then
   built=1 source=""
   [ -x "$prefix/bin/ompi_info" ] || ob_die "PREFIX: '$prefix' is invalid: --built needs an Open MPI install there" 2
   prefix=$(cd "$prefix" && pwd)
-  export OPAL_PREFIX=$prefix
+  # Moved from where it was installed: its own libraries are found here, not where their run paths point.
+  export OPAL_PREFIX=$prefix LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 while [ $# -gt 0 ]; do
   case "$1" in
