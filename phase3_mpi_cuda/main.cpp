@@ -65,11 +65,12 @@ std::variant<int, Placement> choose_device(const phase3::Config& config, const o
   int most_local = local_ranks;  // the busiest node decides for every rank: one device for the whole run
   MPI_CHECK(MPI_Allreduce(&local_ranks, &most_local, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
   const bool enough = probe.devices >= most_local;
-  const std::string count = std::to_string(most_local) + " ranks on a node for " + std::to_string(probe.devices) +
-      " GPU(s)";
+  const std::string count =
+      std::to_string(most_local) + " ranks on a node for " + std::to_string(probe.devices) + " GPU(s)";
   if (place.device == "auto") {
     place.device = probe.devices > 0 && (enough || config.share_gpu) ? "gpu" : "cpu";
-    if (probe.devices > 0 && place.device == "cpu") place.note = "--device auto: " + count + "; --share-gpu shares them";
+    if (probe.devices > 0 && place.device == "cpu")
+      place.note = "--device auto: " + count + "; --share-gpu shares them";
   }
   if (place.device == "gpu" && probe.devices == 0) {
     if (context.root) std::cerr << ob::no_device_message("phase3_mpi_cuda", probe) << std::endl;
@@ -142,8 +143,8 @@ std::variant<int, ob::PhaseResult> run(const phase3::Config& config, const ob::P
       {"clock", "std::chrono::steady_clock"}, {"mpi_thread_level", context.mpi->provided()}, {"device", description}};
   result.header = "phase3_mpi_cuda: " + std::to_string(context.ranks) + " ranks, " + config.compute + " compute, " +
       describe_shape(config) + " in " + std::to_string(config.chunks) + " chunks on " + device +
-      (place.note.empty() ? "" : " (" + place.note + ")") + ", median of " +
-      std::to_string(config.common.iters) + " steps, slowest rank (steady_clock)";
+      (place.note.empty() ? "" : " (" + place.note + ")") + ", median of " + std::to_string(config.common.iters) +
+      " steps, slowest rank (steady_clock)";
   result.columns = phase3::console_columns();
   return result;
 }
