@@ -62,9 +62,9 @@ std::string first_difference(const std::string& a, int rank_a, const std::string
       const auto equals = text.find('=');
       return equals == std::string::npos ? std::string("(nothing)") : text.substr(equals + 1);
     };
-    const std::string name = key == "commit"            ? "the binary's commit"
-                             : key == "OMP_NUM_THREADS" ? "the OpenMP threads (OMP_NUM_THREADS, --threads 0)"
-                                                        : "--" + key;
+    const std::string name = key == "commit" ? "the binary's commit"
+        : key == "OMP_NUM_THREADS"           ? "the OpenMP threads (OMP_NUM_THREADS, --threads 0)"
+                                             : "--" + key;
     return name + ": rank " + std::to_string(rank_a) + " has " + value(l) + ", rank " + std::to_string(rank_b) +
         " has " + value(r);
   }
@@ -111,7 +111,7 @@ std::optional<int> parse_on_every_rank(CLI::App& app, int argc, char** argv, MPI
   // The environment's part too: OMP_NUM_THREADS sizes a rank's team where --threads leaves it to the default (an
   // MPMD launch giving ranks different ones would run, and be recorded as, one configuration it is not).
   const std::string mine = app.config_to_str(true, false) + "commit=" + build_commit() +
-                           "\nOMP_NUM_THREADS=" + std::to_string(omp_get_max_threads()) + "\n";
+      "\nOMP_NUM_THREADS=" + std::to_string(omp_get_max_threads()) + "\n";
   const auto all = gather_strings(mine, comm, 0);
   std::string mismatch;
   for (int r = 1; rank == 0 && r < size && mismatch.empty(); ++r) mismatch = first_difference(all[0], 0, all[r], r);

@@ -1,8 +1,8 @@
 """What every command-line tool of the suite shares, as the binaries share common/: usage errors (one line, exit 2:
-`UsageError`, `ArgumentParser`), the one input policy (`require_input`) and output policy (`require_outputs`,
-`output_path`), outputs written whole or not at all (`staged`, `write_text_atomic`), signals and exit codes
-(`main_guard`: never a traceback), the checkout's commit (`commit_id`) and its built binaries (`find_built`)."""
-import argparse
+`UsageError`; `ArgumentParser` and the argument types, such as `output_path`, from arguments.py, re-exported here),
+the one input policy (`require_input`) and output policy (`require_outputs`), outputs written whole or not at all
+(`staged`, `write_text_atomic`), signals and exit codes (`main_guard`: never a traceback), the checkout's commit
+(`commit_id`) and its built binaries (`find_built`)."""
 import contextlib
 import json
 import os
@@ -13,6 +13,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+
+from overlap_bench.core.arguments import (  # noqa: F401 -- re-exported: the tools name them ob_tool.<name>
+    ArgumentParser, describe, distinct, executable, is_number, one_line, output_folder, output_path)
 
 
 class UsageError(Exception):
@@ -63,61 +66,6 @@ def find_built(name, given=None, folder="phase4_chunked_nccl", root=None):
         if os.access(build, os.X_OK):
             return str(build)
     raise UsageError(f"{name} not found: build it (scripts/test.sh), install it, or pass its path")
-
-
-def one_line(message):
-    """A message as the one line the suite prints: a newline or other control character a value brought into it
-    written as its escape."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(message))
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    """argparse whose usage errors are the suite's: one line on stderr naming the argument, exit 2."""
-
-    def error(self, message):
-        print(f"{self.prog}: error: {one_line(message)}", file=sys.stderr)
-        raise SystemExit(2)
-
-
-def output_path(text):
-    """argparse type of -o/--output: a .png, .pdf or .svg file in an existing, writable directory."""
-    path = pathlib.Path(text)
-    if path.suffix.lower() not in (".png", ".pdf", ".svg"):
-        raise argparse.ArgumentTypeError(f"'{text}' is invalid: a .png, .pdf or .svg file")
-    if not path.parent.is_dir():
-        raise argparse.ArgumentTypeError(f"'{text}' is invalid: its directory must exist")
-    if not os.access(path.parent, os.W_OK):
-        raise argparse.ArgumentTypeError(f"'{text}' is invalid: its directory must be writable")
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"'{text}' is invalid: a file path, not a directory")
-    if path.is_symlink():
-        raise argparse.ArgumentTypeError(f"'{text}' is invalid: a symbolic link (it would be replaced, not written "
-                                         "through): name the file it points to")
-    if path.exists() and not path.is_file():
-        raise argparse.ArgumentTypeError(f"'{text}' is invalid: a regular file (it is a device, FIFO or socket)")
-    return path
-
-
-def output_folder(text):
-    """argparse type of --out: a folder to write into: absent (made, its parent existing) or a folder, never a file
-    or a symbolic link (what is written would land elsewhere)."""
-    path = pathlib.Path(text)
-    if not text or path.is_symlink():
-        raise argparse.ArgumentTypeError(f"'{text}' is invalid: a folder (not a symbolic link)")
-    if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f"'{text}' is invalid: a folder (it is a file)")
-    if not path.exists() and not path.parent.is_dir():
-        raise argparse.ArgumentTypeError(f"'{text}' is invalid: its parent folder '{path.parent}' does not exist")
-    return text
-
-
-def executable(text):
-    """argparse type of a program to run (--predictor, --binary): an executable regular file, checked before any
-    work."""
-    found = shutil.which(text) if os.sep not in text else (text if os.access(text, os.X_OK) else None)
-    if not found or not pathlib.Path(found).is_file():
-        raise argparse.ArgumentTypeError(f"'{text}' is invalid: no executable file of that name")
-    return found
 
 
 def _identity(path):
@@ -174,25 +122,6 @@ def require_input(path, option, most=MOST_INPUT_BYTES):
     if not os.access(path, os.R_OK):
         raise UsageError(f"{option}: '{path}' is invalid: not readable")
     return path
-
-
-def is_number(value, least, most, integer=False):
-    """Whether a parsed value (TOML, JSON) is a number in [least, most] (an integer where `integer`): never a boolean
-    (True is no 1 MB), a string or NaN."""
-    import math
-
-    kinds = (int,) if integer else (int, float)
-    return isinstance(value, kinds) and not isinstance(value, bool) and math.isfinite(value) and least <= value <= most
-
-
-def distinct(items):
-    """Whether a list holds no item twice (`--configs A,A` would run A twice and count it as two)."""
-    return len(set(items)) == len(items)
-
-
-def describe(doc):
-    """A script's --help description: the first paragraph of its docstring, whole."""
-    return " ".join(doc.strip().split("\n\n")[0].split())
 
 
 # Temporaries being written: a signal removes them before the process ends (main_guard).

@@ -299,11 +299,11 @@ void validate(const CLI::App& app, Config& config) {
   std::vector<std::string> distinct = planned;
   std::sort(distinct.begin(), distinct.end());
   const bool listed = config.plan_syncs.empty() ||
-                      (static_cast<size_t>(std::count(config.plan_syncs.begin(), config.plan_syncs.end(), ',')) + 1 ==
-                           planned.size() &&
-                       std::adjacent_find(distinct.begin(), distinct.end()) == distinct.end());
+      (static_cast<size_t>(std::count(config.plan_syncs.begin(), config.plan_syncs.end(), ',')) + 1 == planned.size() &&
+       std::adjacent_find(distinct.begin(), distinct.end()) == distinct.end());
   const auto known = [](const std::string& n) { return find_sync(n) != nullptr; };
-  ob::require(listed && std::all_of(planned.begin(), planned.end(), known), "--plan-syncs", config.plan_syncs, "comma-separated strategies, each once: " + sync_list());
+  ob::require(listed && std::all_of(planned.begin(), planned.end(), known), "--plan-syncs", config.plan_syncs,
+              "comma-separated strategies, each once: " + sync_list());
   validate_sweeps(config);
   ob::require(!(config.plan_mode == PlanMode::kAuto && config.chunks > 0), "--plan", name(config.plan_mode),
               "--plan auto chooses the buckets: not with --chunks");

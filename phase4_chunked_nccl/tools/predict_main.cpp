@@ -189,8 +189,9 @@ Inputs read_inputs(const Options& o) {
                 "a rank count --ranks predicts (" + o.ranks_text + "): otherwise it would go unused");
     ob::require(std::none_of(in.measured.begin(), in.measured.end(),
                              [&](const auto& other) { return other.sync == m.sync && other.ranks == m.ranks; }),
-                "--comm", text, "one measurement a strategy and rank count (another --comm gives " + m.sync + "@" +
-                                    std::to_string(m.ranks) + ")");
+                "--comm", text,
+                "one measurement a strategy and rank count (another --comm gives " + m.sync + "@" +
+                    std::to_string(m.ranks) + ")");
     in.measured.push_back(m);
   }
   // Points across nodes need a strategy that runs there.
