@@ -58,3 +58,52 @@ def test_an_nsys_export_gives_the_steps_and_the_compute_only_baseline(tmp_path):
     sqlite3.connect(bad).execute("CREATE TABLE t (x)").connection.close()
     result = analyze(bad, "--out", tmp_path / "b")
     assert result.returncode == 2 and "not an Nsight Systems SQLite export" in result.stderr
+
+
+def one_step(tmp_path, name, change=""):
+    """A valid export of one step (a GEMM and an all-reduce) at tmp_path/name, its tables then changed by the SQL
+    statement `change`."""
+    path = nsys(tmp_path / name, [(5, 9, "gemm"), (25, 20, "ncclDevKernel_AllReduce")], [(0, 100, "ProfilerStep#0")])
+    if change:
+        db = sqlite3.connect(path)
+        db.execute(change)
+        db.commit()
+        db.close()
+    return path
+
+
+def test_an_export_s_values_are_checked_before_use(tmp_path):
+    """Round 5, A50 and A51: text or NULL in a kernel's start or end, a launch's time as text, a step range whose
+    number is not decimal digits, a NULL end of a step: each a usage error (one line, exit 2, no traceback) naming
+    the table and the column, never a TypeError or ValueError."""
+    kernel = "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "
+    cases = {"CUPTI_ACTIVITY_KIND_KERNEL: start 'abc' is not": kernel + "start = 'abc' WHERE correlationId = 0",
+             "CUPTI_ACTIVITY_KIND_KERNEL: end None is not": kernel + "end = NULL WHERE correlationId = 0",
+             "CUPTI_ACTIVITY_KIND_KERNEL: correlationId 1.5 is not": kernel + "correlationId = 1.5",
+             "CUPTI_ACTIVITY_KIND_RUNTIME: start 'x' is not": "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = 'x'",
+             "NVTX_EVENTS: end None is not": "UPDATE NVTX_EVENTS SET end = NULL",
+             "'ProfilerStep#x'": "INSERT INTO NVTX_EVENTS VALUES (0, 10, 'ProfilerStep#x')",
+             "'ProfilerStep#1 '": "INSERT INTO NVTX_EVENTS VALUES (0, 10, 'ProfilerStep#1 ')"}
+    for k, (said, change) in enumerate(cases.items()):
+        result = analyze(one_step(tmp_path, f"bad{k}.sqlite", change), "--out", tmp_path / f"o{k}")
+        assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, (said, result.stderr)
+        assert "not an Nsight Systems SQLite export" in result.stderr and said in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
+    # A step's number in the profiler's own form is read, its prefix in any case as before.
+    trace = trace_read.read(one_step(tmp_path, "lower.sqlite", "UPDATE NVTX_EVENTS SET text = 'profilerstep#7'"))[0]
+    assert [n for n, _, _ in trace.steps] == [7]
+
+
+def test_a_path_with_a_uri_s_characters_is_the_file_it_names(tmp_path):
+    """Round 5, A52: '#' and '?' in the path are the file's name, not a URI's fragment or query (SQLite would open,
+    and create, 'run' instead); '%' too. Read like the same file under a plain name, and no other file made."""
+    plain = trace_read.read(one_step(tmp_path, "ok.sqlite"))[0]
+    for name in ("run#1.sqlite", "run?1.sqlite", "run%231.sqlite", "run&mode=rwc.sqlite"):
+        folder = tmp_path / name.replace("?", "q").replace("#", "h").replace("%", "p").replace("&", "a")
+        folder.mkdir()
+        path = folder / name
+        path.write_bytes((tmp_path / "ok.sqlite").read_bytes())
+        trace = trace_read.read(path)[0]
+        assert [(k.start, k.end, k.name) for k in trace.kernels] == [(k.start, k.end, k.name) for k in plain.kernels]
+        assert trace.steps == plain.steps
+        assert sorted(p.name for p in folder.iterdir()) == [name], name
