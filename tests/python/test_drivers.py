@@ -55,7 +55,7 @@ def test_bench_gpu_runs_the_steps_its_table_holds(tmp_path):
     assert ("trace-check-graph" in steps) == bool(checks)
     # the headline in one step (its contenders: experiments/headline.toml), the gate against a given base build
     assert steps["headline"].endswith(f"--out {tmp_path}/headline --gpus 2 --build {REPO / 'build/gpu'}")
-    assert "python3 -m overlap_bench.compare.gate --base-build  --build" in steps["gate"]
+    assert "python3 -m overlap_bench.compare.gate --base-build '' --build" in steps["gate"]  # an empty value: one word
     assert [n for n in steps if n.startswith("phase4-sync-")][:3] == [
         "phase4-sync-nccl-4096-16-512", "phase4-sync-nccl-sym-4096-16-512", "phase4-sync-ce-4096-16-512"]
     assert steps["phase4-1024-32-4096"].endswith(
