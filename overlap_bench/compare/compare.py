@@ -27,7 +27,8 @@ host, date, command, seed, processes, contenders, orders, the first run's hardwa
 own outputs under runs/ (r<round>-<process>.csv and .log). The folder is locked while it runs (a second comparison
 into it is refused) and written whole at the end or not at all: nothing is read that this invocation did not write.
 Exit codes: 0; 1 when a contender's check failed (exit 1); 2 for bad usage; 3 when a contender failed otherwise (or
-wrote a time that is not a positive number); 77 when a contender was skipped (its hardware is absent).
+wrote a time outside the summary schema's range: a positive one); 77 when a contender was skipped (its hardware
+is absent).
 
 --deadline SECONDS fits the comparison into an allocation's time: a round starts only while the longest round so far
 still fits before it, a run it cuts drops that round whole, and the complete rounds, at least two, are summarised.
