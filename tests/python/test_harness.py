@@ -60,8 +60,9 @@ def test_same_columns_modes_and_configuration_as_before(today):
         # So did the confidence intervals of the metrics, and whether each is resolved.
         now = now.drop(columns=[c for c in now.columns if c.endswith(("_ci_lo", "_ci_hi", "_resolved"))
                                 and c not in before.columns])
-        # And every row's spread (time_ms_p50_ci_rel, unstable).
-        now = now.drop(columns=["time_ms_p50_ci_rel", "unstable"])
+        # And every row's spread (time_ms_p50_ci_rel, unstable), and phase 3's ranks a GPU (--share-gpu, round 6).
+        now = now.drop(columns=["time_ms_p50_ci_rel", "unstable"] + [c for c in ("ranks_per_gpu",)
+                                                                      if c in now.columns and c not in before.columns])
         assert sorted(now.columns) == sorted(before.columns), name
         assert sorted(now["mode"]) == sorted(before["mode"]), name
         fixed = [c for c in before.columns if c not in MEASURED and c not in TIMES]
