@@ -177,7 +177,8 @@ def test_what_a_run_leaves_running_ends_with_it(tmp_path):
 def test_a_selection_of_no_row_names_its_contender_and_process(tmp_path):
     result = ob_compare("--out", tmp_path / "c", "--rounds", 2, "--process", process("p", {"x": 5, "y": 6}),
                         "--contender", "x=@p[case=x]", "--contender", "z=@p[case=z]")
-    assert result.returncode == 2 and "contender 'z'" in result.stderr and "case=z" in result.stderr
+    # found after the process ran (its rows are its output): a failed run, exit 3, as a contender missing its row
+    assert result.returncode == 3 and "contender 'z'" in result.stderr and "case=z" in result.stderr
     assert not (tmp_path / "c" / "compare.csv").exists()
 
 
