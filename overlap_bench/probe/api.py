@@ -33,7 +33,7 @@ added time by the traces (result.py). Files in out/: probe.json, probe.csv (ever
 
 With tune=True the tuner (tune.py) follows in the same loop: the wrapper row's settings (DDP's bucket cap and bucket
 views, FSDP2's resharding and prefetching), each timed against the job's own in interleaved rounds within
-`tune_steps` steps, the trained state put back after each of its blocks; finish() prints the line to paste, or
+`tune_steps` steps (screening every setting, then racing the leading ones), the trained state put back after each of its blocks; finish() prints the line to paste, or
 "keep yours".
 
 Bad use is a ProbeError (a ValueError) naming it, raised before any step where it can be, on every rank alike (a
@@ -178,11 +178,11 @@ class Probe:
         if self.room is None:
             raise ProbeError(f"the copy of the model's state that the compute-only steps need ({need / 2**30:.2f} "
                              "GiB) fits neither on its device nor in host memory: the probe cannot restore it")
-        self.settings, self.tune_steps, self.rounds = [], tune_steps, 0
+        self.settings, self.tune_steps, self.rounds, self.race_rounds, self.raced = [], tune_steps, 0, 0, None
         if tuned:
             room = free_bytes(self.device) - (MARGIN * need if self.room == self.device else 0)
             try:
-                self.settings, self.rounds = tune.prepare(self.row, tune_steps, room / MARGIN)
+                self.settings, self.rounds, self.race_rounds = tune.prepare(self.row, tune_steps, room / MARGIN)
             except ValueError as refused:
                 raise ProbeError(str(refused)) from None
             self.plan += tune.plan(len(self.settings), self.rounds)
@@ -237,10 +237,12 @@ class Probe:
             if self.profiler is not None and (failed or following != kind):
                 self._stop_profile(kind, keep=not failed)
             if mode is not None and (failed or self._mode(self.index + 1) != mode):
-                self._leave(mode)
+                self._leave()
             if kind == "tune" and following != "tune" and not failed:
                 self._progress(at, setting)
             self.index += 1
+            if not failed and self.done and self.race_rounds and self.raced is None:
+                self._race()
             if failed or self.done:
                 self.tuning.close()
 
@@ -253,15 +255,32 @@ class Probe:
         else:
             self.block.enter_context(self.row.apply(self.settings[mode]))
 
-    def _leave(self, mode):
+    def _leave(self):
         self.block.close()
         self.snapshot.restore()
+
+    def _race(self):
+        """After the screening rounds: the leading settings (the slowest rank's times, so every rank picks the same)
+        get the racing rounds, appended to the plan."""
+        synchronize()
+        tuned = [(k, r, s, sample_ms(t)) for k, r, s, t in self.samples if k.startswith("tune")]
+        times = torch.tensor([ms for *_, ms in tuned], dtype=torch.float64, device=_comm_device(self.device))
+        dist.all_reduce(times, op=dist.ReduceOp.MAX)
+        self.raced = tune.leading([(k, r, s, ms) for (k, r, s, _), ms in zip(tuned, times.tolist())],
+                                  len(self.settings))
+        if self.raced:
+            self.plan += tune.plan(self.raced, self.race_rounds, seed=1, first=self.rounds)
+        if self.rank == 0 and self.verbose:
+            named = " and ".join(self.settings[i].key for i in self.raced)
+            print(f"probe: tune racing {named} for {self.race_rounds} more rounds" if self.raced else
+                  "probe: tune: every setting was resolved slower than yours after screening; no race", flush=True)
 
     def _progress(self, at, setting):
         """A line per setting tried (rank 0; this rank's medians: the slowest rank's are taken at finish())."""
         if self.rank == 0 and self.verbose:
             print(tune.progress([(k, r, i, sample_ms(t)) for k, r, i, t in self.samples if r == at and i == setting],
-                                at, self.rounds, self.settings[setting]), flush=True)
+                                at, self.rounds + (self.race_rounds if self.raced else 0), self.settings[setting]),
+                  flush=True)
 
     def _start_profile(self, kind):
         from torch.profiler import ProfilerActivity, profile
@@ -308,7 +327,8 @@ class Probe:
         if self.settings:
             result["tune"] = {"budget_steps": self.tune_steps, "steps": sum(1 for k, *_ in self.plan
                                                                             if k.startswith("tune")),
-                              "rounds": self.rounds, **tune.analyse(
+                              "rounds": self.rounds, "race_rounds": self.race_rounds if self.raced else 0,
+                              "raced": [self.settings[i].key for i in self.raced or ()], **tune.analyse(
                                   [(k, p, s, t) for k, p, s, t in steps if k.startswith("tune")], self.settings,
                                   self.row.own())}
         if self.rank == 0:

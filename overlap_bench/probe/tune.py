@@ -1,8 +1,10 @@
 """The tuner (Probe(..., tune=True)): the settings the probe would advise, tried inside the user's own loop after its
 measurement, each timed against the job's own setting, and the verdict with its interval.
 
-Its steps, within a budget (`tune_steps`, 200 by default): rounds, each trying every setting once in an order
-shuffled per round (the same on every rank): a block of the job's own steps (OWN_WARMUP steps, then PER_BLOCK timed
+Its steps, within a budget (`tune_steps`, 200 by default), in two stages: screening rounds, each trying every
+setting once, then racing rounds over the RACE_KEEP settings leading after them (the budget goes where the verdict is
+decided; every rank picks the same from the slowest rank's times). A round tries its settings in an order shuffled
+per round (the same on every rank): a block of the job's own steps (OWN_WARMUP steps, then PER_BLOCK timed
 ones; they train, as any of the job's steps does), then a block of the setting's (SETTING_WARMUP steps, then
 PER_BLOCK timed; DDP rebuilds its buckets after a new wrapper's first step, a compiled trial compiles in its first):
 the trained state is copied before it and put back after it (the batches it took are not trained on), so that the
@@ -24,6 +26,7 @@ OWN_WARMUP = 1  # the job's own steps before its timed ones, after a setting's b
 SETTING_WARMUP = 2  # a setting's steps before its timed ones
 BUDGET = 200  # the tuner's steps by default
 LEAST_ROUNDS = 2
+RACE_KEEP = 2  # settings raced after the screening rounds
 RESAMPLES = 2000
 PER_SETTING_ROUND = OWN_WARMUP + SETTING_WARMUP + 2 * PER_BLOCK
 
@@ -34,34 +37,70 @@ def rounds_for(budget, settings):
     return rounds if rounds >= LEAST_ROUNDS else 0
 
 
+def stages(budget, settings):
+    """(screening rounds over every setting, racing rounds over the RACE_KEEP leading ones) that `budget` pays for:
+    half the budget screens (LEAST_ROUNDS at least), the rest races; with RACE_KEEP settings or fewer, all screens.
+    (0, 0) where not even LEAST_ROUNDS screening rounds fit."""
+    if settings <= RACE_KEEP or not rounds_for(budget, settings):
+        return rounds_for(budget, settings), 0
+    screen = max(LEAST_ROUNDS, rounds_for(budget // 2, settings))
+    return screen, (budget - screen * PER_SETTING_ROUND * settings) // (PER_SETTING_ROUND * RACE_KEEP)
+
+
 def prepare(row, budget, room):
-    """The wrapper row's settings and the rounds `budget` pays for; a ValueError naming why the tuner cannot run:
-    no setting, too few steps, or more device memory than `room` bytes for what its settings hold at once."""
+    """The wrapper row's settings and the (screening, racing) rounds `budget` pays for; a ValueError naming why the
+    tuner cannot run: no setting, too few steps, or more device memory than `room` bytes for what its settings hold at
+    once."""
     settings = row.settings()
     if not settings:
         raise ValueError(f"tune: the {row.name} row has no setting to try on this model")
-    rounds = rounds_for(budget, len(settings))
-    if not rounds:
+    screen, race = stages(budget, len(settings))
+    if not screen:
         raise ValueError(f"tune_steps: {budget} steps are too few for {len(settings)} settings ({LEAST_ROUNDS} rounds "
                          f"of {PER_SETTING_ROUND} steps each need {LEAST_ROUNDS * PER_SETTING_ROUND * len(settings)})")
     need = row.tune_bytes(settings)
     if need > room:
         raise ValueError(f"tune: its settings hold {need / 2**30:.2f} GiB of device memory at once, more than the "
                          f"{max(room, 0) / 2**30:.2f} GiB free beside the job and the probe's copy of its state")
-    return settings, rounds
+    return settings, screen, race
 
 
-def plan(settings, rounds, seed=0):
+def plan(settings, rounds, seed=0, first=0):
     """The tuner's steps in order: (kind, round, setting index), kind one of tune-own-warmup, tune-own (the job's
-    own), tune-warmup, tune (setting `index`'s)."""
+    own), tune-warmup, tune (setting `index`'s). `settings` is a count (every setting) or the indices to try;
+    rounds are numbered from `first`."""
+    indices = list(range(settings)) if isinstance(settings, int) else list(settings)
     steps, generator = [], random.Random(seed)
-    for r in range(rounds):
-        order = list(range(settings))
+    for r in range(first, first + rounds):
+        order = list(indices)
         generator.shuffle(order)
         for s in order:
             steps += [("tune-own-warmup", r, s)] * OWN_WARMUP + [("tune-own", r, s)] * PER_BLOCK
             steps += [("tune-warmup", r, s)] * SETTING_WARMUP + [("tune", r, s)] * PER_BLOCK
     return steps
+
+
+def leading(samples, settings):
+    """The settings raced after screening: the RACE_KEEP lowest ratios (point estimates) among those not resolved
+    slower than the job's own, in index order; none where every setting was resolved slower. `samples` as analyse's,
+    the same on every rank, so the pick is too."""
+    rows = []
+    for index in range(settings):
+        own, trial = _blocks(samples, index)
+        if trial:
+            ratio, lo, _ = ratio_interval(own, trial, seed=index, count=RESAMPLES // 4)
+            if lo <= 1:
+                rows.append((ratio, index))
+    return sorted(index for _, index in sorted(rows)[:RACE_KEEP])
+
+
+def _blocks(samples, index):
+    """Setting `index`'s job's own and trial steps, {round: [ms]} each."""
+    mine = {k: {} for k in ("tune-own", "tune")}
+    for kind, r, s, ms in samples:
+        if s == index and kind in mine:
+            mine[kind].setdefault(r, []).append(ms)
+    return mine["tune-own"], mine["tune"]
 
 
 def ratio_interval(own, trial, seed=0, count=RESAMPLES):
@@ -86,18 +125,15 @@ def analyse(samples, settings, own):
     tuner's steps, `settings` the candidates (wrappers.Setting), `own` the job's own setting in words."""
     rows = []
     for index, setting in enumerate(settings):
-        mine = {k: {} for k in ("tune-own", "tune")}
-        for kind, r, s, ms in samples:
-            if s == index and kind in mine:
-                mine[kind].setdefault(r, []).append(ms)
-        if not mine["tune"]:
+        own_steps, trial = _blocks(samples, index)
+        if not trial:
             continue
-        ratio, lo, hi = ratio_interval(mine["tune-own"], mine["tune"], seed=index)
+        ratio, lo, hi = ratio_interval(own_steps, trial, seed=index)
         verdict = "faster" if hi < 1 else "slower" if lo > 1 else "not resolved"
-        rows.append({"setting": setting.key, "paste": setting.paste, "rounds": len(mine["tune"]),
-                     "steps": sum(map(len, mine["tune"].values())),
-                     "own_ms": statistics.median(v for vs in mine["tune-own"].values() for v in vs),
-                     "step_ms": statistics.median(v for vs in mine["tune"].values() for v in vs),
+        rows.append({"setting": setting.key, "paste": setting.paste, "rounds": len(trial),
+                     "steps": sum(map(len, trial.values())),
+                     "own_ms": statistics.median(v for vs in own_steps.values() for v in vs),
+                     "step_ms": statistics.median(v for vs in trial.values() for v in vs),
                      "ratio": ratio, "ci_lo": lo, "ci_hi": hi, "verdict": verdict, "best": False})
     faster = [row for row in rows if row["verdict"] == "faster"]
     best = min(faster, key=lambda row: row["ratio"]) if faster else None

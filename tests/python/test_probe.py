@@ -166,7 +166,12 @@ def test_a_probed_run_trains_exactly_as_the_job_s_own_steps(tmp_path, job):
     table = pd.read_csv(tmp_path / "probe" / "tune.csv")
     assert list(table["setting"]) == [row["setting"] for row in tuned["settings"]] and len(table) >= 2
     assert (table["ci_lo"] <= table["ratio"]).all() and (table["ratio"] <= table["ci_hi"]).all()
-    assert (table["steps"] == tuned["rounds"] * 3).all() and tuned["rounds"] >= 2
+    assert (table["steps"] == table["rounds"] * 3).all() and tuned["rounds"] >= 2
+    # screening: every setting its rounds; racing: the leading ones (at most two) the rest of the budget
+    raced = table["setting"].isin(tuned["raced"])
+    assert (table.loc[~raced, "rounds"] == tuned["rounds"]).all() and len(tuned["raced"]) <= 2
+    assert (table.loc[raced, "rounds"] == tuned["rounds"] + tuned["race_rounds"]).all()
+    assert tuned["race_rounds"] > 0 if len(table) > 2 and tuned["raced"] else tuned["race_rounds"] == 0
     assert table["best"].sum() == (tuned["best"] is not None)
     if wrapper == "ddp":
         assert all(s.startswith(("bucket_cap_mb=", "gradient_as_bucket_view=")) for s in table["setting"])

@@ -33,6 +33,29 @@ def test_the_plan_fits_the_budget_and_interleaves_every_setting_each_round():
     assert tune.plan(3, 2) == steps and tune.plan(3, 2, seed=1) != steps  # the same order on every rank
 
 
+def test_half_the_budget_screens_every_setting_and_the_rest_races_the_two_leading():
+    assert tune.stages(200, 6) == (2, 5) and tune.stages(200, 4) == (2, 7)  # 108 + 90, 72 + 126 steps of 200
+    assert tune.stages(1000, 6) == (9, 28) and tune.stages(200, 2) == (11, 0)  # two settings: all screening
+    assert tune.stages(100, 6) == (0, 0)  # two screening rounds of six need 108
+    for budget, count in ((200, 6), (200, 4), (1000, 6), (200, 2), (500, 3)):
+        screen, race = tune.stages(budget, count)
+        used = len(tune.plan(count, screen)) + len(tune.plan(min(count, tune.RACE_KEEP), race, first=screen))
+        assert used <= budget and budget - used < tune.PER_SETTING_ROUND * tune.RACE_KEEP + tune.PER_SETTING_ROUND
+    racing = tune.plan([1, 3], 2, seed=1, first=2)
+    assert {s for *_, s in racing} == {1, 3} and {r for _, r, _ in racing} == {2, 3}
+
+
+def test_the_race_takes_the_two_lowest_ratios_not_resolved_slower():
+    found = samples([0.95, 1.30, 0.80, 0.99])
+    assert tune.leading(found, 4) == [0, 2]  # 0.80 and 0.95; 1.30 resolved slower
+    assert tune.leading(samples([1.2, 1.3, 1.4]), 3) == []  # every one resolved slower: no race
+    # the rounds of both stages are analysed together, each setting its own
+    raced = found + [(k, r + 3, s, ms) for k, r, s, ms in samples([0.80, 0.80, 0.80]) if s in (0, 2)]
+    four = SETTINGS + [Setting("bucket_cap_mb=5", "DistributedDataParallel(..., bucket_cap_mb=5)")]
+    rows = [row["rounds"] for row in tune.analyse(raced, four, "x")["settings"]]
+    assert rows == [6, 3, 6, 3]
+
+
 def samples(ratios, own=10.0, rounds=3, jitter=(0.99, 1.0, 1.01)):
     """The tuner's steps for settings whose step is `ratios[i]` times the job's own, each block three steps."""
     found = []
