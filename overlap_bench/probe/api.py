@@ -33,8 +33,8 @@ added time by the traces (result.py). Files in out/: probe.json, probe.csv (ever
 
 With tune=True the tuner (tune.py) follows in the same loop: the wrapper row's settings (DDP's bucket cap and bucket
 views, FSDP2's resharding and prefetching), each timed against the job's own in interleaved rounds within
-`tune_steps` steps (screening every setting, then racing the leading ones), the trained state put back after each of its blocks; finish() prints the line to paste, or
-"keep yours".
+`tune_steps` steps (screening every setting, then racing the leading ones), the trained state put back after each of
+its blocks; finish() prints the line to paste, or "keep yours".
 
 Bad use is a ProbeError (a ValueError) naming it, raised before any step where it can be, on every rank alike (a
 refusal on one rank is every rank's): a model under neither DDP nor FSDP2, a torch whose private attributes the
