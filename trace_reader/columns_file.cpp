@@ -53,7 +53,9 @@ void strings(Writer& out, const std::string& name, const StringTable& table) {
 
 }  // namespace
 
-void write_columns(const Columns& c, const std::string& path) {
+void write_columns(const Columns& c, const std::string& path) { write_columns(c, KernelFlags{}, StepFigures{}, path); }
+
+void write_columns(const Columns& c, const KernelFlags& flags, const StepFigures& f, const std::string& path) {
   std::string part = path + ".part";
   {
     Writer out(part);
@@ -92,6 +94,31 @@ void write_columns(const Columns& c, const std::string& path) {
     out.section("op_tid", c.op_tid);
     out.section("op_start", c.op_start);
     out.section("op_end", c.op_end);
+    out.section("k_comm", flags.comm);
+    out.section("k_host", flags.host);
+    out.section("figures", std::vector<int64_t>{f.computed ? 1 : 0});
+    out.section("number", f.number);
+    out.section("start", f.start);
+    out.section("end", f.end);
+    out.section("comm_ms", f.comm_ms);
+    out.section("compute_ms", f.compute_ms);
+    out.section("exposed_ms", f.exposed_ms);
+    out.section("slowdown_ms", f.slowdown_ms);
+    out.section("slowed_ms", f.slowed_ms);
+    out.section("host_ms", f.host_ms);
+    out.section("wrapper_gpu_ms", f.wrapper_gpu_ms);
+    out.section("blocking_ms", f.blocking_ms);
+    out.section("replayed", f.replayed);
+    out.section("bucket_from", f.bucket_from);
+    out.section("bucket_name", f.bucket_name);
+    out.section("bucket_bytes", f.bucket_bytes);
+    out.section("bucket_start", f.bucket_start);
+    out.section("bucket_end", f.bucket_end);
+    out.section("cover_from", f.cover_from);
+    out.section("cover_start", f.cover_start);
+    out.section("cover_end", f.cover_end);
+    out.section("row_from", f.row_from);
+    out.section("row_kernel", f.row_kernel);
     out.close();
   }
   if (std::rename(part.c_str(), path.c_str()) != 0) throw std::runtime_error(path + ": cannot rename into it");

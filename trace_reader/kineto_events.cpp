@@ -55,26 +55,24 @@ void read_args(od::value value, Args& args, const TextField& cat, const TextFiel
     args.skipped = true;  // left unread: On-Demand skips it
     return;
   }
-  for (auto field : ok(value.get_object())) {
-    od::field f = ok(std::move(field));
-    std::string_view key = plain_key(f);
+  each_field(ok(value.get_object()), [&](std::string_view key, od::value v) {
     if (key == "stream")
-      args.stream = read_int(f.value());
+      args.stream = read_int(v);
     else if (key == "correlation")
-      args.correlation = read_int(f.value());
+      args.correlation = read_int(v);
     else if (key == "grid")
-      args.grid = read_shape(f.value());
+      args.grid = read_shape(v);
     else if (key == "block")
-      args.block = read_shape(f.value());
+      args.block = read_shape(v);
     else if (key == "Collective name")
-      args.collective = read_text(f.value());
+      args.collective = read_text(v);
     else if (key == "dtype")
-      args.dtype = read_text(f.value());
+      args.dtype = read_text(v);
     else if (key == "In msg nelems")
-      args.nelems = read_num(f.value());
+      args.nelems = read_num(v);
     else if (key == "Input Dims")
-      args.dims = read_dims(f.value());
-  }
+      args.dims = read_dims(v);
+  });
 }
 
 double dtype_bytes(std::string_view dtype) {
@@ -122,6 +120,12 @@ Tid read_tid(od::value value) {
   return tid;
 }
 
+// _keep's int(args.get(key, -1)): the value, -1 where absent; null or not a whole number left to Python.
+int64_t whole_or_none(const IntField& field, const char* key) {
+  if (field.got == Got::kNull || field.got == Got::kOther) unhandled(key);
+  return field.got == Got::kOk ? field.value : -1;
+}
+
 void keep_kernel(Columns& c, std::string_view n, bool kernel, double start, double end, const Args& args) {
   std::string_view collective;
   if (kernel && args.collective.got != Got::kAbsent) {
@@ -138,18 +142,18 @@ void keep_kernel(Columns& c, std::string_view n, bool kernel, double start, doub
     per = dtype_bytes(args.dtype.value);
   else if (args.dtype.got != Got::kAbsent)
     unhandled("dtype");
-  if (args.stream.got == Got::kNull || args.stream.got == Got::kOther) unhandled("stream");
-  if (args.correlation.got == Got::kNull || args.correlation.got == Got::kOther) unhandled("correlation");
+
   std::string shape;
+  int64_t stream = whole_or_none(args.stream, "stream"), correlation = whole_or_none(args.correlation, "correlation");
   if (args.grid.got == Got::kOther || args.block.got == Got::kOther) unhandled("grid or block");
   if (args.grid.got == Got::kOk)
     shape = args.grid.text + "x" + (args.block.got == Got::kOk ? args.block.text : std::string("None"));
   c.k_start.push_back(start);
   c.k_end.push_back(end);
   c.k_name.push_back(c.strings.id(n));
-  c.k_stream.push_back(args.stream.got == Got::kOk ? args.stream.value : -1);
+  c.k_stream.push_back(stream);
   c.k_shape.push_back(c.strings.id(shape));
-  c.k_corr.push_back(args.correlation.got == Got::kOk ? args.correlation.value : -1);
+  c.k_corr.push_back(correlation);
   c.k_coll.push_back(c.strings.id(collective));
   c.k_bytes.push_back(elements * per);
 }
@@ -183,25 +187,23 @@ void keep_event(od::object object, Columns& c) {
   NumField ts{Got::kAbsent, NAN}, dur{Got::kAbsent, NAN};
   Tid tid;
   Args args;
-  for (auto field : object) {
-    od::field f = ok(std::move(field));
-    std::string_view key = plain_key(f);
+  each_field(object, [&](std::string_view key, od::value v) {
     if (args.skipped && (key == "cat" || key == "name")) unhandled("cat or name again after args");
     if (key == "ph")
-      ph = read_text(f.value());
+      ph = read_text(v);
     else if (key == "cat")
-      cat = read_text(f.value());
+      cat = read_text(v);
     else if (key == "name")
-      name = read_text(f.value());
+      name = read_text(v);
     else if (key == "ts")
-      ts = read_num(f.value());
+      ts = read_num(v);
     else if (key == "dur")
-      dur = read_num(f.value());
+      dur = read_num(v);
     else if (key == "tid")
-      tid = read_tid(f.value());
+      tid = read_tid(v);
     else if (key == "args")
-      read_args(f.value(), args, cat, name);
-  }
+      read_args(v, args, cat, name);
+  });
   c.saw_event_object = true;
   if (ph.got != Got::kOk || ph.value != "X") return;
   if (name.got == Got::kNull || name.got == Got::kOther || args.got == Got::kOther) unhandled("name or args");

@@ -52,42 +52,49 @@ inline std::string_view plain_key(od::field& f) {
   return {start, static_cast<size_t>(p - start)};
 }
 
-inline IntField read_int(od::value value) {
-  IntField field;
+// A number the way `take` reads it (true: kOk; false: kOther, a kind of number it leaves to Python); null is kNull,
+// anything else kOther.
+template <typename Field, typename Take>
+inline Field read_number(od::value value, Take take) {
+  Field field;
   od::json_type type = ok(value.type());
-  if (type == od::json_type::null) {
+  if (type == od::json_type::null)
     field.got = Got::kNull;
-  } else if (type == od::json_type::number && ok(value.get_number_type()) == od::number_type::signed_integer) {
-    field.value = ok(value.get_int64());
-    field.got = Got::kOk;
-  } else {
+  else if (type == od::json_type::number)
+    field.got = take(value, ok(value.get_number_type()), field.value) ? Got::kOk : Got::kOther;
+  else
     field.got = Got::kOther;
-  }
   return field;
+}
+
+// Each field of an object: visit(key as written, its value).
+template <typename Visit>
+inline void each_field(od::object object, Visit visit) {
+  for (auto field : object) {
+    od::field f = ok(std::move(field));
+    visit(plain_key(f), f.value());
+  }
+}
+
+inline IntField read_int(od::value value) {
+  return read_number<IntField>(value, [](od::value& v, od::number_type kind, int64_t& out) {
+    if (kind != od::number_type::signed_integer) return false;
+    out = ok(v.get_int64());
+    return true;
+  });
 }
 
 // A JSON number as Python's float() of ijson's value gives it (ints above 2^53 left to Python).
 inline NumField read_num(od::value value) {
-  NumField field;
-  od::json_type type = ok(value.type());
-  if (type == od::json_type::null) {
-    field.got = Got::kNull;
-  } else if (type == od::json_type::number) {
-    od::number_type kind = ok(value.get_number_type());
+  return read_number<NumField>(value, [](od::value& v, od::number_type kind, double& out) {
     if (kind == od::number_type::floating_point_number) {
-      field.value = ok(value.get_double());
-      field.got = Got::kOk;
-    } else if (kind == od::number_type::signed_integer) {
-      int64_t whole = ok(value.get_int64());
-      field.value = static_cast<double>(whole);
-      field.got = std::fabs(field.value) < kExact ? Got::kOk : Got::kOther;
-    } else {
-      field.got = Got::kOther;
+      out = ok(v.get_double());
+      return true;
     }
-  } else {
-    field.got = Got::kOther;
-  }
-  return field;
+    if (kind != od::number_type::signed_integer) return false;
+    out = static_cast<double>(ok(v.get_int64()));
+    return std::fabs(out) < kExact;
+  });
 }
 
 inline TextField read_text(od::value value) {

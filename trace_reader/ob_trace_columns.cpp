@@ -1,9 +1,12 @@
 // ob_trace_columns TRACE OUT: a Kineto trace (plain or gzip) read natively into the columns ob-analyze reads
-// (overlap_bench/trace/trace_native.py runs it). --parse-only: the bare parser (simdjson DOM over the same bytes,
+// (overlap_bench/trace/trace_native.py runs it), with its per-step figures (step_figures.hpp).
+// --timeline RANK ORIGIN: a columns file on stdin, its timeline rows on stdout (timeline_csv.hpp; ORIGIN as C's
+// hexadecimal float, exact). --parse-only: the bare parser (simdjson DOM over the same bytes,
 // whole, nothing kept) for the parse limit ob-analyze-bench reports. Exit codes: 0 written; 2 the trace is
 // refused (one line why); 3 I/O; 4 not handled natively (the Python reader decides; one line why).
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -11,6 +14,8 @@
 
 #include "trace_reader/columns_file.hpp"
 #include "trace_reader/kineto_reader.hpp"
+#include "trace_reader/step_figures.hpp"
+#include "trace_reader/timeline_csv.hpp"
 
 namespace {
 
@@ -42,16 +47,34 @@ int parse_only(const char* path) {
   return error ? 4 : 0;
 }
 
+int timeline(const char* rank, const char* origin) {
+  std::string data;
+  char chunk[1 << 16];
+  size_t got;
+  while ((got = std::fread(chunk, 1, sizeof chunk, stdin)) > 0) data.append(chunk, got);
+  try {
+    ob::trace::write_timeline(ob::trace::read_sections(data), std::strtoll(rank, nullptr, 10),
+                              std::strtod(origin, nullptr), stdout);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "%s\n", error.what());
+    return 3;
+  }
+  return std::fflush(stdout) == 0 ? 0 : 3;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc == 3 && std::strcmp(argv[1], "--parse-only") == 0) return parse_only(argv[2]);
+  if (argc == 4 && std::strcmp(argv[1], "--timeline") == 0) return timeline(argv[2], argv[3]);
   if (argc != 3) {
-    std::fprintf(stderr, "usage: ob_trace_columns TRACE OUT | --parse-only TRACE\n");
+    std::fprintf(stderr, "usage: ob_trace_columns TRACE OUT | --parse-only TRACE | --timeline RANK ORIGIN\n");
     return 2;
   }
   try {
-    ob::trace::write_columns(ob::trace::read_kineto_file(argv[1]), argv[2]);
+    ob::trace::Columns columns = ob::trace::read_kineto_file(argv[1]);
+    ob::trace::KernelFlags flags = ob::trace::kernel_flags(columns);
+    ob::trace::write_columns(columns, flags, ob::trace::step_figures(columns, flags), argv[2]);
   } catch (const ob::trace::Refused& refused) {
     std::fprintf(stderr, "%s\n", refused.what());
     return 2;

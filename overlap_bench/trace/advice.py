@@ -37,10 +37,8 @@ def gradient_steps(trace, step):
     if not grads or not functions:
         return None
     launched = {}
-    for k in trace.kernels:
-        host = trace.launches.get(k.correlation)
-        if host is not None and start <= host < end and not k.comm:
-            launched.setdefault(host, []).append((k.end - k.start) / 1e3)
+    for host, ms in trace_stats.compute_launched(trace, start, end):
+        launched.setdefault(host, []).append(ms)
     hosts = np.array(sorted(launched))
     times = [sum(launched[h]) for h in hosts]
 
@@ -57,11 +55,27 @@ def gradient_steps(trace, step):
     return gpu_ms(start, backward_start), steps, update
 
 
+def comm_fit(stats):
+    """(alpha ms, beta bytes per ms) of the collectives' time against their bytes: a least-squares line over two
+    sizes or more; through the origin for one size (as a calibration of one size is read); None without sizes."""
+    points = [(b[1], b[2]) for s in stats for b in s.buckets if b[1] > 0]
+    sizes = {p[0] for p in points}
+    if not sizes:
+        return None
+    x, y = np.array([p[0] for p in points]), np.array([p[1] for p in points])
+    if len(sizes) == 1:
+        return 0.0, float(np.median(x / y))
+    slope, intercept = np.polyfit(x, y, 1)
+    if slope <= 0:
+        return None
+    return max(float(intercept), 0.0), 1.0 / float(slope)
+
+
 def calibration(trace, stats, world):
     """A calibration (phase 4's schema) of what the trace shows, or None where it cannot say."""
     middle = sorted(trace.steps, key=lambda s: s[1])
     parts = gradient_steps(trace, middle[len(middle) // 2]) if middle else None
-    fit = trace_stats.comm_fit([s for s in stats if s.rank == trace.rank])
+    fit = comm_fit([s for s in stats if s.rank == trace.rank])
     if parts is None or fit is None:
         return None, fit
     forward, steps, update = parts

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from overlap_bench.trace import advice
-from overlap_bench.core import ob_csv
+from overlap_bench.trace import analysis_timeline
 from overlap_bench.core import ob_tool
 from overlap_bench.trace import probe_split
 from overlap_bench.core import staging
@@ -140,21 +140,6 @@ def per_rank(stats):
                                 "compute_slowdown"]]
 
 
-def timeline(traces, stats):
-    """This suite's timeline rows: every kernel of every step, compute and comm lanes, times from the first step."""
-    origin = min(s.start for s in stats)
-    rows = []
-    for trace in traces:
-        for number, kernels in trace_stats.steps_of(trace):
-            bucket = 0
-            for k in sorted(kernels, key=lambda k: k.start):
-                lane = "trace:comm" if k.comm else "trace:compute"
-                rows.append((trace.rank, lane, (k.collective or "comm") if k.comm else "compute", number,
-                             bucket if k.comm else -1, k.start - origin, k.end - origin))
-                bucket += int(k.comm)
-    return pd.DataFrame(rows, columns=["rank", "lane", "name", "iter", "chunk", "start_us", "end_us"])
-
-
 def digest(path):
     hasher = hashlib.sha256()
     with open(path, "rb") as source:
@@ -179,7 +164,7 @@ def run(args):
     "perturbation", ...: probe_split.split}."""
     started = time.monotonic()
     traces = trace_ranks.read_all(args.traces)  # one worker per core
-    trace_stats.check_one_job(traces)
+    trace_ranks.check_one_job(traces)
     compute_only(traces, args.compute_only)
     stats = trace_ranks.stats_all(traces)
     if not stats:
@@ -220,14 +205,14 @@ def run(args):
         table.loc[table["mode"] == "overlap", "perturbation"] = split["perturbation"]
     output = staging.Staging(args.out, marker="analysis.csv", runs=False)
     try:
-        timeline(traces, stats).to_csv(output.path / "analysis.timeline.csv", index=False)
+        analysis_timeline.write_timeline(traces, stats, output.path / "analysis.timeline.csv")
         buckets.to_csv(output.path / "analysis.buckets.csv", index=False)
         per_rank(stats).to_csv(output.path / "analysis.ranks.csv", index=False)
         (output.path / "analysis.meta.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
         if split:
             pd.DataFrame(split["parts"]).to_csv(output.path / "analysis.parts.csv", index=False)
         table.to_csv(output.path / "analysis.csv", index=False)
-        draw(output.path)
+        analysis_timeline.draw(output.path, traces, stats)
         output.commit(last="analysis.csv")
     finally:
         output.discard()
@@ -252,16 +237,6 @@ def alone_caveat(table, busy):
             f"the GPU idled {100 * (1 - busy):.0f} % of the traced step waiting on its host, and the profiler's own "
             "host work lengthens that share, so the added time may be off by up to that much of the step. Measured "
             "exactly: the probe in your loop (overlap_bench.probe, docs/USAGE.md)")
-
-
-def draw(folder):
-    """One step's Gantt (the second traced, or the only one) from the timeline, by ob-plot-gantt's own code."""
-    from overlap_bench.report import plot_gantt
-
-    frame = ob_csv.load_timeline(folder / "analysis.timeline.csv")
-    steps = sorted(frame["iter"].unique())
-    plot_gantt.plot(frame[frame["iter"] == steps[min(1, len(steps) - 1)]], folder / "analysis.png",
-                    "your job, one traced step")
 
 
 def compute_only(traces, paths):

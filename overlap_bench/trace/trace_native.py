@@ -3,7 +3,10 @@ on one trace, and its columns read back into the RankTrace the Python reader (tr
 the same events kept with the same numbers. It answers None where it is not built, not found, cannot run here (an
 older CPU), or met something it leaves to the Python reader (exit 4: a string where a number stands, bad JSON); a
 trace it refuses (nests too deep, one event too large, inflates too far) is a usage error, as the Python reader's.
-Standard library only: the array module reads the columns."""
+Where the reader computed the steps' figures too (trace_reader/step_figures.hpp: the steps are the profiler's markers
+and the trace holds no compute-only range), the trace is a NativeTrace: its figures, buckets and timeline rows come
+from those columns, and its kernels and launches are built only where something asks for them (a --compute-only
+baseline, a test). Standard library only: the array module reads the columns."""
 import array
 import os
 import pathlib
@@ -63,6 +66,120 @@ def _strings(found, name):
     return [text[a:b].decode() for a, b in zip(offsets, offsets[1:])]
 
 
+class NativeTrace(RankTrace):
+    """A RankTrace read natively with its steps' figures: its kernels and launches built on first use."""
+
+    @property
+    def kernels(self):
+        if self._kernels is None:
+            col = self.native.column
+            strings = self.native.strings
+            self._kernels = [Kernel(s, e, strings[n], st, strings[sh], c, strings[co], b) for s, e, n, st, sh, c, co, b
+                             in zip(col("k_start"), col("k_end"), col("k_name", "I"), col("k_stream", "q"),
+                                    col("k_shape", "I"), col("k_corr", "q"), col("k_coll", "I"), col("k_bytes"))]
+        return self._kernels
+
+    @kernels.setter
+    def kernels(self, value):
+        self._kernels = value
+
+    @property
+    def launches(self):
+        if self._launches is None:
+            self._launches = dict(zip(self.native.column("l_corr", "q"), self.native.column("l_ts")))
+        return self._launches
+
+    @launches.setter
+    def launches(self, value):
+        self._launches = value
+
+
+class Native:
+    """The columns of one rank as read (sections), for what is computed from them without building its kernels."""
+
+    def __init__(self, found):
+        self.found = found
+        self.strings = _strings(found, "strings")
+        self.computed = "figures" in found and _column(found, "figures", "q")[0] == 1
+
+    def column(self, name, code="d"):
+        return _column(self.found, name, code)
+
+    def step_stats(self, rank):
+        """trace_stats.StepStats of every step, from the reader's figures."""
+        from overlap_bench.trace.trace_stats import StepStats
+
+        col, strings = self.column, self.strings
+        names, nbytes, starts, ends = (col("bucket_name", "I"), col("bucket_bytes"), col("bucket_start"),
+                                       col("bucket_end"))
+        bounds = col("bucket_from", "Q")
+        stats = []
+        for i, (number, start, end, comm, compute, exposed, slowdown, slowed, host, wrapper, replayed,
+                blocking) in enumerate(zip(col("number", "q"), col("start"), col("end"), col("comm_ms"),
+                                          col("compute_ms"), col("exposed_ms"), col("slowdown_ms"), col("slowed_ms"),
+                                          col("host_ms"), col("wrapper_gpu_ms"), col("replayed", "B"),
+                                          col("blocking_ms"))):
+            buckets = [(strings[names[b]], nbytes[b], (ends[b] - starts[b]) / 1e3, starts[b], ends[b])
+                       for b in range(bounds[i], bounds[i + 1])]
+            stats.append(StepStats(rank, number, start, end, comm, compute, exposed, slowdown, slowed, buckets,
+                                   host_ms=host, idle_added_ms=0.0, wrapper_gpu_ms=wrapper, replayed=bool(replayed),
+                                   blocking_ms=blocking))
+        return stats
+
+    def covers(self):
+        """Per step, the union of its compute kernels: [(start, end)]."""
+        bounds, starts, ends = self.column("cover_from", "Q"), self.column("cover_start"), self.column("cover_end")
+        return [list(zip(starts[a:b], ends[a:b])) for a, b in zip(bounds, bounds[1:])]
+
+    def compute_launched(self, start, end):
+        """(host time, ms) of each compute kernel launched from host time `start` to `end`, in the trace's order."""
+        host, comm = self.column("k_host"), self.column("k_comm", "B")
+        starts, ends = self.column("k_start"), self.column("k_end")
+        return [(h, (ends[i] - starts[i]) / 1e3) for i, h in enumerate(host) if start <= h < end and not comm[i]]
+
+    def span(self):
+        """(kernels, earliest start, latest end)."""
+        starts, ends = self.column("k_start"), self.column("k_end")
+        return len(starts), (min(starts) if starts else None), (max(ends) if ends else None)
+
+    def rows_blob(self):
+        """The columns the timeline's rows are written from (ob_trace_columns --timeline reads them)."""
+        keep = ("strings.text", "strings.offsets", "k_start", "k_end", "k_coll", "k_comm", "row_kernel", "row_from",
+                "number")
+        parts = [MAGIC]
+        for name in keep:
+            data = self.found[name]
+            parts += [len(name).to_bytes(4, "little"), name.encode(), len(data).to_bytes(8, "little"), data,
+                      bytes((8 - len(data) % 8) % 8)]
+        return b"".join(parts)
+
+    def step_rows(self, numbers):
+        """The timeline's rows (lane, name, iter, chunk, start, end) of the steps whose number is in `numbers`."""
+        col = self.column
+        coll, comm, starts, ends = col("k_coll", "I"), col("k_comm", "B"), col("k_start"), col("k_end")
+        rows, kernels, bounds = [], col("row_kernel", "I"), col("row_from", "Q")
+        for i, number in enumerate(col("number", "q")):
+            if number not in numbers:
+                continue
+            bucket = 0
+            for k in kernels[bounds[i]:bounds[i + 1]]:
+                rows.append(("trace:comm" if comm[k] else "trace:compute",
+                             (self.strings[coll[k]] or "comm") if comm[k] else "compute", number,
+                             bucket if comm[k] else -1, starts[k], ends[k]))
+                bucket += int(comm[k])
+        return rows
+
+
+def write_timeline(trace, origin, out):
+    """trace's timeline rows (analysis.timeline.csv's, without its header) appended to the open file `out`, times
+    from `origin` (ob_trace_columns --timeline)."""
+    out.flush()
+    done = subprocess.run([binary(), "--timeline", str(trace.rank), float(origin).hex()],
+                          input=trace.native.rows_blob(), stdout=out, stderr=subprocess.PIPE)
+    if done.returncode != 0:
+        raise OSError(f"ob_trace_columns --timeline: {done.stderr.decode(errors='replace').strip()[:200]}")
+
+
 def to_trace(path, found):
     """The columns as a RankTrace, before _wrapping_ends and set_apart_compute_only (trace_read does both)."""
     import json
@@ -70,11 +187,16 @@ def to_trace(path, found):
     col = lambda name, code="d": _column(found, name, code)  # noqa: E731
     rank, world, start_ns, nccl, gpu, fsdp = col("header", "q")
     strings, tids = _strings(found, "strings"), [json.loads(t) if t else None for t in _strings(found, "tids")]
-    trace = RankTrace(str(path), rank=rank, world=world, gpu=strings[gpu], nccl=strings[nccl], start_ns=start_ns)
-    trace.kernels = [Kernel(s, e, strings[n], st, strings[sh], c, strings[co], b) for s, e, n, st, sh, c, co, b in zip(
-        col("k_start"), col("k_end"), col("k_name", "I"), col("k_stream", "q"), col("k_shape", "I"),
-        col("k_corr", "q"), col("k_coll", "I"), col("k_bytes"))]
-    trace.launches = dict(zip(col("l_corr", "q"), col("l_ts")))
+    native = Native(found)
+    kind = NativeTrace if native.computed else RankTrace
+    trace = kind(str(path), rank=rank, world=world, gpu=strings[gpu], nccl=strings[nccl], start_ns=start_ns)
+    if native.computed:
+        trace.native, trace.kernels, trace.launches = native, None, None
+    else:
+        trace.kernels = [Kernel(s, e, strings[n], st, strings[sh], c, strings[co], b) for s, e, n, st, sh, c, co, b
+                         in zip(col("k_start"), col("k_end"), col("k_name", "I"), col("k_stream", "q"),
+                                col("k_shape", "I"), col("k_corr", "q"), col("k_coll", "I"), col("k_bytes"))]
+        trace.launches = dict(zip(col("l_corr", "q"), col("l_ts")))
     trace.graph_launches = set(col("graph_corr", "q"))
     trace.steps = list(zip(col("step_number", "q"), col("step_start"), col("step_end")))
     trace.compute_only = list(zip(col("co_start"), col("co_end")))

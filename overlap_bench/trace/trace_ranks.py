@@ -10,6 +10,7 @@ import os
 import sys
 import time
 
+from overlap_bench.core import ob_tool
 from overlap_bench.trace import trace_formats, trace_native, trace_read, trace_stats
 
 # A read this long (seconds) or longer says how far it is.
@@ -58,3 +59,26 @@ def stats_all(traces):
             return [s for stats in pool.map(_stats, range(len(traces))) for s in stats]
     finally:
         _TRACES.clear()
+
+
+def check_one_job(traces):
+    """The ranks' traces are of one job: each has GPU kernels, one world size, distinct ranks, and their traced
+    windows overlap in time (traces of two jobs were taken apart). A usage error naming the file otherwise."""
+    spans = [trace_stats.kernel_span(t) for t in traces]
+    for trace, (kernels, _, _) in zip(traces, spans):
+        if not kernels:
+            raise ob_tool.UsageError(f"{trace.path}: a trace without GPU kernels (profile with "
+                                    "ProfilerActivity.CUDA)")
+    worlds = {t.world for t in traces}
+    if len(worlds) > 1:
+        raise ob_tool.UsageError(f"{traces[-1].path}: ranks from different jobs (world sizes {sorted(worlds)})")
+    ranks = [t.rank for t in traces]
+    duplicate = next((t for t in traces if ranks.count(t.rank) > 1), None)
+    if duplicate is not None:
+        raise ob_tool.UsageError(f"{duplicate.path}: rank {duplicate.rank} is given twice")
+    windows = [(t.start_ns / 1e3 + first, t.start_ns / 1e3 + last) for t, (_, first, last) in zip(traces, spans)]
+    latest_start, earliest_end = max(w[0] for w in windows), min(w[1] for w in windows)
+    if latest_start > earliest_end:
+        late = traces[max(range(len(traces)), key=lambda i: windows[i][0])]
+        raise ob_tool.UsageError(f"{late.path}: ranks from different jobs (its kernels ran "
+                                f"{(latest_start - earliest_end) / 1e6:.3g} s after another rank's ended)")

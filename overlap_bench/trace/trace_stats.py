@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from overlap_bench.core import ob_tool
 from overlap_bench.trace.trace_model import Cover, idle, length, memo, minus, overlap_with, union  # noqa: F401
 
 # A compute kernel starting this close after a collective's exposed end, launched before it: it waited for it.
@@ -224,6 +223,8 @@ def step_stats(trace):
     kernels (those its host calls launched: DDP's copies into its buckets and its division, FSDP2's copy-in and
     copy-out; in a replayed step those of their signatures) where no compute kernel ran, left out of the slowdown,
     and the host time of the wrapper's calls while the GPU idled."""
+    if native_figures(trace):  # the native reader computed them (trace_reader/step_figures.cpp), the same doubles
+        return trace.native.step_stats(trace.rank)
     medians, comm_all = alone_medians(trace)
     busy = Cover((k.start, k.end) for k in trace.kernels)
     calls = Cover(trace.wrapper)
@@ -260,67 +261,62 @@ def step_stats(trace):
     return stats
 
 
+def native_figures(trace):
+    """Whether the native reader's figures of `trace` stand (no compute-only baseline given since it was read)."""
+    native = getattr(trace, "native", None)
+    return native is not None and native.computed and not trace.isolated and math.isnan(trace.compute_only_idle)
+
+
+def step_parts(trace):
+    """{step: ([(start, end)] of its collectives in start order, Cover of its compute kernels)} of one rank."""
+    if native_figures(trace):
+        return {s.step: ([(b[3], b[4]) for b in s.buckets], Cover(cover))
+                for s, cover in zip(trace.native.step_stats(trace.rank), trace.native.covers())}
+    return {n: ([(k.start, k.end) for k in sorted((k for k in ks if k.comm), key=lambda k: k.start)],
+                Cover((k.start, k.end) for k in ks if not k.comm)) for n, ks in steps_of(trace)}
+
+
+def compute_launched(trace, start, end):
+    """(host time, ms) of each compute kernel of `trace` launched from host time `start` to `end`, in its order."""
+    if native_figures(trace):
+        return trace.native.compute_launched(start, end)
+    found = []
+    for k in trace.kernels:
+        host = trace.launches.get(k.correlation)
+        if host is not None and start <= host < end and not k.comm:
+            found.append((host, (k.end - k.start) / 1e3))
+    return found
+
+
+def kernel_span(trace):
+    """(kernels, earliest start, latest end) of one rank."""
+    if native_figures(trace):
+        return trace.native.span()
+    if not trace.kernels:
+        return 0, None, None
+    return len(trace.kernels), min(k.start for k in trace.kernels), max(k.end for k in trace.kernels)
+
+
 def peer_waits(traces, stats):
     """Sets each step's wait_ms: the exposed time its rank's collectives spent waiting for the last rank to reach
     them (a collective moves no data before every rank has launched it). The k-th collective of a step is the same
     on every rank; the ranks' clocks are aligned by the collectives' ends (a collective ends on every rank at once),
     the median offset per rank. Ranks whose steps launched other counts of collectives, and a single rank, wait 0."""
-    steps = {t.rank: {n: (sorted((k for k in ks if k.comm), key=lambda k: k.start),
-                          Cover((k.start, k.end) for k in ks if not k.comm)) for n, ks in steps_of(t)}
-             for t in traces}
+    steps = {t.rank: step_parts(t) for t in traces}
     numbers = set.intersection(*(set(s) for s in steps.values())) if len(steps) > 1 else set()
     numbers = {n for n in numbers if len({len(steps[r][n][0]) for r in steps}) == 1}
     if not numbers:
         return
     first = min(steps)
-    offset = {r: float(np.median([a.end - b.end for n in numbers for a, b in zip(steps[r][n][0], steps[first][n][0])]
+    offset = {r: float(np.median([a[1] - b[1] for n in numbers for a, b in zip(steps[r][n][0], steps[first][n][0])]
                                  or [0.0])) for r in steps}
     for s in stats:
         if s.step not in numbers:
             continue
         comm, compute = steps[s.rank][s.step]
         waits = []
-        for i, k in enumerate(comm):
-            latest = max(steps[r][s.step][0][i].start - offset[r] for r in steps) + offset[s.rank]
-            if latest > k.start:
-                waits.append((k.start, min(latest, k.end)))
+        for i, (start, end) in enumerate(comm):
+            latest = max(steps[r][s.step][0][i][0] - offset[r] for r in steps) + offset[s.rank]
+            if latest > start:
+                waits.append((start, min(latest, end)))
         s.wait_ms = minus(union(waits), compute) / 1e3
-
-
-def check_one_job(traces):
-    """The ranks' traces are of one job: each has GPU kernels, one world size, distinct ranks, and their traced
-    windows overlap in time (traces of two jobs were taken apart). A usage error naming the file otherwise."""
-    for trace in traces:
-        if not trace.kernels:
-            raise ob_tool.UsageError(f"{trace.path}: a trace without GPU kernels (profile with "
-                                    "ProfilerActivity.CUDA)")
-    worlds = {t.world for t in traces}
-    if len(worlds) > 1:
-        raise ob_tool.UsageError(f"{traces[-1].path}: ranks from different jobs (world sizes {sorted(worlds)})")
-    ranks = [t.rank for t in traces]
-    duplicate = next((t for t in traces if ranks.count(t.rank) > 1), None)
-    if duplicate is not None:
-        raise ob_tool.UsageError(f"{duplicate.path}: rank {duplicate.rank} is given twice")
-    windows = [(t.start_ns / 1e3 + min(k.start for k in t.kernels), t.start_ns / 1e3 + max(k.end for k in t.kernels))
-               for t in traces]
-    latest_start, earliest_end = max(w[0] for w in windows), min(w[1] for w in windows)
-    if latest_start > earliest_end:
-        late = traces[max(range(len(traces)), key=lambda i: windows[i][0])]
-        raise ob_tool.UsageError(f"{late.path}: ranks from different jobs (its kernels ran "
-                                f"{(latest_start - earliest_end) / 1e6:.3g} s after another rank's ended)")
-
-
-def comm_fit(stats):
-    """(alpha ms, beta bytes per ms) of the collectives' time against their bytes: a least-squares line over two
-    sizes or more; through the origin for one size (as a calibration of one size is read); None without sizes."""
-    points = [(b[1], b[2]) for s in stats for b in s.buckets if b[1] > 0]
-    sizes = {p[0] for p in points}
-    if not sizes:
-        return None
-    x, y = np.array([p[0] for p in points]), np.array([p[1] for p in points])
-    if len(sizes) == 1:
-        return 0.0, float(np.median(x / y))
-    slope, intercept = np.polyfit(x, y, 1)
-    if slope <= 0:
-        return None
-    return max(float(intercept), 0.0), 1.0 / float(slope)

@@ -16,7 +16,9 @@ from conftest import REPO, built, tool
 from overlap_bench.trace import trace_native, trace_read, trace_stats
 
 SHIPPED = sorted([*(REPO / "tests" / "data" / "traces").rglob("*.trace.json*"),
-                  *(REPO / "overlap_bench" / "trace" / "data").glob("*.trace.json*")])
+                  *(REPO / "overlap_bench" / "trace" / "data").glob("*.trace.json*"),
+                  *(p for p in (REPO / "results").rglob("*.trace.json*")  # every shipped and published trace
+                    if "runs" not in p.relative_to(REPO / "results").parts[:1])])
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +48,21 @@ def test_same_trace_and_figures_as_the_python_reader(path, native, monkeypatch):
     old_fields, new_fields = fields(old), fields(new)
     for key in old_fields:
         assert same(old_fields[key], new_fields[key]), f"{path.name}: {key} differs"
+    # the native reader's own figures (trace_reader/step_figures.cpp) where it computed them, else Python's again
     for a, b in zip(trace_stats.step_stats(old), trace_stats.step_stats(new), strict=True):
         assert fields_equal(a, b), f"{path.name}: step {a.step} differs"
+    assert trace_stats.step_parts(old) == trace_stats.step_parts(new)
+    assert trace_stats.kernel_span(old) == trace_stats.kernel_span(new)
+    for _, start, end in old.steps:
+        assert trace_stats.compute_launched(old, start, end) == trace_stats.compute_launched(new, start, end)
+
+
+def test_native_figures_where_the_markers_tell_the_steps(native, monkeypatch):
+    """The native figures are computed (not left to Python) on the shipped traces whose steps are the profiler's
+    markers with no compute-only range: the comparison above is of C++ against Python there."""
+    computed = {p.name for p in SHIPPED if trace_stats.native_figures(read_with(p, native, monkeypatch)[0])}
+    assert {"ddp-1024x8x256-25mb.rank0.trace.json.gz"} <= computed, computed
+    assert len(computed) >= len(SHIPPED) // 2, computed
 
 
 def fields_equal(a, b):
