@@ -55,6 +55,7 @@ import torch.distributed as dist
 
 import overlap_bench.probe.ddp_row  # noqa: F401 -- the wrapper rows register themselves
 import overlap_bench.probe.fsdp2_row  # noqa: F401
+import overlap_bench.probe.ranks as ranks
 import overlap_bench.probe.result as outcome
 import overlap_bench.probe.tune as tune
 import overlap_bench.probe.wrappers as wrappers
@@ -95,20 +96,13 @@ def plan(passes=PASSES, per_pass=PER_PASS, warmup=WARMUP, traced=TRACED):
     return [(kind, p, -1) for kind, p in steps]
 
 
-def _comm_device(device):
-    """Where the probe's own collectives run: the GPU under NCCL, the host under gloo (never a CUDA tensor through
-    gloo)."""
-    return device if dist.get_backend() == "nccl" else torch.device("cpu")
-
-
 def _agreed(error, device):
     """A refusal decided on every rank together: raised on all where one rank refuses, so that no rank is left
     waiting in a collective the others never enter."""
-    flag = torch.tensor([0 if error is None else 1], dtype=torch.int32, device=_comm_device(device))
-    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    refused = ranks.any_rank(error is not None, device)
     if error is not None:
         raise error
-    if flag.item():
+    if refused:
         raise ProbeError("another rank refused the probe (its reason is on that rank's output); this rank's model "
                          "is untouched")
 
@@ -264,10 +258,8 @@ class Probe:
         get the racing rounds, appended to the plan."""
         synchronize()
         tuned = [(k, r, s, sample_ms(t)) for k, r, s, t in self.samples if k.startswith("tune")]
-        times = torch.tensor([ms for *_, ms in tuned], dtype=torch.float64, device=_comm_device(self.device))
-        dist.all_reduce(times, op=dist.ReduceOp.MAX)
-        self.raced = tune.leading([(k, r, s, ms) for (k, r, s, _), ms in zip(tuned, times.tolist())],
-                                  len(self.settings))
+        times = ranks.slowest([ms for *_, ms in tuned], self.device)
+        self.raced = tune.leading([(k, r, s, ms) for (k, r, s, _), ms in zip(tuned, times)], len(self.settings))
         if self.raced:
             self.plan += tune.plan(self.raced, self.race_rounds, seed=1, first=self.rounds)
         if self.rank == 0 and self.verbose:
@@ -305,14 +297,12 @@ class Probe:
             raise ProbeError(f"finish() after {self.index} of the probe's {len(self.plan)} steps: run the loop "
                              "until probe.done")
         synchronize()
-        local = torch.tensor([sample_ms(s) for *_, s in self.samples], dtype=torch.float64,
-                             device=_comm_device(self.device))
-        dist.all_reduce(local, op=dist.ReduceOp.MAX)  # each step's slowest rank
-        steps = [(kind, p, s, t) for (kind, p, s, _), t in zip(self.samples, local.cpu().tolist())]
+        slowest = ranks.slowest([sample_ms(s) for *_, s in self.samples], self.device)  # each step's slowest rank
+        steps = [(kind, p, s, t) for (kind, p, s, _), t in zip(self.samples, slowest)]
         of = {kind: [t for k, _, _, t in steps if k == kind] for kind in ("job", "compute", "traced")}
         lo, hi = added_interval(of["job"], of["compute"])
         step, alone, traced_step = (statistics.median(of[k]) for k in ("job", "compute", "traced"))
-        agree, checked = self._replicas_agree()
+        agree, checked = ranks.replicas_agree(self.row.replicated(), self.device)
         result = {"suite": "overlap-bench", "tool": "probe", "ranks": self.world, "wrapper": self.row.name,
                   "baseline": self.row.baseline,
                   "backend": dist.get_backend(), "commit": outcome.commit() if self.rank == 0 else "",
@@ -346,21 +336,3 @@ class Probe:
         if not agree:
             raise RuntimeError("the replicas disagree after the probe: its restore of the model's state failed")
         return result
-
-    def _replicas_agree(self):
-        """Every rank's replicated tensors (the wrapper row's) bit for bit rank 0's: each broadcast from rank 0 in
-        turn (one tensor's memory, on the device the backend reduces on) and compared; every rank told whether all
-        agreed. Returns (agreed, tensors compared)."""
-        device = _comm_device(self.device)
-        same, count = True, 0
-        with torch.no_grad():
-            for p in self.row.replicated():
-                mine = p.to(device)
-                theirs = mine.clone()
-                dist.broadcast(theirs, src=0)
-                same &= bool(torch.equal(mine.view(torch.uint8) if mine.dim() else mine, theirs.view(torch.uint8)
-                                         if theirs.dim() else theirs))
-                count += 1
-        flag = torch.tensor([0 if same else 1], dtype=torch.int32, device=device)
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-        return int(flag.item()) == 0, count
