@@ -62,6 +62,36 @@ def test_the_structure_test_sees_an_upward_include(tmp_path):
     assert room_includes(probe) == ["driver", "core"]
 
 
+def room_links(cmake_text):
+    """{room: [rooms its library links]} from phase 4's CMakeLists (phase4_room(ROOM BELOW ...)), and every other
+    library or link a phase4_*_room target takes there, as (target, what) pairs."""
+    text = re.sub(r"#.*", "", cmake_text)
+    rooms = {m.group(1): re.findall(r"\w+", m.group(2).split("CUDA_ONLY")[0])
+             for m in re.finditer(r"^phase4_room\((\w+)((?:\s+BELOW[^)]*)?[^)]*)\)", text, re.M)}
+    rooms = {room: [r for r in below if r != "BELOW"] for room, below in rooms.items()}
+    others = re.findall(r"target_link_libraries\((phase4_\w+_room)\s+\w+\s+([^)]*)\)", text)
+    return rooms, [o for o in others if "${" not in o[0]]
+
+
+def test_phase4_s_rooms_are_one_library_each_linked_only_down():
+    """One CMake library a room, linking only the rooms below it; the tools take no driver; the binary the driver."""
+    text = (PHASE4 / "CMakeLists.txt").read_text()
+    rooms, others = room_links(text)
+    assert list(rooms) == ROOMS and others == []
+    upward = [f"{room} links {b}" for room, below in rooms.items() for b in below
+              if ROOMS.index(b) >= ROOMS.index(room)]
+    assert upward == []
+    assert len(re.findall(r"^\s*add_library\(", re.sub(r"#.*", "", text), re.M)) == 1  # phase4_room's own
+    tools = re.findall(r"target_link_libraries\(phase4_(?:predict|model) PRIVATE ([^)]*)\)", text)
+    assert len(tools) == 2 and not any("driver" in t for t in tools)
+    assert "target_link_libraries(phase4_chunked_nccl PRIVATE phase4_driver_room)" in text
+
+
+def test_the_structure_test_sees_an_upward_link():
+    rooms, _ = room_links("phase4_room(core)\nphase4_room(sync BELOW driver CUDA_ONLY a.cpp)\n")
+    assert rooms == {"core": [], "sync": ["driver"]}
+
+
 def test_a_schedule_and_a_model_family_are_one_file_that_registers_itself():
     """No enum, switch or list names them: each file of schedule/ that defines a schedule registers it, and each
     .cpp of model/ is a model family's row (registered, its model made by its factory); the test build adds one of
