@@ -1,5 +1,6 @@
 #include "common/mpi_phase.hpp"
 
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 
@@ -7,15 +8,39 @@
 #include "common/main_guard.hpp"
 #include "common/metadata.hpp"
 #include "common/mpi_session.hpp"
+#include "common/options.hpp"
 #include "common/rank_agreement.hpp"
 
 namespace ob {
+
+namespace {
+// Whether no launcher started this process as a rank of a job (mpirun, srun, hydra put its rank in the environment).
+bool launched_alone() {
+  for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK", "PMIX_RANK", "MPI_LOCALNRANKS",
+                               "MV2_COMM_WORLD_SIZE"}) {
+    if (std::getenv(variable) != nullptr) return false;
+  }
+  return true;
+}
+}  // namespace
 
 int run_mpi_phase(int argc, char** argv, const MpiPhase& phase) {
   std::unique_ptr<MpiSession> mpi;  // outlives guarded_main, so a failure can still MPI_Abort the job
   return guarded_main(
       phase.program,
       [&]() -> int {
+        // A process started alone refuses a bad option before MPI_Init, which alone starts Open MPI's daemon (most of
+        // a second): no work before a usage error. Under a launcher every rank parses after it (parse_on_every_rank:
+        // one line from the first rank that finds the error).
+        if (launched_alone()) {
+          CLI::App early(phase.description, phase.program);
+          phase.add_options(early);
+          const ParseOutcome outcome = parse_quietly(early, argc, argv);
+          if (outcome.exit == kExitUsage) {
+            std::cerr << phase.program << ": error: " << outcome.error << std::endl;
+            return kExitUsage;
+          }
+        }
         mpi = std::make_unique<MpiSession>(argc, argv, phase.thread_level);
         CLI::App app(phase.description, phase.program);
         phase.add_options(app);

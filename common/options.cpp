@@ -17,6 +17,7 @@
 #include "common/errors.hpp"
 #include "common/iteration.hpp"
 #include "common/metadata.hpp"
+#include "common/path_options.hpp"
 
 namespace ob {
 
@@ -28,8 +29,8 @@ void add_common_options(CLI::App& app, CommonOptions& options) {
       "Timed iterations beyond --iters until they fill this many ms, by the warm-up's step (at most " +
           std::to_string(kMostMinTimeIters) + "; 0: --iters only)",
       finite_in(0, 3.6e6));
-  app.add_option("--csv", options.csv, "Summary CSV path (default: results/runs/<phase>-<date>.csv)");
-  app.add_option("--timeline", options.timeline, "Timeline CSV path; a Chrome trace is written beside it");
+  add_output_option(app, "--csv", options.csv, "Summary CSV path (default: results/runs/<phase>-<date>.csv)");
+  add_output_option(app, "--timeline", options.timeline, "Timeline CSV path; a Chrome trace is written beside it");
   app.add_option("--seed", options.seed, "Seed of every random input")->capture_default_str();
   app.add_flag("--check", options.check, "Verify every result (collectives exactly, kernels against a reference)");
   app.add_flag("-q,--quiet", options.quiet, "Print only errors and the summary table");
@@ -111,6 +112,23 @@ std::string decimal_error(const CLI::App& app, int argc, char** argv) {
   return "";
 }
 
+// A repeatable option (a value each time it is given: --calibration A --calibration B) given one value twice would
+// run, or count, one thing twice: "" or the error naming it.
+std::string repeated_value_error(const CLI::App& app) {
+  for (const CLI::Option* option : app.get_options()) {
+    if (option->get_type_size_max() != 1 || option->get_expected_max() <= 1) continue;
+    const auto& given = option->results();
+    for (std::size_t i = 0; i < given.size(); ++i) {
+      for (std::size_t j = 0; j < i; ++j) {
+        if (given[i] == given[j]) {
+          return option->get_name() + ": '" + given[i] + "' is invalid: given twice (each value once)";
+        }
+      }
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 ParseOutcome parse_quietly(CLI::App& app, int argc, char** argv) {
@@ -129,6 +147,8 @@ ParseOutcome parse_quietly(CLI::App& app, int argc, char** argv) {
   } catch (const UsageError& error) {
     return {kExitUsage, "", error.what()};
   }
+  const std::string repeated = repeated_value_error(app);
+  if (!repeated.empty()) return {kExitUsage, "", repeated};
   return {};
 }
 

@@ -9,8 +9,66 @@
 #include <vector>
 
 #include "common/options.hpp"
+#include "common/path_options.hpp"
 
 namespace ob {
+
+CLI::Validator input_file_kind() {
+  return CLI::Validator(
+      [](std::string& path) -> std::string {
+        namespace fs = std::filesystem;
+        std::error_code error;
+        const auto status = fs::status(path, error);
+        if (error || !fs::exists(status)) return "'" + path + "' is invalid: no such file";
+        if (fs::is_directory(status)) return "'" + path + "' is invalid: a regular file (it is a folder)";
+        if (!fs::is_regular_file(status)) {
+          return "'" + path + "' is invalid: a regular file (it is a device, FIFO or socket)";
+        }
+        if (::access(path.c_str(), R_OK) != 0) return "'" + path + "' is invalid: not readable";
+        return "";
+      },
+      "", "input_file");
+}
+
+CLI::Validator output_file_kind() {
+  return CLI::Validator(
+      [](std::string& path) -> std::string {
+        namespace fs = std::filesystem;
+        if (path.empty()) return "";  // the binary's default
+        const std::string invalid = "'" + path + "' is invalid: ";
+        fs::path parent = fs::path(path).parent_path();
+        if (parent.empty()) parent = ".";
+        std::error_code error;
+        const auto folder = fs::status(parent, error);
+        if (fs::exists(folder) && !fs::is_directory(folder)) return invalid + "its folder '" + parent.string() + "' is a file";
+        if (!fs::is_directory(folder)) return invalid + "its directory must exist";
+        if (::access(parent.c_str(), W_OK) != 0) return invalid + "its directory must be writable";
+        const auto status = fs::symlink_status(path, error);
+        if (fs::is_symlink(status)) {
+          return invalid + "not a symbolic link (it would be replaced, not written through): name the file it points to";
+        }
+        if (fs::is_directory(status)) return invalid + "a file path, not a directory";
+        if (fs::exists(status) && !fs::is_regular_file(status)) {
+          return invalid + "a regular file (it is a device, FIFO or socket)";
+        }
+        return "";
+      },
+      "", "output_file");
+}
+
+CLI::Validator list_kind() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const auto items = split_list(text, ',');
+        for (std::size_t i = 0; i < items.size(); ++i) {
+          for (std::size_t j = 0; j < i; ++j) {
+            if (items[i] == items[j]) return "'" + text + "' is invalid: each item once ('" + items[i] + "' twice)";
+          }
+        }
+        return "";
+      },
+      "", "list");
+}
 
 std::string read_input_file(const std::string& option, const std::string& path, std::uintmax_t most) {
   namespace fs = std::filesystem;

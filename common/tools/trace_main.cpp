@@ -17,6 +17,7 @@
 #include "common/main_guard.hpp"
 #include "common/metadata.hpp"
 #include "common/options.hpp"
+#include "common/path_options.hpp"
 #include "common/run_output.hpp"
 #include "common/timeline.hpp"
 
@@ -40,9 +41,10 @@ int main(int argc, char** argv) {
   return ob::guarded_main(program, [&]() -> int {
     CLI::App app("The Chrome trace (Perfetto, chrome://tracing) of a timeline CSV, as the binaries write it", program);
     std::string timeline_path, power_path, output;
-    app.add_option("timeline", timeline_path, "A timeline CSV written by a phase binary")->required();
-    app.add_option("--power", power_path, "Its power CSV (phase 4 --power): a counter track per rank");
-    app.add_option("-o,--output", output, "Where to write the trace (default: <timeline stem>.trace.json beside it)");
+    ob::add_input_option(app, "timeline", timeline_path, "A timeline CSV written by a phase binary")->required();
+    ob::add_input_option(app, "--power", power_path, "Its power CSV (phase 4 --power): a counter track per rank");
+    ob::add_output_option(app, "-o,--output", output,
+                          "Where to write the trace (default: <timeline stem>.trace.json beside it)");
     app.set_version_flag("--version", ob::version_text(program), "Print the version, commit and build, then exit");
     if (auto code = ob::parse_options(app, argc, argv, true)) return *code;
     if (output.empty()) output = ob::stem_of(timeline_path) + ".trace.json";  // where the binaries put it

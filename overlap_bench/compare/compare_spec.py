@@ -111,29 +111,35 @@ def resolve_baselines(baselines, contenders):
 
 def parse_args(argv=None):
     parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
-    parser.add_argument("--contender", action="append", default=[], metavar="NAME[:MODE]=COMMAND|@PROCESS[K=V,...]",
+    parser.add_argument("--contender", action="append",
+                        default=[], type=ob_tool.any_text, metavar="NAME[:MODE]=COMMAND|@PROCESS[K=V,...]",
                         help="a contender: a command of its own that writes a summary CSV to {csv}, or a row of a "
                              "--process (repeatable)")
-    parser.add_argument("--contenders", metavar="FILE", help="more contenders, one a line")
-    parser.add_argument("--process", action="append", default=[], metavar="NAME=COMMAND",
+    parser.add_argument("--contenders", type=ob_tool.input_file, metavar="FILE", help="more contenders, one a line")
+    parser.add_argument("--process", action="append", default=[], type=ob_tool.any_text, metavar="NAME=COMMAND",
                         help="a process run once per round whose summary several contenders read (repeatable)")
-    parser.add_argument("--baseline", action="append", default=[], metavar="NAME[,NAME...]",
+    parser.add_argument("--baseline", action="append", default=[], type=ob_tool.any_text, metavar="NAME[,NAME...]",
                         help="the contender(s) every ratio divides by; several joined by commas: the fastest of "
                              "them; labels without @GROUP apply in every group (repeatable; default: the first "
                              "contender)")
-    parser.add_argument("--mode", default="overlap", help="the summary row read from each CSV (default: overlap)")
-    parser.add_argument("--compute-mode", default="compute",
+    parser.add_argument("--mode", type=ob_tool.any_text, default="overlap",
+                        help="the summary row read from each CSV (default: overlap)")
+    parser.add_argument("--compute-mode", type=ob_tool.any_text, default="compute",
                         help="the row that is a contender's compute-only step, for the factor split (default: "
                              "compute)")
-    parser.add_argument("--also-mode", action="append", default=[], metavar="MODE",
+    parser.add_argument("--also-mode", action="append", default=[], type=ob_tool.any_text, metavar="MODE",
                         help="also summarise this row of the same runs into compare.MODE.csv (repeatable)")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds; each runs every process once (default: 5)")
-    parser.add_argument("--seed", type=int, help="seed of the order and of the bootstrap (default: drawn, recorded)")
-    parser.add_argument("--timeout", type=float, default=3600, help="seconds one run may take (default: 3600)")
-    parser.add_argument("--deadline", type=float, metavar="SECONDS",
+    parser.add_argument("--rounds", type=ob_tool.whole(2, 1000), default=5,
+                        help="rounds; each runs every process once (default: 5)")
+    parser.add_argument("--seed", type=ob_tool.whole(0, 2 ** 32 - 1),
+                        help="seed of the order and of the bootstrap (default: drawn, recorded)")
+    parser.add_argument("--timeout", type=ob_tool.number_in(1, 1e6), default=3600,
+                        help="seconds one run may take (default: 3600)")
+    parser.add_argument("--deadline", type=ob_tool.number_in(1, 1e7), metavar="SECONDS",
                         help="seconds the whole comparison may take: rounds that would not fit are not started, a "
                              "round cut by it is dropped, the complete rounds (at least 2) are summarised")
-    parser.add_argument("--out", required=True, help="folder to write (created; must not hold a comparison yet)")
+    parser.add_argument("--out", required=True, type=ob_tool.output_tree,
+                        help="folder to write (created; must not hold a comparison yet)")
     args = parser.parse_args(argv)
     try:
         validate(args)

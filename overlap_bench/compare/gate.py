@@ -64,25 +64,32 @@ def build_base(commit, preset):
 
 def parse_args(argv=None):
     parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
-    parser.add_argument("--out", required=True, help="folder to write (created; must not hold a gate yet)")
-    parser.add_argument("--base", help="the base commit, built beside the tree")
-    parser.add_argument("--base-build", help="the base's build folder, built already")
-    parser.add_argument("--build", default=str(ob_tool.REPO / "build" / "gpu"), help="this tree's build folder")
-    parser.add_argument("--preset", default="gpu", help="CMake preset of --base's build (default: gpu)")
-    parser.add_argument("--configs", default=",".join(headline.headline_configs()),
+    parser.add_argument("--out", required=True, type=ob_tool.output_tree,
+                        help="folder to write (created; must not hold a gate yet)")
+    parser.add_argument("--base", type=ob_tool.any_text, help="the base commit, built beside the tree")
+    parser.add_argument("--base-build", type=ob_tool.input_folder, help="the base's build folder, built already")
+    parser.add_argument("--build", type=ob_tool.input_folder, help="this tree's build folder (default: build/gpu)")
+    parser.add_argument("--preset", type=ob_tool.any_text, default="gpu",
+                        help="CMake preset of --base's build (default: gpu)")
+    parser.add_argument("--configs", type=ob_tool.listed(ob_tool.any_text, as_text=True),
+                        default=",".join(headline.headline_configs()),
                         help="HxLxB,... (default: the headline's six, experiments/headline.toml)")
-    parser.add_argument("--syncs", default=SYNCS, help=f"strategies (default: {SYNCS})")
-    parser.add_argument("--gpus", type=int, default=2, help="ranks, one per GPU (default: 2)")
-    parser.add_argument("--iters", type=int, default=20, help="timed iterations per point (default: 20)")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds (default: 3)")
-    parser.add_argument("--threshold", type=float, default=1.02,
+    parser.add_argument("--syncs", type=ob_tool.listed(ob_tool.any_text, as_text=True), default=SYNCS,
+                        help=f"strategies (default: {SYNCS})")
+    parser.add_argument("--gpus", type=ob_tool.whole(1, 1024), default=2, help="ranks, one per GPU (default: 2)")
+    parser.add_argument("--iters", type=ob_tool.whole(1, 10000), default=20,
+                        help="timed iterations per point (default: 20)")
+    parser.add_argument("--rounds", type=ob_tool.whole(2, 1000), default=3, help="rounds (default: 3)")
+    parser.add_argument("--threshold", type=ob_tool.number_in(1, 10), default=1.02,
                         help="a ratio whose interval lies above this is a regression (default: 1.02)")
-    parser.add_argument("--seed", type=int, help="ob-compare's seed")
-    parser.add_argument("--deadline", type=float, help="seconds the rounds may take (ob-compare --deadline)")
-    parser.add_argument("--command", default=COMMAND,
+    parser.add_argument("--seed", type=ob_tool.whole(0, 2 ** 32 - 1), help="ob-compare's seed")
+    parser.add_argument("--deadline", type=ob_tool.number_in(1, 1e7),
+                        help="seconds the rounds may take (ob-compare --deadline)")
+    parser.add_argument("--command", type=ob_tool.any_text, default=COMMAND,
                         help="a side's process: {binary}, {h}, {l}, {b}, {syncs}, {gpus}, {iters}, {csv} (default: "
                              "phase 4 under mpirun)")
     args = parser.parse_args(argv)
+    args.build = args.build or str(ob_tool.REPO / "build" / "gpu")
     configs = args.configs.split(",")
     problems = [("--base", args.base, bool(args.base) != bool(args.base_build), "one of --base and --base-build"),
                 ("--configs", args.configs, all(headline_tables.shape(c) for c in configs)

@@ -205,29 +205,40 @@ def predict(spec, calibrations, ranks, predictor, tables=()):
 
 def parse_args(argv=None):
     parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
-    parser.add_argument("--out", required=True, help="folder to write (created; must not hold a headline yet)")
-    parser.add_argument("--experiment", default=str(EXPERIMENT) if EXPERIMENT.is_file() else None,
+    parser.add_argument("--out", required=True, type=ob_tool.output_tree,
+                        help="folder to write (created; must not hold a headline yet)")
+    parser.add_argument("--experiment", type=ob_tool.input_file,
+                        default=str(EXPERIMENT) if EXPERIMENT.is_file() else None,
                         help="the experiment file (default: the checkout's, %(default)s; required outside one)")
-    parser.add_argument("--gpus", type=int, default=2, help="ranks, one per GPU (default: 2)")
-    parser.add_argument("--build", default=str(ob_tool.REPO / "build" / "gpu"),
-                        help="the build folder holding phase4_chunked_nccl (default: %(default)s)")
-    parser.add_argument("--seed", type=int, help="ob-compare's seed (default: drawn, recorded)")
-    parser.add_argument("--timeout", type=float, default=600, help="seconds one process may take (default: 600)")
-    parser.add_argument("--deadline", type=float, help="seconds the whole call may take: the rounds get what the "
+    parser.add_argument("--gpus", type=ob_tool.whole(1, 1024), default=2, help="ranks, one per GPU (default: 2)")
+    parser.add_argument("--build", type=ob_tool.input_folder,
+                        help="the build folder holding phase4_chunked_nccl (default: the checkout's build/gpu)")
+    parser.add_argument("--seed", type=ob_tool.whole(0, 2 ** 32 - 1),
+                        help="ob-compare's seed (default: drawn, recorded)")
+    parser.add_argument("--timeout", type=ob_tool.number_in(1, 1e6), default=600,
+                        help="seconds one process may take (default: 600)")
+    parser.add_argument("--deadline", type=ob_tool.number_in(1, 1e7),
+                        help="seconds the whole call may take: the rounds get what the "
                         "calibration leaves (ob-compare --deadline)")
-    parser.add_argument("--analyze", metavar="DIR", help="remake the tables and figure from DIR/compare; run nothing")
+    parser.add_argument("--analyze", type=ob_tool.input_folder, metavar="DIR",
+                        help="remake the tables and figure from DIR/compare; run nothing")
     parser.add_argument("--dry-run", action="store_true", help="print the commands; run nothing")
-    parser.add_argument("--predictions", metavar="CSV", help="predictions.csv made before the run (--predict-from): "
+    parser.add_argument("--predictions", type=ob_tool.input_file, metavar="CSV",
+                        help="predictions.csv made before the run (--predict-from): "
                         "set beside the measured steps in prediction-check.csv")
-    parser.add_argument("--predict-from", metavar="DIR", help="write --out/predictions.csv from the calibrations in "
+    parser.add_argument("--predict-from", type=ob_tool.input_folder, metavar="DIR",
+                        help="write --out/predictions.csv from the calibrations in "
                         "DIR (a headline's calibration/) for --gpus ranks, before the runs that test them; run nothing")
-    parser.add_argument("--configs", metavar="HxLxB,...", help="run these of the experiment's configurations only "
+    parser.add_argument("--configs", type=ob_tool.listed(ob_tool.any_text, as_text=True), metavar="HxLxB,...",
+                        help="run these of the experiment's configurations only "
                         "(a comparison too long for one call split over several; each configuration's contenders "
                         "still share its rounds)")
-    parser.add_argument("--comm-from", metavar="CSV", nargs="+", default=[], help="with --predict-from: phase 4 "
+    parser.add_argument("--comm-from", type=ob_tool.input_file, metavar="CSV", nargs="+", default=[],
+                        help="with --predict-from: phase 4 "
                         "comm-only sweeps over bucket sizes on --gpus ranks, one per strategy (ob-check-prediction "
                         "--comm-from): its time per bucket there instead of the calibrated one scaled")
     args = parser.parse_args(argv)
+    args.build = args.build or str(ob_tool.REPO / "build" / "gpu")
     try:
         if args.comm_from and not args.predict_from:
             raise ob_tool.UsageError("--comm-from: needs --predict-from")

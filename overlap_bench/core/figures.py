@@ -18,7 +18,7 @@ from overlap_bench.core import ob_tool  # noqa: E402
 def figure_parser(doc, source, source_help, **source_options):
     """The command line every plotting script starts from: its input CSV(s) and -o/--output."""
     parser = ob_tool.ArgumentParser(description=ob_tool.describe(doc))
-    parser.add_argument(source, help=source_help, **source_options)
+    parser.add_argument(source, help=source_help, **{"type": ob_tool.input_file, **source_options})
     parser.add_argument("-o", "--output", required=True, type=ob_tool.output_path,
                         help="figure to write (.png, .pdf or .svg)")
     return parser

@@ -15,7 +15,9 @@ import sys
 import tempfile
 
 from overlap_bench.core.arguments import (  # noqa: F401 -- re-exported: the tools name them ob_tool.<name>
-    ArgumentParser, describe, distinct, executable, is_number, one_line, output_folder, output_path)
+    MOST_INPUT_BYTES, PACK, ArgumentParser, any_text, describe, distinct, executable, input_file, input_folder,
+    input_path, is_number, listed, number_in, one_line, output_file, output_folder, output_path, output_tree,
+    repeatable, whole)
 
 
 class UsageError(Exception):
@@ -102,7 +104,6 @@ def require_outputs(outputs, inputs=(), created=False):
                                  "before it is read)")
 
 
-MOST_INPUT_BYTES = 1 << 30  # the largest file any reader takes (a trace of a long job; a CSV or config is far less)
 def require_input(path, option, most=MOST_INPUT_BYTES):
     """The suite's one input policy (as the binaries' ob::read_input_file): a regular file (a link to one is
     followed), readable, of at most `most` bytes, before anything reads it; returns its path. A device, FIFO or

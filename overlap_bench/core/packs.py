@@ -22,7 +22,7 @@ from overlap_bench.core import inputs
 from overlap_bench.core import md_blocks
 from overlap_bench.core import ob_tool
 
-PACK = "packed.tar.gz"
+PACK = ob_tool.PACK
 LINK = re.compile(r"\]\(([^)#\s]+)")
 
 
@@ -210,8 +210,9 @@ def unpack(root):
 
 def main():
     parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
-    parser.add_argument("action", choices=["pack", "unpack"])
-    parser.add_argument("root", type=pathlib.Path, help="the folder whose subfolders to pack or unpack (results/)")
+    parser.add_argument("action", type=ob_tool.any_text, choices=["pack", "unpack"])
+    parser.add_argument("root", type=ob_tool.input_folder.path,
+                        help="the folder whose subfolders to pack or unpack (results/)")
     args = parser.parse_args()
     if not args.root.is_dir():
         raise ob_tool.UsageError(f"{args.root}: not a directory")

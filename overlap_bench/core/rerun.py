@@ -90,8 +90,8 @@ def rerun_command(summary, csv=None):
 
 def main():
     parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
-    parser.add_argument("summary", type=pathlib.Path, help="a summary CSV with its .meta.json beside it")
-    parser.add_argument("--csv", type=pathlib.Path, help="where the rerun writes its summary")
+    parser.add_argument("summary", type=ob_tool.input_file.path, help="a summary CSV with its .meta.json beside it")
+    parser.add_argument("--csv", type=ob_tool.output_file().path, help="where the rerun writes its summary")
     args = parser.parse_args()
     if not packs.exists(args.summary):
         raise ob_tool.UsageError(f"{args.summary}: no such file")

@@ -4,8 +4,8 @@ log's own NCCL_DEBUG*), e.g. nccl-tests under the variables `--transport shm` se
 
 Usage: with_nccl_env.py RUN.meta.json COMMAND [ARG...]
 """
+import argparse
 import os
-import shutil
 import sys
 
 from overlap_bench.core import ob_tool
@@ -24,15 +24,14 @@ def nccl_environment(meta_path):
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] in (["-h"], ["--help"]):
-        print(__doc__.strip())
-        return 0
-    if len(argv) < 2:
-        raise ob_tool.UsageError("usage: with_nccl_env.py RUN.meta.json COMMAND [ARG...]")
-    variables = nccl_environment(argv[0])
-    if shutil.which(argv[1]) is None:
-        raise ob_tool.UsageError(f"'{argv[1]}' could not run: no such command")
+    parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
+    parser.add_argument("meta", type=ob_tool.input_file, metavar="RUN.meta.json", help="a phase 4 run's metadata")
+    parser.add_argument("command", type=ob_tool.executable, metavar="COMMAND", help="the command to run")
+    parser.add_argument("arguments", nargs=argparse.REMAINDER, type=ob_tool.repeatable(ob_tool.any_text), metavar="ARG",
+                        help="its arguments, as given")
+    args = parser.parse_args(argv)
+    variables = nccl_environment(args.meta)
+    argv = [args.meta, args.command, *args.arguments]
     said = " ".join(f"{k}={v}" for k, v in sorted(variables.items()))
     print(f"with_nccl_env.py: {said}", file=sys.stderr, flush=True)
     try:

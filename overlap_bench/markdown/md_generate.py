@@ -275,7 +275,7 @@ def render(markdown_path, text):
 def main():
     parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 where a block differs")
-    parser.add_argument("files", nargs="+", help="Markdown files")
+    parser.add_argument("files", nargs="+", type=ob_tool.input_file, help="Markdown files")
     args = parser.parse_args()
     stale, rendered = [], []
     for name in args.files:

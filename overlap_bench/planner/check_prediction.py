@@ -212,17 +212,20 @@ def check(calibrations, measured, predictor, links=(), comm_from=()):
 
 def main():
     parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
-    parser.add_argument("--calibrations", nargs="+", required=True, help="calibration JSON files (phase4 --calibrate)")
-    parser.add_argument("--measured", nargs="+", required=True, type=pathlib.Path, help="phase 4 summary CSVs")
-    parser.add_argument("--links-from", nargs="+", default=[], type=pathlib.Path,
+    parser.add_argument("--calibrations", nargs="+", required=True, type=ob_tool.input_file,
+                        help="calibration JSON files (phase4 --calibrate)")
+    parser.add_argument("--measured", nargs="+", required=True, type=ob_tool.input_file.path,
+                        help="phase 4 summary CSVs")
+    parser.add_argument("--links-from", nargs="+", default=[], type=ob_tool.input_file.path,
                         help="phase 4 comm-only sweeps over bucket sizes, one per slower --transport the measured "
                              "runs used")
-    parser.add_argument("--comm-from", nargs="+", default=[], type=pathlib.Path,
+    parser.add_argument("--comm-from", nargs="+", default=[], type=ob_tool.input_file.path,
                         help="phase 4 comm-only sweeps over bucket sizes on the measured runs' ranks (one node, the "
                              "calibrated transport), one per strategy: its time per bucket there instead of the "
                              "calibrated one scaled")
-    parser.add_argument("--csv", required=True, type=pathlib.Path, help="the table to write")
-    parser.add_argument("--predictor", help="the phase4_predict binary (default: on PATH, or in build/)")
+    parser.add_argument("--csv", required=True, type=ob_tool.output_file().path, help="the table to write")
+    parser.add_argument("--predictor", type=ob_tool.executable,
+                        help="the phase4_predict binary (default: on PATH, or in build/)")
     args = parser.parse_args()
     if not args.csv.parent.is_dir():
         raise ob_tool.UsageError(f"--csv: '{args.csv}' is invalid: its directory must exist")

@@ -13,7 +13,6 @@ Usage: predict.py CALIBRATION.json --csv what-if.csv -o what-if.png [--links ib4
                   [--layers-csv steps.csv [--layers-figure steps.png]]
 """
 
-import argparse
 import pathlib
 import subprocess
 
@@ -143,38 +142,39 @@ def recommendations(frame):
     return lines
 
 
-def ranks_list(text):
-    items = text.split(",")
-    if not items or not all(i.isdigit() and int(i) >= 2 for i in items):
-        raise argparse.ArgumentTypeError(f"'{text}' is invalid: whole numbers >= 2, comma-separated")
-    return text
-
-
 def main():
     parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
-    parser.add_argument("calibration", type=pathlib.Path, help="calibration JSON written by phase4 --calibrate")
-    parser.add_argument("--csv", required=True, type=pathlib.Path, help="prediction CSV to write")
+    parser.add_argument("calibration", type=ob_tool.input_file.path,
+                        help="calibration JSON written by phase4 --calibrate")
+    parser.add_argument("--csv", required=True, type=ob_tool.output_file().path, help="prediction CSV to write")
     parser.add_argument("-o", "--output", type=ob_tool.output_path, help="scaling plot to write (.png, .pdf, .svg)")
-    parser.add_argument("--ranks", type=ranks_list, default="2,4,8,16,32,64,128,256,512,1024",
+    parser.add_argument("--ranks", type=ob_tool.listed(ob_tool.whole(2, 1 << 20), as_text=True),
+                        default="2,4,8,16,32,64,128,256,512,1024",
                         help="GPU counts (default: 2 to 1024 by powers of 2)")
-    parser.add_argument("--links", default="ib400,eth100",
+    parser.add_argument("--links", type=ob_tool.listed(ob_tool.any_text, as_text=True), default="ib400,eth100",
                         help="networks between nodes: ib400, eth100 or NAME:GBPS:LATENCY_US (default: ib400,eth100)")
-    parser.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (default: 8)")
-    parser.add_argument("--sync", help="predict this calibrated strategy only (default: the best at each point)")
-    parser.add_argument("--bucket-mb", type=float,
+    parser.add_argument("--gpus-per-node", type=ob_tool.whole(1, 1024), default=8, help="GPUs per node (default: 8)")
+    parser.add_argument("--sync", type=ob_tool.any_text,
+                        help="predict this calibrated strategy only (default: the best at each point)")
+    parser.add_argument("--bucket-mb", type=ob_tool.number_in(1e-6, 1e6),
                         help="predict this plan (buckets of at most this many MiB, as phase 4's) instead of the best")
-    parser.add_argument("--first-bucket-mb", type=float, default=1.0,
+    parser.add_argument("--first-bucket-mb", type=ob_tool.number_in(1e-6, 1e6), default=1.0,
                         help="with --bucket-mb: the first bucket's cap (default: 1, as phase 4's)")
-    parser.add_argument("--model", help="a transformer to predict instead of the calibrated model: a preset (gpt2, "
+    parser.add_argument("--model", type=ob_tool.any_text,
+                        help="a transformer to predict instead of the calibrated model: a preset (gpt2, "
                         "gpt2-xl, llama3-8b, qwen2.5-7b) or a config.json; its compute is estimated")
-    parser.add_argument("--seq", type=int, default=2048, help="with --model: tokens per sequence (default: 2048)")
-    parser.add_argument("--micro-batch", type=int, default=1, help="with --model: sequences per GPU (default: 1)")
-    parser.add_argument("--blocks", type=int, default=0, help="with --model: its first N blocks only (default: all)")
-    parser.add_argument("--layers-csv", type=pathlib.Path,
+    parser.add_argument("--seq", type=ob_tool.whole(1, 1 << 20), default=2048,
+                        help="with --model: tokens per sequence (default: 2048)")
+    parser.add_argument("--micro-batch", type=ob_tool.whole(1, 1 << 16), default=1,
+                        help="with --model: sequences per GPU (default: 1)")
+    parser.add_argument("--blocks", type=ob_tool.whole(0, 4096), default=0,
+                        help="with --model: its first N blocks only (default: all)")
+    parser.add_argument("--layers-csv", type=ob_tool.output_file().path,
                         help="write every backward step with the buckets of the best plan on the calibrated GPUs")
     parser.add_argument("--layers-figure", type=ob_tool.output_path,
                         help="with --layers-csv: draw those steps' compute and gradient with the bucket boundaries")
-    parser.add_argument("--predictor", help="the phase4_predict binary (default: on PATH, or in build/)")
+    parser.add_argument("--predictor", type=ob_tool.executable,
+                        help="the phase4_predict binary (default: on PATH, or in build/)")
     args = parser.parse_args()
     if not args.model and any(getattr(args, a) != d for a, d in (("seq", 2048), ("micro_batch", 1), ("blocks", 0))):
         raise ob_tool.UsageError("--seq, --micro-batch and --blocks need --model")

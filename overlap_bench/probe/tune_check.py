@@ -16,10 +16,10 @@ from overlap_bench.probe import tune
 
 
 def parse(argv=None):
-    parser = argparse.ArgumentParser(prog="ob-tune-check", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("jobs", nargs="+", metavar="JOB=PROBE_DIR:COMPARE_DIR")
-    parser.add_argument("--csv", required=True, help="the table to write")
+    parser = ob_tool.ArgumentParser(prog="ob-tune-check", description=__doc__,
+                                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("jobs", nargs="+", type=ob_tool.any_text, metavar="JOB=PROBE_DIR:COMPARE_DIR")
+    parser.add_argument("--csv", required=True, type=ob_tool.output_file(), help="the table to write")
     args = parser.parse_args(argv)
     jobs = []
     for text in args.jobs:

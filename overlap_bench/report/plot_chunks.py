@@ -39,9 +39,10 @@ def plot(groups, output):
 
 def main():
     parser = figures.figure_parser(__doc__, "timeline", "timeline CSV")
-    parser.add_argument("--lanes", default="", help="lanes containing any of these words (default: all)")
+    parser.add_argument("--lanes", type=ob_tool.listed(ob_tool.any_text), default=[],
+                        help="lanes containing any of these words (default: all)")
     args = parser.parse_args()
-    plot(per_chunk(ob_csv.load_timeline(args.timeline), [x for x in args.lanes.split(",") if x]), args.output)
+    plot(per_chunk(ob_csv.load_timeline(args.timeline), args.lanes), args.output)
     return 0
 
 

@@ -64,23 +64,19 @@ def plot(frame, output, title, marks=None):
     figures.save_figure(fig, output)
 
 
-def parse_ints(text):
-    try:
-        return [int(x) for x in text.split(",") if x] if text else []
-    except ValueError:
-        raise ob_tool.UsageError(f"'{text}' is not a list of whole numbers") from None
-
-
 def main():
     parser = figures.figure_parser(__doc__, "timeline", "timeline CSV written by a phase binary")
-    parser.add_argument("--iter", default="", help="iterations to draw, e.g. 0,1 (default: all)")
-    parser.add_argument("--ranks", default="", help="ranks to draw (default: all)")
-    parser.add_argument("--lanes", default="", help="lanes containing any of these words, e.g. seq,overlap")
-    parser.add_argument("--point", default=None, help="the sweep point to draw, as the timeline's point column "
+    parser.add_argument("--iter", type=ob_tool.listed(ob_tool.whole(0)), default=[],
+                        help="iterations to draw, e.g. 0,1 (default: all)")
+    parser.add_argument("--ranks", type=ob_tool.listed(ob_tool.whole(0)), default=[],
+                        help="ranks to draw (default: all)")
+    parser.add_argument("--lanes", type=ob_tool.listed(ob_tool.any_text), default=[],
+                        help="lanes containing any of these words, e.g. seq,overlap")
+    parser.add_argument("--point", type=ob_tool.any_text, default=None,
+                        help="the sweep point to draw, as the timeline's point column "
                         "names it, e.g. bucket_mb=25 (default: the first)")
     args = parser.parse_args()
-    frame = select(ob_csv.load_timeline(args.timeline), parse_ints(args.iter), parse_ints(args.ranks),
-                   [x for x in args.lanes.split(",") if x], args.point)
+    frame = select(ob_csv.load_timeline(args.timeline), args.iter, args.ranks, args.lanes, args.point)
     hardware = ob_csv.hardware_line(ob_csv.timeline_metadata(args.timeline))
     point = frame["point"].iloc[0]
     title = f"{args.timeline}" + (f" ({point})" if point else "") + (f"\n{hardware}" if hardware else "")

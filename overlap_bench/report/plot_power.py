@@ -34,8 +34,10 @@ def plot(power, output, spans=()):
 
 def main():
     parser = figures.figure_parser(__doc__, "power", "power CSV")
-    parser.add_argument("--timeline", help="timeline CSV of the same run: shades the overlapped iterations")
-    parser.add_argument("--mode", default="overlap", help="the mode whose iterations are shaded (default overlap)")
+    parser.add_argument("--timeline", type=ob_tool.input_file,
+                        help="timeline CSV of the same run: shades the overlapped iterations")
+    parser.add_argument("--mode", type=ob_tool.any_text, default="overlap",
+                        help="the mode whose iterations are shaded (default overlap)")
     args = parser.parse_args()
     power = ob_csv.load_power(args.power)
     spans = mode_spans(ob_csv.load_timeline(args.timeline), args.mode) if args.timeline else []

@@ -76,11 +76,16 @@ def summary(checks):
 
 def main(argv=None):
     parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
-    parser.add_argument("checks", nargs="+", metavar="CHECK.csv", help="checks holding predicted_ms and measured_ms")
-    parser.add_argument("--names", nargs="+", required=True, help="a name per CHECK.csv, in the same order")
-    parser.add_argument("-o", "--output", required=True, help="the figure to write (.png)")
-    parser.add_argument("--title", default="The planner's predictions against the measured steps")
-    parser.add_argument("--csv", help="write per name and over all: points, within the band, mean and worst |error|")
+    parser.add_argument("checks", nargs="+", type=ob_tool.input_file, metavar="CHECK.csv",
+                        help="checks holding predicted_ms and measured_ms")
+    parser.add_argument("--names", nargs="+", required=True, type=ob_tool.repeatable(ob_tool.any_text),
+                        help="a name per CHECK.csv, in the same order (a name twice: those checks drawn as one)")
+    parser.add_argument("-o", "--output", required=True, type=ob_tool.output_file(".png"),
+                        help="the figure to write (.png)")
+    parser.add_argument("--title", type=ob_tool.any_text,
+                        default="The planner's predictions against the measured steps")
+    parser.add_argument("--csv", type=ob_tool.output_file(),
+                        help="write per name and over all: points, within the band, mean and worst |error|")
     args = parser.parse_args(argv)
     if len(args.names) != len(args.checks):
         raise ob_tool.UsageError(f"--names: {len(args.names)} given for {len(args.checks)} checks: one each")

@@ -68,7 +68,7 @@ def plot(frame, x, output, hardware=""):
 
 def main():
     parser = figures.figure_parser(__doc__, "summary", "summary CSV of a sweep")
-    parser.add_argument("--x", required=True, choices=X_CHOICES, help="the swept column")
+    parser.add_argument("--x", type=ob_tool.any_text, required=True, choices=X_CHOICES, help="the swept column")
     args = parser.parse_args()
     try:
         plot(ob_csv.load_summary(args.summary), args.x, args.output,

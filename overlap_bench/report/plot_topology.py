@@ -62,7 +62,8 @@ def plot(lines, output, hardware=""):
 def main():
     parser = figures.figure_parser(__doc__, "steps", "phase 4 summaries, one per configuration and transport",
                                   nargs="+")
-    parser.add_argument("--links-from", nargs="+", required=True, help="comm-only sweeps, one per transport")
+    parser.add_argument("--links-from", nargs="+", required=True, type=ob_tool.input_file,
+                        help="comm-only sweeps, one per transport")
     args = parser.parse_args()
     plot(points(args.steps, bandwidths(args.links_from)), args.output,
          ob_csv.hardware_line(ob_csv.read_metadata(args.steps[0])))

@@ -246,7 +246,7 @@ def write_report(directory):
 
 def main():
     parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
-    parser.add_argument("results_dir", help="folder holding the CSVs of a run")
+    parser.add_argument("results_dir", type=ob_tool.input_folder, help="folder holding the CSVs of a run")
     args = parser.parse_args()
     print(write_report(args.results_dir))
     return 0

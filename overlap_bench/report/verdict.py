@@ -196,8 +196,10 @@ def verdict(path, cores):
 
 def main():
     parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
-    parser.add_argument("paths", nargs="+", help="a run folder (scripts/run_all.sh's --out) or summary CSVs")
-    parser.add_argument("--cores", type=int, default=os.cpu_count(), help="cores of the machine that ran it")
+    parser.add_argument("paths", nargs="+", type=ob_tool.input_path,
+                        help="a run folder (scripts/run_all.sh's --out) or summary CSVs")
+    parser.add_argument("--cores", type=ob_tool.whole(1, 1 << 20), default=os.cpu_count(),
+                        help="cores of the machine that ran it")
     args = parser.parse_args()
     if args.cores is None or args.cores < 1:
         parser.error(f"--cores: '{args.cores}' is invalid: at least 1")

@@ -6,6 +6,7 @@
 #include "common/csv_writer.hpp"
 #include "common/errors.hpp"
 #include "common/options.hpp"
+#include "common/path_options.hpp"
 #include "phase4_chunked_nccl/driver/config.hpp"
 #include "phase4_chunked_nccl/driver/sweep_options.hpp"
 #include "phase4_chunked_nccl/planner/planner.hpp"
@@ -68,12 +69,11 @@ void add_planner_options(CLI::App& app, Config& config) {
   ob::add_enum_option(app, "--plan", config.plan_mode, plan_names(),
                       "Bucket plan: caps (--bucket-mb, --first-bucket-mb or --chunks) or auto (the planner's: least "
                       "predicted step from a calibration, --calibration or measured first)");
-  app.add_option("--plan-syncs", config.plan_syncs,
+  ob::add_list_option(app, "--plan-syncs", config.plan_syncs,
                  "Strategies --plan auto chooses among and --calibrate measures, comma-separated (default: --sync)");
-  app.add_option("--calibration", config.calibrations,
-                 "Calibration file (from --calibrate, same model, GPU, ranks and commit): adds predicted_ms; repeat it "
-                 "for a shape sweep (each point takes its own model's)")
-      ->check(CLI::ExistingFile)
+  ob::add_input_option(app, "--calibration", config.calibrations,
+                       "Calibration file (from --calibrate, same model, GPU, ranks and commit): adds predicted_ms; "
+                       "repeat it for a shape sweep (each point takes its own model's)")
       ->allow_extra_args(false);
   app.add_flag("--calibrate", config.calibrate,
                "Measure the planner's calibration first (compute, and each strategy's buckets alone and overlapped "

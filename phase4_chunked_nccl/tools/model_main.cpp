@@ -11,6 +11,7 @@
 #include "common/main_guard.hpp"
 #include "common/metadata.hpp"
 #include "common/options.hpp"
+#include "common/path_options.hpp"
 #include "phase4_chunked_nccl/core/transformer.hpp"
 #include "phase4_chunked_nccl/tools/transformer_report.hpp"
 #include "phase4_chunked_nccl/sync/registry.hpp"
@@ -33,9 +34,9 @@ int main(int argc, char** argv) {
     app.add_option("--sync", query.sync, "The strategy whose gradient buffers the memory counts")
         ->check(CLI::IsMember(phase4::sync_names()))
         ->capture_default_str();
-    app.add_option("--csv", csv, "Write every gradient tensor here, in backward order (default: none)");
-    app.add_option(
-        "--shape-json", shape_json,
+    ob::add_output_option(app, "--csv", csv, "Write every gradient tensor here, in backward order (default: none)");
+    ob::add_output_option(
+        app, "--shape-json", shape_json,
         "Write the model's shape here as JSON (what overlap_bench/ddp/torch_transformer.py builds its layers "
         "from)");
     app.set_version_flag("--version", ob::version_text(program), "Print the version, commit and build, then exit");

@@ -20,6 +20,7 @@
 #include "common/main_guard.hpp"
 #include "common/metadata.hpp"
 #include "common/options.hpp"
+#include "common/path_options.hpp"
 #include "phase4_chunked_nccl/planner/model_estimate.hpp"
 #include "phase4_chunked_nccl/planner/planner.hpp"
 #include "phase4_chunked_nccl/core/bucket_plan.hpp"
@@ -41,10 +42,11 @@ struct Options {
 };
 
 void add_options(CLI::App& app, Options& o) {
-  app.add_option("--calibration", o.calibration_path, "A calibration written by phase4_chunked_nccl --calibrate")
+  ob::add_input_option(app, "--calibration", o.calibration_path,
+                       "A calibration written by phase4_chunked_nccl --calibrate")
       ->required();
-  app.add_option("--ranks", o.ranks_text, "Rank counts, comma-separated (each >= 2)")->capture_default_str();
-  app.add_option("--links", o.links_text,
+  ob::add_list_option(app, "--ranks", o.ranks_text, "Rank counts, comma-separated (each >= 2)")->capture_default_str();
+  ob::add_list_option(app, "--links", o.links_text,
                  "Networks between nodes, comma-separated: ib400 (50 GB/s, 5 us per GPU), eth100 (12.5 GB/s, "
                  "20 us) or NAME:GBPS:LATENCY_US")
       ->capture_default_str();
@@ -72,7 +74,7 @@ void add_options(CLI::App& app, Options& o) {
                  "where the host paces the step)")
       ->check(CLI::Range(0.0, 1024.0))
       ->capture_default_str();
-  app.add_option("--csv", o.csv, "Write the prediction here (default: stdout)");
+  ob::add_output_option(app, "--csv", o.csv, "Write the prediction here (default: stdout)");
   auto* model = app.add_option("--model", o.model,
                                "Predict this transformer instead of the calibrated model: a preset (gpt2, gpt2-xl, "
                                "llama3-8b, qwen2.5-7b) or a config.json; its compute estimated from the calibration");
@@ -88,8 +90,8 @@ void add_options(CLI::App& app, Options& o) {
       ->needs(model)
       ->check(CLI::Range(0, 4096))
       ->capture_default_str();
-  app.add_option("--layers-csv", o.layers_csv,
-                 "Write every backward step (its gradient, its compute, the bucket it ends in) of the best plan on "
+  ob::add_output_option(app, "--layers-csv", o.layers_csv,
+                        "Write every backward step (its gradient, its compute, the bucket it ends in) of the best plan on "
                  "the calibrated ranks here");
 }
 
