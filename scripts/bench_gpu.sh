@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$out" ] || out="$OB_ROOT/results/runs/$(hostname -s)-gpu-$(date +%Y%m%d-%H%M%S)"
 build="$OB_ROOT/build/gpu"
-gpus=$( [ "$dry" = 1 ] && echo "${GPUS:-2}" || ob_gpu_count)
+if [ "$dry" = 1 ]; then gpus=${GPUS:-2}; else gpus=$(ob_gpu_count); fi
 status=0
 # The steps, checked and expanded before any work (a bad part, configuration or spec: exit 2, nothing written); the
 # resolved experiment is the results folder's first file.
@@ -80,5 +80,5 @@ if [ "$dry" = 1 ] || compgen -G "$out/*.csv" >/dev/null; then  # a test-only run
   run report python3 -m overlap_bench.report.report "$out"
 fi
 [ "$dry" = 1 ] && exit 0
-[ "$status" -eq 0 ] && ob_log "all parts passed; results in $out" || ob_log "some parts FAILED; results in $out"
+if [ "$status" -eq 0 ]; then ob_log "all parts passed; results in $out"; else ob_log "some parts FAILED; results in $out"; fi
 exit "$status"

@@ -38,7 +38,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 if [ "$built" = 0 ]; then
-  [[ "$source" =~ \.tar\.(xz|gz|bz2)$ ]] && [ -f "$source" ] ||
+  [[ "$source" =~ \.tar\.(xz|gz|bz2)$ && -f "$source" ]] ||
     ob_die "OPENMPI-SOURCE: '$source' is invalid: an Open MPI source tarball (.tar.xz, .tar.gz or .tar.bz2)" 2
   [ ! -e "$prefix" ] || [ -z "$(ls -A "$prefix")" ] || ob_die "PREFIX: '$prefix' is invalid: it must be new or empty" 2
 fi

@@ -101,7 +101,7 @@ for entry in "${phases[@]}"; do
   fi
   ob_log "running $name"
   status=0
-  # shellcheck disable=SC2086
+  read -ra options <<<"$args"  # the table's options, one word each
   launcher=()
   if [ "$ranks" -gt 0 ]; then
     # Each rank gets a compute thread and a communication thread; --bind-to none lets them float over the cores.
@@ -112,7 +112,7 @@ for entry in "${phases[@]}"; do
       launcher+=(-x OMP_WAIT_POLICY=passive --mca mpi_yield_when_idle 1)
     fi
   fi
-  "${launcher[@]}" "$build/$binary" $args --quiet --csv "$out/$name.csv" >"$out/$name.log" 2>&1 || status=$?
+  "${launcher[@]}" "$build/$binary" "${options[@]}" --quiet --csv "$out/$name.csv" >"$out/$name.log" 2>&1 || status=$?
   case "$status" in
     0) ran+=("$name") ;;
     77) skipped+=("$name: $(tail -n 1 "$out/$name.log")") ;;
@@ -131,12 +131,17 @@ fi
 planner_sentence=""
 if [ "$gpus" -ge 2 ] && [ "$list" = 0 ] && [[ " ${ran[*]+"${ran[*]}"} " == *" phase4 "* ]]; then
   ob_log "phase 4's planner: calibrating, then its plan against the default in $planner_rounds interleaved rounds"
-  p4="mpirun -np $gpus --bind-to none $build/phase4_chunked_nccl/phase4_chunked_nccl $p4_args --quiet"
-  syncs="--plan-syncs nccl,nccl-sym,ce"
-  if $p4 --calibrate $syncs --csv "$out/planner-calibrate.csv" >"$out/planner-calibrate.log" 2>&1 &&
+  read -ra p4_options <<<"$p4_args"
+  p4=(mpirun -np "$gpus" --bind-to none "$build/phase4_chunked_nccl/phase4_chunked_nccl" "${p4_options[@]}" --quiet)
+  syncs=(--plan-syncs "nccl,nccl-sym,ce")
+  # A contender is a command line ob-compare gives bash: each word quoted for it (printf %q), a path with a space or
+  # a quote in it stays one word.
+  p4_line=$(printf '%q ' "${p4[@]}")
+  calibration=$(printf '%q' "$out/planner-calibrate.calibration.json")
+  if "${p4[@]}" --calibrate "${syncs[@]}" --csv "$out/planner-calibrate.csv" >"$out/planner-calibrate.log" 2>&1 &&
      python3 -m overlap_bench.compare.compare --out "$out/planner" --rounds "$planner_rounds" --baseline default \
-       --contender "default=$p4 --csv {csv}" \
-       --contender "planned=$p4 --plan auto $syncs --calibration $out/planner-calibrate.calibration.json --csv {csv}" \
+       --contender "default=$p4_line--csv {csv}" \
+       --contender "planned=$p4_line--plan auto ${syncs[*]} --calibration $calibration --csv {csv}" \
        >"$out/planner.log" 2>&1; then
     planner_sentence=$(grep -E ' is (faster than|slower than|not resolved against) ' "$out/planner.log" || true)
     ran+=("planner")

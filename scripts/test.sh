@@ -45,7 +45,7 @@ for preset in "${presets[@]}"; do
   ctest "${ctest_args[@]}"
 done
 
-if [ "$(ob_gpu_count)" -eq 0 ] && [ -z "$label" -o "$label" = gpu ]; then
+if [ "$(ob_gpu_count)" -eq 0 ] && { [ -z "$label" ] || [ "$label" = gpu ]; }; then
   skipped=$(ctest --test-dir "$OB_ROOT/build/${presets[0]}" -N -L gpu | sed -n 's/^Total Tests: //p')
   ob_log "${skipped:-0} GPU tests did not run (no GPU on this machine; CTest lists them as Skipped)"
 fi

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by scripts/test.sh and scripts/run_all.sh (sourced, not run): finding the tools, installing what is
 # missing (as root, through apt and pip), and building with the CMake preset.
 
@@ -41,7 +42,11 @@ OB_PY_RUN="pandas matplotlib"
 OB_PY_TEST="pytest setuptools wheel"
 OB_PY_OPTIONAL="ijson hypothesis"
 ob_python_has() { local m; for m in "$@"; do python3 -c "import $m" >/dev/null 2>&1 || return 1; done; }
-ob_python_ok() { ob_python_has $OB_PY_RUN ${OB_NEED_TESTS:+$OB_PY_TEST} $OB_PY_OPTIONAL; }
+ob_python_ok() {
+  local -a modules
+  read -ra modules <<<"$OB_PY_RUN ${OB_NEED_TESTS:+$OB_PY_TEST} $OB_PY_OPTIONAL"
+  ob_python_has "${modules[@]}"
+}
 
 # torch for the probe's and the tuner's tests (pyproject.toml's ddp extra, its supported range): installed as root
 # where pip can; where it cannot, said in one line and those tests skip. Once torch is there, OB_REQUIRE_TORCH=1 makes
@@ -70,7 +75,11 @@ ob_ensure_dependencies() {
     if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
       ob_log "installing: $missing"
       export DEBIAN_FRONTEND=noninteractive
-      apt-get update -qq && apt-get install -y -qq $missing >/dev/null || ob_die "apt-get install $missing failed"
+      local -a packages
+      read -ra packages <<<"$missing"
+      if ! { apt-get update -qq && apt-get install -y -qq "${packages[@]}" >/dev/null; }; then
+        ob_die "apt-get install $missing failed"
+      fi
     else
       ob_die "missing packages; install them with:
   sudo apt-get install -y $OB_APT_PACKAGES
@@ -82,6 +91,11 @@ ob_ensure_dependencies() {
     python3 -m pip install -q ruff >/dev/null 2>&1 || ob_log "ruff could not be installed: the lint test will skip"
   fi
   # clang-format 14 (Debian 12's) checks the C++ layout (a test that skips without it): likewise never required.
+  # The shell scripts' lint, shellcheck (a test that skips without it): likewise never required.
+  if [ "$(id -u)" -eq 0 ] && ! command -v shellcheck >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    apt-get install -y -qq shellcheck >/dev/null 2>&1 ||
+      ob_log "shellcheck could not be installed: the shell lint test will skip"
+  fi
   if [ "$(id -u)" -eq 0 ] && ! command -v clang-format-14 >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
     apt-get install -y -qq clang-format-14 >/dev/null 2>&1 ||
       ob_log "clang-format-14 could not be installed: the format test will skip"
@@ -93,10 +107,13 @@ ob_ensure_dependencies() {
     if [ "$(id -u)" -eq 0 ]; then
       ob_log "installing the Python packages of scripts/requirements.txt"
       python3 -m pip install -q -r "$OB_ROOT/scripts/requirements.txt" >/dev/null 2>&1 ||
-        { command -v apt-get >/dev/null 2>&1 && apt-get install -y -qq $OB_APT_PYTHON_PACKAGES >/dev/null 2>&1; } ||
+        { command -v apt-get >/dev/null 2>&1 && read -ra packages <<<"$OB_APT_PYTHON_PACKAGES" &&
+          apt-get install -y -qq "${packages[@]}" >/dev/null 2>&1; } ||
         true
     fi
-    if ! ob_python_has $required; then
+    local -a modules
+    read -ra modules <<<"$required"
+    if ! ob_python_has "${modules[@]}"; then
       [ "$(id -u)" -eq 0 ] && ob_die "could not install the Python packages needed: ${required// /, }"
       ob_die "missing Python packages; install them with:
   python3 -m pip install --user -r $OB_ROOT/scripts/requirements.txt

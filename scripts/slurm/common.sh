@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by every batch file: the build to use, the output folder, an early failure if the build is missing.
 # Settings (environment variables, all optional):
 #   OB_ROOT       the overlap-bench checkout        (default: the submit directory, $SLURM_SUBMIT_DIR; outside

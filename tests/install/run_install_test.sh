@@ -18,8 +18,11 @@ cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log" || { cat "$t
 PYTHONPATH="$tmp/prefix/share/overlap_bench" python3 -m overlap_bench.report.plot_gantt --help | grep -q "Gantt" ||
   fail "the installed overlap_bench.report.plot_gantt"
 [ -f "$tmp/prefix/share/overlap_bench/METRICS.md" ] || fail "METRICS.md not installed"
-cmake -S "$root/tests/install/consumer" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$tmp/prefix" \
-  -DCMAKE_CXX_FLAGS="$cxx_flags" -DCMAKE_EXE_LINKER_FLAGS="$linker_flags" >"$tmp/consumer.log" 2>&1 &&
-  cmake --build "$tmp/consumer" >>"$tmp/consumer.log" 2>&1 || { cat "$tmp/consumer.log"; fail "the consumer did not build"; }
+if ! { cmake -S "$root/tests/install/consumer" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$tmp/prefix" \
+         -DCMAKE_CXX_FLAGS="$cxx_flags" -DCMAKE_EXE_LINKER_FLAGS="$linker_flags" >"$tmp/consumer.log" 2>&1 &&
+       cmake --build "$tmp/consumer" >>"$tmp/consumer.log" 2>&1; }; then
+  cat "$tmp/consumer.log"
+  fail "the consumer did not build"
+fi
 "$tmp/consumer/fifth_phase" | grep -qx "bound 13 p50 2" || fail "the consumer printed a wrong result"
 echo "install-test: installed binary, script and package work"

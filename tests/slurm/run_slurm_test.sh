@@ -16,7 +16,7 @@ log() { printf '[slurm-test] %s\n' "$*" >&2; }
 skip() { log "skipped: $*"; exit 77; }
 
 [ "$(id -u)" -eq 0 ] || skip "needs root to run slurmctld, slurmd and network namespaces"
-command -v ip >/dev/null && command -v unshare >/dev/null && command -v nsenter >/dev/null ||
+{ command -v ip && command -v unshare && command -v nsenter; } >/dev/null ||
   skip "needs ip (iproute2), unshare and nsenter for the two nodes"
 if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
   command -v apt-get >/dev/null || skip "slurm-wlm and munge are missing and there is no apt-get"
@@ -77,6 +77,7 @@ done
 # It replaces the (sub)shell it runs in, so `on_node K daemon &` leaves $! the daemon's own PID.
 on_node() {
   local k=$1; shift
+  # shellcheck disable=SC2016  # the script is sh -c's own: its $0..$3 expand there, not here
   exec nsenter --net="/run/netns/${namespaces[k]}" unshare --uts --mount --propagation private \
     sh -c 'hostname "$0" && mount --bind /tmp "$1" && mount -t tmpfs ob-node-tmp /tmp &&
            for shared in "$2" "$3"; do
@@ -211,7 +212,7 @@ PY
 for file in phase1.sbatch phase4.sbatch sweep.sbatch compare.sbatch; do
   bash -n "$root/scripts/slurm/$file"
   for nodes_asked in 1 2; do
-    message=$(cd "$root" && client sbatch --test-only --nodes="$nodes_asked" "scripts/slurm/$file" 2>&1 || true)
+    message=$(cd "$root" && client sbatch --test-only --nodes="$nodes_asked" "scripts/slurm/$file" 2>&1) || true
     case "$message" in
       *"to start at"*) log "$file on $nodes_asked node(s): $message" ;;
       *) log "$file on $nodes_asked node(s): not accepted: $message"; exit 1 ;;
