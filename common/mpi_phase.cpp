@@ -16,8 +16,8 @@ namespace ob {
 namespace {
 // Whether no launcher started this process as a rank of a job (mpirun, srun, hydra put its rank in the environment).
 bool launched_alone() {
-  for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK", "PMIX_RANK", "MPI_LOCALNRANKS",
-                               "MV2_COMM_WORLD_SIZE"}) {
+  for (const char* variable :
+       {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK", "PMIX_RANK", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_SIZE"}) {
     if (std::getenv(variable) != nullptr) return false;
   }
   return true;

@@ -40,12 +40,14 @@ CLI::Validator output_file_kind() {
         if (parent.empty()) parent = ".";
         std::error_code error;
         const auto folder = fs::status(parent, error);
-        if (fs::exists(folder) && !fs::is_directory(folder)) return invalid + "its folder '" + parent.string() + "' is a file";
+        if (fs::exists(folder) && !fs::is_directory(folder))
+          return invalid + "its folder '" + parent.string() + "' is a file";
         if (!fs::is_directory(folder)) return invalid + "its directory must exist";
         if (::access(parent.c_str(), W_OK) != 0) return invalid + "its directory must be writable";
         const auto status = fs::symlink_status(path, error);
         if (fs::is_symlink(status)) {
-          return invalid + "not a symbolic link (it would be replaced, not written through): name the file it points to";
+          return invalid +
+              "not a symbolic link (it would be replaced, not written through): name the file it points to";
         }
         if (fs::is_directory(status)) return invalid + "a file path, not a directory";
         if (fs::exists(status) && !fs::is_regular_file(status)) {

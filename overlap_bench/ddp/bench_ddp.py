@@ -52,24 +52,19 @@ CONFIG_KEYS = ["hidden", "layers", "batch", "model", "seq", "micro_batch", "bloc
 
 
 def add_work_arguments(parser):
-    """The work, as bench_ddp.py and trace_job.py take it: --configs, or --model with --seq, --micro-batch, --blocks
-    (checked by work_checks)."""
-    parser.add_argument("--configs", nargs="+", type=ob_tool.any_text, default=["4096,16,512"],
-                        help="hidden,layers,batch per rank")
-    parser.add_argument("--model", type=ob_tool.any_text,
-                        help="a transformer instead of --configs: a preset (gpt2, gpt2-xl, llama3-8b, "
-                        "qwen2.5-7b) or a config.json, as phase4_model reads it")
-    parser.add_argument("--seq", type=ob_tool.whole(1, 1 << 20), default=2048,
-                        help="with --model: tokens per sequence (default: 2048)")
-    parser.add_argument("--micro-batch", type=ob_tool.whole(1, 1 << 16), default=1,
-                        help="with --model: sequences per GPU (default: 1)")
-    parser.add_argument("--blocks", type=ob_tool.whole(0, 4096), default=0,
-                        help="with --model: its first N blocks (default: all)")
+    """The work, as bench_ddp.py and trace_job.py take it: --configs, or --model with --seq, --micro-batch, --blocks."""
+    whole, text = ob_tool.whole, ob_tool.any_text
+    parser.add_argument("--configs", nargs="+", type=text, default=["4096,16,512"], help="hidden,layers,batch per rank")
+    parser.add_argument("--model", type=text, help="a transformer instead of --configs: a preset (gpt2, gpt2-xl, "
+                        "llama3-8b, qwen2.5-7b) or a config.json, as phase4_model reads it")
+    parser.add_argument("--seq", type=whole(1, 1 << 20), default=2048, help="with --model: tokens per sequence (2048)")
+    parser.add_argument("--micro-batch", type=whole(1, 1 << 16), default=1, help="with --model: sequences per GPU (1)")
+    parser.add_argument("--blocks", type=whole(0, 4096), default=0, help="with --model: its first N blocks (0: all)")
 
 
 def work_checks(args):
-    """(option, value, whether it is allowed, what is) of add_work_arguments' sizes."""
-    return []  # their ranges are their kinds (add_work_arguments), checked as they are parsed
+    """(option, value, whether it is allowed, what is) of add_work_arguments' sizes: none, their kinds bound them."""
+    return []
 
 
 def option_checks(args, probing):
@@ -108,8 +103,8 @@ def option_checks(args, probing):
 def parse_args(probing=False):
     parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
     add_work_arguments(parser)
-    parser.add_argument("--model-binary", type=ob_tool.executable,
-                        help="phase4_model (default: on PATH, or in this checkout's build/)")
+    parser.add_argument("--model-binary", type=ob_tool.executable, help="phase4_model (default: on PATH, or in "
+                        "this checkout's build/)")
     parser.add_argument("--bucket-mb", type=ob_tool.number_in(1e-6, 1e6), nargs="+", default=[25.0],
                         help="DDP bucket_cap_mb; several values: one overlap row each")
     parser.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=True,
@@ -120,10 +115,9 @@ def parse_args(probing=False):
     parser.add_argument("--reshard-after-forward", type=ob_tool.whole(0, 1), nargs="+", choices=[0, 1], default=[0, 1],
                         help="with --fsdp: FSDP2's reshard_after_forward, one wrapped run each; one value gives one "
                              "overlap row, as a comparison's contender needs (default: 0 1)")
-    parser.add_argument("--order-seed", type=ob_tool.whole(0, 2 ** 32 - 1),
-                        help="run the configurations, and each one's caps or "
-                        "reshardings, in an order shuffled from this seed (recorded in the metadata's point_order), "
-                        "as phase 4's --order-seed does")
+    parser.add_argument("--order-seed", type=ob_tool.whole(0, 2 ** 32 - 1), help="run the configurations, and each "
+                        "one's caps or reshardings, in an order shuffled from this seed (recorded in the metadata's "
+                        "point_order), as phase 4's --order-seed does")
     parser.add_argument("--no-isolated", action="store_true", help="time only the compute-only and the wrapped "
                         "steps (no seq, comm or ideal rows): what a comparison's contender needs")
     for option, default, kind, text in (  # the network between emulated nodes, as phase 4's
@@ -134,24 +128,19 @@ def parse_args(probing=False):
             ("--socks-per-thread", 0, ob_tool.whole(0, 64), "with --emulate-nodes: NCCL_NSOCKS_PERTHREAD (threads x "
              "sockets at most 64; default: 0, NCCL's own)")):
         parser.add_argument(option, type=kind, default=default, help=text)
-    parser.add_argument("--iters", type=ob_tool.whole(1, 1000000), default=20,
-                        help="timed iterations per mode (default: 20)")
-    parser.add_argument("--warmup", type=ob_tool.whole(0, 100000), default=5,
-                        help="untimed iterations before them (default: 5)")
-    parser.add_argument("--min-time-ms", type=ob_tool.number_in(0, 3.6e6), default=0.0,
-                        help="timed iterations beyond --iters until they "
-                        "fill this many ms, by the warm-up's step (at most 1000), as the binaries' (default: 0)")
-    parser.add_argument("--passes", type=ob_tool.whole(1, 1000000), default=1,
-                        help="time the compute-only and wrapped steps in turn this "
-                        "many times, each pass its share of --iters and --min-time-ms, as phase 4's (default: 1)")
+    parser.add_argument("--iters", type=ob_tool.whole(1, 1000000), default=20, help="timed iterations per mode (20)")
+    parser.add_argument("--warmup", type=ob_tool.whole(0, 100000), default=5, help="untimed iterations before them (5)")
+    parser.add_argument("--min-time-ms", type=ob_tool.number_in(0, 3.6e6), default=0.0, help="timed iterations "
+                        "beyond --iters until they fill this many ms, by the warm-up's step (at most 1000; default: 0)")
+    parser.add_argument("--passes", type=ob_tool.whole(1, 1000000), default=1, help="time the compute-only and "
+                        "wrapped steps in turn this many times, each pass its share of --iters and --min-time-ms, as "
+                        "phase 4's (default: 1)")
     parser.add_argument("--lr", type=ob_tool.number_in(0, 1e6), default=0.01, help="SGD learning rate (default: 0.01)")
-    parser.add_argument("--seed", type=ob_tool.whole(0, 2 ** 63 - 1), default=1234,
-                        help="seed of the weights and data (default: 1234)")
+    parser.add_argument("--seed", type=ob_tool.whole(0, 2 ** 63 - 1), default=1234, help="seed of weights, data (1234)")
     parser.add_argument("--csv", required=True, type=ob_tool.output_file(".csv"), help="summary CSV to write (rank 0)")
     if probing:
-        parser.add_argument("--probe", type=ob_tool.output_tree, metavar="DIR", required=True,
-                            help="then each wrapped run under the probe "
-                            "(overlap_bench.probe), held against these runs' own times: "
+        parser.add_argument("--probe", type=ob_tool.output_tree, metavar="DIR", required=True, help="then each "
+                            "wrapped run under the probe (overlap_bench.probe), held against these runs' own times: "
                             "DIR/<config>-<ddp|fsdp><setting>/ with truth.json")
     args = parser.parse_args()
     check_configs(parser, args.configs)

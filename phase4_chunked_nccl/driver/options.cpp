@@ -69,8 +69,9 @@ void add_planner_options(CLI::App& app, Config& config) {
   ob::add_enum_option(app, "--plan", config.plan_mode, plan_names(),
                       "Bucket plan: caps (--bucket-mb, --first-bucket-mb or --chunks) or auto (the planner's: least "
                       "predicted step from a calibration, --calibration or measured first)");
-  ob::add_list_option(app, "--plan-syncs", config.plan_syncs,
-                 "Strategies --plan auto chooses among and --calibrate measures, comma-separated (default: --sync)");
+  ob::add_list_option(
+      app, "--plan-syncs", config.plan_syncs,
+      "Strategies --plan auto chooses among and --calibrate measures, comma-separated (default: --sync)");
   ob::add_input_option(app, "--calibration", config.calibrations,
                        "Calibration file (from --calibrate, same model, GPU, ranks and commit): adds predicted_ms; "
                        "repeat it for a shape sweep (each point takes its own model's)")

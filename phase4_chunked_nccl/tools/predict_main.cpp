@@ -47,8 +47,8 @@ void add_options(CLI::App& app, Options& o) {
       ->required();
   ob::add_list_option(app, "--ranks", o.ranks_text, "Rank counts, comma-separated (each >= 2)")->capture_default_str();
   ob::add_list_option(app, "--links", o.links_text,
-                 "Networks between nodes, comma-separated: ib400 (50 GB/s, 5 us per GPU), eth100 (12.5 GB/s, "
-                 "20 us) or NAME:GBPS:LATENCY_US")
+                      "Networks between nodes, comma-separated: ib400 (50 GB/s, 5 us per GPU), eth100 (12.5 GB/s, "
+                      "20 us) or NAME:GBPS:LATENCY_US")
       ->capture_default_str();
   app.add_option("--gpus-per-node", o.per_node, "GPUs per node joined by the calibrated link")
       ->check(CLI::Range(1, 1024))
@@ -90,9 +90,10 @@ void add_options(CLI::App& app, Options& o) {
       ->needs(model)
       ->check(CLI::Range(0, 4096))
       ->capture_default_str();
-  ob::add_output_option(app, "--layers-csv", o.layers_csv,
-                        "Write every backward step (its gradient, its compute, the bucket it ends in) of the best plan on "
-                 "the calibrated ranks here");
+  ob::add_output_option(
+      app, "--layers-csv", o.layers_csv,
+      "Write every backward step (its gradient, its compute, the bucket it ends in) of the best plan on "
+      "the calibrated ranks here");
 }
 
 // The options checked against each other and against the calibration they name.
