@@ -67,8 +67,8 @@ def parse_args(argv=None):
     parser.add_argument("--out", required=True, type=ob_tool.output_tree,
                         help="folder to write (created; must not hold a gate yet)")
     parser.add_argument("--base", type=ob_tool.any_text, help="the base commit, built beside the tree")
-    parser.add_argument("--base-build", type=ob_tool.input_folder, help="the base's build folder, built already")
-    parser.add_argument("--build", type=ob_tool.input_folder, help="this tree's build folder (default: build/gpu)")
+    parser.add_argument("--base-build", type=ob_tool.any_text, help="the base's build folder, built already")
+    parser.add_argument("--build", type=ob_tool.any_text, help="this tree's build folder (default: build/gpu)")
     parser.add_argument("--preset", type=ob_tool.any_text, default="gpu",
                         help="CMake preset of --base's build (default: gpu)")
     parser.add_argument("--configs", type=ob_tool.listed(ob_tool.any_text, as_text=True),

@@ -31,6 +31,7 @@ from overlap_bench.compare import compare_runs
 from overlap_bench.compare import headline_tables
 from overlap_bench.core import ob_tool
 from overlap_bench.core import packs
+from overlap_bench.core import validate
 
 MPI = "mpirun --bind-to none -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS"
 # The checkout's experiment file, or (installed, run from a checkout) the working directory's.
@@ -211,7 +212,7 @@ def parse_args(argv=None):
                         default=str(EXPERIMENT) if EXPERIMENT.is_file() else None,
                         help="the experiment file (default: the checkout's, %(default)s; required outside one)")
     parser.add_argument("--gpus", type=ob_tool.whole(1, 1024), default=2, help="ranks, one per GPU (default: 2)")
-    parser.add_argument("--build", type=ob_tool.input_folder,
+    parser.add_argument("--build", type=ob_tool.any_text,  # named in the commands; checked when they run
                         help="the build folder holding phase4_chunked_nccl (default: the checkout's build/gpu)")
     parser.add_argument("--seed", type=ob_tool.whole(0, 2 ** 32 - 1),
                         help="ob-compare's seed (default: drawn, recorded)")
