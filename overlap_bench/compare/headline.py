@@ -31,7 +31,6 @@ from overlap_bench.compare import compare_runs
 from overlap_bench.compare import headline_tables
 from overlap_bench.core import ob_tool
 from overlap_bench.core import packs
-from overlap_bench.core import validate
 
 MPI = "mpirun --bind-to none -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS"
 # The checkout's experiment file, or (installed, run from a checkout) the working directory's.
