@@ -66,6 +66,7 @@ struct Columns {
   std::vector<double> op_start, op_end;
   StringTable strings;  // names, shapes, collectives, nccl, gpu
   StringTable tids;  // each thread id as JSON text ("null" where absent)
+  std::string sha256;  // the file's, in hex ("" where the build cannot hash: trace_file.hpp)
 };
 
 }  // namespace ob::trace

@@ -94,6 +94,7 @@ void write_columns(const Columns& c, const KernelFlags& flags, const StepFigures
     out.section("op_tid", c.op_tid);
     out.section("op_start", c.op_start);
     out.section("op_end", c.op_end);
+    out.section("sha256", std::vector<char>(c.sha256.begin(), c.sha256.end()));
     out.section("k_comm", flags.comm);
     out.section("k_host", flags.host);
     out.section("figures", std::vector<int64_t>{f.computed ? 1 : 0});

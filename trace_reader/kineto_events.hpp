@@ -10,8 +10,9 @@
 
 namespace ob::trace {
 
-// Events of a batch, whitespace-separated JSON objects in [data, data + size) with SIMDJSON_PADDING readable after.
-void keep_events(simdjson::ondemand::parser& parser, const char* data, size_t size, Columns& columns);
+// Events of a batch, whitespace-separated JSON objects in [data, data + size) with SIMDJSON_PADDING readable after;
+// `batch`: the parser's batch size, the same on every call (the largest batch the caller passes).
+void keep_events(simdjson::ondemand::parser& parser, const char* data, size_t size, size_t batch, Columns& columns);
 // trace_read.py's _wrapping_ends: each wrapping annotation's host time before the first operator inside it and after
 // the last (on its thread; all of it where none ran inside) added to the wrapper's calls; the operators let go.
 void wrapping_ends(Columns& columns);

@@ -5,13 +5,12 @@
 // an event that is not an object, bytes after the end) is Unhandled: the Python reader says what it is.
 #include "trace_reader/kineto_reader.hpp"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <cstring>
 
 #include "trace_reader/kineto_events.hpp"
 #include "trace_reader/scan_bits.hpp"
+#include "trace_reader/trace_file.hpp"
 
 namespace ob::trace {
 using namespace scan;  // NOLINT: scan_bits.hpp
@@ -81,7 +80,8 @@ void KinetoScanner::end_of_value() {
 }
 
 void KinetoScanner::flush_events() {
-  if (batch_to_ > batch_from_) keep_events(parser_, buffer_.get() + batch_from_, batch_to_ - batch_from_, columns_);
+  if (batch_to_ > batch_from_)
+    keep_events(parser_, buffer_.get() + batch_from_, batch_to_ - batch_from_, capacity_, columns_);
   batch_from_ = batch_to_;
 }
 
@@ -282,31 +282,22 @@ void KinetoScanner::finish() {
 }
 
 Columns read_kineto_file(const std::string& path, ReaderLimits limits) {
-  gzFile file = gzopen(path.c_str(), "rb");
-  if (!file) throw std::runtime_error(path + ": cannot open it");
-  struct Closer {
-    gzFile f;
-    ~Closer() { gzclose(f); }
-  } closer{file};
-  gzbuffer(file, 1 << 20);
+  TraceFile file(path);
   Columns columns;
   KinetoScanner scanner(columns, limits);
   std::unique_ptr<char[]> chunk(new char[limits.chunk_bytes]);
   uint64_t inflated = 0;
   for (;;) {
-    int got = gzread(file, chunk.get(), static_cast<unsigned>(limits.chunk_bytes));
-    if (got < 0) {
-      int code = 0;
-      throw Unhandled(std::string("gzip: ") + gzerror(file, &code));
-    }
+    size_t got = file.read(chunk.get(), limits.chunk_bytes);
     if (got == 0) break;
-    inflated += static_cast<uint64_t>(got);
-    if (!gzdirect(file) && inflated > limits.most_inflated)
+    inflated += got;
+    if (file.gzipped() && inflated > limits.most_inflated)
       throw Refused("it inflates past " + std::to_string(limits.most_inflated >> 20) + " MiB");
-    scanner.feed(chunk.get(), static_cast<size_t>(got));
+    scanner.feed(chunk.get(), got);
   }
   scanner.finish();
   wrapping_ends(columns);
+  columns.sha256 = file.sha256();
   return columns;
 }
 

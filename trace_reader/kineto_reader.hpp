@@ -1,5 +1,5 @@
 // A Kineto trace (the PyTorch profiler's Chrome JSON, plain or gzipped) read in bounded memory: the bytes come in
-// chunks (zlib's gzread, which passes a plain file through), a scanner that knows strings from structure cuts the
+// chunks (trace_file.hpp: inflated where gzipped, hashed as read), a scanner that knows strings from structure cuts the
 // top-level object into its keys and the traceEvents array into its events, and simdjson parses the events in
 // batches (kineto_events.cpp keeps what ob-analyze reads). Memory: one chunk, the longest event, simdjson's buffers
 // for one batch and the columns kept, whatever the file's size.

@@ -120,7 +120,10 @@ def predicted_row(cal, world, least_cap_mb, predictor):
                               timeout=600)
         if done.returncode:
             raise ob_tool.UsageError(f"phase4_predict: {done.stderr.strip()[:200]}")
-        return pd.read_csv(pathlib.Path(scratch) / "p.csv").iloc[0]
+        rows = pd.read_csv(pathlib.Path(scratch) / "p.csv")
+        if rows.empty:  # a layout it plans nothing for (3 ranks of one node, say)
+            raise ob_tool.UsageError(f"phase4_predict planned no bucket cap for {world} ranks")
+        return rows.iloc[0]
 
 
 def advise(traces, stats, world, predictor=None):

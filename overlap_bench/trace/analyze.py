@@ -180,13 +180,16 @@ def run(args):
     table.loc[table["mode"] == "overlap", "compute_only_step_ms"] = max(spans) if spans else np.nan
     replayed = table.set_index("mode").loc["overlap", "replayed_share"] > REPLAYED  # no collective's size in it
     advised = advice.advise(traces, stats, world, args.predictor) if system == "pytorch-ddp" and not replayed else None
+    # each trace's SHA-256 as the native reader took it while reading (else the file is read again for it)
+    digests = {t.path: t.native.sha256 for t in traces if getattr(t, "native", None) is not None}
     buckets = pd.DataFrame([{"rank": s.rank, "step": s.step, "bucket": i, "collective": b[0], "bytes": b[1],
                              "ms": b[2]} for s in stats for i, b in enumerate(s.buckets)],
                            columns=["rank", "step", "bucket", "collective", "bytes", "ms"])  # none: the header alone
     meta = {"suite": "overlap-bench", "tool": "ob-analyze", "commit": ob_tool.commit_id(), "command_line": sys.argv,
             "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "system": system, "ranks": world,
             "gpus": [{"gpu_name": t.gpu} for t in traces if t.gpu], "nccl": traces[0].nccl,
-            "traces": [{"path": str(p), "sha256": digest(p)} for p in [*args.traces, *args.compute_only]],
+            "traces": [{"path": str(p), "sha256": digests.get(str(pathlib.Path(p))) or digest(p)}
+                       for p in [*args.traces, *args.compute_only]],
             "config_columns": ["system", "phase", "ranks"], "seconds": round(time.monotonic() - started, 1),
             "slowdown_baseline": baseline(traces), "advice": advised}
     split = None

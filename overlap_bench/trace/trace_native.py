@@ -101,6 +101,7 @@ class Native:
         self.found = found
         self.strings = _strings(found, "strings")
         self.computed = "figures" in found and _column(found, "figures", "q")[0] == 1
+        self.sha256 = found.get("sha256", b"").decode() or None  # the file's, hashed as read (None: not built so)
 
     def column(self, name, code="d"):
         return _column(self.found, name, code)
@@ -190,8 +191,9 @@ def to_trace(path, found):
     native = Native(found)
     kind = NativeTrace if native.computed else RankTrace
     trace = kind(str(path), rank=rank, world=world, gpu=strings[gpu], nccl=strings[nccl], start_ns=start_ns)
+    trace.native = native
     if native.computed:
-        trace.native, trace.kernels, trace.launches = native, None, None
+        trace.kernels, trace.launches = None, None
     else:
         trace.kernels = [Kernel(s, e, strings[n], st, strings[sh], c, strings[co], b) for s, e, n, st, sh, c, co, b
                          in zip(col("k_start"), col("k_end"), col("k_name", "I"), col("k_stream", "q"),

@@ -270,10 +270,18 @@ def native_figures(trace):
 def step_parts(trace):
     """{step: ([(start, end)] of its collectives in start order, Cover of its compute kernels)} of one rank."""
     if native_figures(trace):
-        return {s.step: ([(b[3], b[4]) for b in s.buckets], Cover(cover))
+        return {s.step: ([(b[3], b[4]) for b in s.buckets], disjoint(cover))
                 for s, cover in zip(trace.native.step_stats(trace.rank), trace.native.covers())}
     return {n: ([(k.start, k.end) for k in sorted((k for k in ks if k.comm), key=lambda k: k.start)],
                 Cover((k.start, k.end) for k in ks if not k.comm)) for n, ks in steps_of(trace)}
+
+
+def disjoint(spans):
+    """A Cover of intervals already disjoint and sorted (the native reader's unions), without sorting them again."""
+    cover = Cover(())
+    cover.extend([a, b] for a, b in spans)
+    cover.ends = [b for _, b in spans]
+    return cover
 
 
 def compute_launched(trace, start, end):
@@ -302,6 +310,8 @@ def peer_waits(traces, stats):
     them (a collective moves no data before every rank has launched it). The k-th collective of a step is the same
     on every rank; the ranks' clocks are aligned by the collectives' ends (a collective ends on every rank at once),
     the median offset per rank. Ranks whose steps launched other counts of collectives, and a single rank, wait 0."""
+    if len(traces) < 2:  # one rank: nothing to wait for
+        return
     steps = {t.rank: step_parts(t) for t in traces}
     numbers = set.intersection(*(set(s) for s in steps.values())) if len(steps) > 1 else set()
     numbers = {n for n in numbers if len({len(steps[r][n][0]) for r in steps}) == 1}
