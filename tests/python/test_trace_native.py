@@ -232,3 +232,48 @@ def test_a_kineto_trace_beyond_the_input_cap_is_the_native_readers(native, tmp_p
     assert trace.kernels
     with pytest.raises(ob_tool.UsageError, match="is invalid"):
         read_with(path, "0", monkeypatch)
+
+
+def test_analysis_memory_bounded_on_a_trace_larger_than_the_bound(native, tmp_path):
+    """ob-analyze on a trace larger than the memory bound this test sets (a shipped job's events among 352 MB of
+    events it drops): every process it ran stays under 320 MB resident, and its figures are those of the job's trace
+    alone (issue 82: peak memory bounded whatever the file's size)."""
+    source = REPO / "tests" / "data" / "traces" / "2gpu" / "ddp-1024x8x256-25mb.rank0.trace.json.gz"
+    top = json.loads(gzip.open(source).read())
+    events = top.pop("traceEvents")
+    filler = b'{"ph": "X", "cat": "python_function", "name": "f [x]", "ts": 1, "dur": 1, "args": {"a": "{["}},\n'
+    block = filler * (1 << 14)
+    big = tmp_path / "big.trace.json"
+    with open(big, "wb") as out:
+        out.write(json.dumps(top)[:-1].encode() + b', "traceEvents": [\n')
+        for _ in range((352 << 20) // len(block)):
+            out.write(block)
+        out.write(",\n".join(json.dumps(e) for e in events).encode() + b"\n]}\n")
+    bound_mb = 320
+    assert big.stat().st_size > bound_mb << 20
+    env = dict(os.environ, **{trace_native.ENVIRONMENT: native})
+    child = subprocess.Popen([*tool("analyze.py"), str(big), "--out", str(tmp_path / "big")], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(child.pid, 0)  # this child and every process it waited for: the largest of them
+    assert os.waitstatus_to_exitcode(status) == 0, child.stderr.read()
+    assert usage.ru_maxrss < bound_mb * 1024, f"{usage.ru_maxrss / 1024:.0f} MB resident"
+    done = subprocess.run([*tool("analyze.py"), str(source), "--out", str(tmp_path / "alone")], capture_output=True,
+                          text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr
+    for table in ("analysis.csv", "analysis.buckets.csv", "analysis.timeline.csv"):
+        assert (tmp_path / "big" / table).read_text() == (tmp_path / "alone" / table).read_text(), table
+
+
+def test_gzip_of_several_members_and_trailing_bytes(native, tmp_path, monkeypatch):
+    """A gzip file of two members reads as their texts joined (gzread's rule), bytes after the last member ignored,
+    and a member cut short is left to the Python reader (which says what it is)."""
+    text = json.dumps({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1,
+                                        "args": {"stream": 7}}]}).encode()
+    joined = tmp_path / "two.trace.json.gz"
+    joined.write_bytes(gzip.compress(text[:20]) + gzip.compress(text[20:]) + b"\0\0 trailing")
+    trace, = read_with(joined, native, monkeypatch)
+    assert [k.name for k in trace.kernels] == ["k"]
+    cut = tmp_path / "cut.trace.json.gz"
+    cut.write_bytes(gzip.compress(text)[:-12])
+    monkeypatch.setenv(trace_native.ENVIRONMENT, native)
+    assert trace_native.read(cut) is None
