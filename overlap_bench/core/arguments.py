@@ -190,14 +190,19 @@ def _executable(text):
 executable = Kind("executable", _executable)
 
 
+def _shown(number):
+    """A bound as its reader wrote it: 1048576, not 1.04858e+06."""
+    return str(int(number)) if float(number).is_integer() and abs(number) < 1e16 else f"{number:g}"
+
+
 def _number(text, least, most, integer):
-    kind = "a whole number" if integer else "a number"
+    allowed = f"from {_shown(least)} to {_shown(most)}" if math.isfinite(most) else f"at least {_shown(least)}"
     try:
         value = int(text, 10) if integer else float(text)
     except ValueError:
-        raise _invalid(text, f"{kind} in [{least:g}, {most:g}]") from None
+        raise _invalid(text, f"{'a whole' if integer else 'a'} number {allowed}") from None
     if not math.isfinite(value) or not least <= value <= most:
-        raise _invalid(text, f"{kind} in [{least:g}, {most:g}]")
+        raise _invalid(text, allowed)
     return value
 
 
