@@ -1,0 +1,25 @@
+"""bench_targets: ob-analyze-bench's tables held against issue 82's targets, each figure from the tables (met where
+it is at most its bound), the other tools' ratios only where they ran."""
+import pandas as pd
+
+from overlap_bench.trace import bench_targets
+
+
+def test_targets_from_the_tables(tmp_path):
+    common = {"events": 1, "steps": 1, "seconds": 1.0, "cpus": 2, "mb_per_cpu_s": 1.0, "reader": "native",
+              "parse_only_s": 1.0, "tracelens_status": "not installed"}
+    pd.DataFrame([{**common, "trace_bytes": 250e6, "cpu_s": 2.0, "reader_cpu_s": 1.0, "max_rss_mb": 200.0,
+                   "reader_over_parse": 1.0, "analyze_over_parse": 2.0, "hta_status": "ran", "hta_cpu_s": 200.0,
+                   "hta_max_rss_mb": 1600.0},
+                  {**common, "trace_bytes": 1e9, "cpu_s": 5.0, "reader_cpu_s": 3.0, "max_rss_mb": 300.0,
+                   "reader_over_parse": 3.5, "analyze_over_parse": 6.0, "gzip_over_zlib": 1.5,
+                   "gzip_reader_over_zlib": 1.2, "hta_status": "not run"}]).to_csv(tmp_path / "bench.csv", index=False)
+    pd.DataFrame([{"ranks": 8, "seconds": 25.0, "cores": 2}]).to_csv(tmp_path / "bench.ranks.csv", index=False)
+    frame = bench_targets.targets(tmp_path).set_index("target")
+    assert frame.loc["1 GB one rank: CPU s on one core", "met"] == "no"
+    assert frame.loc["1 GB one rank: CPU s on one core", "measured_over_bound"] == 1.25
+    assert frame.loc["gzip: ob-analyze's CPU over zlib's inflate", "met"] == "yes"
+    assert frame.loc["peak memory at 4 GB, MB", "met"] == "-"  # no 4 GB table
+    assert frame.loc["8 ranks x 1 GB: wall s on 2 cores", "met"] == "no"
+    assert frame.loc["hta at 250 MB: its CPU over ob-analyze's (higher: ob-analyze faster)", "measured"] == 100.0
+    assert not any("hta at 1 GB" in t or "tracelens" in t for t in frame.index)
