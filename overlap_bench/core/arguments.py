@@ -85,13 +85,13 @@ def _input(text, file=True, folder=False):
     except OSError:
         if file and not os.path.lexists(text) and os.path.isfile(os.path.join(os.path.dirname(text), PACK)):
             return text  # perhaps packed (overlap_bench.core.packs): its reader finds it there or says it is not
-        raise _invalid(text, "no such file" if file else "no such folder") from None
+        raise _invalid(text, "no such file" if file else "not a directory (no such folder)") from None
     if stat.S_ISDIR(status.st_mode):
         if not folder:
             raise _invalid(text, "a regular file (it is a folder)")
         return text
     if not stat.S_ISREG(status.st_mode) or not file:
-        raise _invalid(text, "a folder (it is a file)" if not file
+        raise _invalid(text, "not a directory (it is a file)" if not file
                        else "a regular file (it is a device, FIFO or socket)")
     if status.st_size > MOST_INPUT_BYTES:
         raise _invalid(text, f"{status.st_size} bytes, at most {MOST_INPUT_BYTES} are read")
@@ -183,7 +183,7 @@ def _executable(text):
     """A program to run (--predictor, --binary, a command): an executable regular file, on PATH or by its path."""
     found = shutil.which(text) if text and os.sep not in text else (text if text and os.access(text, os.X_OK) else None)
     if not found or not pathlib.Path(found).is_file():
-        raise _invalid(text, "no executable file of that name")
+        raise _invalid(text, "it could not run (no executable file of that name)")
     return found
 
 
@@ -220,7 +220,10 @@ def listed(item, separator=",", as_text=False):
     """The kind of a list in one value ("2,4,8"): items of kind `item`, each once (a repeat would run one point
     twice and count it as two); returns the list (the text itself where `as_text`)."""
     def check(text):
-        items = [item(part) for part in text.split(separator)] if text else []
+        try:
+            items = [item(part) for part in text.split(separator)] if text else []
+        except argparse.ArgumentTypeError as error:  # the whole list named, then the item
+            raise _invalid(text, f"a list of {item.kind} values ({error})") from None
         if not items:
             raise _invalid(text, f"a list of {item.kind} values separated by '{separator}'")
         if not distinct(items):

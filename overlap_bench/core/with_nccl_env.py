@@ -29,7 +29,10 @@ def main(argv=None):
     parser.add_argument("command", type=ob_tool.executable, metavar="COMMAND", help="the command to run")
     parser.add_argument("arguments", nargs=argparse.REMAINDER, type=ob_tool.repeatable(ob_tool.any_text), metavar="ARG",
                         help="its arguments, as given")
-    args = parser.parse_args(argv)
+    given = sys.argv[1:] if argv is None else argv
+    if len(given) < 2 and not {"-h", "--help"} & set(given):
+        raise ob_tool.UsageError("usage: with_nccl_env.py RUN.meta.json COMMAND [ARG...]")
+    args = parser.parse_args(given)
     variables = nccl_environment(args.meta)
     argv = [args.meta, args.command, *args.arguments]
     said = " ".join(f"{k}={v}" for k, v in sorted(variables.items()))
