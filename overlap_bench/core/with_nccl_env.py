@@ -29,10 +29,14 @@ def main(argv=None):
     parser.add_argument("command", type=ob_tool.executable, metavar="COMMAND", help="the command to run")
     parser.add_argument("arguments", nargs=argparse.REMAINDER, type=ob_tool.repeatable(ob_tool.any_text), metavar="ARG",
                         help="its arguments, as given")
-    given = sys.argv[1:] if argv is None else argv
-    if len(given) < 2 and not {"-h", "--help"} & set(given):
-        raise ob_tool.UsageError("usage: with_nccl_env.py RUN.meta.json COMMAND [ARG...]")
-    args = parser.parse_args(given)
+    usage = parser.error  # a missing argument: said with the usage line
+
+    def error(message):
+        usage(f"{message} (usage: with_nccl_env.py RUN.meta.json COMMAND [ARG...])" if "required" in message
+              else message)
+
+    parser.error = error
+    args = parser.parse_args(argv)
     variables = nccl_environment(args.meta)
     argv = [args.meta, args.command, *args.arguments]
     said = " ".join(f"{k}={v}" for k, v in sorted(variables.items()))
