@@ -19,6 +19,7 @@ import sys
 
 from overlap_bench.compare import headline
 from overlap_bench.core import ob_tool
+from overlap_bench.core import validate
 
 # The checkout's experiments; outside a checkout (an installed package) --parts names them: no other default.
 EXPERIMENTS = ob_tool.REPO / "experiments"
@@ -71,7 +72,8 @@ def load_part(path):
             if values != "@configs" and not (isinstance(values, list) and values and
                                              all(isinstance(v, str) for v in values)):
                 raise bad(where, f"matrix '{name}' must be \"@configs\" or a list of strings")
-    return spec
+    # and whatever the checks above leave to it: the declared schema (schemas/part.schema.json)
+    return validate.check(spec, "part", f"--part: '{path}' is invalid")
 
 
 def load_parts(folder):
@@ -85,6 +87,7 @@ def load_parts(folder):
     if not isinstance(order, list) or sorted(order) != files:
         raise ob_tool.UsageError(f"--parts: '{folder}.toml' is invalid: 'parts' must list each of {folder}/*.toml "
                                  f"once ({', '.join(files)})")
+    validate.check(index, "parts", f"--parts: '{folder}.toml' is invalid")
     return {name: load_part(folder / f"{name}.toml") for name in order}
 
 

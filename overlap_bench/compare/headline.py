@@ -31,6 +31,7 @@ from overlap_bench.compare import compare_runs
 from overlap_bench.compare import headline_tables
 from overlap_bench.core import ob_tool
 from overlap_bench.core import packs
+from overlap_bench.core import validate
 
 MPI = "mpirun --bind-to none -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS"
 # The checkout's experiment file, or (installed, run from a checkout) the working directory's.
@@ -96,7 +97,8 @@ def load_experiment(path):
     if not named or any(n not in labels for n in named):
         raise ob_tool.UsageError(f"--experiment: '{path}' is invalid: 'baseline' must name contenders of the "
                                  f"experiment ({', '.join(sorted(labels))})")
-    return spec
+    # and whatever the checks above leave to it: the declared schema (schemas/experiment.schema.json)
+    return validate.check(spec, "experiment", f"--experiment: '{path}' is invalid")
 
 
 def cap_label(sync, cap, spec):
@@ -175,7 +177,7 @@ def predict(spec, calibrations, ranks, predictor, tables=()):
         if not path.is_file():
             raise ob_tool.UsageError(f"--predict-from: no {path}")
         try:
-            syncs = [s["sync"] for s in packs.read_json(path, "--predict-from")["strategies"]]
+            syncs = [s["sync"] for s in packs.read_json(path, "--predict-from", schema="calibration")["strategies"]]
         except (ValueError, KeyError, TypeError) as error:
             raise ob_tool.UsageError(f"--predict-from: '{path}' is not a calibration "
                                      f"({type(error).__name__})") from None
@@ -288,7 +290,7 @@ def main(argv=None):
         return 0
     predictions = args.predictions_table
     if args.analyze:
-        timing = packs.read_json(pathlib.Path(args.analyze) / "headline.meta.json", "--analyze") \
+        timing = packs.read_json(pathlib.Path(args.analyze) / "headline.meta.json", "--analyze", schema="meta") \
             if packs.exists(pathlib.Path(args.analyze) / "headline.meta.json") else {}
         timing = {k: timing[k] for k in ("wall_s", "calibration_s", "command_line", "experiment", "experiment_spec")
                   if k in timing}

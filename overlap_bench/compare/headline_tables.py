@@ -292,7 +292,7 @@ def write(compare_dir, out, spec, timing, predictions=None):
     predictions.csv, is given) and prints a sentence per configuration."""
     compare_dir, out = pathlib.Path(compare_dir), pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    meta = packs.read_json(compare_dir / "compare.meta.json", "--analyze")
+    meta = packs.read_json(compare_dir / "compare.meta.json", "--analyze", schema="meta")
     if not isinstance(meta, dict) or not ob_tool.is_number(meta.get("seed"), 0, 2 ** 64, integer=True):
         raise ob_tool.UsageError(f"--analyze: '{compare_dir / 'compare.meta.json'}' is invalid: not ob-compare's "
                                  "metadata (an integer 'seed')")

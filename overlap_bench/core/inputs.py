@@ -105,10 +105,21 @@ def parse_json(data, where, depth=MOST_JSON_DEPTH, finite=True):
         raise UsageError(f"{where}: not JSON ({str(error).splitlines()[0]})") from None
 
 
-def load_json(path, option, most=MOST_SMALL_BYTES, depth=MOST_JSON_DEPTH, finite=True):
+def load_json(path, option, most=MOST_SMALL_BYTES, depth=MOST_JSON_DEPTH, finite=True, schema=None):
     """The one way a tool reads a JSON input whole (a calibration, metadata, a spec): the input policy, at most
     `most` bytes (gunzipped where it is gzip, the inflated size bounded), nesting bounded as the bytes pass (strings
-    excluded), then parsed (parse_json). Any fault is a UsageError naming the option and the file."""
+    excluded), then parsed (parse_json) and, given `schema` (a kind of validate.KINDS), checked against its declared
+    schema before any number is used. Any fault is a UsageError naming the option and the file."""
     with open_input(path, option, most=most, inflated=most, json_depth=depth) as stream:
         data = stream.read()
-    return parse_json(data, f"{option}: '{path}' is invalid", depth, finite)
+    return checked(parse_json(data, f"{option}: '{path}' is invalid", depth, finite), schema, option, path)
+
+
+def checked(value, schema, option, path):
+    """`value` checked against the declared schema of kind `schema` (none: as it is); a UsageError naming the option,
+    the file, the field and the rule."""
+    if schema is None:
+        return value
+    from overlap_bench.core import validate
+
+    return validate.check(value, schema, f"{option}: '{path}' is invalid")

@@ -88,7 +88,7 @@ def meta_path(path):
 def _declared_config_columns(path):
     """The configuration columns the summary's metadata names; none without a readable sidecar."""
     try:
-        meta = packs.read_json(meta_path(path), "a metadata sidecar")
+        meta = packs.read_json(meta_path(path), "a metadata sidecar", schema="meta")
     except (OSError, ob_tool.UsageError):
         return []
     columns = meta.get("config_columns", []) if isinstance(meta, dict) else []
@@ -208,7 +208,7 @@ def read_metadata(summary_path):
     if not os.path.lexists(path) and not packs.exists(path):  # a folder or FIFO of its name is refused, not skipped
         return {}
     try:
-        meta = packs.read_json(path, "a metadata sidecar", 64 << 20)
+        meta = packs.read_json(path, "a metadata sidecar", 64 << 20, schema="meta")
     except OSError as error:
         raise ob_tool.UsageError(f"{path}: unreadable metadata ({str(error).splitlines()[0]})") from None
     if not isinstance(meta, dict):

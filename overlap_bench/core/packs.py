@@ -95,13 +95,14 @@ def read_text(path, option="FILE", most=ob_tool.MOST_INPUT_BYTES):
     return read_bytes(path, option, most).decode(errors="replace")
 
 
-def read_json(path, option="FILE", most=ob_tool.MOST_SMALL_BYTES):
+def read_json(path, option="FILE", most=ob_tool.MOST_SMALL_BYTES, schema=None):
     """A loose or packed JSON file through the one JSON loader (inputs.load_json: size and nesting bounded as the
-    bytes pass); any fault a usage error naming the option and the file."""
+    bytes pass; given `schema`, checked against that declared schema); any fault a usage error naming the option
+    and the file."""
     path = pathlib.Path(path)
     if path.exists() or not exists(path):
-        return inputs.load_json(path, option, most)
-    return inputs.parse_json(read_bytes(path), f"{option}: '{path}' is invalid")
+        return inputs.load_json(path, option, most, schema=schema)
+    return inputs.checked(inputs.parse_json(read_bytes(path), f"{option}: '{path}' is invalid"), schema, option, path)
 
 
 def read_csv(path, option="CSV", required=(), most=ob_tool.MOST_INPUT_BYTES, **options):

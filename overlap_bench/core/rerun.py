@@ -62,7 +62,7 @@ def rerun_command(summary, csv=None):
     if not packs.exists(meta_path):
         raise ob_tool.UsageError(f"{summary}: no metadata beside it ({meta_path.name})")
     try:
-        meta = packs.read_json(meta_path, "SUMMARY's metadata")
+        meta = packs.read_json(meta_path, "SUMMARY's metadata", schema="meta")
     except OSError as error:
         raise ob_tool.UsageError(f"{meta_path}: not readable ({error.strerror})") from None
     if not isinstance(meta, dict) or meta.get("suite") != "overlap-bench":

@@ -15,7 +15,7 @@ from overlap_bench.core import inputs
 def nccl_environment(meta_path):
     """The NCCL_* variables of a run's metadata, less those that only direct its log."""
     try:
-        environment = inputs.load_json(meta_path, "META")["environment"]
+        environment = inputs.load_json(meta_path, "META", schema="meta")["environment"]
     except (OSError, ob_tool.UsageError, KeyError, TypeError) as error:
         raise ob_tool.UsageError(f"'{meta_path}' is invalid: no metadata with an environment ({error})")
     if not isinstance(environment, dict):

@@ -109,7 +109,7 @@ def index_block(base, _plain, _keyed):
         metas = []
         for path in (p for p in found if p.parent == folder):
             try:
-                meta = packs.read_json(path, "an index block's metadata")
+                meta = packs.read_json(path, "an index block's metadata", schema="meta")
             except ob_tool.UsageError:
                 continue
             if isinstance(meta, dict):

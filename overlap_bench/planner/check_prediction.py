@@ -43,7 +43,7 @@ def calibrations_by_model(paths):
     found = {}
     for path in paths:
         try:
-            data = inputs.load_json(path, "--calibrations")
+            data = inputs.load_json(path, "--calibrations", schema="calibration")
             model = data["model"]
             key = (int(model["hidden"]), int(model["layers"]), int(model["batch"]), bool(model.get("graph", False)))
             found[key] = (pathlib.Path(path), int(data["ranks"]), {s["sync"] for s in data["strategies"]})

@@ -191,7 +191,7 @@ def main():
     ob_tool.require_outputs([(name, path) for name, path in outputs if path], inputs)
     args.predictor = find_predictor(args.predictor)
     frame = predict(args)
-    calibration = packs.read_json(args.calibration, "--calibration")
+    calibration = packs.read_json(args.calibration, "--calibration", schema="calibration")
     plan = "best plan" if args.bucket_mb is None else f"plan of {args.bucket_mb:g} MiB buckets"
     what = workload(calibration, args)
     if args.output:

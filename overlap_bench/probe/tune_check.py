@@ -7,10 +7,10 @@ by tune.contender, the job's own "own", the baseline) into one row of --csv (tun
 import argparse
 import csv
 import io
-import json
 import pathlib
 import sys
 
+from overlap_bench.core import inputs
 from overlap_bench.core import ob_tool
 from overlap_bench.probe import tune
 
@@ -38,18 +38,37 @@ def parse(argv=None):
     return args, jobs
 
 
+def read_compared(path):
+    """ob-compare's rows as {contender: (ratio, lo, hi)}, through the one CSV loader: its columns there and its
+    ratios finite numbers above zero, or a usage error naming the file."""
+    from overlap_bench.core import packs
+
+    import pandas as pd
+
+    columns = ("contender", "ratio", "ratio_ci_lo", "ratio_ci_hi")
+    frame = packs.read_csv(path, "JOB", required=columns, dtype={"contender": str}, keep_default_na=False)
+    numbers = frame[list(columns[1:])].apply(pd.to_numeric, errors="coerce")
+    bad = ~((numbers > 0) & (numbers < 1e12)).all(axis=1)
+    if bad.any():
+        raise ob_tool.UsageError(f"{path}: contender '{frame['contender'][bad].iloc[0]}': ratio and interval must be "
+                                 "numbers above zero")
+    return {str(name): tuple(float(v) for v in values) for name, values in zip(frame["contender"], numbers.values)}
+
+
 def main(argv=None):
     args, jobs = parse(argv)
     rows = []
     for name, probe, compare in jobs:
-        result = json.loads(ob_tool.read_small(probe / "probe.json", "probe.json"))
+        result = inputs.load_json(probe / "probe.json", "JOB", schema="probe_tune")
         if "tune" not in result:
             raise ob_tool.UsageError(f"{probe}/probe.json: the probe ran without its tuner (tune=True)")
-        with open(compare / "compare.csv", newline="") as source:
-            compared = {row["contender"]: tuple(float(row[c]) for c in ("ratio", "ratio_ci_lo", "ratio_ci_hi"))
-                        for row in csv.DictReader(source)}
+        compared = read_compared(compare / "compare.csv")
         if "own" not in compared:
             raise ob_tool.UsageError(f"{compare}/compare.csv: no contender 'own' (the job's own setting)")
+        picked = result["tune"]["best"]
+        if picked and tune.contender(picked) not in compared:
+            raise ob_tool.UsageError(f"{compare}/compare.csv: no contender '{tune.contender(picked)}' (the setting "
+                                     f"the tuner picked, {picked})")
         rows.append(tune.held_against(name, result["tune"], compared))
     out = io.StringIO()
     writer = csv.DictWriter(out, list(rows[0]), lineterminator="\n")

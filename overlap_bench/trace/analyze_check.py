@@ -209,7 +209,7 @@ def main():
     meta = {"suite": "overlap-bench", "tool": "ob-analyze-check", "commit": ob_tool.commit_id(),
             "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "command_line": sys.argv,
             "traces": str(args.folder), "hta_version": hta,
-            "trace_job": packs.read_json(pathlib.Path(args.folder) / "trace_job.meta.json", "FOLDER")
+            "trace_job": packs.read_json(pathlib.Path(args.folder) / "trace_job.meta.json", "FOLDER", schema="meta")
             if (pathlib.Path(args.folder) / "trace_job.meta.json").is_file() else None}
     ob_tool.write_text_atomic(ob_csv.meta_path(args.csv), json.dumps(meta, indent=2) + "\n")
     ob_tool.write_text_atomic(args.csv, table.to_csv(index=False))

@@ -18,42 +18,22 @@ PARTS = (("exposed communication", ("exposed_comm_ms", "-peer_wait_ms"), True),
          ("blocking communication", ("blocking_comm_ms",), False))
 
 
-def _numbers(path, what, keys, check=None):
-    """A JSON object of a probe's folder, read through the input policy (ob_tool.read_small: a file too large to read
-    whole is a usage error), holding the finite numbers `keys`; a ValueError naming the file where it does not."""
+def _checked(path, what, kind):
+    """A JSON object of a probe's folder, read through the one JSON loader (inputs.load_json: size and nesting
+    bounded) and checked against its declared schema (schemas/probe.schema.json, truth.schema.json: positive steps,
+    each value inside its own interval, booleans that are booleans); a ValueError naming the file, the field and
+    the rule where it does not hold."""
     from overlap_bench.core import inputs, ob_tool
 
     try:
-        value = inputs.load_json(path, "FOLDER")
+        return inputs.load_json(path, "FOLDER", schema=kind)
     except (OSError, ob_tool.UsageError) as error:
         raise ValueError(f"{path}: not {what} ({str(error).split(' is invalid: ')[-1]})") from None
-    if not isinstance(value, dict) or not all(ob_tool.is_number(value.get(k), -1e9, 1e9) for k in keys):
-        raise ValueError(f"{path}: not {what} ({path.name} needs the finite numbers {', '.join(keys)})")
-    if check and not check(value):
-        raise ValueError(f"{path}: not {what} (its fields contradict each other or have the wrong type: {RULES})")
-    return value
-
-
-# What a probe's result and its truth must hold beyond finite numbers: positive steps, each value inside its own
-# interval, booleans that are booleans (a string "false" is no false)
-RULES = "steps above zero, ci_lo <= value <= ci_hi, within_5pct true or false"
-
-
-def _probe_holds(probe):
-    return (probe.get("tool") == "probe" and probe["step_ms"] > 0 and probe["compute_only_step_ms"] > 0
-            and probe["traced_step_ms"] > 0 and probe["added_ci_lo_ms"] <= probe["added_ms"] <= probe["added_ci_hi_ms"])
-
-
-def _truth_holds(truth):
-    return (truth["truth_step_ms"] > 0 and truth["truth_compute_ms"] > 0 and
-            truth["truth_ci_lo_ms"] <= truth["truth_added_ms"] <= truth["truth_ci_hi_ms"] and
-            isinstance(truth.get("within_5pct", False), bool))
 
 
 def load(path):
     """A probe's probe.json; a ValueError naming the file where it is not one."""
-    keys = ("step_ms", "compute_only_step_ms", "added_ms", "added_ci_lo_ms", "added_ci_hi_ms", "traced_step_ms")
-    return _numbers(path, "a probe's result", keys, _probe_holds)
+    return _checked(path, "a probe's result", "probe")
 
 
 # The truth a probe is held against (truth.json: examples/probe_ddp.py --truth, ob-probe-suite), as ob-probe-table
@@ -119,7 +99,7 @@ def table_row(folder):
            "replicas_agree": probe.get("replicas_agree")}
     truth_path = folder / "truth.json"
     if truth_path.is_file():
-        truth = _numbers(truth_path, "a probe's truth", TRUTH_NUMBERS, _truth_holds)
+        truth = _checked(truth_path, "a probe's truth", "truth")
         row.update({k: truth.get(k) for k in (*TRUTH_NUMBERS, "error", "within_5pct")})
     parts_path = folder / "analysis" / "analysis.parts.csv"
     if parts_path.is_file():

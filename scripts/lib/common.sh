@@ -6,7 +6,7 @@ OB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # The Python tools run in place as modules (python3 -m overlap_bench.report.report), the checkout's package.
 export PYTHONPATH="$OB_ROOT${PYTHONPATH:+:$PYTHONPATH}"
 OB_APT_PACKAGES="build-essential cmake git openmpi-bin libopenmpi-dev libcli11-dev nlohmann-json3-dev libgtest-dev libsimdjson-dev zlib1g-dev python3 python3-pip"
-OB_APT_PYTHON_PACKAGES="python3-pandas python3-matplotlib python3-pytest python3-setuptools python3-wheel python3-ijson"
+OB_APT_PYTHON_PACKAGES="python3-pandas python3-matplotlib python3-pytest python3-setuptools python3-wheel python3-ijson python3-jsonschema"
 
 ob_log() { printf '[overlap-bench] %s\n' "$*" >&2; }
 ob_die() { printf '[overlap-bench] error: %s\n' "$1" >&2; exit "${2:-1}"; }
@@ -36,11 +36,12 @@ ob_missing_system() {
 }
 
 # The Python modules the main job needs (ob_ensure_dependencies run), those the tests add (test), and the optional
-# ones: ijson (the trace reader: ob-analyze and the probe's split alone) and hypothesis (the structure-aware fuzz
-# test); without one, what needs it skips, nothing else does.
-OB_PY_RUN="pandas matplotlib"
+# ones: ijson (the trace reader: ob-analyze and the probe's split alone), hypothesis and hypothesis_jsonschema (the
+# structure-aware fuzz tests); without one, what needs it skips, nothing else does. jsonschema checks every
+# structured input against its declared schema (overlap_bench/core/validate.py).
+OB_PY_RUN="pandas matplotlib jsonschema"
 OB_PY_TEST="pytest setuptools wheel"
-OB_PY_OPTIONAL="ijson hypothesis"
+OB_PY_OPTIONAL="ijson hypothesis hypothesis_jsonschema"
 ob_python_has() { local m; for m in "$@"; do python3 -c "import $m" >/dev/null 2>&1 || return 1; done; }
 ob_python_ok() {
   local -a modules
@@ -99,6 +100,14 @@ ob_ensure_dependencies() {
   if [ "$(id -u)" -eq 0 ] && ! command -v clang-format-14 >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
     apt-get install -y -qq clang-format-14 >/dev/null 2>&1 ||
       ob_log "clang-format-14 could not be installed: the format test will skip"
+  fi
+  # clang with libFuzzer (the C++ fuzz test) and atheris (the Python one): likewise never required.
+  if [ "$(id -u)" -eq 0 ] && ! command -v clang++ >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    apt-get install -y -qq clang >/dev/null 2>&1 || ob_log "clang could not be installed: the C++ fuzz test will skip"
+  fi
+  if [ "$(id -u)" -eq 0 ] && ! python3 -c 'import atheris' >/dev/null 2>&1; then
+    python3 -m pip install -q atheris >/dev/null 2>&1 ||
+      ob_log "atheris could not be installed (no wheel for this Python?): the Python fuzz test will skip"
   fi
   # Offline (a cluster node), the installs fail: what is required must then be there already, an optional module
   # missing is said and its tools skip.

@@ -79,12 +79,13 @@ def test_rerun_refuses_what_it_cannot_use(tmp_path):
 
 
 @pytest.mark.parametrize("meta, named", [
-    ([1, 2], "not the metadata of an overlap-bench run"),
-    ({"suite": "overlap-bench", "command_line": "phase2 --iters 3"}, "command_line must be a non-empty list"),
+    ([1, 2], "the top level: must be object"),
+    ({"suite": "overlap-bench", "command_line": "phase2 --iters 3"}, "field 'command_line': must be array"),
     ({"suite": "overlap-bench", "command_line": []}, "command_line must be a non-empty list"),
-    ({"suite": "overlap-bench", "command_line": ["a"], "environment": ["X=1"]}, "environment must map"),
-    ({"suite": "overlap-bench", "command_line": ["a"], "launcher": "mpirun"}, "launcher must be an object"),
-    ({"suite": "overlap-bench", "command_line": ["a"], "working_directory": 7}, "working_directory must be a path"),
+    ({"suite": "overlap-bench", "command_line": ["a"], "environment": ["X=1"]}, "field 'environment': must be object"),
+    ({"suite": "overlap-bench", "command_line": ["a"], "launcher": "mpirun"}, "field 'launcher': must be object"),
+    ({"suite": "overlap-bench", "command_line": ["a"], "working_directory": 7},
+     "field 'working_directory': must be string"),
     ({"suite": "overlap-bench", "command_line": ["a"], "working_directory": "/tmp/caf\ufffd"}, "was not UTF-8"),
     ({"suite": "overlap-bench", "launcher": {"name": "srun", "command_line": [None]}, "command_line": ["a"]},
      "launcher.command_line must be a non-empty list"),
