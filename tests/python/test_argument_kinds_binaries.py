@@ -4,7 +4,9 @@ naming the option, no file written, in well under a few seconds. The cases come 
 options' types (INT and FLOAT ranges, {choices}, INPUT_FILE, OUTPUT_FILE and LIST, common/path_options.hpp; "..."
 for a repeatable option): a number that is none and one out of its range, a value not among the choices, a missing
 input and a folder, an output that is a link and one in a folder that is a file, a list or repeatable option with a
-value twice, and an unknown option. An MPI binary runs alone, as one rank (it refuses before MPI_Init)."""
+value twice, and an unknown option. An option declared alike in several binaries (common/'s, the same --help type)
+has every bad value tried in the first and one in each other. An MPI binary runs alone, as one rank (it refuses
+before MPI_Init)."""
 import os
 import pathlib
 import re
@@ -19,9 +21,11 @@ from conftest import REPO
 
 
 # The binaries: their options from CLI11's --help.
-BINARIES = ["phase1_cuda_baseline/phase1_cuda_baseline", "phase2_omp_overlap/phase2_omp_overlap",
+# The one that starts fastest first (no CUDA library to load): an option declared alike in several binaries (common/'s
+# --iters, --csv, ...: the same name and --help type) has every bad value tried there, and its first one in the others.
+BINARIES = ["phase2_omp_overlap/phase2_omp_overlap", "common/ob_trace", "phase1_cuda_baseline/phase1_cuda_baseline",
             "phase3_mpi_cuda/phase3_mpi_cuda", "phase4_chunked_nccl/phase4_chunked_nccl",
-            "phase4_chunked_nccl/phase4_predict", "phase4_chunked_nccl/phase4_model", "common/ob_trace"]
+            "phase4_chunked_nccl/phase4_predict", "phase4_chunked_nccl/phase4_model"]
 # What a required option needs to be given for a case to reach the bad one (a value of its declared kind, or, for
 # phase4_model's --model, a preset).
 REQUIRED_VALUES = {"--model": "gpt2"}
@@ -81,7 +85,9 @@ def binary_bad(option):
     return []
 
 
-def binary_cases(binary, options):
+def binary_cases(binary, options, tried):
+    """Each bad value of each option (of one already `tried` alike in another binary, its first), and an unknown
+    option; `tried` gains this binary's options."""
     required = [o for o in options if o.get("required")]
 
     def argv(replaced=None, values=()):
@@ -99,8 +105,10 @@ def binary_cases(binary, options):
     for option in options:
         if option["base"] == "FLAG":
             continue
-        for what, value in binary_bad(option):
+        declared = (option["name"], option["type"], option["low"], option["high"])
+        for what, value in binary_bad(option)[:1 if declared in tried else None]:
             cases.append((f"{option['name']} {what}", argv(option, [value]), option["name"]))
+        tried.add(declared)
         if option["many"] and option["base"] in ("INPUT_FILE", "OUTPUT_FILE", "LIST"):
             value = binary_valid(option)
             cases.append((f"{option['name']} repeats", argv(option, [value, value]), option["name"]))
@@ -124,7 +132,7 @@ def binary_runs(tmp_path_factory):
     refusal) while the Python tools' run: {binary: (cases, folders, futures)}, or a skip reason."""
     build = pathlib.Path(os.environ.get("OB_BUILD_DIR", REPO / "build" / "default"))
     pool = ThreadPoolExecutor(max_workers=4)
-    runs = {}
+    runs, tried = {}, set()
     for relative in BINARIES:
         binary = build / relative
         if not os.access(binary, os.X_OK):
@@ -132,7 +140,7 @@ def binary_runs(tmp_path_factory):
             continue
         shown = subprocess.run([str(binary), "--help"], capture_output=True, text=True, timeout=60)
         options = binary_options(shown.stdout) if shown.returncode == 0 else []
-        cases = binary_cases(binary, options)
+        cases = binary_cases(binary, options, tried)
         root = tmp_path_factory.mktemp(binary.name)
         folders = []
         for number in range(len(cases)):
