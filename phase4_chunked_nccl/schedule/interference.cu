@@ -10,6 +10,7 @@
 #include "common/iteration.hpp"
 #include "common/mpi_check.hpp"
 #include "phase4_chunked_nccl/model/kernels.cuh"
+#include "phase4_chunked_nccl/schedule/checks.cuh"
 #include "phase4_chunked_nccl/schedule/trainer.hpp"
 
 namespace phase4 {

@@ -11,7 +11,7 @@
 #include "common/mpi_check.hpp"
 #include "common/nvtx.hpp"
 #include "common/watchdog.hpp"
-#include "phase4_chunked_nccl/model/kernels.cuh"
+#include "phase4_chunked_nccl/schedule/checks.cuh"
 #include "phase4_chunked_nccl/schedule/step_times.hpp"
 #include "phase4_chunked_nccl/schedule/trainer.hpp"
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "common/cuda/handles.hpp"
-#include "phase4_chunked_nccl/model/kernels.cuh"
+#include "phase4_chunked_nccl/sync/kernels.cuh"
 #include "phase4_chunked_nccl/sync/comm_buffer.hpp"
 #include "phase4_chunked_nccl/sync/gradient_sync.hpp"
 

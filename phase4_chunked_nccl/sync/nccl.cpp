@@ -8,7 +8,7 @@
 #if defined(OVERLAP_HAVE_CUDA)
 #include <cuda_bf16.h>
 
-#include "phase4_chunked_nccl/model/kernels.cuh"
+#include "phase4_chunked_nccl/sync/kernels.cuh"
 #include "phase4_chunked_nccl/sync/comm_buffer.hpp"
 #include "phase4_chunked_nccl/sync/gradient_sync.hpp"
 

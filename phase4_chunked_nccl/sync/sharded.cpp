@@ -25,7 +25,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "phase4_chunked_nccl/model/kernels.cuh"
+#include "phase4_chunked_nccl/sync/kernels.cuh"
 #include "phase4_chunked_nccl/sync/comm_buffer.hpp"
 #include "phase4_chunked_nccl/sync/gradient_sync.hpp"
 

@@ -8,7 +8,7 @@
 
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/device_buffer.hpp"
-#include "phase4_chunked_nccl/model/kernels.cuh"
+#include "phase4_chunked_nccl/schedule/checks.cuh"
 #include "tests/phase4/phase4_gpu_fixture.hpp"
 
 using phase4_test::Phase4Gpu;

@@ -19,7 +19,7 @@
 #include "common/errors.hpp"
 #include "common/timeline.hpp"
 #include "common/cuda/handles.hpp"
-#include "phase4_chunked_nccl/model/kernels.cuh"
+#include "phase4_chunked_nccl/schedule/checks.cuh"
 #include "phase4_chunked_nccl/driver/nccl_comm.hpp"
 #include "phase4_chunked_nccl/driver/runner.hpp"
 #include "phase4_chunked_nccl/driver/sweep.hpp"
