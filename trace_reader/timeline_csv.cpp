@@ -1,6 +1,7 @@
 #include "trace_reader/timeline_csv.hpp"
 
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -16,7 +17,7 @@ std::vector<T> column(const std::map<std::string, std::string_view>& sections, c
   auto found = sections.find(name);
   if (found == sections.end() || found->second.size() % sizeof(T)) throw std::runtime_error("no column " + name);
   std::vector<T> values(found->second.size() / sizeof(T));
-  std::memcpy(values.data(), found->second.data(), found->second.size());
+  if (!values.empty()) std::memcpy(values.data(), found->second.data(), found->second.size());
   return values;
 }
 
@@ -36,6 +37,10 @@ void csv_field(std::string_view text, std::string& out) {  // the csv module's Q
 }  // namespace
 
 void python_repr(double value, std::string& out) {
+  if (!std::isfinite(value)) {  // Python's repr: nan, inf, -inf (to_chars writes no exponent for them)
+    out += std::isnan(value) ? "nan" : value < 0 ? "-inf" : "inf";
+    return;
+  }
   char buffer[40];
   auto done = std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::scientific);
   *done.ptr = '\0';
@@ -97,6 +102,9 @@ void write_timeline(const std::map<std::string, std::string_view>& sections, int
   auto from = column<uint64_t>(sections, "row_from");
   auto number = column<int64_t>(sections, "number");
   if (from.size() != number.size() + 1) throw std::runtime_error("the steps' rows do not match the steps");
+  // Every index the file holds checked before it is followed (a columns file is read back, maybe cut or corrupt).
+  if (end.size() != start.size() || coll.size() != start.size() || comm.size() != start.size())
+    throw std::runtime_error("the kernels' columns differ in length");
   std::string line, prefix = std::to_string(rank);
   for (size_t s = 0; s < number.size(); ++s) {
     int64_t bucket = 0;
@@ -107,6 +115,8 @@ void write_timeline(const std::map<std::string, std::string_view>& sections, int
       line.assign(prefix);
       if (comm[k]) {
         uint32_t id = coll[k];
+        if (size_t{id} + 1 >= offsets.size() || offsets[id] > offsets[id + 1] || offsets[id + 1] > text->second.size())
+          throw std::runtime_error("a collective's name outside the strings");
         std::string_view name = text->second.substr(offsets[id], offsets[id + 1] - offsets[id]);
         line += ",trace:comm,";
         csv_field(name.empty() ? "comm" : name, line);

@@ -1,0 +1,73 @@
+"""Coverage-guided fuzzing of the C++ readers (issue 83): libFuzzer targets (tests/fuzz/*.cpp) over phase 4's option
+checks (fuzz_phase4_options), the native Kineto reader (fuzz_trace_reader) and its columns file (fuzz_columns_file),
+built here with clang under AddressSanitizer and UBSan (tests/fuzz/CMakeLists.txt, into the build tree's fuzz-clang
+folder, kept between runs) and each run for a bounded time (-max_total_time, -rss_limit_mb=2048) from the seeds of
+tests/fuzz/corpus/<target>/ copied to a temporary folder (what it finds grows the copy, never the tree). A crash, a
+sanitizer's report, a leak, an exception other than the reader's own refusal or a hang fails the test with its input.
+Without clang (or its libFuzzer runtime) the tests skip in one line. OB_FUZZ_SECONDS sets each target's time
+(default 12: the fuzz tests together stay within five minutes on two loaded cores)."""
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import REPO
+
+SECONDS = int(os.environ.get("OB_FUZZ_SECONDS_NATIVE", os.environ.get("OB_FUZZ_SECONDS", "12")))
+TARGETS = {"fuzz_phase4_options": "phase4_options", "fuzz_trace_reader": "trace_reader",
+           "fuzz_columns_file": "columns_file"}
+
+
+def clang():
+    return shutil.which("clang++") or shutil.which("clang++-14")
+
+
+@pytest.fixture(scope="module")
+def built():
+    """The fuzz targets' folder, configured and built with clang once a session (incrementally after the first)."""
+    compiler = clang()
+    if not compiler:
+        pytest.skip("clang++ is not installed (scripts/lib/common.sh installs it as root): the C++ fuzz tests skip")
+    build = pathlib_build() / "fuzz-clang"
+    configure = ["cmake", "-S", str(REPO / "tests" / "fuzz"), "-B", str(build), f"-DCMAKE_CXX_COMPILER={compiler}",
+                 "-DCMAKE_BUILD_TYPE=RelWithDebInfo"]
+    done = subprocess.run(configure, capture_output=True, text=True, timeout=600)
+    if done.returncode:
+        tail = done.stdout[-2000:] + done.stderr[-2000:]
+        if "-fsanitize=fuzzer" in tail or "libclang_rt" in tail:
+            pytest.skip("clang cannot link libFuzzer here (libclang-rt-dev missing?): the C++ fuzz tests skip")
+        pytest.fail(f"configuring the fuzz targets failed:\n{tail}")
+    jobs = os.environ.get("OB_FUZZ_BUILD_JOBS", "2")
+    done = subprocess.run(["cmake", "--build", str(build), "-j", jobs, "--target", *TARGETS], capture_output=True,
+                          text=True, timeout=1800)
+    assert done.returncode == 0, f"building the fuzz targets failed:\n{done.stdout[-3000:]}{done.stderr[-2000:]}"
+    return build
+
+
+def pathlib_build():
+    import pathlib
+
+    return pathlib.Path(os.environ.get("OB_BUILD_DIR", REPO / "build" / "default"))
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_a_native_reader_survives_coverage_guided_fuzzing(built, tmp_path, target):
+    binary = built / target
+    if not binary.exists():
+        pytest.skip(f"{target} is not built here (the trace reader needs simdjson and zlib)")
+    corpus = tmp_path / "corpus"
+    shutil.copytree(REPO / "tests" / "fuzz" / "corpus" / TARGETS[target], corpus)
+    command = [str(binary), str(corpus), f"-max_total_time={SECONDS}", "-rss_limit_mb=2048", "-timeout=10",
+               "-close_fd_mask=1", f"-artifact_prefix={tmp_path}/"]
+    dictionary = REPO / "tests" / "fuzz" / f"{TARGETS[target]}.dict"
+    if dictionary.is_file():
+        command.append(f"-dict={dictionary}")
+    environment = {**os.environ, "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0",
+                   "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}
+    result = subprocess.run(command, capture_output=True, text=True, timeout=SECONDS + 120, cwd=tmp_path,
+                            env=environment)
+    found = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("crash-", "timeout-", "oom-", "leak-")))
+    said = "\n".join(result.stderr.splitlines()[-40:])
+    assert result.returncode == 0 and not found, f"{target}: exit {result.returncode}, {found}\n{said}"
+    assert "Done" in result.stderr
