@@ -91,12 +91,12 @@ ob_ensure_dependencies() {
   if [ "$(id -u)" -eq 0 ] && ! python3 -c 'import ruff' >/dev/null 2>&1; then
     python3 -m pip install -q ruff >/dev/null 2>&1 || ob_log "ruff could not be installed: the lint test will skip"
   fi
-  # clang-format 14 (Debian 12's) checks the C++ layout (a test that skips without it): likewise never required.
   # The shell scripts' lint, shellcheck (a test that skips without it): likewise never required.
   if [ "$(id -u)" -eq 0 ] && ! command -v shellcheck >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
     apt-get install -y -qq shellcheck >/dev/null 2>&1 ||
       ob_log "shellcheck could not be installed: the shell lint test will skip"
   fi
+  # clang-format 14 (Debian 12's) checks the C++ layout (a test that skips without it): likewise never required.
   if [ "$(id -u)" -eq 0 ] && ! command -v clang-format-14 >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
     apt-get install -y -qq clang-format-14 >/dev/null 2>&1 ||
       ob_log "clang-format-14 could not be installed: the format test will skip"
