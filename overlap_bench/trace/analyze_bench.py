@@ -21,7 +21,6 @@ import json
 import math
 import os
 import pathlib
-import resource
 import subprocess
 import sys
 import tempfile
@@ -68,16 +67,17 @@ def synthesize(path, size, source=SOURCE):
 
 
 def timed(command, what):
-    """(wall s, CPU s of it and its children, peak resident MB of any of them) of a fresh process running `command`."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    """(wall s, CPU s of it and its children, peak resident MB of any of them) of a fresh process running `command`:
+    its own resource usage (wait4), not that of every child this process ran before it."""
     start = time.monotonic()
-    done = subprocess.run(command, capture_output=True, text=True)
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = child.stderr.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
     seconds = time.monotonic() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode:
-        raise OSError(f"{what} exited {done.returncode}: {done.stderr.strip()[-300:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return seconds, cpu, max(after.ru_maxrss, before.ru_maxrss) / 1024
+    if child.returncode:
+        raise OSError(f"{what} exited {child.returncode}: {err.decode(errors='replace').strip()[-300:]}")
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def native_rows(trace, scratch):

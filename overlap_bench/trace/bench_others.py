@@ -7,9 +7,9 @@ past the cap on a smaller trace is not run on a larger one; a tool that cannot r
 CPU time (every process they ran), MB/s per core and peak resident memory go in the same row as ob-analyze's."""
 import os
 import pathlib
-import resource
 import signal
 import subprocess
+import tempfile
 import time
 
 HTA = ("import sys\nfrom hta.trace_analysis import TraceAnalysis\n"
@@ -22,22 +22,31 @@ PROBES = {"hta": "import hta.trace_analysis", "tracelens": "import TraceLens.Rep
 
 
 def capped(command, cap_s):
-    """(status, wall s, CPU s, peak resident MB) of `command` as a fresh process group, stopped after `cap_s`."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    """(status, wall s, CPU s, peak resident MB) of `command` as a fresh process group, stopped after `cap_s` (its
+    own resource usage, wait4: not that of every child run before it)."""
     start = time.monotonic()
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        _, err = child.communicate(timeout=cap_s)
-        status = "ran" if child.returncode == 0 else "failed: " + (err.decode(errors="replace").strip().splitlines()
-                                                                   or ["exit %d" % child.returncode])[-1][:160]
-    except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
-        child.communicate()
-        status = f"> {cap_s:g} s (stopped)"
+    with tempfile.TemporaryFile() as err:
+        child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        stopped = False
+        while True:
+            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() - start > cap_s:
+                os.killpg(child.pid, signal.SIGKILL)
+                _, status, usage = os.wait4(child.pid, 0)
+                stopped = True
+                break
+            time.sleep(0.1)
+        child.returncode = code = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        err.seek(0)
+        text = err.read().decode(errors="replace").strip()
     seconds = time.monotonic() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return status, seconds, cpu, max(after.ru_maxrss, before.ru_maxrss) / 1024
+    if stopped:
+        state = f"> {cap_s:g} s (stopped)"
+    else:
+        state = "ran" if code == 0 else "failed: " + (text.splitlines() or [f"exit {code}"])[-1][:160]
+    return state, seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def unavailable(python, name):

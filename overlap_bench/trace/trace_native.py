@@ -38,17 +38,17 @@ def binary():
 
 
 def sections(data):
-    """{name: bytes} of a columns file (trace_reader/columns_file.hpp)."""
+    """{name: a view of its bytes} of a columns file (trace_reader/columns_file.hpp)."""
     if data[:len(MAGIC)] != MAGIC:
         raise ValueError("not a columns file")
-    found, at = {}, len(MAGIC)
+    found, at, view = {}, len(MAGIC), memoryview(data)
     while at < len(data):
         length = int.from_bytes(data[at:at + 4], "little")
         name = data[at + 4:at + 4 + length].decode()
         at += 4 + length
         size = int.from_bytes(data[at:at + 8], "little")
         at += 8
-        found[name] = data[at:at + size]
+        found[name] = view[at:at + size]  # no copy: the file's bytes are held once
         at += size + (8 - size % 8) % 8
     return found
 
@@ -63,7 +63,7 @@ def _column(found, name, code):
 
 def _strings(found, name):
     text, offsets = found[f"{name}.text"], _column(found, f"{name}.offsets", "Q")
-    return [text[a:b].decode() for a, b in zip(offsets, offsets[1:])]
+    return [str(text[a:b], "utf-8") for a, b in zip(offsets, offsets[1:])]
 
 
 class NativeTrace(RankTrace):
@@ -101,7 +101,7 @@ class Native:
         self.found = found
         self.strings = _strings(found, "strings")
         self.computed = "figures" in found and _column(found, "figures", "q")[0] == 1
-        self.sha256 = found.get("sha256", b"").decode() or None  # the file's, hashed as read (None: not built so)
+        self.sha256 = str(found.get("sha256", b""), "ascii") or None  # the file's, hashed as read (None: not built so)
 
     def column(self, name, code="d"):
         return _column(self.found, name, code)
