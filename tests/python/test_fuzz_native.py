@@ -1,12 +1,14 @@
 """Coverage-guided fuzzing of the C++ readers (issue 83): libFuzzer targets (tests/fuzz/*.cpp) over phase 4's option
 checks (fuzz_phase4_options), the native Kineto reader (fuzz_trace_reader) and its columns file (fuzz_columns_file),
 built here with clang under AddressSanitizer and UBSan (tests/fuzz/CMakeLists.txt, into the build tree's fuzz-clang
-folder, kept between runs) and each run for a bounded time (-max_total_time, -rss_limit_mb=2048) from the seeds of
-tests/fuzz/corpus/<target>/ copied to a temporary folder (what it finds grows the copy, never the tree). A crash, a
-sanitizer's report, a leak, an exception other than the reader's own refusal or a hang fails the test with its input.
-Without clang (or its libFuzzer runtime) the tests skip in one line. OB_FUZZ_SECONDS sets each target's time
-(default 12: the fuzz tests together stay within five minutes on two loaded cores)."""
+folder, kept between runs; OB_FUZZ_BUILD_DIR names another) and each run for a bounded time (-max_total_time,
+-rss_limit_mb=2048) from the seeds of tests/fuzz/corpus/<target>/ copied to a temporary folder (what it finds grows
+the copy, never the tree). A crash, a sanitizer's report, a leak, an exception other than the reader's own refusal
+or a hang fails the test with its input. Without clang (or its libFuzzer runtime) the tests skip in one line.
+OB_FUZZ_SECONDS sets each target's time (default 12: the fuzz tests together stay within five minutes on two loaded
+cores)."""
 import os
+import pathlib
 import shutil
 import subprocess
 
@@ -29,7 +31,7 @@ def built():
     compiler = clang()
     if not compiler:
         pytest.skip("clang++ is not installed (scripts/lib/common.sh installs it as root): the C++ fuzz tests skip")
-    build = pathlib_build() / "fuzz-clang"
+    build = pathlib.Path(os.environ.get("OB_FUZZ_BUILD_DIR", pathlib_build() / "fuzz-clang"))
     configure = ["cmake", "-S", str(REPO / "tests" / "fuzz"), "-B", str(build), f"-DCMAKE_CXX_COMPILER={compiler}",
                  "-DCMAKE_BUILD_TYPE=RelWithDebInfo"]
     done = subprocess.run(configure, capture_output=True, text=True, timeout=600)
@@ -46,8 +48,6 @@ def built():
 
 
 def pathlib_build():
-    import pathlib
-
     return pathlib.Path(os.environ.get("OB_BUILD_DIR", REPO / "build" / "default"))
 
 
