@@ -239,24 +239,19 @@ def commit_id(repo=REPO):
     return found.group(1)
 
 
-def load_toml(path, option, most=1 << 20, schema=None):
+def load_toml(path, option, most=1 << 20):
     """A TOML file (an experiment's spec) as a dict: one that cannot be read or parsed is a usage error naming the
-    option and the file; given `schema` (a kind of validate.KINDS), checked against that declared schema."""
+    option and the file."""
     try:
         import tomllib
     except ImportError:  # Python < 3.11
         import tomli as tomllib
     try:
-        value = tomllib.loads(read_small(path, option, most))
+        return tomllib.loads(read_small(path, option, most))
     except RecursionError:
         raise UsageError(f"{option}: '{path}' cannot be read (it nests too deep)") from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise UsageError(f"{option}: '{path}' cannot be read ({str(error).splitlines()[0]})") from None
-    if schema is not None:
-        from overlap_bench.core import validate
-
-        validate.check(value, schema, f"{option}: '{path}' is invalid")
-    return value
 
 
 MOST_SMALL_BYTES = 16 << 20  # a file a tool reads whole: metadata, a calibration, a log it quotes, a spec

@@ -1,7 +1,8 @@
 """Every structured input checked against its declared schema (schemas/*.schema.json, JSON Schema 2020-12) before any
-of its numbers is used: types, ranges and the relations between fields. The loaders call `check` (inputs.load_json,
-packs.read_json and ob_tool.load_toml take `schema=`); a violation is one UsageError line (exit 2) naming the file,
-the field and the rule broken.
+of its numbers is used: types, ranges and the relations between fields. The loaders call `check` (inputs.load_json
+and packs.read_json take `schema=`; the experiments' and parts' loaders, headline.load_experiment and
+bench_parts.load_part, check theirs after their own checks); a violation is one UsageError line (exit 2) naming the
+file, the field and the rule broken.
 
 Beyond JSON Schema's keywords, four relations the schemas declare (ignored by other JSON Schema tools):
   ordered: [[a, b, c]]       each list's fields present are non-decreasing (ci_lo <= value <= ci_hi)

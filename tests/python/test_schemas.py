@@ -41,7 +41,7 @@ def test_every_experiment_validates_against_its_schema():
     assert len(files) > 5
     for path in files:
         kind = "part" if path.parent.name == "bench" else kinds.get(path.name, "experiment")
-        ob_tool.load_toml(path, "--experiment", schema=kind)
+        validate.check(ob_tool.load_toml(path, "--experiment"), kind, f"--experiment: '{path}' is invalid")
 
 
 def probe_folder(tmp_path):
@@ -107,7 +107,7 @@ def test_an_experiment_is_checked_in_its_loader(tmp_path, text, said):
     path = tmp_path / "e.toml"
     path.write_text(text)
     with pytest.raises(ob_tool.UsageError) as raised:
-        ob_tool.load_toml(path, "--experiment", schema="experiment")
+        validate.check(ob_tool.load_toml(path, "--experiment"), "experiment", f"--experiment: '{path}' is invalid")
     assert said in str(raised.value) and str(path) in str(raised.value) and "\n" not in str(raised.value)
 
 
