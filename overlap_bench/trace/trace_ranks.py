@@ -50,8 +50,11 @@ _TRACES = []
 
 def stats_all(traces):
     """Every rank's StepStats, in rank order (trace_stats.step_stats of each), in forked workers where there are
-    several ranks and cores."""
-    if workers(traces) == 1 or "fork" not in multiprocessing.get_all_start_methods():
+    several ranks and cores and Python measures their kernels; where the native reader computed every rank's
+    figures (a few numbers a step, read from its columns) in this process: forking costs more than it saves, and a
+    worker forked beside the pool's threads was seen to hang (a lock held at the fork)."""
+    if workers(traces) == 1 or "fork" not in multiprocessing.get_all_start_methods() or all(
+            trace_stats.native_figures(t) for t in traces):
         return [s for trace in traces for s in trace_stats.step_stats(trace)]
     _TRACES[:] = traces  # the workers, forked, see them without a copy
     try:
