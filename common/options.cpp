@@ -254,8 +254,9 @@ void require_thread_count(int threads) {
 
 void require_stated_length(const std::string& option, const std::string& value, double seconds) {
   require(seconds <= kLongestStatedRunS, option, value,
-          "the run would take " + format_number(seconds / 3600, 3) + " hours by its own figures, at most " +
-              format_number(kLongestStatedRunS / 3600) + " are started");
+          "the run would take " + format_number(seconds / 3600, 3) +
+              " hours by its own figures; runs stated longer than " + format_number(kLongestStatedRunS / 60) +
+              " minutes are not started (fewer --iters or chunks, shorter steps)");
 }
 
 void require_timeline_fits(const std::string& option, const std::string& value, double events) {

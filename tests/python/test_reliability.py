@@ -103,7 +103,7 @@ def test_report_refuses_a_bad_comparison_before_drawing_anything(tmp_path):
 def test_sizes_refused_before_any_work(tmp_path, build_dir, phase3):
     phase2 = build_dir / "phase2_omp_overlap" / "phase2_omp_overlap"
     if phase2.exists():
-        # a step of 60 s x 1000 chunks: refused as longer than --timeout-s lets a step run (before the hours cap)
+        # a step of 60 s x 1000 chunks: refused as longer than --timeout-s lets a step run (before the hour cap)
         refused(run(phase2, "--compute-ms", "60000", "--chunks", "1000", "--csv", tmp_path / "a.csv"), "--timeout-s")
     start = time.monotonic()
     refused(run("mpirun", "-np", "2", "--oversubscribe", phase3, "--batch", "auto", "--grad-mb", "2048", "--in",
