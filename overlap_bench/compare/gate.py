@@ -30,7 +30,6 @@ BINARY = "phase4_chunked_nccl/phase4_chunked_nccl"
 COMMAND = ("mpirun --bind-to none -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS "
            "-np {gpus} {binary} --mode overlap --hidden {h} --layers {l} --batch {b} --sweep sync={syncs} "
            "--iters {iters} --csv {csv}")
-SYNCS = "nccl,nccl-sym,ce,sharded,sharded-ce"
 
 
 def regressions(table, threshold):
@@ -74,8 +73,9 @@ def parse_args(argv=None):
     parser.add_argument("--configs", type=ob_tool.listed(ob_tool.any_text, as_text=True),
                         default=",".join(headline.headline_configs()),
                         help="HxLxB,... (default: the headline's six, experiments/headline.toml)")
-    parser.add_argument("--syncs", type=ob_tool.listed(ob_tool.any_text, as_text=True), default=SYNCS,
-                        help=f"strategies (default: {SYNCS})")
+    parser.add_argument("--syncs", type=ob_tool.listed(ob_tool.any_text, as_text=True),
+                        default=",".join(headline.headline_list("strategies")),
+                        help="strategies (default: the headline's, carry included: experiments/headline.toml)")
     parser.add_argument("--gpus", type=ob_tool.whole(1, 1024), default=2, help="ranks, one per GPU (default: 2)")
     parser.add_argument("--iters", type=ob_tool.whole(1, 10000), default=20,
                         help="timed iterations per point (default: 20)")

@@ -39,13 +39,19 @@ MPI = "mpirun --bind-to none -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTI
 EXPERIMENT = ob_tool.REPO / "experiments" / "headline.toml"
 
 
-def headline_configs(path=EXPERIMENT):
-    """The six configurations (HxLxB), declared once: the headline experiment's `configs` (every other experiment,
-    bench_parts' loops and ob-gate take them from there); [] where the file is not there (outside a checkout)."""
+def headline_list(key, path=EXPERIMENT):
+    """A list the headline experiment declares once, its `key`: `configs` (the six HxLxB: every other experiment,
+    bench_parts' loops and ob-gate take them from there), `strategies` (phase 4's: ob-gate's default); [] where the
+    file is not there (outside a checkout)."""
     if not pathlib.Path(path).is_file():
         return []
-    configs = ob_tool.load_toml(path, "--experiment").get("configs")
-    return configs if isinstance(configs, list) else []
+    found = ob_tool.load_toml(path, "--experiment").get(key)
+    return found if isinstance(found, list) else []
+
+
+def headline_configs(path=EXPERIMENT):
+    """The six configurations (HxLxB): headline_list("configs")."""
+    return headline_list("configs", path)
 
 
 def load_experiment(path):
