@@ -121,7 +121,9 @@ def test_the_predictions_figure_counts_the_points_in_the_band(tmp_path):
     assert "4 predictions, 3 within +-10%" in result.stdout and png.stat().st_size > 10000
     # --csv: per name (checks of one name are one set) and over all, the points in the band, mean and worst |error|
     summary = tmp_path / "summary.csv"
-    result = subprocess.run(script + [str(check), str(check), str(emulated), "--names", "one", "one", "two", "-o",
+    again = tmp_path / "check-again.csv"  # a second check of the same name (the same file twice is refused)
+    again.write_text(check.read_text())
+    result = subprocess.run(script + [str(check), str(again), str(emulated), "--names", "one", "one", "two", "-o",
                                       str(tmp_path / "q.png"), "--csv", str(summary)],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
