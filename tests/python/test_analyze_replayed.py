@@ -169,7 +169,10 @@ def test_a_cuda_only_trace_takes_its_compute_only_steps_from_a_trace_of_their_ow
     summary = ob_csv.load_summary(tmp_path / "b" / "analysis.csv").set_index("mode").loc["overlap"]
     assert summary["wrapper_gpu_ms"] == 0 and "with no collective in flight" in plain.stdout
     other = kineto(tmp_path / "other.json", [(a, 9, "forward", "", 0) for a, _ in steps[:2]], steps[:2], rank=1)
-    for extra, told in (([other], "rank 1 has no trace of the job"), ([alone, alone], "compute-only steps already")):
+    twin = tmp_path / "alone-again.json"  # a second compute-only trace of the same rank (the same file twice is
+    twin.write_text(alone.read_text())  # refused as a repeated argument)
+    for extra, told in (([other], "rank 1 has no trace of the job"), ([alone, twin], "compute-only steps already"),
+                        ([alone, alone], "given twice")):
         bad = analyze(job, "--compute-only", *extra, "--out", tmp_path / "c")
         assert bad.returncode == 2 and told in bad.stderr and not (tmp_path / "c").exists(), bad.stderr
     # ob-analyze-check finds a job's compute-only traces beside its own (as trace_job.py --profile gpu names them)
