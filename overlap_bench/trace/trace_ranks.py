@@ -1,11 +1,9 @@
 """Every rank's trace read and measured, one worker per core: the native readers (ob_trace_columns, one process
 each) run side by side, at most one per core, before their columns are read back; the per-rank step figures
-(trace_stats.step_stats) are computed in forked workers, each rank an independent task whose result is its
-StepStats (small: a few numbers a step); the cross-rank parts (peer_waits, the slowest rank) are computed after, in
-the parent, from those. A progress line on stderr where a read is long. One rank, or one core: all in this process,
-as before."""
+(trace_stats.step_stats, in C++ where the native reader computed them) follow in this process, each rank an
+independent task whose result is its StepStats (small: a few numbers a step); the cross-rank parts (peer_waits, the
+slowest rank) are computed after, from those. A progress line on stderr where a read is long."""
 import concurrent.futures
-import multiprocessing
 import os
 import sys
 import time
@@ -41,27 +39,13 @@ def read_all(paths):
     return traces
 
 
-def _stats(index):
-    return trace_stats.step_stats(_TRACES[index])
-
-
-_TRACES = []
-
-
 def stats_all(traces):
-    """Every rank's StepStats, in rank order (trace_stats.step_stats of each), in forked workers where there are
-    several ranks and cores and Python measures their kernels; where the native reader computed every rank's
-    figures (a few numbers a step, read from its columns) in this process: forking costs more than it saves, and a
-    worker forked beside the pool's threads was seen to hang (a lock held at the fork)."""
-    if workers(traces) == 1 or "fork" not in multiprocessing.get_all_start_methods() or all(
-            trace_stats.native_figures(t) for t in traces):
-        return [s for trace in traces for s in trace_stats.step_stats(trace)]
-    _TRACES[:] = traces  # the workers, forked, see them without a copy
-    try:
-        with multiprocessing.get_context("fork").Pool(workers(traces)) as pool:
-            return [s for stats in pool.map(_stats, range(len(traces))) for s in stats]
-    finally:
-        _TRACES.clear()
+    """Every rank's StepStats, in rank order (trace_stats.step_stats of each), in this process: where the native
+    reader computed a rank's figures they are a few numbers a step read from its columns; the ranks Python measures
+    (steps from repetition, compute-only ranges) are measured one after another. No forked workers: a worker forked
+    beside the reader's threads hung on a lock held at the fork (round 6: an 8-rank run, and ob-analyze of a probe
+    folder on a loaded CI machine, waiting for ever)."""
+    return [s for trace in traces for s in trace_stats.step_stats(trace)]
 
 
 def check_one_job(traces):
