@@ -36,6 +36,7 @@ import pandas as pd
 from overlap_bench.trace import advice
 from overlap_bench.trace import analysis_timeline
 from overlap_bench.core import ob_tool
+from overlap_bench.core.arguments import Kind
 from overlap_bench.trace import probe_split
 from overlap_bench.core import staging
 from overlap_bench.trace import trace_ranks
@@ -51,14 +52,33 @@ OUTPUTS = ("analysis.csv", "analysis.timeline.csv", "analysis.buckets.csv", "ana
            "analysis.meta.json", "analysis.parts.csv", "analysis.png")  # what --out receives
 
 
+def _trace(text, folder=False):
+    """A trace through its input policy (trace_read.require_trace: its cap the native reader's where it reads it), or
+    where `folder`, a folder (a probe's: parse_args reads what it holds)."""
+    import argparse
+
+    if folder and pathlib.Path(text).is_dir():
+        return text
+    try:
+        trace_read.require_trace(text)
+    except ob_tool.UsageError as error:
+        raise argparse.ArgumentTypeError(str(error).split(": ", 1)[-1]) from None
+    return text
+
+
+trace_file = Kind("input_file", _trace)  # a trace (or a phase 4 timeline CSV)
+trace_path = Kind("input_path", lambda text: _trace(text, folder=True))  # a trace or a probe's folder
+
+
 def parse_args(argv=None):
     parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
-    parser.add_argument("traces", nargs="+", help="one trace per rank (or a phase 4 timeline CSV)")
+    parser.add_argument("traces", nargs="+", type=trace_path, metavar="TRACE",
+                        help="one trace per rank (or a phase 4 timeline CSV), or a probe's folder")
     parser.add_argument("--out", required=True, type=ob_tool.output_folder,
                         help="folder to write (created; must not hold an analysis yet)")
     parser.add_argument("--predictor", type=ob_tool.executable,
                         help="phase4_predict for the advice (default: on PATH or in build/)")
-    parser.add_argument("--compute-only", nargs="+", default=[], metavar="TRACE",
+    parser.add_argument("--compute-only", nargs="+", default=[], metavar="TRACE", type=trace_file,
                         help="one trace per rank of the job's compute-only steps (its model and optimizer without "
                         "the wrapper), every step of it one: the slowdown's baseline where the job's traces hold no "
                         "ob_compute_only range (a CUDA-only profile records none)")

@@ -192,28 +192,26 @@ def ranks_rows(trace, ranks, scratch):
 
 def parse_args():
     parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
-    parser.add_argument("--gb", type=float, nargs="+", default=[1.0], help="the traces' sizes in GB (default: 1)")
-    parser.add_argument("--csv", required=True, help="the table to write")
-    parser.add_argument("--source", default=str(SOURCE), help="the profiler trace to repeat (default: the one the "
-                        "package ships, %(default)s)")
+    parser.add_argument("--gb", type=ob_tool.number_in(0.001, 16), nargs="+", default=[1.0],
+                        help="the traces' sizes in GB (default: 1)")
+    parser.add_argument("--csv", required=True, type=ob_tool.output_file(".csv"), help="the table to write")
+    parser.add_argument("--source", default=str(SOURCE), type=ob_tool.input_file,
+                        help="the profiler trace to repeat (default: the one the package ships, %(default)s)")
     parser.add_argument("--gzip", action="store_true", help="also the trace gzipped: ob-analyze on it and zlib's own "
                         "time to inflate it")
-    parser.add_argument("--hta-python", help="a Python with HolisticTraceAnalysis installed: HTA on the same traces")
-    parser.add_argument("--tracelens-python", help="a Python with TraceLens installed: TraceLens on the same traces")
-    parser.add_argument("--cap-s", type=float, default=300.0, help="the other tools' time cap, seconds (default: 300)")
-    parser.add_argument("--ranks", type=int, default=0, help="the largest trace as this many ranks of one job, "
-                        "analysed at once (2 to 9; default: none)")
+    parser.add_argument("--hta-python", type=ob_tool.executable,
+                        help="a Python with HolisticTraceAnalysis installed: HTA on the same traces")
+    parser.add_argument("--tracelens-python", type=ob_tool.executable,
+                        help="a Python with TraceLens installed: TraceLens on the same traces")
+    parser.add_argument("--cap-s", type=ob_tool.number_in(1, 86400), default=300.0,
+                        help="the other tools' time cap, seconds (default: 300)")
+    parser.add_argument("--ranks", type=ob_tool.whole(2, 9), default=0, help="the largest trace as this many ranks of "
+                        "one job, analysed at once (2 to 9; default: none)")
     args = parser.parse_args()
     try:
         ob_tool.require_input(args.source, "--source")
     except ob_tool.UsageError as error:
         parser.error(str(error))
-    if not all(0.001 <= gb <= 16 for gb in args.gb):
-        parser.error(f"--gb: '{args.gb}' is invalid: 0.001 to 16")
-    if args.ranks and not 2 <= args.ranks <= 9:
-        parser.error(f"--ranks: '{args.ranks}' is invalid: 2 to 9")
-    if not 1 <= args.cap_s <= 86400:
-        parser.error(f"--cap-s: '{args.cap_s}' is invalid: 1 to 86400")
     outputs = [("--csv", args.csv), ("--csv (its metadata)", ob_csv.meta_path(args.csv))]
     if args.ranks:
         outputs += [("--csv (the ranks)", sibling(args.csv, "ranks")), ("--csv (the forecast)",

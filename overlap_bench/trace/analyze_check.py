@@ -18,6 +18,7 @@ the jobs of each verdict.
 
 Usage: ob-analyze-check results/runs/traces --csv check.csv
 """
+import argparse
 import contextlib
 import importlib.util
 import io
@@ -40,6 +41,7 @@ from overlap_bench.trace import analyze
 from overlap_bench.core import ob_csv
 from overlap_bench.core import ob_tool
 from overlap_bench.core import packs
+from overlap_bench.core.arguments import Kind
 
 
 HTA_SECONDS = 180  # HTA's own analysis of one job's traces, in a process of its own (its pool can hang)
@@ -190,11 +192,20 @@ def counts(table):
     return pd.DataFrame(rows)
 
 
+def _folder(text):
+    """FOLDER's kind: a folder that exists (check words the refusal as it always has)."""
+    if not text or not pathlib.Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"'{text}' is invalid: a folder of traces or phase 4 runs")
+    return text
+
+
 def main():
     parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
-    parser.add_argument("folder", help="a trace_job.py --out folder")
-    parser.add_argument("--csv", required=True, help="the table to write")
-    parser.add_argument("--counts", help="also write per measure the jobs of each verdict to this CSV")
+    parser.add_argument("folder", metavar="FOLDER", type=Kind("input_folder", _folder),
+                        help="a trace_job.py --out folder")
+    parser.add_argument("--csv", required=True, type=ob_tool.output_file(".csv"), help="the table to write")
+    parser.add_argument("--counts", type=ob_tool.output_file(".csv"),
+                        help="also write per measure the jobs of each verdict to this CSV")
     args = parser.parse_args()
     inputs = [("FOLDER", path) for path in pathlib.Path(args.folder).rglob("*") if path.is_file()]
     ob_tool.require_outputs([("--csv", args.csv), ("--csv (its metadata)", ob_csv.meta_path(args.csv))] +

@@ -123,8 +123,10 @@ def table_main(argv=None):
     from overlap_bench.core import ob_tool
 
     parser = ob_tool.ArgumentParser(description=table_main.__doc__)
-    parser.add_argument("folders", nargs="+", help="probe folders (each holding probe.json)")
-    parser.add_argument("--csv", required=True, help="the table to write")
+    parser.add_argument("folders", nargs="+", metavar="FOLDER", type=ob_tool.input_folder,
+                        help="probe folders (each holding probe.json)")
+    parser.add_argument("--csv", required=True, type=ob_tool.output_file(".csv"),
+                        help="the table to write (never one of the files it reads: refused)")
     args = parser.parse_args(argv)
     out = pathlib.Path(args.csv)
     if out.suffix != ".csv" or not out.parent.is_dir():

@@ -160,11 +160,25 @@ def job_row(probe_folder, plain):
     return row
 
 
+def _job(text):
+    """JOB's kind: a probe folder that exists, or PROBE=PLAIN, two (JOB-plain, the default plain folder, is checked
+    once parsed, naming what is missing)."""
+    import argparse
+
+    for folder in text.split("=", 1) if "=" in text else [text]:
+        if not folder or not pathlib.Path(folder).is_dir():
+            raise argparse.ArgumentTypeError(f"'{folder}' is not a folder")
+    return text
+
+
 def main(argv=None):
+    from overlap_bench.core.arguments import Kind
+
     parser = ob_tool.ArgumentParser(description=ob_tool.describe(__doc__))
-    parser.add_argument("jobs", nargs="+", metavar="JOB", help="a probe folder (its plain trace in JOB-plain), or "
-                        "PROBE=PLAIN")
-    parser.add_argument("--csv", required=True, help="the table to write (its metadata beside it, .meta.json)")
+    parser.add_argument("jobs", nargs="+", metavar="JOB", type=Kind("input_folder", _job),
+                        help="a probe folder (its plain trace in JOB-plain), or PROBE=PLAIN")
+    parser.add_argument("--csv", required=True, type=ob_tool.output_file(".csv"),
+                        help="the table to write (its metadata beside it, .meta.json)")
     args = parser.parse_args(argv)
     FAILED.clear()  # this call's failures only
     out = pathlib.Path(args.csv)

@@ -33,9 +33,6 @@ except ModuleNotFoundError:  # Python < 3.11
 
 WORKER = pathlib.Path(__file__).with_name("argument_worker.py")
 COMMANDS = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
-# overlap_bench/trace/ is being reworked for speed by another change: its tools' arguments are declared there once it
-# lands (the kinds they already declare are tested all the same).
-TRACE_ROOM = {name for name, target in COMMANDS.items() if target.startswith("overlap_bench.trace.")}
 
 
 @pytest.fixture(scope="module")
@@ -182,9 +179,6 @@ def test_every_console_command_declares_its_arguments_through_a_parser(declarati
 def test_every_argument_has_a_declared_kind(declarations, name):
     undeclared = [argument_name(a) for a in declarations[name] or []
                   if not a["help"] and not a["flag"] and a["kind"] is None]
-    if name in TRACE_ROOM:
-        assert undeclared, f"{name} declares every argument now: take it out of TRACE_ROOM"
-        pytest.xfail(f"overlap_bench/trace/ is the trace-speed work's; its arguments get kinds there: {undeclared}")
     assert undeclared == [], f"{name}: arguments without a kind (overlap_bench/core/arguments.py): {undeclared}"
 
 

@@ -62,6 +62,27 @@ def test_the_measured_total_is_split_by_the_trace_s_parts_scaled_to_it(tmp_path)
     assert meta["probe"]["added_ms"] == 0.020 and len(meta["traces"]) == 4
 
 
+
+def test_the_table_never_writes_over_the_split_it_reads(tmp_path):
+    """Issue 83: `ob-probe-table F --csv F/analysis/analysis.parts.csv` is refused (exit 2, one line naming --csv),
+    the split it reads left as it was; a folder that does not exist is refused alike, before any work."""
+    folder = probe_folder(tmp_path / "probe")
+    assert analyze(folder, "--out", folder / "analysis").returncode == 0
+    parts = folder / "analysis" / "analysis.parts.csv"
+    before = parts.read_bytes()
+    table = [sys.executable, "-m", "overlap_bench.trace.probe_split"]
+    for argv, named in (([folder, "--csv", parts], "--csv"), ([tmp_path / "none", "--csv", tmp_path / "t.csv"],
+                                                              "FOLDER")):
+        result = subprocess.run([*table, *map(str, argv)], capture_output=True, text=True, cwd=REPO, timeout=120)
+        assert result.returncode == 2 and named in result.stderr and "Traceback" not in result.stderr, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+    assert parts.read_bytes() == before and not (tmp_path / "t.csv").exists()
+    assert not (folder / "analysis" / "analysis.parts.meta.json").exists()
+    made = subprocess.run([*table, str(folder), "--csv", str(tmp_path / "t.csv")], capture_output=True, text=True,
+                          cwd=REPO, timeout=120)
+    assert made.returncode == 0, made.stderr
+    assert math.isclose(pd.read_csv(tmp_path / "t.csv")["exposed_ms"][0], 0.014, rel_tol=1e-9)
+
 def test_the_split_s_edges():
     row = {"exposed_comm_ms": 0.5, "peer_wait_ms": 0.1, "slowdown_ms": 0.2, "wrapper_gpu_ms": 0.0,
            "host_comm_ms": 0.05, "idle_added_ms": float("nan"), "blocking_comm_ms": 0.3}
