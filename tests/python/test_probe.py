@@ -110,7 +110,7 @@ def test_a_plain_trace_says_what_it_cannot_know(tmp_path):
 @pytest.mark.parametrize("damage, message", [
     ("no probe.json", "a folder without a probe's result"),
     ("probe.json not JSON", "not a probe's result (not JSON"),
-    ("a string for a number", "needs the finite numbers"),
+    ("a string for a number", "field 'added_ms': must be number (finite) (probe schema)"),
     ("no traces", "without its traces"),
 ])
 def test_a_probe_folder_s_bad_inputs_are_one_line_and_exit_2(tmp_path, damage, message):
