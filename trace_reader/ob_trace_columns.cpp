@@ -3,16 +3,19 @@
 // --timeline RANK ORIGIN: a columns file on stdin, its timeline rows on stdout (timeline_csv.hpp; ORIGIN as C's
 // hexadecimal float, exact). --parse-only: the bare parser (simdjson DOM over the same bytes,
 // whole, nothing kept) for the parse limit ob-analyze-bench reports. Exit codes: 0 written; 2 the trace is
-// refused (one line why); 3 I/O; 4 not handled natively (the Python reader decides; one line why).
+// refused, or a bad argument (TRACE not a readable file, OUT not a file it may write: the one path layer's kinds,
+// common/path_options.hpp, one line why); 3 I/O; 4 not handled natively (the Python reader decides; one line why).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <string>
 
 #include <zlib.h>
 
+#include "common/path_options.hpp"
 #include "trace_reader/columns_file.hpp"
 #include "trace_reader/kineto_reader.hpp"
 #include "trace_reader/step_figures.hpp"
@@ -72,14 +75,38 @@ int timeline(const char* rank, const char* origin) {
   return std::fflush(stdout) == 0 ? 0 : 3;
 }
 
+// TRACE and OUT checked by their kinds before anything is read or written: one line naming the argument, or "".
+// A FIFO stays a TRACE it streams (its memory bounded whatever the size: test_trace_native pipes one through).
+std::string bad_argument(const char* name, CLI::Validator kind, const char* value) {
+  std::string text = value;
+  std::error_code error;
+  if (std::filesystem::is_fifo(std::filesystem::status(text, error)) && std::strcmp(name, "TRACE") == 0) return "";
+  std::string why = kind(text);
+  return why.empty() ? why : std::string(name) + ": " + why;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  const char* usage = "usage: ob_trace_columns TRACE OUT | --parse-only TRACE | --timeline RANK ORIGIN";
   if (argc == 3 && std::strcmp(argv[1], "--parse-only") == 0) return parse_only(argv[2]);
   if (argc == 4 && std::strcmp(argv[1], "--timeline") == 0) return timeline(argv[2], argv[3]);
+  for (int i = 1; i < argc; ++i) {
+    if (argv[i][0] == '-' && argv[i][1] != '\0') {
+      std::fprintf(stderr, "ob_trace_columns: error: '%s' is not an option here; %s\n", argv[i], usage);
+      return 2;
+    }
+  }
   if (argc != 3) {
-    std::fprintf(stderr, "usage: ob_trace_columns TRACE OUT | --parse-only TRACE | --timeline RANK ORIGIN\n");
+    std::fprintf(stderr, "%s\n", usage);
     return 2;
+  }
+  for (const std::string& bad : {bad_argument("TRACE", ob::input_file_kind(), argv[1]),
+                                 bad_argument("OUT", ob::output_file_kind(), argv[2])}) {
+    if (!bad.empty()) {
+      std::fprintf(stderr, "ob_trace_columns: error: %s\n", bad.c_str());
+      return 2;
+    }
   }
   try {
     ob::trace::Columns columns = ob::trace::read_kineto_file(argv[1]);

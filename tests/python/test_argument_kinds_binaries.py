@@ -206,6 +206,4 @@ def test_trace_columns_refuses_each_bad_argument(what, line, named, tmp_path):
     before = snapshot(folder)
     found = problems({"id": what, "argv": line, "cwd": str(folder), "named": named}, run_case(binary, folder, line),
                      before)
-    if found:
-        pytest.xfail(f"trace_reader/ is the trace-speed work's (its exit codes 3/4 answer ob-analyze): {found}")
     assert found is None, found
