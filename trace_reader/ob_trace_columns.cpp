@@ -101,8 +101,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", usage);
     return 2;
   }
-  for (const std::string& bad : {bad_argument("TRACE", ob::input_file_kind(), argv[1]),
-                                 bad_argument("OUT", ob::output_file_kind(), argv[2])}) {
+  for (const std::string& bad :
+       {bad_argument("TRACE", ob::input_file_kind(), argv[1]), bad_argument("OUT", ob::output_file_kind(), argv[2])}) {
     if (!bad.empty()) {
       std::fprintf(stderr, "ob_trace_columns: error: %s\n", bad.c_str());
       return 2;
