@@ -325,7 +325,7 @@ class Probe:
             outcome.write(self.staging, result, steps, self.settings)
         dist.barrier()
         if self.rank == 0:
-            result["analysis"] = outcome.analyse(self.staging) if self.cuda else None
+            result["analysis"] = outcome.analyse(self.staging, result) if self.cuda else None
             if self.out.exists():  # an empty folder the user made (a result was refused at the start)
                 self.out.rmdir()
             os.replace(self.staging, self.out)

@@ -29,9 +29,9 @@ def commit():
         return "unknown"
 
 
-def analyse(folder):
+def analyse(folder, result):
     """ob-analyze on the probe's folder (rank 0): its parts scaled to the measured total; None where the suite's
-    trace reader (ijson, pandas) is not installed or the job ran no GPU kernel (a CPU job: no trace to split)."""
+    analysis (pandas, numpy) is not installed or the job ran no GPU kernel (a CPU job: no trace to split)."""
     if not any(folder.glob("job.rank*.trace.json.gz")):
         return None
     try:
@@ -40,7 +40,7 @@ def analyse(folder):
         return {"error": f"the split needs the suite's trace reader ({error.name} is not installed): "
                          f"ob-analyze {folder} later"}
     try:
-        parts = analyze.analyse_probe(folder, folder / "analysis")
+        parts = analyze.analyse_probe(folder, folder / "analysis", result)
     except Exception as error:  # noqa: BLE001 -- the measurement stands; the split says why it is missing
         shutil.rmtree(folder / "analysis", ignore_errors=True)
         return {"error": f"the split failed: {str(error).splitlines()[0] if str(error) else type(error).__name__}"}

@@ -174,9 +174,13 @@ def main(argv=None):
     return 0
 
 
-def analyse_probe(folder, out):
-    """A probe's folder analysed into `out` (overlap_bench.probe's finish): the split of its measured added time."""
-    return run(parse_args([str(folder), "--out", str(out)]))
+def analyse_probe(folder, out, probe):
+    """A probe's folder analysed into `out` (overlap_bench.probe's finish): the split of its measured added time.
+    `probe` is the result the probe just wrote into probe.json, taken as it is in memory: the probe needs torch and
+    the standard library alone, not the schema checker (jsonschema) that a probe.json read from disk goes through."""
+    args = parse_args([str(folder), "--out", str(out)])
+    args.probe_result = probe
+    return run(args)
 
 
 def run(args):
@@ -215,7 +219,7 @@ def run(args):
     split = None
     if args.probe:  # the measured total, the trace's parts scaled to it
         try:
-            probe = probe_split.load(args.probe)
+            probe = getattr(args, "probe_result", None) or probe_split.load(args.probe)
         except ValueError as error:
             raise ob_tool.UsageError(str(error)) from None
         split = probe_split.split(table.set_index("mode").loc["overlap"].to_dict(), probe)

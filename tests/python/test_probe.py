@@ -63,6 +63,25 @@ def test_the_measured_total_is_split_by_the_trace_s_parts_scaled_to_it(tmp_path)
 
 
 
+def test_the_probe_s_own_split_needs_neither_jsonschema_nor_ijson(tmp_path):
+    """The split the probe's finish() makes (result.analyse) on its folder's gzip traces, with jsonschema and ijson
+    not importable (the GPU image has neither): the parts scaled to the result the probe holds in memory."""
+    folder = probe_folder(tmp_path / "probe")
+    for trace in folder.glob("*.trace.json"):
+        subprocess.run(["gzip", str(trace)], check=True)
+    code = ("import json, pathlib, sys\nfor m in ('jsonschema', 'ijson'): sys.modules[m] = None\n"
+            "from overlap_bench.probe import result\n"
+            f"folder = pathlib.Path({str(folder)!r})\n"
+            "parts = result.analyse(folder, json.loads((folder / 'probe.json').read_text()))\n"
+            "print(json.dumps({'error': parts.get('error'), 'scale': parts.get('scale')}))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert done.returncode == 0, done.stderr
+    outcome = json.loads(done.stdout.splitlines()[-1])
+    assert outcome["error"] is None and math.isclose(outcome["scale"], 2.0)
+    assert (folder / "analysis" / "analysis.parts.csv").is_file()
+
+
 def test_the_table_never_writes_over_the_split_it_reads(tmp_path):
     """Issue 83: `ob-probe-table F --csv F/analysis/analysis.parts.csv` is refused (exit 2, one line naming --csv),
     the split it reads left as it was; a folder that does not exist is refused alike, before any work."""
