@@ -133,15 +133,21 @@ if [ "$gpus" -ge 2 ] && [ "$list" = 0 ] && [[ " ${ran[*]+"${ran[*]}"} " == *" ph
   ob_log "phase 4's planner: calibrating, then its plan against the default in $planner_rounds interleaved rounds"
   read -ra p4_options <<<"$p4_args"
   p4=(mpirun -np "$gpus" --bind-to none "$build/phase4_chunked_nccl/phase4_chunked_nccl" "${p4_options[@]}" --quiet)
-  syncs=(--plan-syncs "nccl,nccl-sym,ce")
+  # The strategies it chooses among: the one list experiments/headline.toml declares (planned_syncs); an installed
+  # copy without experiments/ plans --sync alone.
+  plan_syncs=$(python3 -m overlap_bench.core.experiment_lists planned_syncs) || plan_syncs=""
+  syncs=()
+  [ -z "$plan_syncs" ] || syncs=(--plan-syncs "$plan_syncs")
   # A contender is a command line ob-compare gives bash: each word quoted for it (printf %q), a path with a space or
   # a quote in it stays one word.
   p4_line=$(printf '%q ' "${p4[@]}")
+  planned_line=$(printf '%q ' "${p4[@]}" ${syncs[@]+"${syncs[@]}"})
   calibration=$(printf '%q' "$out/planner-calibrate.calibration.json")
-  if "${p4[@]}" --calibrate "${syncs[@]}" --csv "$out/planner-calibrate.csv" >"$out/planner-calibrate.log" 2>&1 &&
+  if "${p4[@]}" ${syncs[@]+"${syncs[@]}"} --calibrate --csv "$out/planner-calibrate.csv" >"$out/planner-calibrate.log" \
+       2>&1 &&
      python3 -m overlap_bench.compare.compare --out "$out/planner" --rounds "$planner_rounds" --baseline default \
        --contender "default=$p4_line--csv {csv}" \
-       --contender "planned=$p4_line--plan auto ${syncs[*]} --calibration $calibration --csv {csv}" \
+       --contender "planned=$planned_line--plan auto --calibration $calibration --csv {csv}" \
        >"$out/planner.log" 2>&1; then
     planner_sentence=$(grep -E ' is (faster than|slower than|not resolved against) ' "$out/planner.log" || true)
     ran+=("planner")

@@ -29,24 +29,16 @@ from overlap_bench.planner import check_prediction
 from overlap_bench.compare import compare
 from overlap_bench.compare import compare_runs
 from overlap_bench.compare import headline_tables
+from overlap_bench.core import experiment_lists
 from overlap_bench.core import ob_tool
 from overlap_bench.core import packs
 from overlap_bench.core import validate
 
 MPI = "mpirun --bind-to none -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS"
-# The checkout's experiment file, or (installed, run from a checkout) the working directory's.
-# The checkout's experiment; outside a checkout (an installed package) --experiment names one: no other default.
-EXPERIMENT = ob_tool.REPO / "experiments" / "headline.toml"
-
-
-def headline_list(key, path=EXPERIMENT):
-    """A list the headline experiment declares once, its `key`: `configs` (the six HxLxB: every other experiment,
-    bench_parts' loops and ob-gate take them from there), `strategies` (phase 4's: ob-gate's default); [] where the
-    file is not there (outside a checkout)."""
-    if not pathlib.Path(path).is_file():
-        return []
-    found = ob_tool.load_toml(path, "--experiment").get(key)
-    return found if isinstance(found, list) else []
+# The checkout's experiment and the lists it declares once (configs, strategies, planned_syncs): core's, which every
+# room reads (the figures' strategy colours, run_all.sh's --plan-syncs, ob-gate's defaults, bench_parts' loops).
+EXPERIMENT = experiment_lists.EXPERIMENT
+headline_list = experiment_lists.headline_list
 
 
 def headline_configs(path=EXPERIMENT):

@@ -8,9 +8,12 @@ hollow.
 Usage: plot_interference.py SUMMARY.csv [SUMMARY.csv ...] -o interference.png
 """
 
+import itertools
+
 import matplotlib.pyplot as plt
 import matplotlib.ticker
 
+from overlap_bench.core import experiment_lists
 from overlap_bench.core import figures
 from overlap_bench.core import ob_csv
 from overlap_bench.core import ob_tool
@@ -19,10 +22,6 @@ from overlap_bench.core import ob_tool
 LINE_COLUMNS = [("sync", "{}"), ("nccl_max_ctas", "{:g} CTAs"), ("gemm_sm_margin", "margin {:g} SMs"),
                 ("comm_dtype", "{}"), ("comm_priority", "{} priority")]
 NEEDED = ["msg_mb", "compute_slowdown", "comm_stretch", "sync"]
-# A strategy's own line keeps its colour in every map; other lines (a CTA cap, a margin) take the next free one.
-SYNC_COLOURS = {"nccl": "#1f77b4", "nccl-sym": "#d62728", "ce": "#2ca02c", "sharded": "#9467bd",
-                "sharded-ce": "#8c564b"}
-OTHER_COLOURS = ["#ff7f0e", "#17becf", "#bcbd22", "#e377c2", "#7f7f7f", "#aec7e8", "#ffbb78", "#98df8a"]
 
 
 def rows(frame):
@@ -46,10 +45,13 @@ def rows(frame):
 def plot(frame, output, hardware=""):
     frame = rows(frame)
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
-    others = iter(OTHER_COLOURS * 4)
+    # A strategy's own line keeps its colour in every map, given by its place in the one strategies list
+    # (experiment_lists: experiments/headline.toml); other lines (a CTA cap, a margin) take the next free one.
+    own = experiment_lists.strategy_colours()
+    others = itertools.cycle([c for c in experiment_lists.PALETTE if c not in own.values()] or experiment_lists.PALETTE)
     for line, part in frame.groupby("line", sort=False):
         part = part.sort_values("msg_mb")
-        colour = SYNC_COLOURS.get(line) or next(others)
+        colour = own.get(line) or next(others)
         covered = part["covered"].astype(bool) if "covered" in part else [True] * len(part)
         for ax, y in ((left, 100 * part["compute_slowdown"]), (right, part["comm_stretch"])):
             ax.plot(part["msg_mb"], y, color=colour, marker="o", label=line)
