@@ -20,18 +20,20 @@ fi
 
 ob_missing_system() {
   local missing=()
-  command -v cmake >/dev/null 2>&1 || missing+=(cmake)
-  command -v c++ >/dev/null 2>&1 || missing+=(build-essential)
-  command -v git >/dev/null 2>&1 || missing+=(git)
   command -v mpirun >/dev/null 2>&1 || missing+=(openmpi-bin)
-  command -v mpicxx >/dev/null 2>&1 || missing+=(libopenmpi-dev)
-  [ -f /usr/include/CLI/CLI.hpp ] || [ -f /usr/local/include/CLI/CLI.hpp ] || missing+=(libcli11-dev)
-  [ -f /usr/include/nlohmann/json.hpp ] || [ -f /usr/local/include/nlohmann/json.hpp ] || missing+=(nlohmann-json3-dev)
-  [ -f /usr/include/gtest/gtest.h ] || [ -f /usr/local/include/gtest/gtest.h ] || missing+=(libgtest-dev)
-  # The native trace reader (trace_reader/, optional: without these ob-analyze reads traces in Python).
-  [ -f /usr/include/simdjson.h ] || [ -f /usr/local/include/simdjson.h ] || missing+=(libsimdjson-dev)
-  [ -f /usr/include/zlib.h ] || [ -f /usr/local/include/zlib.h ] || missing+=(zlib1g-dev)
   command -v python3 >/dev/null 2>&1 || missing+=(python3 python3-pip)
+  if [ -z "${OB_BUILT:-}" ]; then  # what building needs; a built tree (OB_BUILT) runs without it
+    command -v cmake >/dev/null 2>&1 || missing+=(cmake)
+    command -v c++ >/dev/null 2>&1 || missing+=(build-essential)
+    command -v git >/dev/null 2>&1 || missing+=(git)
+    command -v mpicxx >/dev/null 2>&1 || missing+=(libopenmpi-dev)
+    [ -f /usr/include/CLI/CLI.hpp ] || [ -f /usr/local/include/CLI/CLI.hpp ] || missing+=(libcli11-dev)
+    [ -f /usr/include/nlohmann/json.hpp ] || [ -f /usr/local/include/nlohmann/json.hpp ] || missing+=(nlohmann-json3-dev)
+    [ -f /usr/include/gtest/gtest.h ] || [ -f /usr/local/include/gtest/gtest.h ] || missing+=(libgtest-dev)
+    # The native trace reader (trace_reader/, optional: without these ob-analyze reads traces in Python).
+    [ -f /usr/include/simdjson.h ] || [ -f /usr/local/include/simdjson.h ] || missing+=(libsimdjson-dev)
+    [ -f /usr/include/zlib.h ] || [ -f /usr/local/include/zlib.h ] || missing+=(zlib1g-dev)
+  fi
   echo "${missing[*]}"
 }
 
@@ -87,25 +89,26 @@ ob_ensure_dependencies() {
   python3 -m pip install --user -r $OB_ROOT/scripts/requirements.txt"
     fi
   fi
-  # ruff lints the Python (a test that skips without it): installed where pip can, never required.
-  if [ "$(id -u)" -eq 0 ] && ! python3 -c 'import ruff' >/dev/null 2>&1; then
+  # The tests' own tools (OB_NEED_TESTS; the main job needs none of them): ruff lints the Python (a test that skips
+  # without it), installed where pip can, never required.
+  if [ -n "${OB_NEED_TESTS:-}" ] && [ "$(id -u)" -eq 0 ] && ! python3 -c 'import ruff' >/dev/null 2>&1; then
     python3 -m pip install -q ruff >/dev/null 2>&1 || ob_log "ruff could not be installed: the lint test will skip"
   fi
   # The shell scripts' lint, shellcheck (a test that skips without it): likewise never required.
-  if [ "$(id -u)" -eq 0 ] && ! command -v shellcheck >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  if [ -n "${OB_NEED_TESTS:-}" ] && [ "$(id -u)" -eq 0 ] && ! command -v shellcheck >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
     apt-get install -y -qq shellcheck >/dev/null 2>&1 ||
       ob_log "shellcheck could not be installed: the shell lint test will skip"
   fi
   # clang-format 14 (Debian 12's) checks the C++ layout (a test that skips without it): likewise never required.
-  if [ "$(id -u)" -eq 0 ] && ! command -v clang-format-14 >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  if [ -n "${OB_NEED_TESTS:-}" ] && [ "$(id -u)" -eq 0 ] && ! command -v clang-format-14 >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
     apt-get install -y -qq clang-format-14 >/dev/null 2>&1 ||
       ob_log "clang-format-14 could not be installed: the format test will skip"
   fi
   # clang with libFuzzer (the C++ fuzz test) and atheris (the Python one): likewise never required.
-  if [ "$(id -u)" -eq 0 ] && ! command -v clang++ >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  if [ -n "${OB_NEED_TESTS:-}" ] && [ "$(id -u)" -eq 0 ] && ! command -v clang++ >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
     apt-get install -y -qq clang >/dev/null 2>&1 || ob_log "clang could not be installed: the C++ fuzz test will skip"
   fi
-  if [ "$(id -u)" -eq 0 ] && ! python3 -c 'import atheris' >/dev/null 2>&1; then
+  if [ -n "${OB_NEED_TESTS:-}" ] && [ "$(id -u)" -eq 0 ] && ! python3 -c 'import atheris' >/dev/null 2>&1; then
     python3 -m pip install -q atheris >/dev/null 2>&1 ||
       ob_log "atheris could not be installed (no wheel for this Python?): the Python fuzz test will skip"
   fi
@@ -129,11 +132,12 @@ ob_ensure_dependencies() {
   (or: sudo apt-get install -y $OB_APT_PYTHON_PACKAGES)"
     fi
     ob_python_has ijson ||
-      ob_log "ijson is not installed and could not be (offline?): ob-analyze and the probe's split are unavailable" \
-             "(their tests skip); everything else runs"
+      ob_log "ijson is not installed and could not be (offline?): ob-analyze reads large traces only through its" \
+             "native reader (trace_reader/), small ones whole"
     ob_python_has hypothesis || ob_log "hypothesis is not installed and could not be (offline?): the fuzz test skips"
   fi
   [ -n "${OB_NEED_TESTS:-}" ] && ob_ensure_torch
+  [ -n "${OB_BUILT:-}" ] && return 0  # a built tree: no CMake needed
   local version
   version=$(cmake --version | head -n1 | sed 's/[^0-9.]*//g')
   if [ "$(printf '%s\n3.24\n' "$version" | sort -V | head -n1)" != "3.24" ]; then
