@@ -32,32 +32,42 @@ KinetoScanner::KinetoScanner(Columns& columns, ReaderLimits limits) : columns_(c
 
 void KinetoScanner::feed(const char* data, size_t size) {
   while (size > 0) {
-    // Keep from the event being cut (or nothing): what came before it is parsed or skipped.
-    flush_events();
-    size_t keep = in_events_ && item_ == Item::kIn ? item_from_ : pos_;
-    if (capturing_) {
-      capture_.append(buffer_.get() + capture_from_, pos_ - capture_from_);
-      if (capture_.size() > limits_.most_event_bytes) unhandled("a header value longer than the event cap");
-      capture_from_ = pos_ - keep;
-    }
-    std::memmove(buffer_.get(), buffer_.get() + keep, end_ - keep);
-    end_ -= keep;
-    pos_ -= keep;
-    item_from_ = item_from_ >= keep ? item_from_ - keep : 0;
-    batch_from_ = batch_to_ = in_events_ && item_ == Item::kIn ? item_from_ : pos_;
-    size_t room = std::min(capacity_ - simdjson::SIMDJSON_PADDING - end_, limits_.chunk_bytes);
-    if (room == 0 || (in_events_ && item_ == Item::kIn && end_ > limits_.most_event_bytes))
-      throw Refused("an event longer than " + std::to_string(limits_.most_event_bytes >> 20) + " MiB");
+    size_t room = 0;
+    char* to = prepare(room);
     size_t n = std::min(size, room);
-    std::memcpy(buffer_.get() + end_, data, n);
-    end_ += n;
+    std::memcpy(to, data, n);
     data += n;
     size -= n;
-    total_ += n;
-    scan();
-    // An event (complete or not) longer than the cap: refused, whatever the chunks.
-    if (in_events_ && item_ == Item::kIn && end_ - item_from_ > limits_.most_event_bytes) too_long();
+    commit(n);
   }
+}
+
+char* KinetoScanner::prepare(size_t& room) {
+  // Keep from the event being cut (or nothing): what came before it is parsed or skipped.
+  flush_events();
+  size_t keep = in_events_ && item_ == Item::kIn ? item_from_ : pos_;
+  if (capturing_) {
+    capture_.append(buffer_.get() + capture_from_, pos_ - capture_from_);
+    if (capture_.size() > limits_.most_event_bytes) unhandled("a header value longer than the event cap");
+    capture_from_ = pos_ - keep;
+  }
+  std::memmove(buffer_.get(), buffer_.get() + keep, end_ - keep);
+  end_ -= keep;
+  pos_ -= keep;
+  item_from_ = item_from_ >= keep ? item_from_ - keep : 0;
+  batch_from_ = batch_to_ = in_events_ && item_ == Item::kIn ? item_from_ : pos_;
+  room = std::min(capacity_ - simdjson::SIMDJSON_PADDING - end_, limits_.chunk_bytes);
+  if (room == 0 || (in_events_ && item_ == Item::kIn && end_ > limits_.most_event_bytes))
+    throw Refused("an event longer than " + std::to_string(limits_.most_event_bytes >> 20) + " MiB");
+  return buffer_.get() + end_;
+}
+
+void KinetoScanner::commit(size_t n) {
+  end_ += n;
+  total_ += n;
+  scan();
+  // An event (complete or not) longer than the cap: refused, whatever the chunks.
+  if (in_events_ && item_ == Item::kIn && end_ - item_from_ > limits_.most_event_bytes) too_long();
 }
 
 void KinetoScanner::too_long() const {
@@ -285,15 +295,16 @@ Columns read_kineto_file(const std::string& path, ReaderLimits limits) {
   TraceFile file(path);
   Columns columns;
   KinetoScanner scanner(columns, limits);
-  std::unique_ptr<char[]> chunk(new char[limits.chunk_bytes]);
   uint64_t inflated = 0;
-  for (;;) {
-    size_t got = file.read(chunk.get(), limits.chunk_bytes);
+  for (;;) {  // the text read (or inflated) straight into the scanner's buffer: no copy between them
+    size_t room = 0;
+    char* to = scanner.prepare(room);
+    size_t got = file.read(to, room);
     if (got == 0) break;
     inflated += got;
     if (file.gzipped() && inflated > limits.most_inflated)
       throw Refused("it inflates past " + std::to_string(limits.most_inflated >> 20) + " MiB");
-    scanner.feed(chunk.get(), got);
+    scanner.commit(got);
   }
   scanner.finish();
   wrapping_ends(columns);

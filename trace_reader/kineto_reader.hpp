@@ -28,6 +28,10 @@ class KinetoScanner {
  public:
   explicit KinetoScanner(Columns& columns, ReaderLimits limits = {});
   void feed(const char* data, size_t size);
+  // Or the text written straight into its buffer: prepare() gives where and how much (`room`, at most a chunk),
+  // commit(n) scans the n bytes written there.
+  char* prepare(size_t& room);
+  void commit(size_t n);
   void finish();
   uint64_t bytes() const { return total_; }
 

@@ -1,7 +1,8 @@
 // A trace file's bytes as the reader takes them: read raw in large blocks, each block hashed (SHA-256, where the build
 // has OpenSSL's libcrypto: ob-analyze's metadata digest then costs no second read of the file), and inflated where
 // the file is gzipped (zlib's inflate over every member, as gzread does; bytes after the last member ignored, as
-// gzread ignores them); a plain file passes through. In a header: kineto_reader.cpp is its one user.
+// gzread ignores them); a plain file is read straight into the caller's buffer (after its first block, which told
+// gzip from plain) and hashed there. In a header: kineto_reader.cpp is its one user.
 #pragma once
 
 #include <algorithm>
@@ -91,17 +92,16 @@ inline bool TraceFile::fill() {
 }
 
 inline size_t TraceFile::read(char* out, size_t size) {
-  if (!gzipped_) {
-    size_t got = 0;
+  if (!gzipped_) {  // the first block's rest, then straight from the file into `out`, hashed there
+    size_t got = std::min(size, raw_size_ - raw_at_);
+    std::memcpy(out, raw_.get() + raw_at_, got);
+    raw_at_ += got;
     while (got < size && !ended_) {
-      if (raw_at_ == raw_size_ && !fill()) {
-        ended_ = true;
-        break;
-      }
-      size_t n = std::min(size - got, raw_size_ - raw_at_);
-      std::memcpy(out + got, raw_.get() + raw_at_, n);
-      raw_at_ += n;
+      size_t n = std::fread(out + got, 1, size - got, file_.get());
+      if (std::ferror(file_.get())) throw std::runtime_error("reading the trace failed");
+      hash_->update(reinterpret_cast<const unsigned char*>(out + got), n);
       got += n;
+      if (n == 0) ended_ = true;
     }
     return got;
   }

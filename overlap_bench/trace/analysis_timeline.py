@@ -3,9 +3,14 @@ first step) and its Gantt of one step. A rank the native reader measured (trace_
 written by ob_trace_columns --timeline from its columns and its one step's rows taken from them, not kernel by kernel
 here; any other rank's rows are built from its kernels (trace_stats.steps_of). Either way the file is what pandas'
 to_csv writes of the rows (the equality test reads both)."""
+import concurrent.futures
+import shutil
+import tempfile
+
 import pandas as pd
 
 from overlap_bench.trace import trace_native
+from overlap_bench.trace import trace_ranks
 from overlap_bench.trace import trace_stats
 
 
@@ -36,15 +41,42 @@ def timeline(traces, stats):
 
 def write_timeline(traces, stats, path):
     """analysis.timeline.csv: timeline()'s rows as to_csv writes them; a rank the native reader measured has its
-    rows written by it (ob_trace_columns --timeline), from its columns, not kernel by kernel here."""
+    rows written by it (ob_trace_columns --timeline), from its columns, not kernel by kernel here: those processes
+    run side by side (one per core), each into a temporary file, copied in rank order."""
     origin = min(s.start for s in stats)
-    with open(path, "w", newline="") as out:
-        out.write(",".join(TIMELINE) + "\n")
-        for trace in traces:
-            if trace_stats.native_figures(trace):
-                trace_native.write_timeline(trace, origin, out)
-            else:
-                pd.DataFrame(timeline_rows(trace, origin), columns=TIMELINE).to_csv(out, header=False, index=False)
+    native = [t for t in traces if trace_stats.native_figures(t)]
+    pool = concurrent.futures.ThreadPoolExecutor(trace_ranks.workers(native)) if native else None
+    rows = {}
+    try:
+        rows.update((id(t), pool.submit(native_rows, t, origin)) for t in native)
+        with open(path, "w", newline="") as out:
+            out.write(",".join(TIMELINE) + "\n")
+            for trace in traces:
+                if id(trace) in rows:
+                    out.flush()
+                    with rows.pop(id(trace)).result() as written:
+                        shutil.copyfileobj(written, out.buffer)
+                else:
+                    pd.DataFrame(timeline_rows(trace, origin), columns=TIMELINE).to_csv(out, header=False,
+                                                                                        index=False)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+        for left in rows.values():  # a failure: the files written, closed (and so removed)
+            if not left.cancelled() and left.exception() is None:
+                left.result().close()
+
+
+def native_rows(trace, origin):
+    """A temporary file (removed once closed) holding `trace`'s timeline rows, at its start."""
+    written = tempfile.TemporaryFile()
+    try:
+        trace_native.write_timeline(trace, origin, written)
+    except BaseException:
+        written.close()
+        raise
+    written.seek(0)
+    return written
 
 
 def step_frame(traces, stats, number):
@@ -71,3 +103,12 @@ def draw(folder, traces, stats):
     steps = sorted({s.step for s in stats})
     plot_gantt.plot(step_frame(traces, stats, steps[min(1, len(steps) - 1)]), folder / "analysis.png",
                     "your job, one traced step")
+
+
+def write_and_draw(folder, traces, stats):
+    """analysis.timeline.csv (write_timeline) and analysis.png (draw) into `folder`: the timeline's processes run
+    while the Gantt is drawn."""
+    with concurrent.futures.ThreadPoolExecutor(1) as beside:
+        timeline = beside.submit(write_timeline, traces, stats, folder / "analysis.timeline.csv")
+        draw(folder, traces, stats)
+        timeline.result()

@@ -232,14 +232,13 @@ def run(args):
         table.loc[table["mode"] == "overlap", "perturbation"] = split["perturbation"]
     output = staging.Staging(args.out, marker="analysis.csv", runs=False)
     try:
-        analysis_timeline.write_timeline(traces, stats, output.path / "analysis.timeline.csv")
         buckets.to_csv(output.path / "analysis.buckets.csv", index=False)
         per_rank(stats).to_csv(output.path / "analysis.ranks.csv", index=False)
         (output.path / "analysis.meta.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
         if split:
             pd.DataFrame(split["parts"]).to_csv(output.path / "analysis.parts.csv", index=False)
         table.to_csv(output.path / "analysis.csv", index=False)
-        analysis_timeline.draw(output.path, traces, stats)
+        analysis_timeline.write_and_draw(output.path, traces, stats)  # the timeline and the Gantt
         output.commit(last="analysis.csv")
     finally:
         output.discard()

@@ -10,7 +10,8 @@ zlib, the same library, in chunks). Writes --csv: trace_bytes, events, steps, se
 mb_per_cpu_s, reader, reader_cpu_s, parse_only_s, and with --gzip gzip_bytes, gzip_seconds, gzip_cpu_s,
 zlib_inflate_s, with its metadata. Several --gb sizes: a row each. Beside ob-analyze, in the same run on the same
 file, Holistic Trace Analysis and TraceLens where a Python holding them is given (bench_others: each capped in time,
-one line why where one cannot run). --ranks N: the largest trace as N ranks of one job (its rank and world size set
+one line why where one cannot run; --others-from an earlier bench.csv: their columns taken from its rows of the same
+bytes, not run again). --ranks N: the largest trace as N ranks of one job (its rank and world size set
 in each copy), ob-analyze on all of them at once (one worker per core, trace_ranks), written to RANKS.csv beside
 --csv, and what 10,000 such ranks would take, computed from those per-rank figures, to SCALE.csv.
 
@@ -127,6 +128,7 @@ def measure(gb, args, scratch, rows):
     scratch = scratch / f"size{gb:g}"  # this size's outputs
     scratch.mkdir()
     events, steps = synthesize(trace, gb * 1e9, args.source)
+    reused = others_row(args.others_from, trace.stat().st_size) if args.others_from else None
     seconds, cpu, peak = timed([*ob_tool.module_command("trace.analyze"), str(trace), "--out",
                                 str(scratch / f"a{gb:g}")], "ob-analyze")
     size = trace.stat().st_size
@@ -141,13 +143,28 @@ def measure(gb, args, scratch, rows):
         row["gzip_over_zlib"] = row["gzip_cpu_s"] / row["zlib_inflate_s"]
         row["gzip_reader_over_zlib"] = row["gzip_reader_cpu_s"] / row["zlib_inflate_s"]
     for name, python in (("hta", args.hta_python), ("tracelens", args.tracelens_python)):
-        earlier = next((r for r in rows if bench_others.stopped(r, name)), None)
-        skipped = (f"not run: it ran past {args.cap_s:g} s on the {earlier['trace_bytes'] / 1e9:.2f} GB trace"
-                   if earlier else None)
-        row.update(bench_others.run(name, python, trace, scratch, args.cap_s, skipped))
+        if reused is not None:  # their run of an earlier bench on the same bytes, not run again
+            row.update({key: reused[key] for key in reused.index if key.startswith(f"{name}_")
+                        and not key.endswith("_over_analyze_cpu")})
+        else:
+            earlier = next((r for r in rows if bench_others.stopped(r, name)), None)
+            skipped = (f"not run: it ran past {args.cap_s:g} s on the {earlier['trace_bytes'] / 1e9:.2f} GB trace"
+                       if earlier else None)
+            row.update(bench_others.run(name, python, trace, scratch, args.cap_s, skipped))
         if row[f"{name}_status"] == "ran":
             row[f"{name}_over_analyze_cpu"] = row[f"{name}_cpu_s"] / row["cpu_s"]
     return row, trace
+
+
+def others_row(csv, size):
+    """The row of an earlier bench.csv (--others-from) of a trace of exactly `size` bytes: the same synthesized trace,
+    whose HTA and TraceLens columns are taken as they are. A usage error where it holds none."""
+    frame = pd.read_csv(csv)
+    found = frame[frame["trace_bytes"] == size]
+    if found.empty or "hta_status" not in frame:
+        raise ob_tool.UsageError(f"--others-from: '{csv}' holds no row with HTA's and TraceLens's columns for a trace "
+                                 f"of {size} bytes")
+    return found.iloc[0]
 
 
 def rank_copies(trace, ranks, scratch):
@@ -203,6 +220,9 @@ def parse_args():
                         help="a Python with HolisticTraceAnalysis installed: HTA on the same traces")
     parser.add_argument("--tracelens-python", type=ob_tool.executable,
                         help="a Python with TraceLens installed: TraceLens on the same traces")
+    parser.add_argument("--others-from", type=ob_tool.input_file,
+                        help="an earlier bench.csv of the same --source and sizes: HTA's and TraceLens's columns "
+                        "taken from its rows of the same bytes, not run again")
     parser.add_argument("--cap-s", type=ob_tool.number_in(1, 86400), default=300.0,
                         help="the other tools' time cap, seconds (default: 300)")
     parser.add_argument("--ranks", type=ob_tool.whole(2, 9), default=0, help="the largest trace as this many ranks of "
@@ -212,6 +232,14 @@ def parse_args():
         ob_tool.require_input(args.source, "--source")
     except ob_tool.UsageError as error:
         parser.error(str(error))
+    if args.others_from:
+        try:
+            columns = set(pd.read_csv(args.others_from, nrows=0))
+        except ValueError:  # not a CSV (pandas' parser errors and a bad encoding are ValueErrors)
+            columns = set()
+        if not {"hta_status", "tracelens_status"} <= columns:
+            parser.error(f"--others-from: '{args.others_from}' is invalid: a bench.csv with HTA's and TraceLens's "
+                         "columns")
     outputs = [("--csv", args.csv), ("--csv (its metadata)", ob_csv.meta_path(args.csv))]
     if args.ranks:
         outputs += [("--csv (the ranks)", sibling(args.csv, "ranks")), ("--csv (the forecast)",

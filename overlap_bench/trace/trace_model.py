@@ -100,7 +100,7 @@ def length(intervals):
 def overlap_with(start, end, cover):
     """How much of [start, end) the disjoint sorted intervals `cover` hold (found by bisection: a trace's cover holds
     thousands of intervals)."""
-    ends = cover.ends if isinstance(cover, Cover) else [b for _, b in cover]
+    ends = cover.ends if isinstance(cover, (Cover, Spans)) else [b for _, b in cover]
     total = 0.0
     for i in range(bisect.bisect_right(ends, start), len(cover)):
         a, b = cover[i]
@@ -116,6 +116,26 @@ class Cover(list):
     def __init__(self, intervals):
         super().__init__(union(intervals))
         self.ends = [b for _, b in self]
+
+
+class Spans:
+    """Intervals already disjoint and sorted, as two columns (a slice of the native reader's unions): read as a Cover
+    is (its ends for bisection, (start, end) by index), with no list built per interval."""
+
+    def __init__(self, starts, ends):
+        self.starts, self.ends = starts, ends
+
+    def __len__(self):
+        return len(self.ends)
+
+    def __getitem__(self, i):
+        return self.starts[i], self.ends[i]
+
+    def __iter__(self):
+        return zip(self.starts, self.ends)
+
+    def __eq__(self, other):  # as the Cover of the same intervals
+        return [list(pair) for pair in self] == [list(pair) for pair in other]
 
 
 def minus(intervals, cover):

@@ -5,8 +5,9 @@ older CPU), or met something it leaves to the Python reader (exit 4: a string wh
 trace it refuses (nests too deep, one event too large, inflates too far) is a usage error, as the Python reader's.
 Where the reader computed the steps' figures too (trace_reader/step_figures.hpp: the steps are the profiler's markers
 and the trace holds no compute-only range), the trace is a NativeTrace: its figures, buckets and timeline rows come
-from those columns, and its kernels and launches are built only where something asks for them (a --compute-only
-baseline, a test). Standard library only: the array module reads the columns."""
+from those columns, and its kernels, launches, autograd functions and gradients are built only where something asks
+for them (a --compute-only baseline, the bucket advice, a test). Standard library only: the array module reads the
+columns."""
 import array
 import os
 import pathlib
@@ -67,7 +68,8 @@ def _strings(found, name):
 
 
 class NativeTrace(RankTrace):
-    """A RankTrace read natively with its steps' figures: its kernels and launches built on first use."""
+    """A RankTrace read natively with its steps' figures: its kernels, launches, autograd functions and gradients
+    built on first use."""
 
     @property
     def kernels(self):
@@ -93,6 +95,26 @@ class NativeTrace(RankTrace):
     def launches(self, value):
         self._launches = value
 
+    @property
+    def backward(self):
+        if self._backward is None:
+            self._backward = self.native.backward()
+        return self._backward
+
+    @backward.setter
+    def backward(self, value):
+        self._backward = value
+
+    @property
+    def grads(self):
+        if self._grads is None:
+            self._grads = self.native.grads()
+        return self._grads
+
+    @grads.setter
+    def grads(self, value):
+        self._grads = value
+
 
 class Native:
     """The columns of one rank as read (sections), for what is computed from them without building its kernels."""
@@ -105,6 +127,15 @@ class Native:
 
     def column(self, name, code="d"):
         return _column(self.found, name, code)
+
+    def backward(self):
+        """RankTrace.backward: (host start, host end, name) of each autograd function."""
+        col = self.column
+        return [(s, e, self.strings[n]) for s, e, n in zip(col("bw_start"), col("bw_end"), col("bw_name", "I"))]
+
+    def grads(self):
+        """RankTrace.grads: (host time, elements) of each AccumulateGrad."""
+        return list(zip(self.column("grad_ts"), self.column("grad_elems")))
 
     def step_stats(self, rank):
         """trace_stats.StepStats of every step, from the reader's figures."""
@@ -127,10 +158,17 @@ class Native:
                                    blocking_ms=blocking))
         return stats
 
-    def covers(self):
-        """Per step, the union of its compute kernels: [(start, end)]."""
-        bounds, starts, ends = self.column("cover_from", "Q"), self.column("cover_start"), self.column("cover_end")
-        return [list(zip(starts[a:b], ends[a:b])) for a, b in zip(bounds, bounds[1:])]
+    def step_parts(self):
+        """trace_stats.step_parts: {step: ([(start, end)] of its collectives, Spans of its compute kernels' union)}."""
+        from overlap_bench.trace.trace_model import Spans
+
+        col = self.column
+        numbers, bounds = col("number", "q"), col("bucket_from", "Q")
+        starts, ends = col("bucket_start"), col("bucket_end")
+        covers, cover_starts, cover_ends = col("cover_from", "Q"), col("cover_start"), col("cover_end")
+        return {n: (list(zip(starts[bounds[i]:bounds[i + 1]], ends[bounds[i]:bounds[i + 1]])),
+                    Spans(cover_starts[covers[i]:covers[i + 1]], cover_ends[covers[i]:covers[i + 1]]))
+                for i, n in enumerate(numbers)}
 
     def compute_launched(self, start, end):
         """(host time, ms) of each compute kernel launched from host time `start` to `end`, in the trace's order."""
@@ -187,25 +225,24 @@ def to_trace(path, found):
 
     col = lambda name, code="d": _column(found, name, code)  # noqa: E731
     rank, world, start_ns, nccl, gpu, fsdp = col("header", "q")
-    strings, tids = _strings(found, "strings"), [json.loads(t) if t else None for t in _strings(found, "tids")]
     native = Native(found)
+    strings, tids = native.strings, [json.loads(t) if t else None for t in _strings(found, "tids")]
     kind = NativeTrace if native.computed else RankTrace
     trace = kind(str(path), rank=rank, world=world, gpu=strings[gpu], nccl=strings[nccl], start_ns=start_ns)
     trace.native = native
-    if native.computed:
-        trace.kernels, trace.launches = None, None
+    if native.computed:  # built where something asks for them (NativeTrace)
+        trace.kernels, trace.launches, trace.backward, trace.grads = None, None, None, None
     else:
         trace.kernels = [Kernel(s, e, strings[n], st, strings[sh], c, strings[co], b) for s, e, n, st, sh, c, co, b
                          in zip(col("k_start"), col("k_end"), col("k_name", "I"), col("k_stream", "q"),
                                 col("k_shape", "I"), col("k_corr", "q"), col("k_coll", "I"), col("k_bytes"))]
         trace.launches = dict(zip(col("l_corr", "q"), col("l_ts")))
+        trace.backward, trace.grads = native.backward(), native.grads()
     trace.graph_launches = set(col("graph_corr", "q"))
     trace.steps = list(zip(col("step_number", "q"), col("step_start"), col("step_end")))
     trace.compute_only = list(zip(col("co_start"), col("co_end")))
     trace.optimizer = list(zip(col("opt_start"), col("opt_end")))
     trace.wrapper = list(zip(col("wrap_start"), col("wrap_end")))
-    trace.grads = list(zip(col("grad_ts"), col("grad_elems")))
-    trace.backward = [(s, e, strings[n]) for s, e, n in zip(col("bw_start"), col("bw_end"), col("bw_name", "I"))]
     trace.wrapping = [(s, e, tids[t]) for s, e, t in zip(col("wrapping_start"), col("wrapping_end"),
                                                           col("wrapping_tid", "I"))]
     ops = {}
@@ -219,7 +256,7 @@ def to_trace(path, found):
     return trace
 
 
-# Columns read ahead (trace_ranks.read_all runs the readers side by side): path -> columns() of it.
+# Columns read ahead (trace_ranks.read_all runs the readers side by side): path -> a future of columns() of it.
 PREFETCHED = {}
 
 
@@ -245,7 +282,7 @@ def columns(path):
 def read(path):
     """A Kineto trace read natively (before _wrapping_ends and set_apart_compute_only), or None where the native
     reader is not at hand or leaves this trace to the Python reader."""
-    data, refused = PREFETCHED.pop(str(path)) if str(path) in PREFETCHED else columns(path)
+    data, refused = PREFETCHED.pop(str(path)).result() if str(path) in PREFETCHED else columns(path)
     if refused:
         raise ob_tool.UsageError(refused)
     return to_trace(path, sections(data)) if data is not None else None

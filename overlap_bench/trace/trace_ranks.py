@@ -5,6 +5,7 @@ independent task whose result is its StepStats (small: a few numbers a step); th
 slowest rank) are computed after, from those. A progress line on stderr where a read is long."""
 import concurrent.futures
 import os
+import pathlib
 import sys
 import time
 
@@ -21,12 +22,15 @@ def workers(tasks):
 
 
 def read_all(paths):
-    """Every rank the files hold, in order (trace_read.read of each), the native reads run side by side."""
+    """Every rank the files hold, in order (trace_read.read of each), the native reads run side by side: each rank's
+    columns are taken up here as soon as its own reader is done, while the later ranks' readers run."""
     started = time.monotonic()
-    kineto = [str(p) for p in paths if trace_formats.choose(p).name == "kineto-json"]
+    # keyed as trace_read.read names the file (./rank0.json as rank0.json), so that no rank is read twice
+    kineto = [str(pathlib.Path(p)) for p in paths if trace_formats.choose(p).name == "kineto-json"]
+    pool = None
     if workers(kineto) > 1 and trace_native.binary() is not None:
-        with concurrent.futures.ThreadPoolExecutor(workers(kineto)) as pool:  # each thread waits on its process
-            trace_native.PREFETCHED.update(zip(kineto, pool.map(trace_native.columns, kineto)))
+        pool = concurrent.futures.ThreadPoolExecutor(workers(kineto))  # each thread waits on its process
+        trace_native.PREFETCHED.update((path, pool.submit(trace_native.columns, path)) for path in kineto)
     traces = []
     try:
         for done, path in enumerate(paths, 1):
@@ -35,6 +39,8 @@ def read_all(paths):
                 print(f"ob-analyze: read {done} of {len(paths)} traces in {time.monotonic() - started:.0f} s",
                       file=sys.stderr, flush=True)
     finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)  # a refused rank: the readers not started are not started
         trace_native.PREFETCHED.clear()
     return traces
 

@@ -268,20 +268,12 @@ def native_figures(trace):
 
 
 def step_parts(trace):
-    """{step: ([(start, end)] of its collectives in start order, Cover of its compute kernels)} of one rank."""
+    """{step: ([(start, end)] of its collectives in start order, its compute kernels' union as a Cover or Spans)} of one
+    rank: where the native reader measured it, read from its columns (no list built per interval)."""
     if native_figures(trace):
-        return {s.step: ([(b[3], b[4]) for b in s.buckets], disjoint(cover))
-                for s, cover in zip(trace.native.step_stats(trace.rank), trace.native.covers())}
+        return trace.native.step_parts()
     return {n: ([(k.start, k.end) for k in sorted((k for k in ks if k.comm), key=lambda k: k.start)],
                 Cover((k.start, k.end) for k in ks if not k.comm)) for n, ks in steps_of(trace)}
-
-
-def disjoint(spans):
-    """A Cover of intervals already disjoint and sorted (the native reader's unions), without sorting them again."""
-    cover = Cover(())
-    cover.extend([a, b] for a, b in spans)
-    cover.ends = [b for _, b in spans]
-    return cover
 
 
 def compute_launched(trace, start, end):
@@ -320,13 +312,17 @@ def peer_waits(traces, stats):
     first = min(steps)
     offset = {r: float(np.median([a[1] - b[1] for n in numbers for a, b in zip(steps[r][n][0], steps[first][n][0])]
                                  or [0.0])) for r in steps}
+    latest = {}  # step -> per collective, the last rank's start on the first rank's clock (once, not once a rank)
     for s in stats:
         if s.step not in numbers:
             continue
+        if s.step not in latest:
+            latest[s.step] = [max(steps[r][s.step][0][i][0] - offset[r] for r in steps)
+                              for i in range(len(steps[first][s.step][0]))]
         comm, compute = steps[s.rank][s.step]
         waits = []
-        for i, (start, end) in enumerate(comm):
-            latest = max(steps[r][s.step][0][i][0] - offset[r] for r in steps) + offset[s.rank]
-            if latest > start:
-                waits.append((start, min(latest, end)))
+        for (start, end), last in zip(comm, latest[s.step]):
+            last += offset[s.rank]
+            if last > start:
+                waits.append((start, min(last, end)))
         s.wait_ms = minus(union(waits), compute) / 1e3

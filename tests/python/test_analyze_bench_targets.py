@@ -23,3 +23,27 @@ def test_targets_from_the_tables(tmp_path):
     assert frame.loc["8 ranks x 1 GB: wall s on 2 cores", "met"] == "no"
     assert frame.loc["hta at 250 MB: its CPU over ob-analyze's (higher: ob-analyze faster)", "measured"] == 100.0
     assert not any("hta at 1 GB" in t or "tracelens" in t for t in frame.index)
+
+
+def test_the_other_tools_rows_taken_from_an_earlier_bench(tmp_path):
+    """--others-from: HTA's and TraceLens's columns taken from an earlier bench.csv's row of the same bytes (not run
+    again, their ratios to this run's ob-analyze); a table without that trace's row refused before ob-analyze runs."""
+    import subprocess
+    import sys
+
+    bench = [sys.executable, "-m", "overlap_bench.trace.analyze_bench", "--gb", "0.002"]
+    first = subprocess.run([*bench, "--csv", tmp_path / "a.csv"], capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    earlier = pd.read_csv(tmp_path / "a.csv")
+    earlier["hta_status"], earlier["hta_cpu_s"], earlier["hta_max_rss_mb"] = "ran", 50.0, 900.0
+    earlier.to_csv(tmp_path / "a.csv", index=False)
+    again = subprocess.run([*bench, "--others-from", tmp_path / "a.csv", "--csv", tmp_path / "b.csv"],
+                           capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    row = pd.read_csv(tmp_path / "b.csv").iloc[0]
+    assert (row["hta_status"], row["hta_cpu_s"], row["hta_max_rss_mb"]) == ("ran", 50.0, 900.0)
+    assert row["hta_over_analyze_cpu"] == 50.0 / row["cpu_s"]
+    assert row["tracelens_status"] == earlier.iloc[0]["tracelens_status"]
+    other = subprocess.run([sys.executable, "-m", "overlap_bench.trace.analyze_bench", "--gb", "0.003", "--others-from",
+                            tmp_path / "a.csv", "--csv", tmp_path / "c.csv"], capture_output=True, text=True)
+    assert other.returncode == 2 and "--others-from" in other.stderr and not (tmp_path / "c.csv").exists()
