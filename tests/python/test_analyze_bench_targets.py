@@ -14,13 +14,16 @@ def test_targets_from_the_tables(tmp_path):
                   {**common, "trace_bytes": 1e9, "cpu_s": 5.0, "reader_cpu_s": 3.0, "max_rss_mb": 300.0,
                    "reader_over_parse": 3.5, "analyze_over_parse": 6.0, "gzip_over_zlib": 1.5,
                    "gzip_reader_over_zlib": 1.2, "hta_status": "not run"}]).to_csv(tmp_path / "bench.csv", index=False)
-    pd.DataFrame([{"ranks": 8, "seconds": 25.0, "cores": 2}]).to_csv(tmp_path / "bench.ranks.csv", index=False)
+    pd.DataFrame([{"ranks": 8, "seconds": 25.0, "cores": 2, "cpu_s": 30.0}]).to_csv(tmp_path / "bench.ranks.csv",
+                                                                                  index=False)
     frame = bench_targets.targets(tmp_path).set_index("target")
     assert frame.loc["1 GB one rank: CPU s on one core", "met"] == "no"
     assert frame.loc["1 GB one rank: CPU s on one core", "measured_over_bound"] == 1.25
     assert frame.loc["gzip: ob-analyze's CPU over zlib's inflate", "met"] == "yes"
     assert frame.loc["peak memory at 4 GB, MB", "met"] == "-"  # no 4 GB table
     assert frame.loc["8 ranks x 1 GB: wall s on 2 cores", "met"] == "no"
+    least = frame.loc["8 ranks x 1 GB: CPU s over 2 cores (the least wall free cores allow; the machine was shared)"]
+    assert (least["measured"], least["met"]) == (15.0, "-")  # a figure beside the target, not the target
     assert frame.loc["hta at 250 MB: its CPU over ob-analyze's (higher: ob-analyze faster)", "measured"] == 100.0
     assert not any("hta at 1 GB" in t or "tracelens" in t for t in frame.index)
 
