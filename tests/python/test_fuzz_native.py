@@ -10,6 +10,7 @@ OB_FUZZ_SECONDS sets each target's time (default 12: the fuzz tests together sta
 cores; the build takes about two minutes of CPU from nothing)."""
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 
@@ -55,7 +56,12 @@ def built():
     jobs = os.environ.get("OB_FUZZ_BUILD_JOBS", str(os.cpu_count() or 2))
     done = subprocess.run(["cmake", "--build", str(build), "-j", jobs, "--target", *TARGETS], capture_output=True,
                           text=True, timeout=1800)
-    assert done.returncode == 0, f"building the fuzz targets failed:\n{done.stdout[-3000:]}{done.stderr[-2000:]}"
+    said = done.stdout[-3000:] + done.stderr[-2000:]
+    if done.returncode and "/Unity/unity_" in said and re.search(r"error: (redefinition of|call to .* is ambiguous)",
+                                                                 said):
+        said += ("\n(the fuzz build compiles each library as one unit: two of its files define one internal name; "
+                 "rename one, or list the library in OB_FUZZ_FILE_BY_FILE of tests/fuzz/CMakeLists.txt)")
+    assert done.returncode == 0, f"building the fuzz targets failed:\n{said}"
     return build
 
 
