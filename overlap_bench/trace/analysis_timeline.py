@@ -4,8 +4,10 @@ written by ob_trace_columns --timeline from its columns and its one step's rows 
 here; any other rank's rows are built from its kernels (trace_stats.steps_of). Either way the file is what pandas'
 to_csv writes of the rows (the equality test reads both)."""
 import concurrent.futures
+import importlib
 import shutil
 import tempfile
+import threading
 
 import pandas as pd
 
@@ -93,6 +95,21 @@ def step_frame(traces, stats, number):
     frame["point"] = ""
     frame["duration_us"] = frame["end_us"] - frame["start_us"]
     return frame
+
+
+def import_beside():
+    """The Gantt's drawing code (matplotlib: most of ob-analyze's own CPU time on a rank) imported in a thread of its
+    own, started: while the readers run, on one rank a core they leave idle. Returns the thread (join it before
+    drawing; draw's own import then finds the module, or raises what the import raised)."""
+    def load():
+        try:
+            importlib.import_module("overlap_bench.report.plot_gantt")
+        except Exception:  # draw's own import, in the main thread, says what failed
+            pass
+
+    thread = threading.Thread(target=load, name="ob-analyze-import")
+    thread.start()
+    return thread
 
 
 def draw(folder, traces, stats):

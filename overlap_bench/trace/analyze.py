@@ -187,6 +187,7 @@ def run(args):
     """Analyses the traces args names and writes --out; returns {"sentences", and with a probe "parts", "scale",
     "perturbation", ...: probe_split.split}."""
     started = time.monotonic()
+    drawing = analysis_timeline.import_beside()  # the Gantt's code imported while the readers run
     traces = trace_ranks.read_all(args.traces)  # one worker per core
     trace_ranks.check_one_job(traces)
     compute_only(traces, args.compute_only)
@@ -238,6 +239,7 @@ def run(args):
         if split:
             pd.DataFrame(split["parts"]).to_csv(output.path / "analysis.parts.csv", index=False)
         table.to_csv(output.path / "analysis.csv", index=False)
+        drawing.join()
         analysis_timeline.write_and_draw(output.path, traces, stats)  # the timeline and the Gantt
         output.commit(last="analysis.csv")
     finally:
