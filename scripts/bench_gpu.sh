@@ -14,10 +14,12 @@
 #              long for one call split over several
 #   --out DIR  results folder (default results/runs/<host>-gpu-<date-time>)
 #   --dry-run  print every step's name and command; build and run nothing
-# Multi-GPU runs keep NVLink multicast off (NCCL_NVLS_ENABLE=0 and friends), as the lent machines require.
+# Multi-GPU runs keep NVLink multicast off (the variables of overlap_bench/core/mpi_launch.py), as the lent machines
+# require.
 set -uo pipefail
 source "$(dirname "$0")/lib/common.sh"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+multicast_off=$(python3 -m overlap_bench.core.mpi_launch) || ob_die "the multicast variables could not be read" 3
+while IFS= read -r setting; do export "${setting?}"; done <<<"$multicast_off"
 
 out="" dry=0 selection=()
 while [ $# -gt 0 ]; do

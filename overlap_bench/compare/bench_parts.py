@@ -18,13 +18,14 @@ import socket
 import sys
 
 from overlap_bench.compare import headline
+from overlap_bench.core import mpi_launch
 from overlap_bench.core import ob_tool
 from overlap_bench.core import validate
 
 # The checkout's experiments; outside a checkout (an installed package) --parts names them: no other default.
 EXPERIMENTS = ob_tool.REPO / "experiments"
 CONFIG = re.compile(r"^[1-9][0-9]*,[1-9][0-9]*,[1-9][0-9]*$")
-MPI = "mpirun --bind-to none -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS"
+MPI = mpi_launch.MPIRUN  # multicast kept off, said once
 BINARIES = {"p1": "phase1_cuda_baseline/phase1_cuda_baseline", "p3": "phase3_mpi_cuda/phase3_mpi_cuda",
             "p4": "phase4_chunked_nccl/phase4_chunked_nccl"}
 # A step's keys: what it may hold, and of which type.

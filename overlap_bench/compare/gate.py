@@ -23,13 +23,13 @@ import sys
 from overlap_bench.compare import compare
 from overlap_bench.compare import headline
 from overlap_bench.compare import headline_tables
+from overlap_bench.core import mpi_launch
 from overlap_bench.core import ob_tool
 from overlap_bench.core import packs
 
 BINARY = "phase4_chunked_nccl/phase4_chunked_nccl"
-COMMAND = ("mpirun --bind-to none -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS "
-           "-np {gpus} {binary} --mode overlap --hidden {h} --layers {l} --batch {b} --sweep sync={syncs} "
-           "--iters {iters} --csv {csv}")
+COMMAND = (mpi_launch.MPIRUN + " -np {gpus} {binary} --mode overlap --hidden {h} --layers {l} --batch {b} "
+           "--sweep sync={syncs} --iters {iters} --csv {csv}")
 
 
 def regressions(table, threshold):

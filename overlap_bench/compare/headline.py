@@ -30,11 +30,12 @@ from overlap_bench.compare import compare
 from overlap_bench.compare import compare_runs
 from overlap_bench.compare import headline_tables
 from overlap_bench.core import experiment_lists
+from overlap_bench.core import mpi_launch
 from overlap_bench.core import ob_tool
 from overlap_bench.core import packs
 from overlap_bench.core import validate
 
-MPI = "mpirun --bind-to none -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS"
+MPI = mpi_launch.MPIRUN  # multicast kept off, said once
 # The checkout's experiment and the lists it declares once (configs, strategies, planned_syncs): core's, which every
 # room reads (the figures' strategy colours, run_all.sh's --plan-syncs, ob-gate's defaults, bench_parts' loops).
 EXPERIMENT = experiment_lists.EXPERIMENT

@@ -88,3 +88,23 @@ def test_the_figures_colour_strategies_by_the_lists_order():
     assert list(colours) == listed and list(colours.values()) == experiment_lists.PALETTE[:len(listed)]
     source = (REPO / "overlap_bench" / "report" / "plot_interference.py").read_text()
     assert "experiment_lists.strategy_colours()" in source and not re.search(r'"#[0-9a-f]{6}"', source)
+
+
+def test_the_multicast_off_launch_is_said_once():
+    """The mpirun line with NVLink multicast kept off, and its variables, live in overlap_bench/core/mpi_launch.py
+    alone: the package's tools take MPIRUN, bench_gpu.sh exports MULTICAST_OFF from it (the Slurm batch files, a
+    site's own, are left to the site)."""
+    from overlap_bench.core import mpi_launch
+
+    assert mpi_launch.MPIRUN.split()[:3] == ["mpirun", "--bind-to", "none"]
+    assert all(f"-x {name}" in mpi_launch.MPIRUN for name in mpi_launch.MULTICAST_OFF)
+    variables = re.compile("|".join(mpi_launch.MULTICAST_OFF))
+    said = []
+    for path in sorted((REPO / "overlap_bench").rglob("*.py")) + sorted((REPO / "scripts").glob("**/*.sh")):
+        if path.name == "mpi_launch.py":
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            code = re.sub(r"(^|\s)#.*", "", line)
+            if variables.search(code) or re.search(r"\bmpirun --bind-to none -x\b", code):
+                said.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
+    assert said == [], "the multicast-off launch said again (take overlap_bench.core.mpi_launch):\n" + "\n".join(said)
