@@ -15,6 +15,13 @@ const PartSpec* ScheduleRow::part(const std::string& part_name) const {
   return nullptr;
 }
 
+const Knob* ScheduleRow::knob(const std::string& knob_name) const {
+  for (const auto& k : knobs) {
+    if (k.name == knob_name) return &k;
+  }
+  return nullptr;
+}
+
 RegisterSchedule::RegisterSchedule(ScheduleRow row) {
   const std::string name = row.name;
   Schedules::add("schedules", name, std::move(row));

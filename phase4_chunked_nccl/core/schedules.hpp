@@ -2,9 +2,10 @@
 // itself at start-up (a RegisterSchedule object), so adding one is one new file and no edit elsewhere. A row says
 // everything the rest of phase 4 needs to know without running it: its name, the parts it times of its own beyond
 // the step's common ones (the trainer marks them, the breakdown and the calibration time them, the bound and the
-// planner's model read them by name), whether its strategies' buckets hold whole tensors, its bound, the planner's
-// model of its step before the backward, and the factory that makes it. A build without CUDA has the rows with no
-// factory: the options, the planner and phase4_predict know every schedule. The driver, the calibration, the planner
+// planner's model read them by name), its own options (knobs, core/knobs.hpp: the driver builds their options,
+// sweeps, labels, columns, calibration fields and the planner's search from them), whether its strategies' buckets
+// hold whole tensors, its bound, the planner's model of its step before the backward, and the factory that makes it.
+// A build without CUDA has the rows with no factory: the options, the planner and phase4_predict know every schedule. The driver, the calibration, the planner
 // and the tools ask the row; none compares a schedule's name.
 #pragma once
 
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "phase4_chunked_nccl/core/bucket_plan.hpp"
+#include "phase4_chunked_nccl/core/knobs.hpp"
 #include "phase4_chunked_nccl/core/spec.hpp"
 
 namespace phase4 {
@@ -47,10 +49,9 @@ struct MeasuredParts {
 
 // A schedule with parts of its own, as calibrated (planner.hpp; empty for one without): its compute-only run's forward
 // layers, backward steps, forward's rest and iteration, its parts (the compute ones from that run, the comm ones from
-// the comm-only run), under overlap each comm part's stretch and the forward layers' slowdown; the --prefetch it ran
-// with.
+// the comm-only run), under overlap each comm part's stretch and the forward layers' slowdown. (The values of the
+// schedule's knobs it ran with are the strategy's: StrategyCalibration::knobs, planner.hpp.)
 struct ScheduleCalibration {
-  int prefetch = 0;
   double forward_rest_ms = 0, iteration_ms = 0, forward_slowdown = 0;
   std::vector<double> layer_ms, step_ms;
   PartTimes part_ms;
@@ -82,16 +83,17 @@ struct ScheduleRow {
 
   std::string name, help;
   std::vector<PartSpec> parts;  // its own timed parts (none: the step's common ones only)
-  // Its own whole-number option ("prefetch": --prefetch, SyncSpec's field of that name; empty: none), which other
-  // schedules' strategies would ignore: set other than 0 in a run with none of its strategies, it is refused.
-  std::string option;
+  // Its own whole-number options (core/knobs.hpp; SyncSpec::knob reads their values), which other schedules'
+  // strategies would ignore: set other than its default in a run with none of its strategies, one is refused.
+  std::vector<Knob> knobs;
   bool whole_tensors = false;  // its strategies' buckets hold whole tensors (align_plan_to_steps)
   // Its overlapped step's lower bound from measured parts (METRICS.md, "bound"); `sync` the strategy's settings.
   Bound bound = nullptr;
   // The planner's model of its step up to the backward pipeline, from its calibration with every part already scaled
-  // to the target: the compute and comm clocks where the backward starts. Null: the calibration's compute-only
-  // forward, nothing on the comm stream (the planner's own).
-  void (*forward)(const ScheduleCalibration& scaled, double& compute_end, double& comm_end) = nullptr;
+  // to the target, and its knobs' values (`sync`): the compute and comm clocks where the backward starts. Null: the
+  // calibration's compute-only forward, nothing on the comm stream (the planner's own).
+  void (*forward)(const ScheduleCalibration& scaled, const SyncSpec& sync, double& compute_end,
+                  double& comm_end) = nullptr;
   // The planner's model of its whole step, the update included (null: row.forward, then the planner's pipeline of the
   // buckets behind the backward, then the update). Its calibration's compute-only runs are its own, not the shared
   // ones (they hold work its model places from the shared parts).
@@ -99,6 +101,7 @@ struct ScheduleRow {
   ScheduleFactory make = nullptr;  // null in a build without CUDA
   // Its part `name` (nullptr: none of that name).
   const PartSpec* part(const std::string& name) const;
+  const Knob* knob(const std::string& name) const;  // its knob `name` (nullptr: none of that name)
 };
 
 // Registers `row` (at start-up, from a schedule's file). Two rows of one name stop the program.

@@ -9,6 +9,7 @@
 #include "phase4_chunked_nccl/core/bucket_plan.hpp"
 #include "phase4_chunked_nccl/core/choices.hpp"
 #include "phase4_chunked_nccl/core/families.hpp"
+#include "phase4_chunked_nccl/core/knobs.hpp"
 #include "phase4_chunked_nccl/core/transformer.hpp"
 
 namespace phase4 {
@@ -37,8 +38,8 @@ struct ModelSpec {
 struct SyncSpec {
   std::string strategy;
   WireType wire = WireType::kFp32;  // the type the gradient travels in
-  int prefetch = 0;  // the sharded schedule: layers gathered ahead of the forward (0: all)
-  int carry = 0;  // the carry schedule: forward layers whose buckets run on into the next forward (0: half)
+  KnobValues knobs;  // the schedules' own options by name (core/knobs.hpp; one not given: its default)
+  int knob(const std::string& name) const { return knob_value(knobs, name); }
 };
 
 // One training step as the trainer runs it.

@@ -52,7 +52,7 @@ ModelSpec Config::model_spec() const {
   return spec;
 }
 
-SyncSpec Config::sync_spec() const { return {sync, comm_dtype, prefetch, carry}; }
+SyncSpec Config::sync_spec() const { return {sync, comm_dtype, knobs}; }
 
 StepSpec Config::step_spec() const {
   StepSpec spec;
@@ -110,8 +110,10 @@ std::string Config::point_label() const {
   if (graph) label += ", graph";
   if (sync != reference_sync()) label += ", sync=" + sync;
   if (gemm_sm_margin > 0) label += ", gemm-sm-margin=" + std::to_string(gemm_sm_margin);
-  if (prefetch > 0) label += ", prefetch=" + std::to_string(prefetch);
-  if (carry > 0) label += ", carry=" + std::to_string(carry);
+  for (const Knob& knob : all_knobs()) {
+    const int value = knob_value(knobs, knob.name);
+    if (value != knob.fallback) label += ", " + knob.name + "=" + std::to_string(value);
+  }
   return label;
 }
 

@@ -58,8 +58,7 @@ struct Config {
   bool graph = false;  // replay each step as one captured CUDA graph
   std::string sync = "nccl";  // how buckets are synchronised: a strategy's name (sync/registry.hpp)
   int gemm_sm_margin = 0;  // SMs the GEMMs leave to communication (cublasSetSmCountTarget)
-  int prefetch = 0;  // sharded strategies: layers gathered ahead of the forward (0: all at the step's start)
-  int carry = 0;  // carrying strategies: forward layers whose buckets run on into the next forward (0: half)
+  KnobValues knobs = default_knobs();  // the schedules' own options (--NAME of each row's knobs: core/knobs.hpp)
   PlanMode plan_mode = PlanMode::kCaps;  // caps: --bucket-mb/--first-bucket-mb or --chunks; auto: the planner's
   std::string plan_syncs;  // strategies --plan auto chooses among (comma-separated; empty: --sync alone)
   std::vector<std::string> calibrations;  // calibration files to predict with (planner.hpp): each point its model's

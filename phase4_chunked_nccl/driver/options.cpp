@@ -60,8 +60,7 @@ void add_communication_options(CLI::App& app, Config& config) {
   ob::add_checked_option(app, "--sync", config.sync, "How gradient buckets are synchronised:" + strategies,
                          CLI::IsMember(sync_names()));
   add_whole_option(app, config, "gemm-sm-margin");
-  add_whole_option(app, config, "prefetch");
-  add_whole_option(app, config, "carry");
+  for (const Knob& knob : all_knobs()) add_whole_option(app, config, knob.name);  // the schedules' own
 }
 
 // The planner's: which plan, among which strategies, from which calibration.
@@ -242,8 +241,8 @@ void validate_sweeps(const Config& config) {
   }
 }
 
-// A schedule's own option (--prefetch, --carry) set other than 0 needs a strategy of that schedule in the run (the
-// points' strategies, or those they plan among): the others would ignore it.
+// A schedule's own option (its row's knobs) set other than its default needs a strategy of that schedule in the run
+// (the points' strategies, or those they plan among): the others would ignore it.
 void validate_schedule_options(const Config& config) {
   const auto points = config.sweep_points();
   std::vector<std::string> run;  // the schedules of the run's strategies
@@ -251,11 +250,12 @@ void validate_schedule_options(const Config& config) {
     run.push_back(schedule_of(point.sync).name);
     for (const auto& sync : point.planned_syncs()) run.push_back(schedule_of(sync).name);
   }
-  for (const auto& p : sweep_parameters()) {
+  for (const Knob& knob : all_knobs()) {
     for (const auto& name : schedule_names()) {
-      if (schedule_row(name).option != p.name || std::find(run.begin(), run.end(), name) != run.end()) continue;
+      if (!schedule_row(name).knob(knob.name) || std::find(run.begin(), run.end(), name) != run.end()) continue;
       for (const auto& point : points) {
-        ob::require(point.*p.member == 0, "--" + p.name, std::to_string(point.*p.member),
+        const int value = knob_value(point.knobs, knob.name);
+        ob::require(value == knob.fallback, "--" + knob.name, std::to_string(value),
                     "only for the " + name + " schedule's strategies (" + sync_list(name) + "), none in this run");
       }
     }

@@ -204,12 +204,9 @@ ob::SummaryRow base_row(const Config& config, const BucketPlan& plan, int ranks)
       .config("accum_steps", config.accum_steps)
       .config("graph", config.graph)
       .config("sync", config.sync)
-      .config("gemm_sm_margin", config.gemm_sm_margin)
-      .config("prefetch", config.prefetch)
-      .config("carry", config.carry)
-      .config("plan", name(config.plan_mode))
-      .config("clock", "cuda_event")
-      .config("model_family", config.family);
+      .config("gemm_sm_margin", config.gemm_sm_margin);
+  for (const auto& [column, value] : knob_columns(config.knobs)) base.config(column, value);
+  base.config("plan", name(config.plan_mode)).config("clock", "cuda_event").config("model_family", config.family);
   const FamilyRow& family = config.family_row();  // hidden is its width, layers its steps, batch its rows per rank
   if (family.columns) {
     for (const auto& [key, value] : family.columns(config.model_spec())) base.config(key, value);

@@ -85,11 +85,10 @@ const std::vector<std::vector<double>>& part_samples(const ModeRun& run, const s
 // from one size's runs: the compute-only run's forward layers, compute parts and backward steps, the comm-only run's
 // comm parts (at the timed steps' pace: at_timed_pace), and the overlapped run's stretch of each comm part and
 // slowdown of the forward layers (ratios of unscaled parts).
-ScheduleCalibration schedule_step(const Config& config, const ScheduleRow& schedule, const ModeRun& compute,
-                                  const ModeRun& alone, const ModeRun& overlapped, MPI_Comm comm) {
+ScheduleCalibration schedule_step(const ScheduleRow& schedule, const ModeRun& compute, const ModeRun& alone,
+                                  const ModeRun& overlapped, MPI_Comm comm) {
   const ModeRun paced = at_timed_pace(compute), paced_alone = at_timed_pace(alone);
   ScheduleCalibration s;
-  s.prefetch = config.prefetch;
   s.layer_ms = medians(paced.layer_ms, comm);
   s.step_ms = medians(paced.step_ms, comm);
   s.iteration_ms = ob::summarize(ob::max_across_ranks(compute.iter_ms, comm)).p50;
@@ -173,7 +172,7 @@ Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, 
     }
     StrategyCalibration strategy;
     strategy.sync = sync;
-    strategy.carry = config.carry;
+    for (const Knob& knob : schedule.knobs) strategy.knobs[knob.name] = knob_value(config.knobs, knob.name);
     double own_iteration = 0;
     for (const double bytes : sizes) {
       const double mb = bytes / (1 << 20);
@@ -203,7 +202,7 @@ Calibration calibrate_run(const Config& base, const std::string& gpu, int rank, 
       }
       if (own_step && (own_iteration == 0 || iteration < own_iteration)) {
         own_iteration = iteration;
-        strategy.schedule = schedule_step(config, schedule, compute, alone, overlapped, comm);
+        strategy.schedule = schedule_step(schedule, compute, alone, overlapped, comm);
       }
       add_size(strategy, mb, plan, alone, overlapped, compute_backward, comm);
     }
@@ -227,13 +226,17 @@ Config resolve_plan(const Config& point, const Calibration& calibration, std::os
   const auto choices = choose_plans(calibration, point.planned_syncs());
   Config resolved = point;
   resolved.sync = choices.front().sync;
-  if (schedule_of(resolved.sync).planned) resolved.carry = choices.front().carry;
+  for (const Knob& knob : schedule_of(resolved.sync).knobs) {  // a searched knob as planned
+    if (knob.search) resolved.knobs[knob.name] = knob_value(choices.front().knobs, knob.name);
+  }
   for (const auto& bucket : choices.front().plan.buckets) resolved.plan_ends.push_back(bucket.end);
   if (progress) {
     *progress << "phase4: plan auto:";
     for (const auto& choice : choices) {
       *progress << " --sync " << choice.sync;
-      if (schedule_of(choice.sync).planned) *progress << " --carry " << choice.carry;
+      for (const Knob& knob : schedule_of(choice.sync).knobs) {
+        if (knob.search) *progress << " --" << knob.name << " " << knob_value(choice.knobs, knob.name);
+      }
       *progress << " " << choice.plan.describe() << " predicted " << ob::format_number(choice.prediction.step_ms, 4)
                 << " ms;";
     }

@@ -29,11 +29,10 @@ std::string allowed_text() {
       "; sync: strategy names; plan: auto, caps, layer or a bucket cap; shape: HxLxB, hidden x layers x batch)";
 }
 
-}  // namespace
-
-const std::vector<SweepParameter>& sweep_parameters() {
+// The table's own options; the knobs go after gemm-sm-margin (sweep_parameters).
+std::vector<SweepParameter> own_parameters() {
   using P = SweepParameter;
-  static const std::vector<SweepParameter> table = {
+  return {
       {"chunks", P::kWhole, 1, 1 << 24, "Cut the gradient into N equal buckets instead (not with --bucket-mb)",
        &Config::chunks, nullptr, false},
       {"bucket-mb", P::kNumber, kLeastBucketMb, kMostBucketMb, "", nullptr,
@@ -50,14 +49,6 @@ const std::vector<SweepParameter>& sweep_parameters() {
       {"gemm-sm-margin", P::kWhole, 0, 1024,
        "SMs the GEMMs leave free for communication (cuBLAS SM-count target: the SMs less this)",
        &Config::gemm_sm_margin},
-      {"prefetch", P::kWhole, 0, 4096,
-       "Sharded strategies: all-gathers issued ahead of the forward layer that needs them, in layers (0: every "
-       "layer's at the step's start)",
-       &Config::prefetch},
-      {"carry", P::kWhole, 0, 1 << 20,
-       "Carrying strategies (*-carry): forward layers whose buckets are reduced beside the next step's forward, "
-       "first layer first (0: half the layers, rounded up)",
-       &Config::carry},
       {"sync", P::kStrategy, 0, 0, "", nullptr, [](Config& c, const std::string& v) { c.sync = v; }},
       {"plan", P::kPlan, kLeastBucketMb, kMostBucketMb, "", nullptr,
        [](Config& c, const std::string& v) {
@@ -75,6 +66,23 @@ const std::vector<SweepParameter>& sweep_parameters() {
          c.shape_swept = true;
        }},
   };
+}
+
+}  // namespace
+
+const std::vector<SweepParameter>& sweep_parameters() {
+  static const std::vector<SweepParameter> table = [] {
+    std::vector<SweepParameter> own = own_parameters(), all;
+    for (auto& p : own) {
+      all.push_back(std::move(p));
+      if (all.back().name != "gemm-sm-margin") continue;
+      for (const Knob& knob : all_knobs()) {
+        all.push_back({knob.name, SweepParameter::kWhole, static_cast<double>(knob.least),
+                       static_cast<double>(knob.most), knob.help});
+      }
+    }
+    return all;
+  }();
   return table;
 }
 
@@ -101,7 +109,8 @@ std::optional<Shape> parse_shape(const std::string& text) {
 void add_whole_option(CLI::App& app, Config& config, const std::string& name) {
   for (const auto& p : sweep_parameters()) {
     if (p.name != name || p.kind != SweepParameter::kWhole) continue;
-    auto* option = app.add_option("--" + name, config.*p.member, p.help)
+    int& value = p.member ? config.*p.member : config.knobs[name];
+    auto* option = app.add_option("--" + name, value, p.help)
                        ->check(CLI::Range(static_cast<int>(p.least), static_cast<int>(p.most)));
     if (p.show_default) option->capture_default_str();
     return;
@@ -153,8 +162,9 @@ std::vector<Config> Config::sweep_points() const {
     for (const auto& point : points) {
       for (const auto& value : parsed.values) {
         Config swept = point;
-        if (parsed.parameter->member) {
-          swept.*parsed.parameter->member = whole(value);
+        if (parsed.parameter->kind == SweepParameter::kWhole) {
+          (parsed.parameter->member ? swept.*parsed.parameter->member : swept.knobs[parsed.parameter->name]) =
+              whole(value);
         } else {
           parsed.parameter->apply(swept, value);
         }

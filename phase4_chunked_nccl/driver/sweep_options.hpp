@@ -1,5 +1,7 @@
 // The options --sweep can vary, each declared once (name, bounds, help, how a point takes its value): add_options()
-// adds the whole-number ones from here, and --sweep NAME=V1,V2,... checks its values against the same bounds.
+// adds the whole-number ones from here, and --sweep NAME=V1,V2,... checks its values against the same bounds. The
+// schedules' knobs (core/knobs.hpp) are among them, after the table's own whole-number options, as their rows
+// declare them.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -16,7 +18,7 @@ struct SweepParameter {
   enum Kind { kWhole, kNumber, kStrategy, kPlan, kShape } kind;
   double least, most;  // kWhole: the option's range; kNumber and kPlan's caps: (least, most]
   std::string help;  // kWhole: the option's help ("" when add_options describes it itself)
-  int Config::*member = nullptr;  // kWhole: the field it sets
+  int Config::*member = nullptr;  // kWhole: the field it sets (null: the knob of its name, Config::knobs)
   void (*apply)(Config&, const std::string&) = nullptr;  // the others: how a point takes its value
   bool show_default = true;
 };

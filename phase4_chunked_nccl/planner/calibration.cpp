@@ -13,9 +13,11 @@ namespace phase4 {
 namespace {
 
 nlohmann::json schedule_to_json(const ScheduleRow& row, const ScheduleCalibration& h) {
-  nlohmann::json out = {{"prefetch", h.prefetch},         {"forward_rest_ms", h.forward_rest_ms},
-                        {"iteration_ms", h.iteration_ms}, {"forward_slowdown", h.forward_slowdown},
-                        {"layer_ms", h.layer_ms},         {"step_ms", h.step_ms}};
+  nlohmann::json out = {{"forward_rest_ms", h.forward_rest_ms},
+                        {"iteration_ms", h.iteration_ms},
+                        {"forward_slowdown", h.forward_slowdown},
+                        {"layer_ms", h.layer_ms},
+                        {"step_ms", h.step_ms}};
   for (const auto& part : row.parts) {
     out[part.name + "_ms"] = h.part_ms.at(part.name);
     if (part.comm) out[part.name + "_stretch"] = h.stretch.at(part.name);
@@ -42,10 +44,14 @@ nlohmann::json Calibration::to_json() const {
                     {"stretch", s.stretch},
                     {"slowdown", s.slowdown}});
     if (!s.overlap_ms.empty()) list.back()["plan_mb"] = s.plan_mb, list.back()["overlap_ms"] = s.overlap_ms;
-    if (schedule_of(s.sync).planned) list.back()["carry"] = s.carry;
-    if (s.schedule.empty()) continue;
     const ScheduleRow& schedule = schedule_of(s.sync);
-    list.back()[schedule.name] = schedule_to_json(schedule, s.schedule);
+    // Its schedule's knobs as calibrated: in the schedule's own section where it has parts of its own, else here.
+    nlohmann::json* knobs = &list.back();
+    if (!schedule.parts.empty()) {
+      if (s.schedule.empty()) continue;
+      knobs = &(list.back()[schedule.name] = schedule_to_json(schedule, s.schedule));
+    }
+    for (const Knob& knob : schedule.knobs) (*knobs)[knob.name] = knob_value(s.knobs, knob.name);
   }
   nlohmann::json out = {
       {"kind", "overlap-bench phase4 calibration"},

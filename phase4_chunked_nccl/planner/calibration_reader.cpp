@@ -73,7 +73,6 @@ void require_positive(const std::vector<double>& values, const std::string& key,
 ScheduleCalibration schedule_from_json(const ScheduleRow& row, const nlohmann::json& json, const std::string& where,
                                        const std::string& source) {
   ScheduleCalibration s;
-  s.prefetch = field<int>(json, "prefetch", where, source);
   s.forward_rest_ms = field<double>(json, "forward_rest_ms", where, source);
   s.iteration_ms = field<double>(json, "iteration_ms", where, source);
   s.forward_slowdown = field<double>(json, "forward_slowdown", where, source);
@@ -82,7 +81,6 @@ ScheduleCalibration schedule_from_json(const ScheduleRow& row, const nlohmann::j
   const auto invalid = [&](const std::string& what) {
     return ob::UsageError("--calibration: '" + source + "' is invalid: " + where + what);
   };
-  if (s.prefetch < 0) throw invalid("prefetch must be >= 0");
   require_positive(s.layer_ms, where + "layer_ms", source);
   require_positive(s.step_ms, where + "step_ms", source);
   require_positive({s.iteration_ms}, where + "iteration_ms", source);
@@ -157,13 +155,18 @@ StrategyCalibration strategy_from_json(const nlohmann::json& entry, const std::s
     require_positive(s.overlap_ms, where + "overlap_ms", source);
   }
   const ScheduleRow& schedule = schedule_row(row->schedule);  // its own step, under its schedule's name
-  if (schedule.planned) {
-    s.carry = field<int>(entry, "carry", where, source);
-    if (s.carry < 0) throw invalid(where + "carry must be >= 0");
-  }
+  // Its schedule's knobs as calibrated: in the schedule's own section where it has parts of its own, else here.
+  nlohmann::json knobs = entry;
+  std::string knobs_where = where;
   if (!schedule.parts.empty()) {
-    s.schedule = schedule_from_json(schedule, field<nlohmann::json>(entry, schedule.name, where, source),
-                                    where + schedule.name + ".", source);
+    knobs = field<nlohmann::json>(entry, schedule.name, where, source);
+    knobs_where = where + schedule.name + ".";
+    s.schedule = schedule_from_json(schedule, knobs, knobs_where, source);
+  }
+  for (const Knob& knob : schedule.knobs) {
+    const int value = s.knobs[knob.name] = field<int>(knobs, knob.name, knobs_where, source);
+    if (value < knob.least) throw invalid(knobs_where + knob.name + " must be >= " + std::to_string(knob.least));
+    if (value > knob.most) throw invalid(knobs_where + knob.name + " must be <= " + std::to_string(knob.most));
   }
   return s;
 }

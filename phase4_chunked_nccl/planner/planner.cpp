@@ -105,7 +105,10 @@ struct StepModel {
         times[l] *= part.comm ? own.stretch.at(part.name) * comm_scale(l) : part.rank_share ? share : 1.0;
       }
     }
-    schedule.forward(scaled, compute_start, comm_start);
+    SyncSpec sync;
+    sync.strategy = strategy.sync;
+    sync.knobs = strategy.knobs;
+    schedule.forward(scaled, sync, compute_start, comm_start);
     tail_ms = overhead_ms(own.iteration_ms, tasks);
   }
   std::vector<double> residuals() const;  // below predict_with, which it runs
@@ -201,7 +204,7 @@ Prediction predict_with(const StepModel& model, const BucketPlan& plan) {
     const Calibration& c = model.calibration;
     SyncSpec sync;
     sync.strategy = model.strategy.sync;
-    sync.carry = model.strategy.carry;
+    sync.knobs = model.strategy.knobs;
     prediction.step_ms = model.schedule.planned({c.forward_ms, c.update_ms, steps, comm_ms, model.layout, plan}, sync) +
         model.tail_ms - c.update_ms;
   } else {
@@ -235,17 +238,21 @@ std::vector<double> StepModel::residuals() const {
   return out;
 }
 
-// `best` or a better choice among `plans` at another --carry: every depth up to the layers, at most kMostCarries of
-// them spread evenly.
-PlanChoice best_carry(const Calibration& calibration, StrategyCalibration strategy, const Target& target,
+// `best` or a better choice among `plans` at another value of each of the schedule's searched knobs (Knob::search),
+// one knob at a time from the best so far.
+PlanChoice best_knobs(const Calibration& calibration, StrategyCalibration strategy, const Target& target,
                       const std::vector<BucketPlan>& plans, PlanChoice best) {
   const int layers = calibration.layout().steps();
-  for (int k = 1; k <= std::min(layers, kMostCarries); ++k) {
-    strategy.carry = static_cast<int>(std::lround(1.0 * k * layers / std::min(layers, kMostCarries)));
-    const StepModel model(calibration, strategy, target);
-    for (const BucketPlan& plan : plans) {
-      const Prediction prediction = predict_with(model, plan);
-      if (prediction.step_ms < best.prediction.step_ms) best = {strategy.sync, plan, prediction, strategy.carry};
+  for (const Knob& knob : schedule_of(strategy.sync).knobs) {
+    if (!knob.search) continue;
+    for (const int value : knob.search(layers)) {
+      strategy.knobs = best.knobs;
+      strategy.knobs[knob.name] = value;
+      const StepModel model(calibration, strategy, target);
+      for (const BucketPlan& plan : plans) {
+        const Prediction prediction = predict_with(model, plan);
+        if (prediction.step_ms < best.prediction.step_ms) best = {strategy.sync, plan, prediction, strategy.knobs};
+      }
     }
   }
   return best;
@@ -297,13 +304,13 @@ std::vector<PlanChoice> choose_plans(const Calibration& calibration, const std::
   for (const auto& strategy : calibration.strategies) {
     if (!syncs.empty() && std::find(syncs.begin(), syncs.end(), strategy.sync) == syncs.end()) continue;
     const StepModel model(calibration, strategy, target);
-    PlanChoice best{strategy.sync, {}, {}, strategy.carry};
+    PlanChoice best{strategy.sync, {}, {}, strategy.knobs};
     best.prediction.step_ms = std::numeric_limits<double>::infinity();
     std::vector<BucketPlan> candidates;
     auto consider = [&](const BucketPlan& given) {  // as the strategy runs it: a sharded one, in whole tensors
       const BucketPlan plan = model.as_run(given);
       const Prediction prediction = predict_with(model, plan);
-      if (prediction.step_ms < best.prediction.step_ms) best = {strategy.sync, plan, prediction, strategy.carry};
+      if (prediction.step_ms < best.prediction.step_ms) best = {strategy.sync, plan, prediction, strategy.knobs};
       candidates.push_back(plan);
       return prediction;
     };
@@ -330,7 +337,7 @@ std::vector<PlanChoice> choose_plans(const Calibration& calibration, const std::
     // bucket a backward step (--plan layer's), are candidates too.
     for (double mb : strategy.plan_mb) consider(plan_by_size(model.layout, mb, mb));
     consider(plan_from_ends(model.layout, model.layout.ends));
-    if (model.schedule.planned) best = best_carry(calibration, strategy, target, candidates, best);
+    best = best_knobs(calibration, strategy, target, candidates, best);
     choices.push_back(best);
   }
   std::stable_sort(choices.begin(), choices.end(), [](const PlanChoice& a, const PlanChoice& b) {

@@ -25,9 +25,10 @@
 // waits, a sharded schedule's gathers) is measured, not modelled. Calibrations made before the steps were recorded
 // hold none: no correction.
 //
-// Strategies whose schedule models its whole step (ScheduleRow::planned: the carry schedule) are predicted by that
-// model from the shared compute-only parts, the backward steps slowed and the buckets' times as above; the residual
-// corrects it as any other.
+// Strategies whose schedule models its whole step (ScheduleRow::planned) are predicted by that model from the shared
+// compute-only parts, the backward steps slowed and the buckets' times as above; the residual corrects it as any
+// other. A schedule's knob with a search (Knob::search, core/knobs.hpp) is planned too: the candidate plans at each
+// value it names, besides the calibrated one.
 //
 // Strategies whose schedule has parts of its own (sharded, sharded-ce: schedule/sharded.cpp) are planned the same
 // way from their own calibration (ScheduleCalibration): their compute-only step (each forward layer's time, the
@@ -60,7 +61,9 @@ struct StrategyCalibration {
   // measured overlapped step (slowest rank's median). Empty in calibrations made before they were recorded.
   std::vector<double> plan_mb, overlap_ms;
   ScheduleCalibration schedule;  // its schedule's own step, where the schedule has parts of its own (schedules.hpp)
-  int carry = 0;  // the --carry it was calibrated with, which the predictions keep (the carry schedule's strategies)
+  // Its schedule's knobs (core/knobs.hpp) as calibrated, which the predictions keep (unless the planner searches
+  // one: PlanChoice::knobs).
+  KnobValues knobs;
 
   // c(m): linear between the two calibrated sizes around m (latency + bytes / bandwidth of that range); outside the
   // range, the nearest range's line, and *extrapolated set.
@@ -150,10 +153,8 @@ struct PlanChoice {
   std::string sync;
   BucketPlan plan;
   Prediction prediction;
-  int carry = 0;  // a strategy whose schedule models its own step: the --carry planned with it
+  KnobValues knobs;  // its schedule's knobs planned with it: the calibrated ones, a searched one as chosen
 };
-
-inline constexpr int kMostCarries = 64;
 
 // Bucket caps (MiB) whose plans the choice and the DDP recommendation also weigh.
 extern const std::vector<double> kCandidateCapsMb;
@@ -162,8 +163,9 @@ extern const std::vector<double> kCandidateCapsMb;
 int pieces_per_layer(int layers);
 
 // The plan of least predicted step for each strategy in `syncs` (all calibrated ones when empty), the best of them
-// first; for a strategy whose schedule models its own step, the --carry too: the same candidate plans at every depth
-// (at most kMostCarries of them, spread evenly) besides the calibrated one. Boundaries fall on 1/pieces_per_layer() of a backward step (a sharded strategy's: on whole steps).
+// first; for a strategy whose schedule has a knob with a search (Knob::search), that knob too: the same candidate
+// plans at every value the search names besides the calibrated one. Boundaries fall on 1/pieces_per_layer() of a
+// backward step (a sharded strategy's: on whole steps).
 std::vector<PlanChoice> choose_plans(const Calibration& calibration, const std::vector<std::string>& syncs = {},
                                      const Target& target = {});
 

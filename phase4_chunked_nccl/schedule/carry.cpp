@@ -23,6 +23,7 @@
 // buckets queued behind the carried ones, and the update after the last. Never below T_comp nor T_comm, as
 // ob::schedule_bound_ms(). The planner's model of it is the same path from the shared compute-only parts (planned()).
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -39,6 +40,18 @@
 
 namespace phase4 {
 namespace {
+
+constexpr const char* kDepth = "carry";  // its knob: --carry, the carried depth
+constexpr int kMostCarries = 64;  // the planner's search: at most this many depths
+
+// The depths the planner weighs: every depth up to the layers, at most kMostCarries of them spread evenly.
+std::vector<int> carry_depths(int layers) {
+  std::vector<int> depths;
+  for (int k = 1; k <= std::min(layers, kMostCarries); ++k) {
+    depths.push_back(static_cast<int>(std::lround(1.0 * k * layers / std::min(layers, kMostCarries))));
+  }
+  return depths;
+}
 
 // The first carried bucket of buckets ready after backward steps `ready_after` (ascending): the first that holds an
 // element of the first `carry` forward layers (0: half of them, rounded up), i.e. of backward steps layers - carry on.
@@ -78,7 +91,7 @@ double bound(const MeasuredParts& p, const SyncSpec& sync) {
   const int layers = static_cast<int>(p.layer_ms.size());
   const double rest = std::max(0.0, p.forward_ms - ob::sum_ms(p.layer_ms));
   const double path = critical_path(p.layer_ms, rest, p.backward_ms, p.bucket_ms, p.ready_after,
-                                    first_carried(p.ready_after, layers, sync.carry), p.update_ms);
+                                    first_carried(p.ready_after, layers, sync.knob(kDepth)), p.update_ms);
   return ob::step_bound(path, p.t_comp, p.t_comm);
 }
 
@@ -90,7 +103,7 @@ double planned(const PlannedStep& step, const SyncSpec& sync) {
   const int layers = layout.steps();
   const double elements = static_cast<double>(layout.elements());
   const std::vector<int> ready = step.plan.ready_steps();
-  const std::size_t first = first_carried(ready, layers, sync.carry);
+  const std::size_t first = first_carried(ready, layers, sync.knob(kDepth));
   std::vector<double> layer_ms(layers);
   for (int l = 1; l <= layers; ++l) {
     const int s = layers - l;
@@ -149,7 +162,7 @@ class CarrySchedule final : public Schedule {
 
  protected:
   std::size_t carried(const BucketPlan& plan) const override {
-    return plan.buckets.size() - first_carried(plan.ready_steps(), r_.spec.model.layers, r_.spec.sync.carry);
+    return plan.buckets.size() - first_carried(plan.ready_steps(), r_.spec.model.layers, r_.spec.sync.knob(kDepth));
   }
 
  private:
@@ -235,7 +248,10 @@ ScheduleRow row() {
                   "the all-reduce schedule with the first forward layers' buckets reduced beside the next forward",
                   bound, OB_SCHEDULE_FACTORY(made_schedule<CarrySchedule>));
   row.planned = planned;
-  row.option = "carry";
+  row.knobs = {{kDepth, 0, 1 << 20, 0,
+                "Carrying strategies (*-carry): forward layers whose buckets are reduced beside the next step's "
+                "forward, first layer first (0: half the layers, rounded up)",
+                carry_depths}};
   return row;
 }
 

@@ -34,6 +34,7 @@ namespace {
 
 constexpr const char* kUpdate = "update";  // its parts' names
 constexpr const char* kGather = "gather";
+constexpr const char* kPrefetch = "prefetch";  // its knob: --prefetch
 
 // The forward as this schedule runs it: the compute and communication clocks at its end, from 0.
 void forward_clocks(const std::vector<double>& layer_ms, const std::vector<double>& update_ms,
@@ -71,14 +72,14 @@ double bound(const MeasuredParts& p, const SyncSpec& sync) {
   const auto& updates = part(p.part_ms, kUpdate);
   const double rest = std::max(0.0, p.forward_ms - ob::sum_ms(p.layer_ms) - ob::sum_ms(updates));
   double compute_end = 0.0, comm_end = 0.0;
-  forward_clocks(p.layer_ms, updates, part(p.part_ms, kGather), sync.prefetch, rest, compute_end, comm_end);
+  forward_clocks(p.layer_ms, updates, part(p.part_ms, kGather), sync.knob(kPrefetch), rest, compute_end, comm_end);
   ob::run_pipeline(p.backward_ms, p.bucket_ms, p.ready_after, compute_end, comm_end);
   return ob::step_bound(std::max(compute_end, comm_end), p.t_comp, p.t_comm);
 }
 
-void planned_forward(const ScheduleCalibration& s, double& compute_end, double& comm_end) {
-  forward_clocks(s.layer_ms, part(s.part_ms, kUpdate), part(s.part_ms, kGather), s.prefetch, s.forward_rest_ms,
-                 compute_end, comm_end);
+void planned_forward(const ScheduleCalibration& s, const SyncSpec& sync, double& compute_end, double& comm_end) {
+  forward_clocks(s.layer_ms, part(s.part_ms, kUpdate), part(s.part_ms, kGather), sync.knob(kPrefetch),
+                 s.forward_rest_ms, compute_end, comm_end);
 }
 
 #if defined(OVERLAP_HAVE_CUDA)
@@ -149,7 +150,8 @@ class ShardedSchedule final : public Schedule {
       hand_over(r_.comm, r_.comm_done, r_.compute);
       return {};
     }
-    const int ahead = r_.spec.sync.prefetch > 0 ? std::min(r_.spec.sync.prefetch, layers) : layers;
+    const int prefetch = r_.spec.sync.knob(kPrefetch);
+    const int ahead = prefetch > 0 ? std::min(prefetch, layers) : layers;
     // Layer `layer`'s deferred update follows `previous`, the compute stream's last mark (an update's or a forward
     // layer's end; none: mark one), with nothing between, so that mark begins it; its end mark is the event its
     // gather waits for. One event per update and none per forward layer's start beyond the step's own: each one
@@ -200,7 +202,9 @@ ScheduleRow row() {
                   OB_SCHEDULE_FACTORY(made_schedule<ShardedSchedule>));
   row.parts = {{kUpdate, /*comm=*/false, /*rank_share=*/true, ""}, {kGather, /*comm=*/true, false, "allgather"}};
   row.whole_tensors = true;
-  row.option = "prefetch";
+  row.knobs = {{kPrefetch, 0, 4096, 0,
+                "Sharded strategies: all-gathers issued ahead of the forward layer that needs them, in layers (0: "
+                "every layer's at the step's start)"}};
   row.forward = planned_forward;
   return row;
 }

@@ -30,7 +30,7 @@ phase4::MeasuredParts step(std::vector<double> bucket_ms, std::vector<int> ready
 double bound(phase4::MeasuredParts p, int carry, double t_comp = 0) {
   if (t_comp > 0) p.t_comp = t_comp;
   phase4::SyncSpec sync;
-  sync.carry = carry;
+  sync.knobs["carry"] = carry;
   return phase4::schedule_row("carry").bound(p, sync);
 }
 

@@ -19,7 +19,7 @@ TEST_F(Phase4Gpu, CarriedBucketsRunBesideTheNextForwardAndTheWeightsStayExact) {
         auto config = small();
         config.sync = name;
         config.graph = graph;
-        config.carry = carry;
+        config.knobs["carry"] = carry;
         config.layers = 4;
         std::unique_ptr<phase4::NcclComm> own;
         if (!(config.nccl_settings() == nccl_->settings())) {

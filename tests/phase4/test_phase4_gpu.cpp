@@ -250,7 +250,7 @@ TEST_F(Phase4Gpu, ShardedStrategiesTakeUnevenSlicesAndGatherInsideTheForward) {
     config.graph = graph;
     config.hidden = 191;
     config.layers = 4;
-    config.prefetch = 1;
+    config.knobs["prefetch"] = 1;
     config.bucket_mb = config.first_bucket_mb = 0.3;  // 78,643 elements: rounded up to three whole layers, then one
     std::unique_ptr<phase4::NcclComm> own;
     if (!(config.nccl_settings() == nccl_->settings())) {

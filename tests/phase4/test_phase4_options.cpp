@@ -126,7 +126,7 @@ TEST(Phase4Options, ShardedStrategiesRefuseWhatTheyCannotHonour) {
   EXPECT_EQ(exit_code_of({"--prefetch", "0"}), -1);  // its default: nothing ignored
   EXPECT_EQ(exit_code_of({"--sweep", "sync=nccl,nccl-carry", "--carry", "2"}), -1);
   EXPECT_EQ(exit_code_of({"--plan", "auto", "--plan-syncs", "nccl,sharded", "--prefetch", "1"}), -1);
-  EXPECT_EQ(config.sweep_points()[1].prefetch, 1);
+  EXPECT_EQ(config.sweep_points()[1].knobs.at("prefetch"), 1);
   EXPECT_EQ(config.sweep_points()[2].point_label(), "bucket-mb=25, sync=sharded, prefetch=4");
 }
 

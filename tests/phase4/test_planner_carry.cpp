@@ -17,7 +17,7 @@ phase4::Calibration with_carry(int carry) {
   auto c = phase4::testing::calibration(2, 0.2, 0.0, 1.0);
   auto carrying = c.strategies.front();
   carrying.sync = "nccl-carry";
-  carrying.carry = carry;
+  carrying.knobs["carry"] = carry;
   c.strategies.push_back(carrying);
   return c;
 }
@@ -48,17 +48,17 @@ TEST(PlannerCarry, PlanAutoCarriesWhereTheReductionsOutlastTheBackwardAndChooses
   const auto choices = phase4::choose_plans(with_carry(1), {"nccl", "nccl-carry"});
   ASSERT_EQ(choices.size(), 2u);
   EXPECT_EQ(choices.front().sync, "nccl-carry");
-  EXPECT_EQ(choices.front().carry, 2);
+  EXPECT_EQ(choices.front().knobs.at("carry"), 2);
   EXPECT_LE(choices.front().prediction.step_ms, 2.46 + 1e-9);
   EXPECT_LT(choices.front().prediction.step_ms, choices.back().prediction.step_ms);
-  EXPECT_EQ(choices.back().carry, 0);  // nccl's: none
+  EXPECT_EQ(choices.back().knobs.count("carry"), 0u);  // nccl's: none
 }
 
 TEST(PlannerCarry, TheCalibrationFileKeepsItsCarry) {
   const auto c = with_carry(3);
   const auto json = c.to_json();
   const auto back = phase4::Calibration::from_json(json, "test");
-  EXPECT_EQ(back.strategy("nccl-carry")->carry, 3);
+  EXPECT_EQ(back.strategy("nccl-carry")->knobs.at("carry"), 3);
   auto missing = json;
   for (auto& entry : missing["strategies"]) entry.erase("carry");
   EXPECT_THROW(phase4::Calibration::from_json(missing, "test"), ob::UsageError);

@@ -123,7 +123,8 @@ phase4::ScheduleRow copy_schedule_row() {
     ob::run_pipeline(p.backward_ms, p.bucket_ms, p.ready_after, compute_end, comm_end);
     return ob::step_bound(std::max(compute_end, comm_end) + p.update_ms, p.t_comp, p.t_comm);
   };
-  row.forward = [](const phase4::ScheduleCalibration& c, double& compute_end, double& comm_end) {
+  row.forward = [](const phase4::ScheduleCalibration& c, const phase4::SyncSpec&, double& compute_end,
+                   double& comm_end) {
     copied_forward(c.layer_ms, c.part_ms.at("copy"), c.forward_rest_ms, compute_end, comm_end);
   };
   row.make = phase4::made_schedule<CopySchedule>;

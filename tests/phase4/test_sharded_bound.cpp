@@ -27,7 +27,7 @@ phase4::MeasuredParts step(std::vector<double> layers, std::vector<double> updat
 double bound(phase4::MeasuredParts p, double t_comp, double t_comm, int prefetch = 0) {
   p.t_comp = t_comp, p.t_comm = t_comm;
   phase4::SyncSpec sync;
-  sync.prefetch = prefetch;
+  sync.knobs["prefetch"] = prefetch;
   return phase4::schedule_row("sharded").bound(p, sync);
 }
 

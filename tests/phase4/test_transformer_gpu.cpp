@@ -121,7 +121,7 @@ TEST_F(Phase4Gpu, TransformersCheckOutWithEveryStrategyAccumulationAndGraphs) {
     for (const auto& row : phase4::sync_rows()) {
       auto config = model_config(json, "tiny");
       config.sync = row.name;
-      config.prefetch = phase4::schedule_row(row.schedule).whole_tensors ? 2 : 0;
+      config.knobs["prefetch"] = phase4::schedule_row(row.schedule).whole_tensors ? 2 : 0;
       const auto result = run_on_own_trainer(config);
       EXPECT_EQ(result.failure, "") << row.name;
       EXPECT_EQ(row_of(result, "comm").get("wrong"), "0") << row.name;

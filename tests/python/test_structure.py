@@ -2,6 +2,7 @@
 (tests, scripts and results included), the strategy seam's width, mains that read like their phase's description,
 and the step loop that knows schedules, not strategies."""
 import ast
+import json
 import re
 import shutil
 import subprocess
@@ -212,6 +213,26 @@ def test_a_schedule_is_one_file_and_nothing_else_names_it_or_its_parts():
         assert not found, f"{path.relative_to(PHASE4)}: {found.group()}"
     # Each schedule's bound lives with it: none in common/.
     assert "sharded" not in (REPO / "common" / "metrics.hpp").read_text().lower()
+
+
+def test_a_schedules_knobs_are_named_only_in_its_own_file():
+    """Issue 85: a schedule's own options are knobs of its row (core/knobs.hpp), named as a constant in its file
+    (`constexpr const char* kX = "name";  // its knob`); the driver, the calibration, the planner, the specs and the
+    tools carry them by name (KnobValues) and never name one: no member, option, column or key of that name. The
+    summary's declared knob columns (schema.json) are those knobs."""
+    rows = sorted(PHASE4.glob("schedule/*.cpp"))
+    constant = re.compile(r'constexpr const char\* k\w+ = "([a-z-]+)";  // its knob')
+    knobs = [k for p in rows for k in constant.findall(p.read_text())]
+    assert sorted(knobs) == ["carry", "prefetch"], knobs
+    declared = json.loads((REPO / "overlap_bench" / "core" / "schema.json").read_text())["summary"]["knobs"]
+    assert sorted(declared) == sorted(k.replace("-", "_") for k in knobs)
+    for knob in knobs:
+        named = re.compile(rf'\.{re.escape(knob)}\b|"(--)?{re.escape(knob)}"|\b{re.escape(knob)} = ')
+        for path in SOURCES:
+            if path in rows or path.parent.name == "sync":  # the strategies' rows name the schedules
+                continue
+            found = named.search(code_with_strings(path))
+            assert not found, f"{path.relative_to(PHASE4)}: {found.group()}"
 
 
 def test_a_strategy_is_one_file_that_registers_itself():
