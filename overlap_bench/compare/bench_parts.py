@@ -142,7 +142,10 @@ def argv_of(command, known):
     words first, then each placeholder filled inside its word, so that no value is ever split or read as shell;
     a word that is a placeholder of several words alone ({mpi}, {configs}) becomes those words, and ${NAME-} the
     environment's value. A script a step gives to `bash -c` gets its values quoted inside it."""
-    words = shlex.split(command)
+    try:
+        words = shlex.split(command)
+    except ValueError as error:  # a quote left open: the template is no command
+        raise ob_tool.UsageError(f"--part: the command '{ob_tool.one_line(command)}' is invalid: {error}") from None
     argv = []
     for i, word in enumerate(words):
         whole = PLACEHOLDER.fullmatch(word)
