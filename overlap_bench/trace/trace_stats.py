@@ -39,8 +39,9 @@ def _steps_of(trace):
                 found.append((number, mine))
         if found:
             return only_replayed(trace, found)
-    if trace.steps and not trace.launches:  # a timeline CSV: every iteration's events
-        return [(n, [k for k in kernels if start <= k.start < end]) for n, start, end in sorted(trace.steps)]
+    if trace.steps and not trace.launches:  # a timeline CSV: every iteration's events (no kernel: no step)
+        found = [(n, [k for k in kernels if start <= k.start < end]) for n, start, end in sorted(trace.steps)]
+        return [(n, ks) for n, ks in found if ks]
     return only_replayed(trace, by_repetition(kernels))
 
 

@@ -301,3 +301,16 @@ def test_a_trace_with_no_collective_writes_its_buckets_header_alone(tmp_path):
     assert result.returncode == 0, result.stderr
     buckets = pd.read_csv(tmp_path / "a" / "analysis.buckets.csv")
     assert buckets.empty and list(buckets.columns) == ["rank", "step", "bucket", "collective", "bytes", "ms"]
+
+
+def test_a_step_marker_with_no_kernel_in_it_is_no_step(tmp_path, monkeypatch):
+    """A trace whose step marker holds no kernel (one found by fuzzing: its only event's category misspelt, no
+    launching calls) has no step, in every way steps are found: none of them a step of no kernel (min() of nothing)."""
+    from overlap_bench.trace import trace_native, trace_read, trace_stats
+
+    monkeypatch.setenv(trace_native.ENVIRONMENT, "0")
+    path = tmp_path / "rank0.trace.json"
+    path.write_bytes((REPO / "tests" / "fuzz" / "corpus" / "trace" / "step-without-kernel.json").read_bytes())
+    rank = trace_read.read_kineto(path)
+    assert rank.steps and not rank.launches
+    assert trace_stats.steps_of(rank) == [] and trace_stats.step_stats(rank) == []
