@@ -44,7 +44,7 @@ def targets(folder):
         rows.append((f"{int(job['ranks'])} ranks x 1 GB: wall s on {int(job['cores'])} cores", job["seconds"], 20.0))
         if "cpu_s" in job:  # what the wall would be were the cores the job's alone: its CPU time over them
             rows.append((f"{int(job['ranks'])} ranks x 1 GB: CPU s over {int(job['cores'])} cores (the least wall "
-                         "free cores allow; the machine was shared)", job["cpu_s"] / job["cores"], math.nan))
+                         "free cores allow)", job["cpu_s"] / job["cores"], math.nan))
     for name in ("hta", "tracelens"):
         for label, row in (("250 MB", small), ("1 GB", one)):
             status = str(row.get(f"{name}_status", "")) if row is not None else ""
